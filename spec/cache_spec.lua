@@ -1,0 +1,262 @@
+-- The on-disk kernel cache. Its settings are read from the environment once
+-- per process, so every case runs gpurun in a child process pointed at a
+-- fresh directory and reads what it reports through gpurun.cache_info().
+local process = require("spec.support.process")
+local q = process.quote
+
+-- Compiles SOURCE (or the file named by $SOURCE_FILE) with the options in
+-- $OPTIONS (a Lua table constructor) for $TARGET and prints one line of
+-- key=value pairs about the result and the cache.
+local COMPILE = [[
+local g = require("gpurun")
+local source = 'extern "C" __global__ void vec_add(const float *a, float *b) { b[threadIdx.x] = a[threadIdx.x] + 1.0f; }\n'
+if os.getenv("SOURCE_FILE") then
+  local file = assert(io.open(os.getenv("SOURCE_FILE")))
+  source = file:read("a")
+  file:close()
+end
+local options = load("return " .. (os.getenv("OPTIONS") or "{ arch = '90' }"))()
+local code = g.Program(source, "c++", options):compile(os.getenv("TARGET") or "cubin")
+local sum = 0
+for i = 1, #code.code do sum = (sum * 31 + code.code:byte(i)) % 4294967296 end
+local info = g.cache_info()
+print(("from_cache=%s size=%d sum=%d elf=%s enabled=%s hits=%d misses=%d stores=%d corrupt=%d errors=%d dir=%s")
+  :format(code.from_cache, code.size, sum, code.code:sub(1, 4) == "\127ELF", info.enabled, info.hits,
+          info.misses, info.stores, info.corrupt, info.errors, info.dir or "-"))
+]]
+
+local script_path
+
+local function fields(line)
+  local result = {}
+  for key, value in (line or ""):gmatch("([%w_]+)=(%S+)") do
+    if value == "true" or value == "false" then
+      result[key] = value == "true"
+    else
+      result[key] = tonumber(value) or value
+    end
+  end
+  return result
+end
+
+-- compile(env) -> the reported fields, stderr, exit code
+local function compile(env)
+  env = env or {}
+  if env.GPURUN_NO_CACHE == nil then env.GPURUN_NO_CACHE = "" end
+  local result = process.gpurun(q(script_path), { env = env })
+  return fields(result.stdout:match("[^\n]*")), result.stderr, result.code
+end
+
+local function shell(command)
+  local pipe = assert(io.popen(command))
+  local output = pipe:read("a")
+  pipe:close()
+  return output
+end
+
+local function entries(dir)
+  local list = {}
+  for name in shell("ls -A " .. q(dir) .. " 2>/dev/null"):gmatch("[^\n]+") do
+    list[#list + 1] = name
+  end
+  return list
+end
+
+local function write(path, text)
+  local file = assert(io.open(path, "wb"))
+  file:write(text)
+  file:close()
+end
+
+local function read(path)
+  local file = assert(io.open(path, "rb"))
+  local text = file:read("a")
+  file:close()
+  return text
+end
+
+local scratch, dir
+
+lazy_setup(function()
+  scratch = os.tmpname()
+  os.remove(scratch)
+  assert(os.execute("mkdir -p " .. q(scratch)))
+  script_path = scratch .. "/compile.lua"
+  write(script_path, COMPILE)
+end)
+
+lazy_teardown(function()
+  os.execute("rm -rf " .. q(scratch))
+end)
+
+local case = 0
+before_each(function()
+  case = case + 1
+  dir = scratch .. "/cache" .. case
+end)
+
+describe("the kernel cache", function()
+  it("serves the second compile of the same program from disk", function()
+    local first, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("", stderr)
+    assert.is_false(first.from_cache)
+    assert.are.same({ 0, 1, 1 }, { first.hits, first.misses, first.stores })
+    assert.is_true(first.elf)
+
+    local second = compile({ GPURUN_CACHE_DIR = dir })
+    assert.is_true(second.from_cache)
+    assert.are.same({ 1, 0, 0 }, { second.hits, second.misses, second.stores })
+    assert.are.equal(first.size, second.size)
+    assert.are.equal(first.sum, second.sum)
+    assert.are.equal(dir, second.dir)
+  end)
+
+  it("keeps one entry file per key, starting with its magic, in a 0700 directory", function()
+    compile({ GPURUN_CACHE_DIR = dir })
+    local names = entries(dir)
+    assert.are.equal(1, #names)
+    assert.matches("^%x+%.entry$", names[1])
+    assert.are.equal(32, #names[1]:match("^%x+"))
+    assert.are.equal("GPURUNKC", read(dir .. "/" .. names[1]):sub(1, 8))
+    assert.are.equal("700\n", shell("stat -c %a " .. q(dir)))
+  end)
+
+  it("misses when an option, the target or the source changes", function()
+    compile({ GPURUN_CACHE_DIR = dir })
+    local changed_option = compile({ GPURUN_CACHE_DIR = dir, OPTIONS = "{ arch = '90', defines = { 'X' } }" })
+    assert.is_false(changed_option.from_cache)
+    assert.are.equal(1, changed_option.misses)
+    local reordered = compile({ GPURUN_CACHE_DIR = dir, OPTIONS = "{ arch = '90', line_info = true }" })
+    assert.is_false(reordered.from_cache)
+    local ptx = compile({ GPURUN_CACHE_DIR = dir, TARGET = "ptx" })
+    assert.is_false(ptx.from_cache)
+    local source = scratch .. "/other.cu"
+    write(source, 'extern "C" __global__ void other(int *x) { *x = 1; }\n')
+    assert.is_false(compile({ GPURUN_CACHE_DIR = dir, SOURCE_FILE = source }).from_cache)
+    assert.are.equal(5, #entries(dir))
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir, OPTIONS = "{ arch = '90', line_info = true }" }).from_cache)
+  end)
+
+  it("misses when an included header changes", function()
+    local include = scratch .. "/include" .. case
+    assert(os.execute("mkdir -p " .. q(include)))
+    write(include .. "/outer.h", '#include "inner.h"\n')
+    local source = scratch .. "/includes.cu"
+    write(source, '#include <outer.h>\nextern "C" __global__ void k(int *x) { *x = VALUE; }\n')
+    local env = { GPURUN_CACHE_DIR = dir, SOURCE_FILE = source, TARGET = "ptx",
+                  OPTIONS = "{ arch = '90', include_paths = { " .. ("%q"):format(include) .. " } }" }
+    write(include .. "/inner.h", "#define VALUE 1\n")
+    local one = compile(env)
+    assert.is_false(one.from_cache)
+    assert.is_true(compile(env).from_cache)
+    write(include .. "/inner.h", "#define VALUE 2\n")
+    local two = compile(env)
+    assert.is_false(two.from_cache)
+    assert.are_not.equal(one.sum, two.sum)
+    write(include .. "/inner.h", "#define VALUE 1\n")
+    local again = compile(env)
+    assert.is_true(again.from_cache)
+    assert.are.equal(one.sum, again.sum)
+  end)
+
+  local damages = {
+    { "a flipped payload byte", function(data) return data:sub(1, 99) .. string.char(data:byte(100) ~ 0xff) .. data:sub(101) end, "bad checksum" },
+    { "a truncated payload", function(data) return data:sub(1, #data // 2) end, "wrong length: payload is %d+ bytes, header says %d+" },
+    { "a truncated header", function(data) return data:sub(1, 10) end, "truncated: 10 bytes, shorter than the 48%-byte header" },
+    { "a bad magic", function(data) return "XXXXXXXX" .. data:sub(9) end, "bad magic" },
+    { "an empty file", function() return "" end, "truncated: 0 bytes, shorter than the 48%-byte header" },
+  }
+  for _, damage in ipairs(damages) do
+    it("recompiles over a corrupt entry: " .. damage[1], function()
+      local first = compile({ GPURUN_CACHE_DIR = dir })
+      local path = dir .. "/" .. entries(dir)[1]
+      write(path, damage[2](read(path)))
+
+      local again, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
+      assert.are.equal(0, code, stderr)
+      assert.matches("gpurun: warning: kernel cache entry " .. path:gsub("%p", "%%%0")
+        .. " is corrupt %(" .. damage[3] .. "%); recompiling\n", stderr)
+      assert.is_false(again.from_cache)
+      assert.are.same({ 1, 1, 1, 0 }, { again.corrupt, again.misses, again.stores, again.hits })
+      assert.are.equal(first.sum, again.sum)
+
+      local repaired, quiet = compile({ GPURUN_CACHE_DIR = dir })
+      assert.are.equal("", quiet)
+      assert.is_true(repaired.from_cache)
+      assert.are.equal(first.sum, repaired.sum)
+    end)
+  end
+
+  it("compiles without a cache, warning once, when the directory cannot be created", function()
+    local file = scratch .. "/a-file"
+    write(file, "not a directory\n")
+    local impossible = file .. "/sub"
+    local result, stderr, code = compile({ GPURUN_CACHE_DIR = impossible })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("gpurun: warning: kernel cache directory " .. impossible
+      .. " cannot be created (Not a directory); continuing without the cache\n", stderr)
+    assert.is_true(result.elf)
+    assert.is_false(result.enabled)
+    assert.are.same({ 0, 0, 0, 1 }, { result.hits, result.misses, result.stores, result.errors })
+  end)
+
+  it("compiles without a cache, warning once, when the directory takes no files", function()
+    -- /proc exists and is a directory, but no file can be made in it, even by
+    -- root (for whom chmod 0500 would change nothing).
+    local result, stderr, code = compile({ GPURUN_CACHE_DIR = "/proc" })
+    assert.are.equal(0, code, stderr)
+    assert.matches("^gpurun: warning: kernel cache directory /proc is not writable %([^)]+%); "
+      .. "continuing without the cache\n$", stderr)
+    assert.is_true(result.elf)
+    assert.is_false(result.enabled)
+    assert.are.equal(0, result.stores)
+    assert.are.equal(1, result.errors)
+  end)
+
+  it("is off, silently, when GPURUN_NO_CACHE is set", function()
+    local result, stderr = compile({ GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "1" })
+    assert.are.equal("", stderr)
+    assert.is_false(result.enabled)
+    assert.are.equal("-", result.dir)
+    assert.is_false(compile({ GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "yes" }).from_cache)
+    assert.are.same({}, entries(dir))
+    compile({ GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "0" })
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "0" }).from_cache)
+  end)
+
+  it("lives under $XDG_CACHE_HOME/gpurun, else ~/.cache/gpurun", function()
+    local xdg = scratch .. "/xdg" .. case
+    local in_xdg = compile({ GPURUN_CACHE_DIR = "", XDG_CACHE_HOME = xdg })
+    assert.are.equal(xdg .. "/gpurun", in_xdg.dir)
+    assert.are.equal(1, #entries(xdg .. "/gpurun"))
+    local home = scratch .. "/home" .. case
+    local in_home = compile({ GPURUN_CACHE_DIR = "", XDG_CACHE_HOME = "", HOME = home })
+    assert.are.equal(home .. "/.cache/gpurun", in_home.dir)
+    assert.are.equal(1, #entries(home .. "/.cache/gpurun"))
+  end)
+
+  it("survives processes compiling the same program at once", function()
+    local outputs = {}
+    local command = {}
+    for i = 1, 4 do
+      outputs[i] = scratch .. "/parallel" .. i
+      command[#command + 1] = ("GPURUN_CACHE_DIR=%s GPURUN_NO_CACHE= %s %s >%s 2>&1 &")
+        :format(q(dir), q(process.gpurun_bin()), q(script_path), q(outputs[i]))
+    end
+    assert(os.execute(table.concat(command, " ") .. " wait"))
+    local sums = {}
+    for i = 1, 4 do
+      local text = read(outputs[i])
+      local result = fields(text)
+      assert.is_true(result.elf, text)
+      assert.are.equal(0, result.corrupt, text)
+      sums[#sums + 1] = result.sum
+    end
+    for i = 2, 4 do assert.are.equal(sums[1], sums[i]) end
+    local names = entries(dir)
+    assert.are.equal(1, #names, table.concat(names, " "))
+    assert.matches("^%x+%.entry$", names[1])
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir }).from_cache)
+  end)
+end)

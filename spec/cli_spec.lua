@@ -1,0 +1,184 @@
+-- The command line: gpurun behaves as `lua` does, plus its own version line
+-- and exit codes (0 success, 1 script error, 2 usage error).
+local process = require("spec.support.process")
+local q = process.quote
+
+local function script(text)
+  local path = os.tmpname() .. ".lua"
+  local file = assert(io.open(path, "w"))
+  file:write(text)
+  file:close()
+  return path
+end
+
+describe("gpurun command line", function()
+  it("lays out arg as lua does and passes arguments as ...", function()
+    local path = script([[
+      local a, b = ...
+      print(arg[0], arg[1], arg[2], #arg, a, b, select("#", ...))
+      print(arg[-1] ~= nil, arg[-2] == nil)
+    ]])
+    local result = process.gpurun(q(path) .. " one two")
+    assert.are.equal(0, result.code, result.stderr)
+    local lines = {}
+    for line in result.stdout:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.are.equal(path .. "\tone\ttwo\t2\tone\ttwo\t2", lines[1])
+    assert.are.equal("true\ttrue", lines[2])
+    os.remove(path)
+  end)
+
+  it("puts the interpreter and its options at negative indices", function()
+    local path = script("print(arg[-1], arg[-2], arg[-3] == " .. ("%q"):format(process.gpurun_bin()) .. ", arg[-4])")
+    local result = process.gpurun("-e 'x=1' " .. q(path))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("x=1\t-e\ttrue\tnil\n", result.stdout)
+    os.remove(path)
+  end)
+
+  it("skips a first line starting with #", function()
+    local path = script("#!/usr/bin/env gpurun\nprint('after shebang')\n")
+    local result = process.gpurun(q(path))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("after shebang\n", result.stdout)
+    os.remove(path)
+  end)
+
+  it("runs -e statements in order and -l libraries", function()
+    local result = process.gpurun("-e 'io.write(1)' -l string -e 'io.write(2, type(string.rep))'")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("12function", result.stdout)
+  end)
+
+  it("supports -l name=module", function()
+    local result = process.gpurun("-l g=gpurun -e 'print(type(g.device_count))'")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("function\n", result.stdout)
+  end)
+
+  it("reads the script from stdin with -", function()
+    local result = process.gpurun("- a b", { stdin = "print('stdin', ...)" })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("stdin\ta\tb\n", result.stdout)
+  end)
+
+  it("reads stdin when there is no script and stdin is not a terminal", function()
+    local result = process.gpurun("", { stdin = "print(6 * 7)" })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("42\n", result.stdout)
+  end)
+
+  it("stops handling options at --", function()
+    local path = script("print(...)")
+    local result = process.gpurun("-- " .. q(path) .. " -v")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("-v\n", result.stdout)
+    os.remove(path)
+  end)
+
+  it("prints gpurun, Lua and NVRTC versions with -v and --version", function()
+    for _, flag in ipairs({ "-v", "--version" }) do
+      local result = process.gpurun(flag)
+      assert.are.equal(0, result.code, result.stderr)
+      assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4%.%d+\nNVRTC %d+%.%d+\n", result.stdout)
+      assert.matches("CUDA driver", result.stdout)
+    end
+  end)
+
+  it("reports the CUDA driver version in -v #gpu", function()
+    local result = process.gpurun("-v")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("CUDA driver %d+%.%d+, %d+ device%(s%)", result.stdout)
+  end)
+
+  it("prints usage with -h and --help", function()
+    for _, flag in ipairs({ "-h", "--help" }) do
+      local result = process.gpurun(flag)
+      assert.are.equal(0, result.code)
+      assert.matches("usage: gpurun %[options%] %[script %[args%]%]", result.stdout)
+    end
+  end)
+
+  it("exits 2 on a usage error", function()
+    local unknown = process.gpurun("-z")
+    assert.are.equal(2, unknown.code)
+    assert.matches("unrecognized option '%-z'", unknown.stderr)
+    assert.matches("usage:", unknown.stderr)
+    local missing = process.gpurun("-e")
+    assert.are.equal(2, missing.code)
+    assert.matches("'%-e' needs argument", missing.stderr)
+  end)
+
+  it("prints 'gpurun: message' and a traceback and exits 1 on a script error", function()
+    local path = script("local function inner() error('boom') end\ninner()\n")
+    local result = process.gpurun(q(path))
+    assert.are.equal(1, result.code)
+    assert.matches("^gpurun: [^\n]*:1: boom\nstack traceback:\n", result.stderr)
+    assert.matches("in local 'inner'", result.stderr)
+    os.remove(path)
+  end)
+
+  it("exits 1 on a syntax error and on a missing script", function()
+    local syntax = process.gpurun("-e 'x = = 1'")
+    assert.are.equal(1, syntax.code)
+    assert.matches("^gpurun: ", syntax.stderr)
+    local missing = process.gpurun(q("/nonexistent/script.lua"))
+    assert.are.equal(1, missing.code)
+    assert.matches("cannot open /nonexistent/script.lua", missing.stderr)
+  end)
+
+  it("reports error objects that are not strings", function()
+    local result = process.gpurun("-e 'error(setmetatable({}, {__tostring = function() return \"custom\" end}))'")
+    assert.are.equal(1, result.code)
+    assert.matches("^gpurun: custom", result.stderr)
+    local plain = process.gpurun("-e 'error({})'")
+    assert.matches("error object is a table value", plain.stderr)
+  end)
+
+  it("honours os.exit codes", function()
+    assert.are.equal(7, process.gpurun("-e 'os.exit(7)'").code)
+    assert.are.equal(0, process.gpurun("-e 'os.exit(true, true)'").code)
+  end)
+
+  it("honours LUA_PATH and LUA_INIT, and -E ignores them", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local file = assert(io.open(dir .. "/pathmod.lua", "w"))
+    file:write("return { answer = 42 }")
+    file:close()
+    local env = { LUA_PATH = dir .. "/?.lua;;", LUA_INIT = "INITIALISED = 'yes'" }
+    local result = process.gpurun("-e 'print(require(\"pathmod\").answer, INITIALISED)'", { env = env })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("42\tyes\n", result.stdout)
+    local ignored = process.gpurun("-E -e 'print(pcall(require, \"pathmod\"), INITIALISED)'", { env = env })
+    assert.matches("^false", ignored.stdout)
+    local init_file = process.gpurun("-e 'print(FROM_FILE)'",
+      { env = { LUA_INIT = "@" .. dir .. "/init.lua" } })
+    assert.are.equal(1, init_file.code) -- the file does not exist
+    os.execute("rm -rf " .. q(dir))
+  end)
+
+  it("finds require('gpurun') and its Lua modules from any working directory", function()
+    local result = process.run("cd / && " .. q(process.gpurun_bin())
+      .. " -e 'print(require(\"gpurun\").version, package.searchpath(\"gpurun.bench\", package.path) ~= nil)'")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("^%d+%.%d+%.%d+\ttrue\n$", result.stdout)
+  end)
+
+  it("loads Lua C modules installed on the system", function()
+    local result = process.gpurun("-e 'local lfs = require(\"lfs\"); local cjson = require(\"cjson\"); "
+      .. "print(type(lfs.currentdir()), cjson.encode({1}))'")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("string\t[1]\n", result.stdout)
+  end)
+
+  it("turns Ctrl-C into an 'interrupted!' error and exits 1", function()
+    -- kill from a shell rather than timeout(1), which changes how the child sees SIGINT
+    local result = process.run("{ " .. q(process.gpurun_bin())
+      .. " -e 'local t <close> = setmetatable({}, {__close = function() print(\"closed\") end}) "
+      .. "while true do end' & pid=$!; sleep 0.5; kill -INT $pid; wait $pid; }")
+    assert.are.equal(1, result.code)
+    assert.matches("^gpurun: interrupted!\nstack traceback:", result.stderr)
+    assert.are.equal("closed\n", result.stdout)
+  end)
+end)

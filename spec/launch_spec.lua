@@ -1,0 +1,242 @@
+-- Launch configurations, typed scalars and checked launches.
+local gpurun = require("gpurun")
+local kernels = require("spec.support.kernels")
+
+describe("LaunchConfig", function()
+  it("accepts integers and {x, y, z} tables", function()
+    local config = gpurun.LaunchConfig({ grid = 16, block = 256 })
+    assert.are.same({ 16, 1, 1 }, config.grid)
+    assert.are.same({ 256, 1, 1 }, config.block)
+    assert.are.equal(0, config.shmem_size)
+    local config2 = gpurun.LaunchConfig({ grid = { 4, 3 }, block = { x = 16, y = 16 }, shmem_size = 1024 })
+    assert.are.same({ 4, 3, 1 }, config2.grid)
+    assert.are.same({ 16, 16, 1 }, config2.block)
+    assert.are.equal(1024, config2.shmem_size)
+    assert.matches("gpurun.LaunchConfig%(grid={4,3,1}, block={16,16,1}, shmem_size=1024%)", tostring(config2))
+  end)
+
+  it("rejects what no device can run", function()
+    local cases = {
+      { { grid = 0, block = 1 }, "grid.x must be between 1 and 2147483647, got 0" },
+      { { grid = 1, block = 0 }, "block.x must be between 1 and 1024, got 0" },
+      { { grid = 1, block = 2048 }, "block.x must be between 1 and 1024, got 2048" },
+      { { grid = 1, block = { 64, 32 } }, "block of 64 x 32 x 1 = 2048 threads, at most 1024" },
+      { { grid = { 1, 70000 }, block = 1 }, "grid.y must be between 1 and 65535" },
+      { { grid = -5, block = 1 }, "grid.x must be between 1" },
+      { { grid = 1.5, block = 1 }, "grid.x must be an integer, got 1.5" },
+      { { grid = 0 / 0, block = 1 }, "grid.x must be an integer" },
+      { { grid = math.huge, block = 1 }, "grid.x must be an integer" },
+      { { grid = "8", block = 1 }, "grid must be an integer or a table" },
+      { { grid = { 1, 2, 3, 4 }, block = 1 }, "grid has 4 entries, at most 3" },
+      { { grid = 1 }, "grid and block are required" },
+      { { grid = 1, block = 1, shmem = 4 }, "unknown field 'shmem'" },
+      { { grid = 1, block = 1, shmem_size = -1 }, "shmem_size must be an integer number of bytes >= 0" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, err = pcall(gpurun.LaunchConfig, case[1])
+      assert.is_false(ok)
+      assert.truthy(err:find(case[2], 1, true), ("expected %q in %q"):format(case[2], err))
+    end
+    assert.has_error(function() gpurun.LaunchConfig(5) end)
+  end)
+end)
+
+describe("typed scalars", function()
+  it("keep their type and value", function()
+    assert.are.equal("u64", gpurun.u64(4096).type)
+    assert.are.equal(4096, gpurun.u64(4096).value)
+    assert.are.equal(8, gpurun.u64(1).size)
+    assert.are.equal(4, gpurun.i32(-3).size)
+    assert.are.equal(-3, gpurun.i32(-3).value)
+    assert.are.equal(0.5, gpurun.f32(0.5).value)
+    assert.are.equal(4, gpurun.f32(0.5).size)
+    assert.are.equal(2.25, gpurun.f64(2.25).value)
+    assert.are.equal(4294967295, gpurun.u32(4294967295).value)
+    assert.are.equal(7, gpurun.u64(7.0).value)
+    assert.are.equal("gpurun.u64(5)", tostring(gpurun.u64(5)))
+  end)
+
+  it("reject values their type cannot hold", function()
+    local cases = {
+      { gpurun.u32, -1, "does not fit in 32-bit unsigned" },
+      { gpurun.u32, 1 << 32, "does not fit in 32-bit unsigned" },
+      { gpurun.i32, 1 << 31, "does not fit in 32-bit signed" },
+      { gpurun.u64, -1, "is negative" },
+      { gpurun.i64, 1.5, "integer expected, got 1.5" },
+      { gpurun.u64, 0 / 0, "integer expected" },
+      { gpurun.u64, "12", "integer expected" },
+      { gpurun.f32, 1e300, "out of float range" },
+      { gpurun.f64, {}, "number expected" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, err = pcall(case[1], case[2])
+      assert.is_false(ok)
+      assert.truthy(err:find(case[3], 1, true), ("expected %q in %q"):format(case[3], err))
+    end
+  end)
+end)
+
+describe("launch", function()
+  local device, kernel, stream
+
+  before_each(function()
+    device, _, kernel = kernels.setup()
+    stream = device:create_stream()
+    gpurun.set_current_stream(stream)
+  end)
+
+  after_each(function()
+    gpurun.set_current_stream(nil)
+    if stream then stream:close() end
+  end)
+
+  it("reports the parameter layout #gpu", function()
+    local add = kernel("vec_add")
+    assert.are.equal("vec_add", add.name)
+    assert.are.equal(4, add.num_params)
+    assert.are.same({ { offset = 0, size = 8 }, { offset = 8, size = 8 }, { offset = 16, size = 8 },
+      { offset = 24, size = 8 } }, add:params())
+    local scale = kernel("scale_shift")
+    assert.are.same({ 8, 4, 4, 4 }, { scale:params()[1].size, scale:params()[2].size,
+      scale:params()[3].size, scale:params()[4].size })
+    assert.is_true(add.max_threads_per_block >= 256)
+  end)
+
+  it("computes the right values #gpu", function()
+    local n = 1000
+    local a, b, out = gpurun.full(n, 1.5, "float32"), gpurun.full(n, 2.0, "float32"), gpurun.zeros(n, "float32")
+    local config = gpurun.LaunchConfig({ grid = (n + 255) // 256, block = 256 })
+    gpurun.launch(stream, config, kernel("vec_add"), a, b, out, gpurun.u64(n))
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 3.5, 0, 0))
+    -- plain Lua numbers where the size is unambiguous: float for float, integer for int
+    gpurun.launch(stream, config, kernel("scale_shift"), out, 2.0, -1, gpurun.u32(n))
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 6.0, 0, 0))
+    gpurun.launch(stream, config, kernel("scale_shift"), out, gpurun.f32(0.5), gpurun.i32(3), n)
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 6.0, 0, 0))
+    local doubles = gpurun.zeros(n, "float64")
+    gpurun.launch(stream, config, kernel("fill_double"), doubles, 0.1, n)
+    stream:sync()
+    assert.are.equal(0.1, doubles:get(n))
+    local flag = gpurun.zeros(1, "uint8")
+    gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 1 }), kernel("byte_flag"), flag, true, 4)
+    stream:sync()
+    assert.are.equal(5, flag:get(1))
+  end)
+
+  it("launches 2D grids #gpu", function()
+    local width, height = 37, 19
+    local out = gpurun.zeros(width * height, "int32")
+    local config = gpurun.LaunchConfig({ grid = { (width + 15) // 16, (height + 15) // 16 }, block = { 16, 16 } })
+    gpurun.launch(stream, config, kernel("write_index_2d"), out, width, height)
+    stream:sync()
+    local values = out:to_table()
+    assert.are.equal(0, values[1])
+    assert.are.equal(18 * 1000 + 36, values[width * height])
+    assert.are.equal(5 * 1000 + 7, values[5 * width + 7 + 1])
+  end)
+
+  it("passes dynamic shared memory #gpu", function()
+    local out = gpurun.zeros(128, "float32")
+    gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 128, shmem_size = 128 * 4 }),
+      kernel("uses_shared"), out)
+    stream:sync()
+    assert.are.equal(127, out:get(1))
+    assert.are.equal(0, out:get(128))
+  end)
+
+  it("checks every argument against the kernel and launches nothing on error #gpu", function()
+    local a = gpurun.zeros(16, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 16 })
+    local add, scale = kernel("vec_add"), kernel("scale_shift")
+    local cases = {
+      { function() gpurun.launch(stream, config, add, a, a, a) end, "kernel 'vec_add' takes 4 parameters, got 3" },
+      { function() gpurun.launch(stream, config, add, a, a, a, 1, 2) end, "takes 4 parameters, got 5" },
+      { function() gpurun.launch(stream, config, scale, a, a, 1, 1) end,
+        "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer" },
+      { function() gpurun.launch(stream, config, scale, a, 1.0, 1 << 40, 1) end,
+        "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit" },
+      { function() gpurun.launch(stream, config, scale, a, 1.0, 1, gpurun.u64(1)) end,
+        "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8" },
+      { function() gpurun.launch(stream, config, add, a, a, a, "16") end,
+        "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got string" },
+      { function() gpurun.launch(stream, config, add, a, a, {}, 1) end, "parameter 3: number, boolean" },
+      { function() gpurun.launch(stream, config, add, a, a, a, true) end, "a boolean passes as 1 byte" },
+      { function() gpurun.launch(stream, config, scale, a, 1e300, 1, 1) end, "out of float range" },
+      { function() gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 }),
+          add, a, a, a, 1) end, "may use at most" },
+      { function() gpurun.launch(config, config, add) end, "gpurun.Stream or gpurun.GraphBuilder expected" },
+      { function() gpurun.launch(stream, {}, add) end, "gpurun.LaunchConfig expected" },
+      { function() gpurun.launch(stream, config, "vec_add") end, "gpurun.Kernel expected" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, err = pcall(case[1])
+      assert.is_false(ok)
+      assert.truthy(err:find(case[2], 1, true), ("expected %q in %q"):format(case[2], err))
+    end
+    stream:sync()
+    assert.is_true(gpurun.allclose(a, 0, 0, 0))
+    -- the stream is still usable after every error
+    gpurun.launch(stream, config, add, a, a, a, gpurun.u64(16))
+    stream:sync()
+  end)
+
+  it("refuses closed objects #gpu", function()
+    local a = gpurun.zeros(16, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 16 })
+    local add = kernel("vec_add")
+    a:close()
+    assert.has_error(function() gpurun.launch(stream, config, add, a, a, a, 16) end,
+      "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+    local other = device:create_stream()
+    other:close()
+    local b = gpurun.zeros(16, "float32")
+    assert.has_error(function() gpurun.launch(other, config, add, b, b, b, 16) end,
+      "attempt to use a closed gpurun.Stream")
+  end)
+
+  it("launches plans bound once #gpu", function()
+    local n = 4096
+    local a, b, out = gpurun.full(n, 2, "float32"), gpurun.full(n, 3, "float32"), gpurun.zeros(n, "float32")
+    local config = gpurun.LaunchConfig({ grid = n // 256, block = 256 })
+    local plan = kernel("vec_mul"):bind(config, a, b, out, gpurun.u64(n))
+    for _ = 1, 10 do plan:launch(stream) end
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 6, 0, 0))
+    assert.are.equal("vec_mul", plan:kernel().name)
+    assert.has_error(function() kernel("vec_mul"):bind(config, a, b) end, "kernel 'vec_mul' takes 4 parameters, got 2")
+    out:close()
+    assert.has_error(function() plan:launch(stream) end,
+      "LaunchPlan of kernel 'vec_mul': a gpurun.Buffer it passes was closed after bind")
+    plan:close()
+    plan:close()
+    assert.has_error(function() plan:launch(stream) end, "attempt to use a closed gpurun.LaunchPlan")
+  end)
+
+  it("allocates no Lua memory in 10,000 launches and plan launches #gpu", function()
+    local n = 256
+    local a, out = gpurun.full(n, 1, "float32"), gpurun.zeros(n, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 256 })
+    local add, count = kernel("vec_add"), gpurun.u64(n)
+    local plan = add:bind(config, a, a, out, count)
+    local launch = gpurun.launch
+    launch(stream, config, add, a, a, out, count)
+    plan:launch(stream)
+    stream:sync()
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 10000 do
+      launch(stream, config, add, a, a, out, count)
+    end
+    for _ = 1, 10000 do
+      plan:launch(stream)
+    end
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    stream:sync()
+    assert.are.equal(before, after)
+  end)
+end)

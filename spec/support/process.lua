@@ -1,0 +1,74 @@
+-- Runs gpurun (or any command) in a child process and returns what it printed
+-- and its exit code, for specs of the command line and of scripts.
+local process = {}
+
+local function shell_quote(text)
+  return "'" .. tostring(text):gsub("'", "'\\''") .. "'"
+end
+process.quote = shell_quote
+
+-- The gpurun binary under test: $GPURUN_BIN, else the interpreter running
+-- the specs (arg[-1] when run as `gpurun spec/run.lua`), else build/gpurun.
+function process.gpurun_bin()
+  local bin = os.getenv("GPURUN_BIN")
+  if bin and bin ~= "" then return bin end
+  local interpreter
+  for i = -1, -10, -1 do
+    if arg and arg[i] then interpreter = arg[i] else break end
+  end
+  if interpreter and interpreter:find("gpurun", 1, true) then
+    bin = interpreter
+  else
+    bin = "build/gpurun"
+  end
+  if bin:sub(1, 1) ~= "/" and bin:find("/", 1, true) then
+    bin = (os.getenv("PWD") or ".") .. "/" .. bin
+  end
+  return bin
+end
+
+local function read_file(path)
+  local file = io.open(path, "rb")
+  if not file then return "" end
+  local text = file:read("a")
+  file:close()
+  os.remove(path)
+  return text
+end
+
+-- run(command_line [, { stdin = text, env = { NAME = value } }]) ->
+--   { stdout = text, stderr = text, code = exit code }
+-- command_line is a shell fragment; quote arguments with process.quote.
+function process.run(command_line, options)
+  options = options or {}
+  local prefix = ""
+  for name, value in pairs(options.env or {}) do
+    prefix = prefix .. name .. "=" .. shell_quote(value) .. " "
+  end
+  local stdout_path, stderr_path = os.tmpname(), os.tmpname()
+  local stdin = "</dev/null"
+  local stdin_path
+  if options.stdin then
+    stdin_path = os.tmpname()
+    local file = assert(io.open(stdin_path, "wb"))
+    file:write(options.stdin)
+    file:close()
+    stdin = "<" .. shell_quote(stdin_path)
+  end
+  local full = ("%s%s %s >%s 2>%s"):format(prefix, command_line, stdin,
+    shell_quote(stdout_path), shell_quote(stderr_path))
+  local _, how, code = os.execute(full)
+  if stdin_path then os.remove(stdin_path) end
+  return {
+    stdout = read_file(stdout_path),
+    stderr = read_file(stderr_path),
+    code = how == "exit" and code or 128 + (code or 0),
+  }
+end
+
+-- gpurun(args [, options]): process.run with the gpurun binary in front.
+function process.gpurun(args, options)
+  return process.run(shell_quote(process.gpurun_bin()) .. " " .. (args or ""), options)
+end
+
+return process

@@ -1,0 +1,721 @@
+/* The on-disk kernel cache.
+ *
+ * An entry is one file named by the 128-bit key in hex:
+ *
+ *   header  "GPURUNKC" | u32 format | u32 target | u64 payload length |
+ *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
+ *   payload u64 n, code | u64 n, log | u64 count, then per name expression:
+ *           u64 n, expression | u64 n, lowered name
+ *
+ * Writers build the whole file under a temporary name in the same directory
+ * and rename() it into place, so a reader sees a complete entry or none, and
+ * concurrent writers of the same key just replace one good entry with
+ * another. The checksum catches the rest (a truncated copy, a flipped bit).
+ *
+ * The key hashes everything that changes NVRTC's output, including the
+ * headers the source includes: NVRTC cannot list its dependencies, so every
+ * file an #include could resolve to (in the including file's directory, the
+ * working directory and each include path) is hashed, path and contents.
+ * That over-approximates (an unrelated same-named header changes the key) but
+ * can never serve code built from an old header. An #include gpurun cannot
+ * follow (a macro, say) makes that program uncacheable. */
+#define _GNU_SOURCE /* mkostemp */
+#include "kernel_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ENTRY_MAGIC "GPURUNKC"
+#define ENTRY_FORMAT 1u
+#define ENTRY_HEADER_SIZE 48
+#define KEY_SIZE 16
+#define MAX_FOLLOWED_HEADERS 256
+#define MAX_INCLUDE_DEPTH 64
+
+static struct {
+    int initialised;
+    int enabled;
+    int has_dir;
+    int warned;  /* the one "continuing without the cache" warning was given */
+    char dir[PATH_MAX];
+    uint64_t hits, misses, stores, corrupt, errors;
+} cache;
+
+/* ---- bytes and hashes --------------------------------------------------- */
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* FNV-1a, 64 bits: small, well known, and plenty for naming files and
+ * catching damage; nothing here defends against a deliberate collision. */
+static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < size; i++)
+        hash = (hash ^ p[i]) * 0x100000001b3ULL;
+    return hash;
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* Two FNV-1a lanes from different starting states: a 128-bit key. */
+struct key_hash {
+    uint64_t lane[2];
+};
+
+static void key_hash_init(struct key_hash *hash)
+{
+    static const char second_seed[] = "gpurun kernel cache, second lane";
+    hash->lane[0] = FNV_OFFSET;
+    hash->lane[1] = fnv1a(FNV_OFFSET, second_seed, sizeof second_seed - 1);
+}
+
+/* Length-prefixed, so ("ab","c") and ("a","bc") hash apart. */
+static void key_hash_field(struct key_hash *hash, const void *data, size_t size)
+{
+    unsigned char length[8];
+    put_u64(length, size);
+    for (int i = 0; i < 2; i++) {
+        hash->lane[i] = fnv1a(hash->lane[i], length, sizeof length);
+        hash->lane[i] = fnv1a(hash->lane[i], data, size);
+    }
+}
+
+static void key_hash_string(struct key_hash *hash, const char *s)
+{
+    key_hash_field(hash, s, strlen(s));
+}
+
+static void key_hash_count(struct key_hash *hash, size_t count)
+{
+    unsigned char bytes[8];
+    put_u64(bytes, count);
+    key_hash_field(hash, bytes, sizeof bytes);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Reads a whole regular file. Returns 0, or an errno value. */
+static int read_file(const char *path, unsigned char **data, size_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int error = 0;
+    struct stat st;
+    unsigned char *buffer = NULL;
+    size_t done = 0;
+    if (fstat(fd, &st) != 0) {
+        error = errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        error = EISDIR;
+    } else if (!(buffer = malloc((size_t)st.st_size + 1))) {
+        error = ENOMEM;
+    } else {
+        while (done < (size_t)st.st_size) {
+            ssize_t n = read(fd, buffer + done, (size_t)st.st_size - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                error = errno;
+                break;
+            }
+            if (n == 0)
+                break; /* shrank under us: what was read is what there is */
+            done += (size_t)n;
+        }
+    }
+    close(fd);
+    if (error) {
+        free(buffer);
+        return error;
+    }
+    buffer[done] = '\0';
+    *data = buffer;
+    *size = done;
+    return 0;
+}
+
+static int write_all(int fd, const unsigned char *data, size_t size)
+{
+    while (size > 0) {
+        ssize_t n = write(fd, data, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            errno = EIO;
+        if (n <= 0)
+            return -1;
+        data += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+/* "dir/name"; the caller frees. */
+static char *join_path(const char *dir, const char *name)
+{
+    char *path = NULL;
+    return asprintf(&path, "%s/%s", dir, name) < 0 ? NULL : path;
+}
+
+/* The directory part of a path, "." when it has none; the caller frees. */
+static char *directory_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* ---- the directory ------------------------------------------------------ */
+
+static void warn(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fputs("gpurun: warning: ", stderr);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+    fflush(stderr);
+}
+
+/* The cache is a speed-up, never a reason to fail: the first problem with
+ * the directory turns it off for the rest of the process, with one warning. */
+static void switch_off(const char *why, int error)
+{
+    cache.enabled = 0;
+    cache.errors++;
+    if (!cache.warned)
+        warn("kernel cache directory %s %s (%s); continuing without the cache",
+             cache.has_dir ? cache.dir : "(none)", why, strerror(error));
+    cache.warned = 1;
+}
+
+static int make_directories(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int failed = mkdir(path, 0700) != 0 && errno != EEXIST;
+        *p = '/';
+        if (failed)
+            return -1;
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+static int choose_directory(char *dir, size_t size)
+{
+    const char *chosen = getenv("GPURUN_CACHE_DIR");
+    if (chosen && *chosen)
+        return snprintf(dir, size, "%s", chosen) < (int)size;
+    /* The XDG spec says a relative XDG_CACHE_HOME is to be ignored. */
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && xdg[0] == '/')
+        return snprintf(dir, size, "%s/gpurun", xdg) < (int)size;
+    const char *home = getenv("HOME");
+    if (!home || !*home) {
+        struct passwd *user = getpwuid(getuid());
+        home = user ? user->pw_dir : NULL;
+    }
+    if (!home || !*home)
+        return 0;
+    return snprintf(dir, size, "%s/.cache/gpurun", home) < (int)size;
+}
+
+static void cache_init(void)
+{
+    if (cache.initialised)
+        return;
+    cache.initialised = 1;
+    const char *off = getenv("GPURUN_NO_CACHE");
+    if (off && *off && strcmp(off, "0") != 0)
+        return;
+    if (!choose_directory(cache.dir, sizeof cache.dir)) {
+        switch_off("cannot be chosen: no home directory and no GPURUN_CACHE_DIR, or the path is too long", ENOENT);
+        return;
+    }
+    cache.has_dir = 1;
+    if (make_directories(cache.dir) != 0) {
+        switch_off("cannot be created", errno);
+        return;
+    }
+    if (access(cache.dir, W_OK | X_OK) != 0) {
+        switch_off("is not writable", errno);
+        return;
+    }
+    cache.enabled = 1;
+}
+
+/* ---- the key ------------------------------------------------------------ */
+
+struct include_walk {
+    struct key_hash *hash;
+    const char *search_dirs[64];
+    size_t search_dir_count;
+    char *visited[MAX_FOLLOWED_HEADERS];
+    size_t visited_count;
+    int followable;
+};
+
+static void follow_text(struct include_walk *walk, const char *text, size_t size,
+                        const char *including_dir, int depth);
+
+static void follow_candidate(struct include_walk *walk, char *path, int depth)
+{
+    for (size_t i = 0; i < walk->visited_count; i++) {
+        if (strcmp(walk->visited[i], path) == 0) {
+            free(path);
+            return;
+        }
+    }
+    unsigned char *text = NULL;
+    size_t size = 0;
+    int error = read_file(path, &text, &size);
+    if (error == ENOENT || error == ENOTDIR || error == EISDIR) {
+        free(path);
+        return; /* not a candidate; if one appears, the key changes */
+    }
+    if (error || walk->visited_count == MAX_FOLLOWED_HEADERS || depth > MAX_INCLUDE_DEPTH) {
+        walk->followable = 0;
+        free(text);
+        free(path);
+        return;
+    }
+    walk->visited[walk->visited_count++] = path;
+    key_hash_string(walk->hash, path);
+    key_hash_field(walk->hash, text, size);
+    char *dir = directory_of(path);
+    if (dir)
+        follow_text(walk, (const char *)text, size, dir, depth + 1);
+    else
+        walk->followable = 0;
+    free(dir);
+    free(text);
+}
+
+/* Hashes every file the name could resolve to, whichever NVRTC picks. */
+static void follow_include(struct include_walk *walk, const char *name,
+                           const char *including_dir, int depth)
+{
+    if (name[0] == '/') {
+        char *path = strdup(name);
+        if (path)
+            follow_candidate(walk, path, depth);
+        else
+            walk->followable = 0;
+        return;
+    }
+    const char *dirs[2 + sizeof walk->search_dirs / sizeof walk->search_dirs[0]];
+    size_t count = 0;
+    dirs[count++] = including_dir;
+    dirs[count++] = ".";
+    for (size_t i = 0; i < walk->search_dir_count; i++)
+        dirs[count++] = walk->search_dirs[i];
+    for (size_t i = 0; i < count && walk->followable; i++) {
+        char *path = join_path(dirs[i], name);
+        if (path)
+            follow_candidate(walk, path, depth);
+        else
+            walk->followable = 0;
+    }
+}
+
+static int is_identifier_char(char c)
+{
+    return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* One line: `# include "x"` or `# include <x>`. Comments and #if are not
+ * understood, which only ever adds files to the key. */
+static void follow_line(struct include_walk *walk, const char *p, const char *end,
+                        const char *including_dir, int depth)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p++ != '#')
+        return;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (end - p < 7 || memcmp(p, "include", 7) != 0 || (end - p > 7 && is_identifier_char(p[7])))
+        return;
+    p += 7;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    char close = p < end && *p == '"' ? '"' : p < end && *p == '<' ? '>' : 0;
+    const char *name_end = close ? memchr(p + 1, close, (size_t)(end - p - 1)) : NULL;
+    if (!name_end || name_end == p + 1) {
+        walk->followable = 0; /* #include MACRO: where it leads is NVRTC's secret */
+        return;
+    }
+    char *name = strndup(p + 1, (size_t)(name_end - p - 1));
+    if (!name) {
+        walk->followable = 0;
+        return;
+    }
+    follow_include(walk, name, including_dir, depth);
+    free(name);
+}
+
+static void follow_text(struct include_walk *walk, const char *text, size_t size,
+                        const char *including_dir, int depth)
+{
+    const char *end = text + size;
+    for (const char *line = text; line < end && walk->followable;) {
+        const char *line_end = memchr(line, '\n', (size_t)(end - line));
+        if (!line_end)
+            line_end = end;
+        follow_line(walk, line, line_end, including_dir, depth);
+        line = line_end + 1;
+    }
+}
+
+static const char *option_value(const char *option, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(option, prefix, n) == 0 ? option + n : NULL;
+}
+
+/* Hashes the headers the request includes; 0 when one cannot be followed. */
+static int hash_includes(struct key_hash *hash, const struct nvrtc_request *request)
+{
+    struct include_walk walk = {.hash = hash, .followable = 1};
+    for (size_t i = 0; i < request->option_count; i++) {
+        const char *option = request->options[i];
+        const char *dir = option_value(option, "--include-path=");
+        if (!dir)
+            dir = option_value(option, "-I");
+        if (!dir || !*dir)
+            continue;
+        if (walk.search_dir_count == sizeof walk.search_dirs / sizeof walk.search_dirs[0])
+            return 0;
+        walk.search_dirs[walk.search_dir_count++] = dir;
+    }
+    char *top_dir = directory_of(request->name);
+    if (!top_dir)
+        return 0;
+    for (size_t i = 0; i < request->option_count && walk.followable; i++) {
+        const char *header = option_value(request->options[i], "--pre-include=");
+        if (!header)
+            header = option_value(request->options[i], "-include=");
+        if (header)
+            follow_include(&walk, header, top_dir, 0);
+    }
+    if (walk.followable)
+        follow_text(&walk, request->source, strlen(request->source), top_dir, 0);
+    free(top_dir);
+    for (size_t i = 0; i < walk.visited_count; i++)
+        free(walk.visited[i]);
+    return walk.followable;
+}
+
+/* Returns 0 when the request cannot be cached safely. */
+static int compute_key(const struct nvrtc_request *request, const char *tool_version,
+                       unsigned char key[KEY_SIZE])
+{
+    struct key_hash hash;
+    key_hash_init(&hash);
+    key_hash_string(&hash, "gpurun kernel cache");
+    key_hash_count(&hash, ENTRY_FORMAT);
+    key_hash_string(&hash, tool_version);
+    key_hash_string(&hash, nvrtc_compile_identity());
+    key_hash_string(&hash, nvrtc_target_name(request->target));
+    key_hash_string(&hash, request->name);
+    key_hash_string(&hash, request->source);
+    key_hash_count(&hash, request->option_count);
+    for (size_t i = 0; i < request->option_count; i++)
+        key_hash_string(&hash, request->options[i]);
+    key_hash_count(&hash, request->name_expression_count);
+    for (size_t i = 0; i < request->name_expression_count; i++)
+        key_hash_string(&hash, request->name_expressions[i]);
+    if (!hash_includes(&hash, request))
+        return 0;
+    put_u64(key, hash.lane[0]);
+    put_u64(key + 8, hash.lane[1]);
+    return 1;
+}
+
+static int entry_path(char *path, size_t size, const unsigned char key[KEY_SIZE])
+{
+    char hex[2 * KEY_SIZE + 1];
+    for (int i = 0; i < KEY_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    return snprintf(path, size, "%s/%s.entry", cache.dir, hex) < (int)size;
+}
+
+/* ---- entries ------------------------------------------------------------ */
+
+static size_t payload_size(const struct nvrtc_request *request, const struct nvrtc_output *output)
+{
+    size_t size = 8 + output->code_size + 8 + strlen(output->log) + 8;
+    for (size_t i = 0; i < output->lowered_name_count; i++)
+        size += 8 + strlen(request->name_expressions[i]) + 8 + strlen(output->lowered_names[i]);
+    return size;
+}
+
+static unsigned char *put_field(unsigned char *p, const void *data, size_t size)
+{
+    put_u64(p, size);
+    memcpy(p + 8, data, size);
+    return p + 8 + size;
+}
+
+static unsigned char *encode_entry(const unsigned char key[KEY_SIZE],
+                                   const struct nvrtc_request *request,
+                                   const struct nvrtc_output *output, size_t *size)
+{
+    size_t payload = payload_size(request, output);
+    unsigned char *entry = malloc(ENTRY_HEADER_SIZE + payload);
+    if (!entry)
+        return NULL;
+    unsigned char *p = entry + ENTRY_HEADER_SIZE;
+    p = put_field(p, output->code, output->code_size);
+    p = put_field(p, output->log, strlen(output->log));
+    put_u64(p, output->lowered_name_count);
+    p += 8;
+    for (size_t i = 0; i < output->lowered_name_count; i++) {
+        p = put_field(p, request->name_expressions[i], strlen(request->name_expressions[i]));
+        p = put_field(p, output->lowered_names[i], strlen(output->lowered_names[i]));
+    }
+    memcpy(entry, ENTRY_MAGIC, 8);
+    put_u32(entry + 8, ENTRY_FORMAT);
+    put_u32(entry + 12, (uint32_t)request->target);
+    put_u64(entry + 16, payload);
+    put_u64(entry + 24, fnv1a(FNV_OFFSET, entry + ENTRY_HEADER_SIZE, payload));
+    memcpy(entry + 32, key, KEY_SIZE);
+    *size = ENTRY_HEADER_SIZE + payload;
+    return entry;
+}
+
+struct reader {
+    const unsigned char *p;
+    size_t left;
+};
+
+/* A NUL-terminated heap copy of the next length-prefixed field, or NULL. */
+static char *take_field(struct reader *r, size_t *size)
+{
+    if (r->left < 8)
+        return NULL;
+    uint64_t n = get_u64(r->p);
+    if (n > r->left - 8)
+        return NULL;
+    char *copy = malloc((size_t)n + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, r->p + 8, (size_t)n);
+    copy[n] = '\0';
+    r->p += 8 + n;
+    r->left -= 8 + (size_t)n;
+    if (size)
+        *size = (size_t)n;
+    return copy;
+}
+
+/* Checks and decodes an entry; returns NULL, or why it is corrupt. */
+static const char *decode_entry(const unsigned char *entry, size_t size,
+                                const unsigned char key[KEY_SIZE],
+                                const struct nvrtc_request *request,
+                                struct nvrtc_output *output, char *why, size_t why_size)
+{
+    if (size < ENTRY_HEADER_SIZE) {
+        snprintf(why, why_size, "truncated: %zu bytes, shorter than the %d-byte header",
+                 size, ENTRY_HEADER_SIZE);
+        return why;
+    }
+    if (memcmp(entry, ENTRY_MAGIC, 8) != 0)
+        return "bad magic";
+    if (get_u32(entry + 8) != ENTRY_FORMAT) {
+        snprintf(why, why_size, "format %u, expected %u", get_u32(entry + 8), ENTRY_FORMAT);
+        return why;
+    }
+    uint64_t payload = get_u64(entry + 16);
+    if (payload != size - ENTRY_HEADER_SIZE) {
+        snprintf(why, why_size, "wrong length: payload is %zu bytes, header says %llu",
+                 size - ENTRY_HEADER_SIZE, (unsigned long long)payload);
+        return why;
+    }
+    if (fnv1a(FNV_OFFSET, entry + ENTRY_HEADER_SIZE, payload) != get_u64(entry + 24))
+        return "bad checksum";
+    if (memcmp(entry + 32, key, KEY_SIZE) != 0 || get_u32(entry + 12) != (uint32_t)request->target)
+        return "key mismatch";
+
+    struct reader r = {entry + ENTRY_HEADER_SIZE, (size_t)payload};
+    memset(output, 0, sizeof *output);
+    output->code = take_field(&r, &output->code_size);
+    output->log = output->code ? take_field(&r, NULL) : NULL;
+    if (!output->log || r.left < 8)
+        return "malformed payload";
+    uint64_t count = get_u64(r.p);
+    r.p += 8;
+    r.left -= 8;
+    if (count != request->name_expression_count)
+        return "name expressions differ";
+    if (count > 0 && !(output->lowered_names = calloc((size_t)count, sizeof(char *))))
+        return "malformed payload";
+    for (size_t i = 0; i < count; i++) {
+        char *expression = take_field(&r, NULL);
+        int same = expression && strcmp(expression, request->name_expressions[i]) == 0;
+        free(expression);
+        if (!same)
+            return "name expressions differ";
+        if (!(output->lowered_names[i] = take_field(&r, NULL)))
+            return "malformed payload";
+        output->lowered_name_count = i + 1;
+    }
+    return r.left == 0 ? NULL : "malformed payload";
+}
+
+/* Returns 1 on a hit, with output filled. */
+static int load_entry(const char *path, const unsigned char key[KEY_SIZE],
+                      const struct nvrtc_request *request, struct nvrtc_output *output)
+{
+    unsigned char *entry = NULL;
+    size_t size = 0;
+    memset(output, 0, sizeof *output);
+    int error = read_file(path, &entry, &size);
+    if (error == ENOENT)
+        return 0;
+    if (error) {
+        cache.errors++;
+        warn("kernel cache entry %s cannot be read (%s); recompiling", path, strerror(error));
+        return 0;
+    }
+    char why[160];
+    const char *corrupt = decode_entry(entry, size, key, request, output, why, sizeof why);
+    free(entry);
+    if (!corrupt)
+        return 1;
+    nvrtc_output_free(output);
+    cache.corrupt++;
+    warn("kernel cache entry %s is corrupt (%s); recompiling", path, corrupt);
+    /* The fresh entry would replace it anyway; removing it now means a
+     * compile error cannot leave it behind. */
+    unlink(path);
+    return 0;
+}
+
+static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
+                        const struct nvrtc_request *request, const struct nvrtc_output *output)
+{
+    size_t size = 0;
+    unsigned char *entry = encode_entry(key, request, output, &size);
+    if (!entry) {
+        cache.errors++;
+        return;
+    }
+    char temporary[PATH_MAX];
+    if (snprintf(temporary, sizeof temporary, "%s.tmp-XXXXXX", path) >= (int)sizeof temporary) {
+        free(entry);
+        switch_off("is too deep for an entry path", ENAMETOOLONG);
+        return;
+    }
+    int fd = mkostemp(temporary, O_CLOEXEC);
+    if (fd < 0) {
+        free(entry);
+        switch_off("is not writable", errno);
+        return;
+    }
+    int error = 0;
+    if (write_all(fd, entry, size) != 0)
+        error = errno;
+    if (close(fd) != 0 && !error)
+        error = errno;
+    if (!error && rename(temporary, path) != 0)
+        error = errno;
+    free(entry);
+    if (error) {
+        unlink(temporary);
+        switch_off("is not writable", error);
+        return;
+    }
+    cache.stores++;
+}
+
+/* ---- the interface ------------------------------------------------------ */
+
+int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_version,
+                         struct nvrtc_output *output, int *from_cache)
+{
+    *from_cache = 0;
+    cache_init();
+    unsigned char key[KEY_SIZE];
+    char path[PATH_MAX];
+    int cacheable = cache.enabled && compute_key(request, tool_version, key)
+                    && entry_path(path, sizeof path, key);
+    if (cacheable && load_entry(path, key, request, output)) {
+        cache.hits++;
+        *from_cache = 1;
+        return 1;
+    }
+    if (cache.enabled)
+        cache.misses++;
+    int ok = nvrtc_compile(request, output);
+    if (ok && cacheable && cache.enabled)
+        store_entry(path, key, request, output);
+    return ok;
+}
+
+void kernel_cache_get_stats(struct kernel_cache_stats *stats)
+{
+    cache_init();
+    stats->enabled = cache.enabled;
+    stats->dir = cache.has_dir ? cache.dir : NULL;
+    stats->hits = cache.hits;
+    stats->misses = cache.misses;
+    stats->stores = cache.stores;
+    stats->corrupt = cache.corrupt;
+    stats->errors = cache.errors;
+}
+
+void kernel_cache_reset_counters(void)
+{
+    cache.hits = cache.misses = cache.stores = cache.corrupt = cache.errors = 0;
+}

@@ -1,0 +1,844 @@
+/* gpurun.Kernel, gpurun.LaunchConfig, typed scalars, gpurun.launch and
+ * launch plans (gpurun.LaunchPlan).
+ *
+ * The per-launch path is the reason this file exists in C: a launch checks
+ * every argument against the parameter layout read once by get_kernel, packs
+ * it into storage preallocated with the kernel, and calls cuLaunchKernel. It
+ * allocates nothing and formats nothing unless it raises. */
+#include "gpurun.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- type pointers for the hot path ------------------------------------- */
+
+static struct {
+    const void *stream, *buffer, *scalar, *kernel, *config, *plan;
+} types;
+
+static const void *registry_metatable(lua_State *L, const char *name)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, name);
+    const void *pointer = lua_topointer(L, -1);
+    lua_pop(L, 1);
+    return pointer;
+}
+
+void gpurun_cache_type_pointers(lua_State *L)
+{
+    types.stream = registry_metatable(L, GPURUN_STREAM);
+    types.buffer = registry_metatable(L, GPURUN_BUFFER);
+    types.scalar = registry_metatable(L, GPURUN_SCALAR);
+    types.kernel = registry_metatable(L, GPURUN_KERNEL);
+    types.config = registry_metatable(L, GPURUN_LAUNCH_CONFIG);
+    types.plan = registry_metatable(L, GPURUN_PLAN);
+}
+
+static const void *metatable_of(lua_State *L, int index)
+{
+    if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index))
+        return NULL;
+    const void *pointer = lua_topointer(L, -1);
+    lua_pop(L, 1);
+    return pointer;
+}
+
+/* ---- typed scalars ------------------------------------------------------ */
+
+enum scalar_kind { SCALAR_I32, SCALAR_U32, SCALAR_I64, SCALAR_U64, SCALAR_F32, SCALAR_F64 };
+
+static const char *const scalar_names[] = {"i32", "u32", "i64", "u64", "f32", "f64"};
+static const unsigned char scalar_sizes[] = {4, 4, 8, 8, 4, 8};
+
+struct scalar {
+    enum scalar_kind kind;
+    union {
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+        float f32;
+        double f64;
+        unsigned char bytes[8];
+    } value;
+};
+
+static lua_Integer check_integral(lua_State *L, int index, const char *function)
+{
+    int is_integer = 0;
+    lua_Integer value = lua_type(L, index) == LUA_TNUMBER ? lua_tointegerx(L, index, &is_integer) : 0;
+    if (!is_integer) {
+        if (lua_type(L, index) == LUA_TNUMBER)
+            luaL_error(L, "bad argument #%d to '%s' (integer expected, got %s)", index, function,
+                       lua_pushfstring(L, "%f", lua_tonumber(L, index)));
+        luaL_typeerror(L, index, "integer");
+    }
+    return value;
+}
+
+static int make_scalar(lua_State *L, enum scalar_kind kind)
+{
+    const char *function = scalar_names[kind];
+    struct scalar value;
+    value.kind = kind;
+    switch (kind) {
+    case SCALAR_I32: {
+        lua_Integer v = check_integral(L, 1, function);
+        if (v < INT32_MIN || v > INT32_MAX)
+            return luaL_error(L, "bad argument #1 to 'i32' (%I does not fit in 32-bit signed)", v);
+        value.value.i32 = (int32_t)v;
+        break;
+    }
+    case SCALAR_U32: {
+        lua_Integer v = check_integral(L, 1, function);
+        if (v < 0 || v > (lua_Integer)UINT32_MAX)
+            return luaL_error(L, "bad argument #1 to 'u32' (%I does not fit in 32-bit unsigned)", v);
+        value.value.u32 = (uint32_t)v;
+        break;
+    }
+    case SCALAR_I64:
+        value.value.i64 = (int64_t)check_integral(L, 1, function);
+        break;
+    case SCALAR_U64: {
+        lua_Integer v = check_integral(L, 1, function);
+        if (v < 0)
+            return luaL_error(L, "bad argument #1 to 'u64' (%I is negative)", v);
+        value.value.u64 = (uint64_t)v;
+        break;
+    }
+    case SCALAR_F32: {
+        luaL_checktype(L, 1, LUA_TNUMBER);
+        lua_Number v = lua_tonumber(L, 1);
+        if (isfinite(v) && fabs(v) > FLT_MAX)
+            return luaL_error(L, "bad argument #1 to 'f32' (%f is out of float range)", v);
+        value.value.f32 = (float)v;
+        break;
+    }
+    case SCALAR_F64:
+        luaL_checktype(L, 1, LUA_TNUMBER);
+        value.value.f64 = (double)lua_tonumber(L, 1);
+        break;
+    }
+    struct scalar *scalar = lua_newuserdatauv(L, sizeof *scalar, 0);
+    *scalar = value;
+    luaL_setmetatable(L, GPURUN_SCALAR);
+    return 1;
+}
+
+static int scalar_i32(lua_State *L) { return make_scalar(L, SCALAR_I32); }
+static int scalar_u32(lua_State *L) { return make_scalar(L, SCALAR_U32); }
+static int scalar_i64(lua_State *L) { return make_scalar(L, SCALAR_I64); }
+static int scalar_u64(lua_State *L) { return make_scalar(L, SCALAR_U64); }
+static int scalar_f32(lua_State *L) { return make_scalar(L, SCALAR_F32); }
+static int scalar_f64(lua_State *L) { return make_scalar(L, SCALAR_F64); }
+
+static void push_scalar_value(lua_State *L, const struct scalar *scalar)
+{
+    switch (scalar->kind) {
+    case SCALAR_I32: lua_pushinteger(L, scalar->value.i32); break;
+    case SCALAR_U32: lua_pushinteger(L, scalar->value.u32); break;
+    case SCALAR_I64: lua_pushinteger(L, scalar->value.i64); break;
+    case SCALAR_U64: lua_pushinteger(L, (lua_Integer)scalar->value.u64); break;
+    case SCALAR_F32: lua_pushnumber(L, scalar->value.f32); break;
+    case SCALAR_F64: lua_pushnumber(L, scalar->value.f64); break;
+    }
+}
+
+static int scalar_index(lua_State *L)
+{
+    const struct scalar *scalar = luaL_checkudata(L, 1, GPURUN_SCALAR);
+    const char *key = luaL_checkstring(L, 2);
+    if (strcmp(key, "value") == 0)
+        push_scalar_value(L, scalar);
+    else if (strcmp(key, "type") == 0)
+        lua_pushstring(L, scalar_names[scalar->kind]);
+    else if (strcmp(key, "size") == 0)
+        lua_pushinteger(L, scalar_sizes[scalar->kind]);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int scalar_tostring(lua_State *L)
+{
+    const struct scalar *scalar = luaL_checkudata(L, 1, GPURUN_SCALAR);
+    push_scalar_value(L, scalar);
+    lua_pushfstring(L, "gpurun.%s(%s)", scalar_names[scalar->kind], luaL_tolstring(L, -1, NULL));
+    return 1;
+}
+
+/* ---- LaunchConfig ------------------------------------------------------- */
+
+struct launch_config {
+    unsigned int grid[3];
+    unsigned int block[3];
+    unsigned int shmem_size;
+};
+
+static const char *const axis_names[] = {"x", "y", "z"};
+
+/* grid and block limits of every CUDA device since compute capability 3.0. */
+static const lua_Integer grid_limits[] = {2147483647, 65535, 65535};
+static const lua_Integer block_limits[] = {1024, 1024, 64};
+
+static unsigned int config_dimension(lua_State *L, int index, const char *field, int axis,
+                                     const lua_Integer *limits)
+{
+    int is_integer = 0;
+    lua_Integer value = lua_tointegerx(L, index, &is_integer);
+    if (!is_integer)
+        luaL_error(L, "LaunchConfig: %s.%s must be an integer, got %s", field, axis_names[axis],
+                   lua_type(L, index) == LUA_TNUMBER
+                       ? lua_pushfstring(L, "%f", lua_tonumber(L, index))
+                       : luaL_typename(L, index));
+    if (value < 1 || value > limits[axis])
+        luaL_error(L, "LaunchConfig: %s.%s must be between 1 and %I, got %I", field,
+                   axis_names[axis], limits[axis], value);
+    return (unsigned int)value;
+}
+
+/* grid/block: an integer (x) or a sequence {x [, y [, z]]} or {x=,y=,z=}. */
+static void read_dimensions(lua_State *L, int table, const char *field, unsigned int out[3],
+                            const lua_Integer *limits)
+{
+    out[0] = out[1] = out[2] = 1;
+    int type = lua_getfield(L, table, field);
+    if (type == LUA_TNUMBER) {
+        out[0] = config_dimension(L, -1, field, 0, limits);
+    } else if (type == LUA_TTABLE) {
+        lua_Integer length = luaL_len(L, -1);
+        if (length > 3)
+            luaL_error(L, "LaunchConfig: %s has %I entries, at most 3 (x, y, z) expected", field,
+                       length);
+        for (int axis = 0; axis < 3; axis++) {
+            if (lua_rawgeti(L, -1, axis + 1) == LUA_TNIL) {
+                lua_pop(L, 1);
+                lua_getfield(L, -1, axis_names[axis]);
+            }
+            if (!lua_isnil(L, -1))
+                out[axis] = config_dimension(L, -1, field, axis, limits);
+            lua_pop(L, 1);
+        }
+    } else {
+        luaL_error(L, "LaunchConfig: %s must be an integer or a table {x, y, z}, got %s", field,
+                   luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+}
+
+static int config_new(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        if (strcmp(key, "grid") && strcmp(key, "block") && strcmp(key, "shmem_size"))
+            return luaL_error(L, "LaunchConfig: unknown field '%s' (grid, block, shmem_size expected)",
+                              lua_type(L, -2) == LUA_TSTRING ? key : luaL_typename(L, -2));
+        lua_pop(L, 1);
+    }
+    struct launch_config config;
+    if (lua_getfield(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), lua_getfield(L, 1, "block")) == LUA_TNIL)
+        return luaL_error(L, "LaunchConfig: grid and block are required");
+    lua_pop(L, 1);
+    read_dimensions(L, 1, "grid", config.grid, grid_limits);
+    read_dimensions(L, 1, "block", config.block, block_limits);
+    unsigned long threads = (unsigned long)config.block[0] * config.block[1] * config.block[2];
+    if (threads > 1024)
+        return luaL_error(L, "LaunchConfig: block of %d x %d x %d = %d threads, at most 1024 allowed",
+                          (int)config.block[0], (int)config.block[1], (int)config.block[2],
+                          (int)threads);
+    config.shmem_size = 0;
+    if (lua_getfield(L, 1, "shmem_size") != LUA_TNIL) {
+        int is_integer = 0;
+        lua_Integer bytes = lua_tointegerx(L, -1, &is_integer);
+        if (!is_integer || bytes < 0 || bytes > INT32_MAX)
+            return luaL_error(L, "LaunchConfig: shmem_size must be an integer number of bytes >= 0");
+        config.shmem_size = (unsigned int)bytes;
+    }
+    struct launch_config *result = lua_newuserdatauv(L, sizeof *result, 0);
+    *result = config;
+    luaL_setmetatable(L, GPURUN_LAUNCH_CONFIG);
+    return 1;
+}
+
+static void push_dimensions(lua_State *L, const unsigned int dims[3])
+{
+    lua_createtable(L, 3, 0);
+    for (int axis = 0; axis < 3; axis++) {
+        lua_pushinteger(L, dims[axis]);
+        lua_rawseti(L, -2, axis + 1);
+    }
+}
+
+static int config_index(lua_State *L)
+{
+    const struct launch_config *config = luaL_checkudata(L, 1, GPURUN_LAUNCH_CONFIG);
+    const char *key = luaL_checkstring(L, 2);
+    if (strcmp(key, "grid") == 0)
+        push_dimensions(L, config->grid);
+    else if (strcmp(key, "block") == 0)
+        push_dimensions(L, config->block);
+    else if (strcmp(key, "shmem_size") == 0)
+        lua_pushinteger(L, config->shmem_size);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int config_tostring(lua_State *L)
+{
+    const struct launch_config *c = luaL_checkudata(L, 1, GPURUN_LAUNCH_CONFIG);
+    lua_pushfstring(L, "gpurun.LaunchConfig(grid={%d,%d,%d}, block={%d,%d,%d}, shmem_size=%d)",
+                    (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
+                    (int)c->block[1], (int)c->block[2], (int)c->shmem_size);
+    return 1;
+}
+
+/* ---- Kernel ------------------------------------------------------------- */
+
+struct kernel {
+    CUkernel handle;
+    struct gpurun_object_code_header *code;
+    int closed;
+    int param_count;
+    int max_threads_per_block;
+    int max_dynamic_shared;
+    size_t storage_size;
+    size_t *param_offsets;
+    size_t *param_sizes;
+    void **param_pointers;   /* param_pointers[i] = storage + param_offsets[i] */
+    unsigned char *storage;  /* the packed arguments of the launch in progress */
+    const char *name;
+};
+
+/* The kernel's own allocation holds its arrays, its storage and its name. */
+static size_t align_up(size_t size, size_t alignment)
+{
+    return (size + alignment - 1) / alignment * alignment;
+}
+
+static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
+{
+    int count = 0;
+    *storage_size = 0;
+    for (;;) {
+        size_t offset = 0, size = 0;
+        CUresult result = CUDA_CALL(cuKernelGetParamInfo, handle, (size_t)count, &offset, &size);
+        if (result == CUDA_ERROR_INVALID_VALUE)
+            break;
+        if (result != CUDA_SUCCESS)
+            gpurun_cuda_error(L, "reading the parameters of a kernel");
+        if (offset + size > *storage_size)
+            *storage_size = offset + size;
+        count++;
+    }
+    return count;
+}
+
+int gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name)
+{
+    code_index = lua_absindex(L, code_index);
+    gpurun_require_context(L);
+    size_t storage_size = 0;
+    int count = count_params(L, handle, &storage_size);
+    size_t name_length = strlen(name) + 1;
+    size_t arrays = align_up(sizeof(struct kernel), 16);
+    size_t storage_at = align_up(arrays + (size_t)count * (2 * sizeof(size_t) + sizeof(void *)), 16);
+    size_t name_at = storage_at + align_up(storage_size, 16);
+
+    unsigned char *block = lua_newuserdatauv(L, name_at + name_length, 1);
+    struct kernel *kernel = (struct kernel *)block;
+    memset(kernel, 0, sizeof *kernel);
+    kernel->handle = handle;
+    kernel->code = lua_touserdata(L, code_index);
+    kernel->closed = 1;
+    kernel->param_count = count;
+    kernel->storage_size = storage_size;
+    kernel->param_offsets = (size_t *)(block + arrays);
+    kernel->param_sizes = kernel->param_offsets + count;
+    kernel->param_pointers = (void **)(kernel->param_sizes + count);
+    kernel->storage = block + storage_at;
+    kernel->name = memcpy(block + name_at, name, name_length);
+    memset(kernel->storage, 0, storage_size);
+    luaL_setmetatable(L, GPURUN_KERNEL);
+    lua_pushvalue(L, code_index);
+    lua_setiuservalue(L, -2, 1);  /* the ObjectCode lives as long as its kernels */
+
+    for (int i = 0; i < count; i++) {
+        CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
+                   (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
+        kernel->param_pointers[i] = kernel->storage + kernel->param_offsets[i];
+    }
+    CUdevice device;
+    CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, gpurun_runtime.current_device);
+    CHECK_CUDA(L, "reading the kernel's thread limit", cuKernelGetAttribute,
+               &kernel->max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle,
+               device);
+    CHECK_CUDA(L, "reading the kernel's shared memory limit", cuKernelGetAttribute,
+               &kernel->max_dynamic_shared, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+               handle, device);
+    kernel->closed = 0;
+    return 1;
+}
+
+static struct kernel *check_kernel(lua_State *L, int index)
+{
+    struct kernel *kernel = luaL_checkudata(L, index, GPURUN_KERNEL);
+    if (kernel->closed || kernel->code->closed)
+        gpurun_closed_error(L, kernel->closed ? GPURUN_KERNEL : GPURUN_OBJECT_CODE);
+    return kernel;
+}
+
+static int kernel_close(lua_State *L)
+{
+    struct kernel *kernel = luaL_checkudata(L, 1, GPURUN_KERNEL);
+    kernel->closed = 1; /* the CUkernel belongs to the ObjectCode's library */
+    return 0;
+}
+
+/* params() -> { {offset=, size=}, ... } as cuKernelGetParamInfo reports. */
+static int kernel_params(lua_State *L)
+{
+    struct kernel *kernel = check_kernel(L, 1);
+    lua_createtable(L, kernel->param_count, 0);
+    for (int i = 0; i < kernel->param_count; i++) {
+        lua_createtable(L, 0, 2);
+        lua_pushinteger(L, (lua_Integer)kernel->param_offsets[i]);
+        lua_setfield(L, -2, "offset");
+        lua_pushinteger(L, (lua_Integer)kernel->param_sizes[i]);
+        lua_setfield(L, -2, "size");
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int kernel_index(lua_State *L)
+{
+    if (gpurun_push_method(L))
+        return 1;
+    struct kernel *kernel = check_kernel(L, 1);
+    const char *key = luaL_checkstring(L, 2);
+    if (strcmp(key, "name") == 0)
+        lua_pushstring(L, kernel->name);
+    else if (strcmp(key, "num_params") == 0)
+        lua_pushinteger(L, kernel->param_count);
+    else if (strcmp(key, "max_threads_per_block") == 0)
+        lua_pushinteger(L, kernel->max_threads_per_block);
+    else if (strcmp(key, "max_dynamic_shared_size") == 0)
+        lua_pushinteger(L, kernel->max_dynamic_shared);
+    else if (strcmp(key, "handle") == 0)
+        lua_pushinteger(L, (lua_Integer)(uintptr_t)kernel->handle);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int kernel_tostring(lua_State *L)
+{
+    struct kernel *kernel = luaL_checkudata(L, 1, GPURUN_KERNEL);
+    lua_pushfstring(L, "gpurun.Kernel(%s%s)", kernel->name, kernel->closed ? ", closed" : "");
+    return 1;
+}
+
+/* ---- argument packing --------------------------------------------------- */
+
+/* Set while packing for a graph builder: an argument error then also ends
+ * the capture, so the stream is usable after the error is caught. */
+static int packing_for_builder;
+
+static int argument_error(lua_State *L, const char *fmt, ...)
+{
+    if (packing_for_builder)
+        gpurun_abort_captures();
+    va_list args;
+    va_start(args, fmt);
+    luaL_where(L, 1);
+    lua_pushvfstring(L, fmt, args);
+    va_end(args);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
+static int integer_fits(lua_Integer value, size_t size)
+{
+    switch (size) {
+    case 1: return value >= INT8_MIN && value <= UINT8_MAX;
+    case 2: return value >= INT16_MIN && value <= UINT16_MAX;
+    case 4: return value >= INT32_MIN && value <= (lua_Integer)UINT32_MAX;
+    case 8: return 1;
+    default: return 0;
+    }
+}
+
+/* Writes the Lua value at `index` as parameter `i` of `kernel` into
+ * `slot`. Returns the buffer it passed, or NULL for a non-buffer. */
+static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *kernel, int i,
+                                           int index, unsigned char *slot)
+{
+    size_t size = kernel->param_sizes[i];
+    switch (lua_type(L, index)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, index)) {
+            lua_Integer value = lua_tointeger(L, index);
+            if (!integer_fits(value, size))
+                argument_error(L, "kernel '%s' parameter %d is %d bytes: integer %I does not fit"
+                                  "%s", kernel->name, i + 1, (int)size, value,
+                               size > 8 ? " (pass a gpurun scalar of that size)" : "");
+            /* Little-endian: the low bytes of the value are the narrow value. */
+            int64_t wide = (int64_t)value;
+            memcpy(slot, &wide, size);
+        } else {
+            lua_Number value = lua_tonumber(L, index);
+            if (size == 8) {
+                double wide = (double)value;
+                memcpy(slot, &wide, 8);
+            } else if (size == 4) {
+                if (isfinite(value) && fabs(value) > FLT_MAX)
+                    argument_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of "
+                                      "float range", kernel->name, i + 1, value);
+                float narrow = (float)value;
+                memcpy(slot, &narrow, 4);
+            } else {
+                argument_error(L, "kernel '%s' parameter %d is %d bytes: a float fits only a "
+                                  "4- or 8-byte parameter", kernel->name, i + 1, (int)size);
+            }
+        }
+        return NULL;
+    case LUA_TBOOLEAN:
+        if (size != 1)
+            argument_error(L, "kernel '%s' parameter %d is %d bytes: a boolean passes as 1 byte",
+                           kernel->name, i + 1, (int)size);
+        *slot = (unsigned char)lua_toboolean(L, index);
+        return NULL;
+    case LUA_TUSERDATA: {
+        const void *metatable = metatable_of(L, index);
+        if (metatable == types.buffer) {
+            struct gpurun_buffer *buffer = lua_touserdata(L, index);
+            if (buffer->closed)
+                argument_error(L, "kernel '%s' parameter %d: attempt to use a closed "
+                                  GPURUN_BUFFER, kernel->name, i + 1);
+            if (size != sizeof(CUdeviceptr))
+                argument_error(L, "kernel '%s' parameter %d is %d bytes: a gpurun.Buffer passes "
+                                  "as an 8-byte pointer", kernel->name, i + 1, (int)size);
+            memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
+            return buffer;
+        }
+        if (metatable == types.scalar) {
+            const struct scalar *scalar = lua_touserdata(L, index);
+            if (scalar_sizes[scalar->kind] != size)
+                argument_error(L, "kernel '%s' parameter %d is %d bytes but gpurun.%s is %d",
+                               kernel->name, i + 1, (int)size, scalar_names[scalar->kind],
+                               (int)scalar_sizes[scalar->kind]);
+            memcpy(slot, scalar->value.bytes, size);
+            return NULL;
+        }
+    }
+    /* fallthrough */
+    default:
+        argument_error(L, "kernel '%s' parameter %d: number, boolean, gpurun.Buffer or gpurun "
+                          "scalar expected, got %s", kernel->name, i + 1, luaL_typename(L, index));
+        return NULL;
+    }
+}
+
+static void check_argument_count(lua_State *L, const struct kernel *kernel, int given)
+{
+    if (given != kernel->param_count)
+        argument_error(L, "kernel '%s' takes %d parameter%s, got %d", kernel->name,
+                       kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
+}
+
+static void check_config_fits(lua_State *L, const struct kernel *kernel,
+                              const struct launch_config *config)
+{
+    unsigned int threads = config->block[0] * config->block[1] * config->block[2];
+    if ((int)threads > kernel->max_threads_per_block)
+        argument_error(L, "kernel '%s' runs at most %d threads per block; the LaunchConfig "
+                          "asks for %d", kernel->name, kernel->max_threads_per_block, (int)threads);
+    if ((int)config->shmem_size > kernel->max_dynamic_shared)
+        argument_error(L, "kernel '%s' may use at most %d bytes of dynamic shared memory; the "
+                          "LaunchConfig asks for %d", kernel->name, kernel->max_dynamic_shared,
+                       (int)config->shmem_size);
+}
+
+static struct launch_config *to_config(lua_State *L, int index)
+{
+    if (metatable_of(L, index) != types.config)
+        luaL_typeerror(L, index, GPURUN_LAUNCH_CONFIG);
+    return lua_touserdata(L, index);
+}
+
+static struct kernel *to_kernel(lua_State *L, int index)
+{
+    if (metatable_of(L, index) != types.kernel)
+        luaL_typeerror(L, index, GPURUN_KERNEL);
+    struct kernel *kernel = lua_touserdata(L, index);
+    if (kernel->closed || kernel->code->closed)
+        gpurun_closed_error(L, kernel->closed ? GPURUN_KERNEL : GPURUN_OBJECT_CODE);
+    return kernel;
+}
+
+/* The stream a launch goes on. A graph builder target sets *builder. */
+static CUstream launch_target(lua_State *L, int index, struct gpurun_graph_builder **builder)
+{
+    *builder = NULL;
+    if (metatable_of(L, index) == types.stream) {
+        const struct gpurun_stream *stream = lua_touserdata(L, index);
+        if (stream->closed)
+            gpurun_closed_error(L, GPURUN_STREAM);
+        return stream->handle;
+    }
+    *builder = gpurun_test_graph_builder(L, index);
+    if (*builder == NULL)
+        luaL_typeerror(L, index, "gpurun.Stream or gpurun.GraphBuilder");
+    return gpurun_graph_builder_stream(L, *builder);
+}
+
+static void launch_failed(lua_State *L, const struct kernel *kernel)
+{
+    gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
+}
+
+/* launch(stream | builder, config, kernel, args...) */
+static int module_launch(lua_State *L)
+{
+    struct gpurun_graph_builder *builder;
+    CUstream stream = launch_target(L, 1, &builder);
+    const struct launch_config *config = to_config(L, 2);
+    struct kernel *kernel = to_kernel(L, 3);
+    int given = lua_gettop(L) - 3;
+    packing_for_builder = builder != NULL;
+    check_argument_count(L, kernel, given);
+    check_config_fits(L, kernel, config);
+    for (int i = 0; i < given; i++) {
+        struct gpurun_buffer *buffer =
+            pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
+        if (buffer && builder)
+            gpurun_graph_builder_keep(L, 1, 4 + i);
+    }
+    packing_for_builder = 0;
+    if (builder)
+        gpurun_graph_builder_keep(L, 1, 3);
+    if (CUDA_CALL(cuLaunchKernel, (CUfunction)kernel->handle, config->grid[0], config->grid[1],
+                  config->grid[2], config->block[0], config->block[1], config->block[2],
+                  config->shmem_size, stream, kernel->param_pointers, NULL) != CUDA_SUCCESS)
+        launch_failed(L, kernel);
+    return 0;
+}
+
+/* ---- LaunchPlan: arguments checked and packed once ---------------------- */
+
+struct plan {
+    CUfunction function;
+    const struct kernel *kernel;
+    struct launch_config config;
+    int closed;
+    int buffer_count;
+    struct gpurun_buffer **buffers;  /* checked for closure at each launch */
+    void **param_pointers;
+    unsigned char *storage;
+};
+
+/* kernel:bind(config, args...) -> plan. The plan keeps the kernel and every
+ * buffer it passes alive (user value 1: kernel, 2: buffers). */
+static int kernel_bind(lua_State *L)
+{
+    struct kernel *kernel = check_kernel(L, 1);
+    const struct launch_config *config = to_config(L, 2);
+    int given = lua_gettop(L) - 2;
+    packing_for_builder = 0;
+    check_argument_count(L, kernel, given);
+    check_config_fits(L, kernel, config);
+    int count = kernel->param_count;
+    size_t pointers_at = align_up(sizeof(struct plan), 16);
+    size_t storage_at = align_up(pointers_at + (size_t)count * 2 * sizeof(void *), 16);
+    unsigned char *block = lua_newuserdatauv(L, storage_at + kernel->storage_size, 2);
+    struct plan *plan = (struct plan *)block;
+    memset(plan, 0, sizeof *plan);
+    plan->closed = 1;
+    luaL_setmetatable(L, GPURUN_PLAN);
+    plan->function = (CUfunction)kernel->handle;
+    plan->kernel = kernel;
+    plan->config = *config;
+    plan->param_pointers = (void **)(block + pointers_at);
+    plan->buffers = (struct gpurun_buffer **)(plan->param_pointers + count);
+    plan->storage = block + storage_at;
+    memset(plan->storage, 0, kernel->storage_size);
+    int plan_index = lua_gettop(L);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, plan_index, 1);
+    lua_newtable(L);
+    for (int i = 0; i < given; i++) {
+        unsigned char *slot = plan->storage + kernel->param_offsets[i];
+        plan->param_pointers[i] = slot;
+        struct gpurun_buffer *buffer = pack_argument(L, kernel, i, 3 + i, slot);
+        if (buffer) {
+            plan->buffers[plan->buffer_count++] = buffer;
+            lua_pushvalue(L, 3 + i);
+            lua_rawseti(L, -2, plan->buffer_count);
+        }
+    }
+    lua_setiuservalue(L, plan_index, 2);
+    plan->closed = 0;
+    return 1;
+}
+
+static struct plan *check_plan(lua_State *L, int index)
+{
+    struct plan *plan = luaL_checkudata(L, index, GPURUN_PLAN);
+    if (plan->closed)
+        gpurun_closed_error(L, GPURUN_PLAN);
+    return plan;
+}
+
+/* plan:launch(stream | builder) */
+static int plan_launch(lua_State *L)
+{
+    if (metatable_of(L, 1) != types.plan)
+        luaL_typeerror(L, 1, GPURUN_PLAN);
+    const struct plan *plan = lua_touserdata(L, 1);
+    if (plan->closed)
+        gpurun_closed_error(L, GPURUN_PLAN);
+    if (plan->kernel->closed || plan->kernel->code->closed)
+        gpurun_closed_error(L, plan->kernel->closed ? GPURUN_KERNEL : GPURUN_OBJECT_CODE);
+    struct gpurun_graph_builder *builder;
+    CUstream stream = launch_target(L, 2, &builder);
+    for (int i = 0; i < plan->buffer_count; i++)
+        if (plan->buffers[i]->closed)
+            return luaL_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
+                                 "closed after bind", plan->kernel->name);
+    if (builder) {
+        lua_getiuservalue(L, 1, 1);
+        gpurun_graph_builder_keep(L, 2, lua_gettop(L));
+        lua_pop(L, 1);
+        lua_getiuservalue(L, 1, 2);
+        for (int i = 1; i <= plan->buffer_count; i++) {
+            lua_rawgeti(L, -1, i);
+            gpurun_graph_builder_keep(L, 2, lua_gettop(L));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    const struct launch_config *config = &plan->config;
+    if (CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0], config->grid[1],
+                  config->grid[2], config->block[0], config->block[1], config->block[2],
+                  config->shmem_size, stream, plan->param_pointers, NULL) != CUDA_SUCCESS)
+        launch_failed(L, plan->kernel);
+    return 0;
+}
+
+static int plan_close(lua_State *L)
+{
+    struct plan *plan = luaL_checkudata(L, 1, GPURUN_PLAN);
+    if (plan->closed)
+        return 0;
+    plan->closed = 1;
+    plan->buffer_count = 0;
+    /* Let the kernel and buffers go. */
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 1);
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 2);
+    return 0;
+}
+
+/* plan:kernel() -> the Kernel. A method, not a field: the plan's __index is
+ * its methods table, so plan:launch() costs one table look-up. */
+static int plan_kernel(lua_State *L)
+{
+    check_plan(L, 1);
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+static int plan_tostring(lua_State *L)
+{
+    struct plan *plan = luaL_checkudata(L, 1, GPURUN_PLAN);
+    if (plan->closed)
+        lua_pushliteral(L, "gpurun.LaunchPlan(closed)");
+    else
+        lua_pushfstring(L, "gpurun.LaunchPlan(%s)", plan->kernel->name);
+    return 1;
+}
+
+void gpurun_adjust_graph_users(lua_State *L, int index, int delta)
+{
+    const void *metatable = metatable_of(L, index);
+    if (metatable == types.buffer) {
+        struct gpurun_buffer *buffer = lua_touserdata(L, index);
+        buffer->graph_users += delta;
+    } else if (metatable == types.kernel) {
+        struct kernel *kernel = lua_touserdata(L, index);
+        kernel->code->graph_users += delta;
+    }
+}
+
+/* ---- registration ------------------------------------------------------- */
+
+static const luaL_Reg kernel_meth[] = {
+    {"params", kernel_params},
+    {"bind", kernel_bind},
+    {"close", kernel_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg kernel_metameth[] = {
+    {"__index", kernel_index},
+    {"__tostring", kernel_tostring},
+    {"__close", kernel_close},
+    {"__gc", kernel_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg plan_meth[] = {
+    {"launch", plan_launch},
+    {"kernel", plan_kernel},
+    {"close", plan_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg plan_metameth[] = {
+    {"__tostring", plan_tostring},
+    {"__close", plan_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg config_metameth[] = {
+    {"__index", config_index},
+    {"__tostring", config_tostring},
+    {NULL, NULL}
+};
+
+static const luaL_Reg scalar_metameth[] = {
+    {"__index", scalar_index},
+    {"__tostring", scalar_tostring},
+    {NULL, NULL}
+};
+
+static const luaL_Reg module_functions[] = {
+    {"launch", module_launch},
+    {"LaunchConfig", config_new},
+    {"i32", scalar_i32},
+    {"u32", scalar_u32},
+    {"i64", scalar_i64},
+    {"u64", scalar_u64},
+    {"f32", scalar_f32},
+    {"f64", scalar_f64},
+    {NULL, NULL}
+};
+
+void gpurun_open_kernel(lua_State *L)
+{
+    gpurun_new_type(L, GPURUN_KERNEL, kernel_meth, kernel_metameth);
+    lua_pop(L, 1);
+    gpurun_new_type(L, GPURUN_PLAN, plan_meth, plan_metameth);
+    lua_pop(L, 1);
+    gpurun_new_type(L, GPURUN_LAUNCH_CONFIG, NULL, config_metameth);
+    lua_pop(L, 1);
+    gpurun_new_type(L, GPURUN_SCALAR, NULL, scalar_metameth);
+    lua_pop(L, 1);
+    luaL_setfuncs(L, module_functions, 0);
+}

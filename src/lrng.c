@@ -1,0 +1,252 @@
+/* gpurun.default_rng and gpurun.Generator: a seeded generator that fills
+ * buffers with uniform floats or integers, and gives the same numbers as Lua
+ * tables for host-side references.
+ *
+ * The algorithm is xoshiro256** seeded through splitmix64, both written out
+ * here, so a seed gives the same numbers on every machine and every build.
+ * Every element takes exactly one 64-bit draw (integers may take more, only
+ * to reject a biased draw): random(n, "float64") and random_table(n) from
+ * the same seed agree element for element. */
+#include "lbuffer.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* Elements generated per host-to-device copy: bounds the staging memory. */
+#define GENERATE_CHUNK ((size_t)1 << 20)
+
+struct generator {
+    uint64_t state[4];
+    lua_Integer seed;
+    int closed;
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotate_left(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t next_u64(struct generator *g)
+{
+    uint64_t *s = g->state;
+    uint64_t result = rotate_left(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotate_left(s[3], 45);
+    return result;
+}
+
+/* The top bits, which are xoshiro's best, as a fraction in [0, 1). */
+static inline double next_float64(struct generator *g)
+{
+    return (double)(next_u64(g) >> 11) * 0x1p-53;
+}
+
+static inline float next_float32(struct generator *g)
+{
+    return (float)(next_u64(g) >> 40) * 0x1p-24f;
+}
+
+/* Uniform in [0, range) without modulo bias (Lemire's multiply-and-reject). */
+static inline uint64_t next_below(struct generator *g, uint64_t range)
+{
+    unsigned __int128 product = (unsigned __int128)next_u64(g) * range;
+    uint64_t low = (uint64_t)product;
+    if (low < range) {
+        uint64_t threshold = -range % range;
+        while (low < threshold) {
+            product = (unsigned __int128)next_u64(g) * range;
+            low = (uint64_t)product;
+        }
+    }
+    return (uint64_t)(product >> 64);
+}
+
+static struct generator *check_generator(lua_State *L, int index)
+{
+    struct generator *g = luaL_checkudata(L, index, GPURUN_RNG);
+    if (g->closed)
+        gpurun_closed_error(L, GPURUN_RNG);
+    return g;
+}
+
+static int check_float_dtype(lua_State *L, int arg, int default_dtype, const char *instead)
+{
+    int dtype = gpurun_check_dtype(L, arg, default_dtype);
+    if (gpurun_dtypes[dtype].kind != GPURUN_KIND_FLOAT)
+        luaL_argerror(L, arg, lua_pushfstring(L, "float32 or float64 expected, got %s (%s)",
+                                              gpurun_dtypes[dtype].name, instead));
+    return dtype;
+}
+
+/* default_rng(seed): any integer seed. */
+static int module_default_rng(lua_State *L)
+{
+    int exact = 0;
+    lua_Integer seed = lua_tointegerx(L, 1, &exact);
+    if (lua_type(L, 1) != LUA_TNUMBER)
+        luaL_typeerror(L, 1, "integer seed");
+    if (!exact)
+        luaL_argerror(L, 1, lua_pushfstring(L, "integer seed expected, got %s",
+                                            luaL_tolstring(L, 1, NULL)));
+    struct generator *g = lua_newuserdatauv(L, sizeof *g, 0);
+    uint64_t x = (uint64_t)seed;
+    for (int i = 0; i < 4; i++)
+        g->state[i] = splitmix64(&x);
+    g->seed = seed;
+    g->closed = 0;
+    luaL_setmetatable(L, GPURUN_RNG);
+    return 1;
+}
+
+/* random(n [, dtype="float32"]) -> Buffer of uniform floats in [0, 1). */
+static int generator_random(lua_State *L)
+{
+    struct generator *g = check_generator(L, 1);
+    size_t count = gpurun_check_count(L, 2);
+    int dtype = check_float_dtype(L, 3, GPURUN_FLOAT32, "integers() makes integer buffers");
+    lua_settop(L, 3);
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, dtype, 2);
+    size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
+    void *host = gpurun_push_staging(L, chunk * buffer->element_size);
+    CUstream stream = gpurun_begin_host_write(L, "Generator:random");
+    for (size_t first = 0; first < count; first += chunk) {
+        size_t n = count - first < chunk ? count - first : chunk;
+        if (dtype == GPURUN_FLOAT32) {
+            float *out = host;
+            for (size_t i = 0; i < n; i++)
+                out[i] = next_float32(g);
+        } else {
+            double *out = host;
+            for (size_t i = 0; i < n; i++)
+                out[i] = next_float64(g);
+        }
+        gpurun_write_elements(L, buffer, first, n, host, stream);
+    }
+    gpurun_end_host_write(L, stream, "Generator:random");
+    lua_settop(L, 4);
+    return 1;
+}
+
+/* integers(n, low, high [, dtype="int32"]) -> Buffer of uniform integers in
+ * [low, high). */
+static int generator_integers(lua_State *L)
+{
+    struct generator *g = check_generator(L, 1);
+    size_t count = gpurun_check_count(L, 2);
+    lua_Integer low = luaL_checkinteger(L, 3);
+    lua_Integer high = luaL_checkinteger(L, 4);
+    int dtype = gpurun_check_dtype(L, 5, GPURUN_INT32);
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_FLOAT)
+        luaL_argerror(L, 5, lua_pushfstring(L, "integer dtype expected, got %s (random() makes "
+                                               "float buffers)", info->name));
+    if (high <= low)
+        luaL_argerror(L, 4, lua_pushfstring(L, "high (%I) must be greater than low (%I)",
+                                            (LUAI_UACINT)high, (LUAI_UACINT)low));
+    if (low < info->min || high - 1 > info->max)
+        luaL_argerror(L, 4, lua_pushfstring(L, "range [%I, %I) does not fit %s (%s)",
+                                            (LUAI_UACINT)low, (LUAI_UACINT)high, info->name,
+                                            info->range));
+    lua_settop(L, 5);
+    uint64_t range = (uint64_t)high - (uint64_t)low;
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, dtype, 2);
+    size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
+    unsigned char *host = gpurun_push_staging(L, chunk * info->size);
+    CUstream stream = gpurun_begin_host_write(L, "Generator:integers");
+    for (size_t first = 0; first < count; first += chunk) {
+        size_t n = count - first < chunk ? count - first : chunk;
+        /* Two's complement: the low bytes of low + offset are the element. */
+        switch (info->size) {
+        case 1:
+            for (size_t i = 0; i < n; i++)
+                host[i] = (uint8_t)((uint64_t)low + next_below(g, range));
+            break;
+        case 4:
+            for (size_t i = 0; i < n; i++)
+                ((uint32_t *)host)[i] = (uint32_t)((uint64_t)low + next_below(g, range));
+            break;
+        default:
+            for (size_t i = 0; i < n; i++)
+                ((uint64_t *)host)[i] = (uint64_t)low + next_below(g, range);
+            break;
+        }
+        gpurun_write_elements(L, buffer, first, n, host, stream);
+    }
+    gpurun_end_host_write(L, stream, "Generator:integers");
+    lua_settop(L, 6);
+    return 1;
+}
+
+/* random_table(n [, dtype="float64"]) -> sequence of the floats random(n,
+ * dtype) would put in a buffer; float32 values come rounded to float32. */
+static int generator_random_table(lua_State *L)
+{
+    struct generator *g = check_generator(L, 1);
+    size_t count = gpurun_check_count(L, 2);
+    int dtype = check_float_dtype(L, 3, GPURUN_FLOAT64, "the values are floats");
+    if (count > INT_MAX)
+        luaL_argerror(L, 2, "too many elements for a Lua table");
+    lua_createtable(L, (int)count, 0);
+    for (size_t i = 0; i < count; i++) {
+        lua_pushnumber(L, dtype == GPURUN_FLOAT32 ? (double)next_float32(g) : next_float64(g));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int generator_close(lua_State *L)
+{
+    struct generator *g = luaL_checkudata(L, 1, GPURUN_RNG);
+    g->closed = 1;
+    return 0;
+}
+
+static int generator_tostring(lua_State *L)
+{
+    struct generator *g = luaL_checkudata(L, 1, GPURUN_RNG);
+    if (g->closed)
+        lua_pushliteral(L, "gpurun.Generator(closed)");
+    else
+        lua_pushfstring(L, "gpurun.Generator(seed=%I)", (LUAI_UACINT)g->seed);
+    return 1;
+}
+
+static const luaL_Reg generator_meth[] = {
+    {"random", generator_random},
+    {"integers", generator_integers},
+    {"random_table", generator_random_table},
+    {"close", generator_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg generator_metameth[] = {
+    {"__tostring", generator_tostring},
+    {"__close", generator_close},
+    {"__gc", generator_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg module_functions[] = {
+    {"default_rng", module_default_rng},
+    {NULL, NULL}
+};
+
+void gpurun_open_rng(lua_State *L)
+{
+    gpurun_new_type(L, GPURUN_RNG, generator_meth, generator_metameth);
+    lua_pop(L, 1);
+    luaL_setfuncs(L, module_functions, 0);
+}

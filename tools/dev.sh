@@ -1,0 +1,74 @@
+#!/bin/sh
+# tools/dev.sh — set up, build and run gpurun on a Debian machine with the CUDA toolkit.
+#
+#   tools/dev.sh run  [script args]   build, then run the main job
+#                                     (gpurun scripts/cudagraphs.lua --elements 4096)
+#   tools/dev.sh test [busted args]   build, then run the spec suite through gpurun
+#   tools/dev.sh build                configure and build only (into build/, or $GPURUN_BUILD_DIR)
+#
+# Missing Debian packages are installed when run as root, or named for you
+# to install otherwise. Extra CMake options: $GPURUN_CMAKE_ARGS.
+set -eu
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build_dir=${GPURUN_BUILD_DIR:-build}
+
+# Debian package -> a file that shows it is there (files, not dpkg's database:
+# a GPU host may have the packages unpacked without dpkg knowing).
+required="cmake:/usr/bin/cmake gcc:/usr/bin/gcc pkgconf:/usr/bin/pkg-config
+liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
+lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so"
+
+missing=""
+for entry in $required; do
+  package=${entry%%:*}
+  file=${entry#*:}
+  [ -e "$file" ] || missing="$missing $package"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "dev.sh: installing Debian packages:$missing" >&2
+    apt-get update -qq >&2
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
+  else
+    echo "dev.sh: missing Debian packages:$missing" >&2
+    echo "dev.sh: install them with: sudo apt-get install$missing" >&2
+    exit 1
+  fi
+fi
+
+cuda_root=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -e "$cuda_root/include/nvrtc.h" ]; then
+  echo "dev.sh: the CUDA toolkit was not found at $cuda_root (set CUDA_HOME):" >&2
+  echo "dev.sh: gpurun needs its headers and NVRTC; install NVIDIA's cuda-toolkit package" >&2
+  exit 1
+fi
+
+generator=""
+command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build_dir" $generator -DCUDAToolkit_ROOT="$cuda_root" \
+    ${GPURUN_CMAKE_ARGS:-} >&2
+fi
+cmake --build "$build_dir" --parallel >&2
+
+command=${1:-build}
+[ $# -gt 0 ] && shift
+case "$command" in
+  build) ;;
+  run)
+    [ $# -gt 0 ] || set -- --elements 4096
+    exec "$build_dir/gpurun" scripts/cudagraphs.lua "$@" ;;
+  test)
+    GPURUN_BIN="$root/$build_dir/gpurun"
+    # The suite's compiles go to a cache of its own, not the user's.
+    GPURUN_CACHE_DIR=${GPURUN_TEST_CACHE_DIR:-$root/$build_dir/test-kernel-cache}
+    export GPURUN_BIN GPURUN_CACHE_DIR
+    exec "$GPURUN_BIN" spec/run.lua "$@" ;;
+  *)
+    sed -n '2,12p' "$0" >&2
+    exit 2 ;;
+esac

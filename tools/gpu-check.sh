@@ -1,0 +1,37 @@
+#!/bin/bash
+# tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
+# build, the full spec suite (#gpu specs included), the main job at two
+# sizes, and the benchmark against pure C. Logs go to $1 (default gpu-check/).
+#
+#   tools/gpu-check.sh [LOG_DIR] [--quick]
+#
+# --quick skips the benchmark and the 16M-element run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:-gpu-check}
+quick=${2:-}
+mkdir -p "$logs"
+
+step() { echo; echo "== $*"; }
+
+step "build"
+GPURUN_BUILD_DIR=build-gpu tools/dev.sh build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+bin=build-gpu/gpurun
+"$bin" -v
+
+step "spec suite"
+GPURUN_BUILD_DIR=build-gpu tools/dev.sh test 2>&1 | tee "$logs/specs.log" | tail -n 60
+
+step "gpurun scripts/cudagraphs.lua --elements 4096"
+"$bin" scripts/cudagraphs.lua --elements 4096 2>&1 | tee "$logs/cudagraphs-4096.log"
+echo "exit $?"
+if [ "$quick" != "--quick" ]; then
+  step "gpurun scripts/cudagraphs.lua --elements 16777216"
+  "$bin" scripts/cudagraphs.lua --elements 16777216 2>&1 | tee "$logs/cudagraphs-16M.log"
+  echo "exit $?"
+  step "benchmark: gpurun vs pure C"
+  "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"
+  "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c --json >"$logs/bench.json" 2>&1
+  step "start-up split"
+  "$bin" bench/compare.lua --startup 2>&1 | tee "$logs/startup.log"
+fi
