@@ -1,0 +1,428 @@
+-- bench/compare.lua: gpurun's Lua loops against the same loops in pure C.
+--
+-- The pipeline is scripts/cudagraphs.lua's: r1 = a + b, r2 = r1 * c,
+-- r3 = r2 - a over float32 buffers. For each size, reps of the C reference
+-- (bench/cudagraphs_c, one process per rep) alternate with reps of the same
+-- pipeline driven from Lua in this process, so both see the same machine
+-- noise. Three gpurun paths are timed:
+--   launch  gpurun.launch(stream, config, kernel, ...) three times per iteration
+--   plan    kernel:bind(config, ...) once, plan:launch(stream) three times per iteration
+--   graph   graph:launch(stream) once per iteration
+-- launch and plan stand against C's three cuLaunchKernel calls, graph against
+-- C's cuGraphLaunch. Every figure is microseconds per iteration, timed from a
+-- stream sync to a stream sync after 5 warm-up iterations, as in the C program.
+--
+--   build/gpurun bench/compare.lua [--sizes 4096,65536,1048576,16777216]
+--       [--reps 7] [--iters 1000] [--json] [--c-bench PATH]
+--   build/gpurun bench/compare.lua --startup [bench/startup.lua's options]
+
+local gpurun = require("gpurun")
+local argparse = require("argparse")
+local cjson = require("cjson")
+local median = require("gpurun.bench").median
+
+local WARMUP_ITERATIONS = 5
+local BLOCK_SIZE = 256
+
+-- The text bench/cudagraphs_c.c compiles, so both sides run identical kernels.
+local KERNEL_SOURCE = [[
+extern "C" __global__ void vec_add(const float *a, const float *b, float *out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+extern "C" __global__ void vec_mul(const float *a, const float *b, float *out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] * b[i];
+}
+extern "C" __global__ void vec_sub(const float *a, const float *b, float *out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] - b[i];
+}
+]]
+
+-- Exact in float32, and every argument mix-up gives another r3:
+-- (1.5 + 2.25) * 0.5 - 1.5 = 0.375.
+local A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375
+local POISON = -1.0
+
+-- Issue 5's targets for the gpurun/C ratio of medians, by size and path.
+local TARGETS = {
+    [4096] = { launch = 1.10, plan = 1.10, graph = 1.05 },
+    [16777216] = { launch = 1.02, plan = 1.02, graph = 1.02 },
+}
+
+local PROGRAM = "compare.lua"
+
+local function fail(message)
+    io.stderr:write(PROGRAM, ": ", message, "\n")
+    os.exit(1)
+end
+
+local function shell_quote(text)
+    return "'" .. text:gsub("'", "'\\''") .. "'"
+end
+
+local function dirname(path)
+    return path:match("^(.*)/[^/]*$") or "."
+end
+
+-- The gpurun binary running this script: the lowest index of `arg`, resolved
+-- through PATH when it was started by bare name.
+local function interpreter_path()
+    local lowest = 0
+    while arg[lowest - 1] ~= nil do
+        lowest = lowest - 1
+    end
+    local path = arg[lowest]
+    if lowest == 0 or path == nil then
+        return nil
+    end
+    if not path:find("/", 1, true) then
+        local pipe = io.popen("command -v " .. shell_quote(path))
+        local found = pipe and pipe:read("l")
+        if pipe then pipe:close() end
+        if not found or found == "" then
+            return nil
+        end
+        path = found
+    end
+    return path
+end
+
+local function file_exists(path)
+    local file = io.open(path, "r")
+    if file then file:close() end
+    return file ~= nil
+end
+
+---------------------------------------------------------------------------
+-- options
+
+local function parse_options(argv)
+    local parser = argparse(PROGRAM, "gpurun against pure C on the add -> mul -> sub pipeline.")
+    parser:option("--sizes", "Comma-separated element counts.", "4096,65536,1048576,16777216")
+    parser:option("--reps", "Reps per size; each re-times every path on both sides.", "7")
+    parser:option("--iters", "Timed iterations per path and rep.", "1000")
+    parser:flag("--json", "Print one JSON object with every figure instead of the table.")
+    parser:option("--c-bench", "The C reference (default: bench/cudagraphs_c next to gpurun).")
+    parser:flag("--startup", "Measure start-up instead (see bench/startup.lua).")
+    local ok, options = parser:pparse(argv)
+    if not ok then
+        io.stderr:write(parser:get_usage(), "\n", PROGRAM, ": ", options, "\n")
+        os.exit(2)
+    end
+    local function positive_integer(name, text)
+        local value = math.tointeger(tonumber(text))
+        if not value or value < 1 then
+            io.stderr:write(PROGRAM, ": ", name, " expects a positive integer, got '", text, "'\n")
+            os.exit(2)
+        end
+        return value
+    end
+    options.reps = positive_integer("--reps", options.reps)
+    options.iters = positive_integer("--iters", options.iters)
+    local sizes = {}
+    for item in (options.sizes .. ","):gmatch("([^,]*),") do
+        sizes[#sizes + 1] = positive_integer("--sizes", item)
+    end
+    options.sizes = sizes
+    return options
+end
+
+---------------------------------------------------------------------------
+-- the C side
+
+local function run_c_rep(c_bench, elements, iters)
+    local command = ("%s --elements %d --iters %d --reps 1 --json"):format(
+        shell_quote(c_bench), elements, iters)
+    local pipe = assert(io.popen(command, "r"))
+    local output = pipe:read("a")
+    local ok, how, code = pipe:close()
+    if not ok then
+        error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
+    end
+    local decoded, result = pcall(cjson.decode, output)
+    if not decoded or type(result) ~= "table" or type(result.individual_us) ~= "table"
+        or type(result.individual_us[1]) ~= "number" or type(result.graph_us) ~= "table"
+        or type(result.graph_us[1]) ~= "number" then
+        error(("%s printed no usable JSON: %q"):format(command, output), 0)
+    end
+    return result.individual_us[1], result.graph_us[1]
+end
+
+---------------------------------------------------------------------------
+-- the gpurun side: each timer copies what its loop needs into locals, runs
+-- WARMUP_ITERATIONS untimed, then `iters` from a sync to a sync.
+
+local now = gpurun.perf_counter
+
+local function time_launch(stream, iters, config, add, mul, sub, a, b, c, r1, r2, r3, count)
+    local launch = gpurun.launch
+    for _ = 1, WARMUP_ITERATIONS do
+        launch(stream, config, add, a, b, r1, count)
+        launch(stream, config, mul, r1, c, r2, count)
+        launch(stream, config, sub, r2, a, r3, count)
+    end
+    stream:sync()
+    local start = now()
+    for _ = 1, iters do
+        launch(stream, config, add, a, b, r1, count)
+        launch(stream, config, mul, r1, c, r2, count)
+        launch(stream, config, sub, r2, a, r3, count)
+    end
+    stream:sync()
+    return (now() - start) * 1e6 / iters
+end
+
+local function time_plans(stream, iters, plan_add, plan_mul, plan_sub)
+    for _ = 1, WARMUP_ITERATIONS do
+        plan_add:launch(stream)
+        plan_mul:launch(stream)
+        plan_sub:launch(stream)
+    end
+    stream:sync()
+    local start = now()
+    for _ = 1, iters do
+        plan_add:launch(stream)
+        plan_mul:launch(stream)
+        plan_sub:launch(stream)
+    end
+    stream:sync()
+    return (now() - start) * 1e6 / iters
+end
+
+local function time_graph(stream, iters, graph)
+    for _ = 1, WARMUP_ITERATIONS do
+        graph:launch(stream)
+    end
+    stream:sync()
+    local start = now()
+    for _ = 1, iters do
+        graph:launch(stream)
+    end
+    stream:sync()
+    return (now() - start) * 1e6 / iters
+end
+
+local function check_result(stream, r3, elements, path)
+    stream:sync()
+    local result = gpurun.compare(r3, EXPECTED, 1e-5, 1e-5)
+    if result.mismatches > 0 then
+        error(("wrong result from the gpurun %s path at %d elements: %d of %d elements of r3 "
+               .. "are not %g, e.g. r3[%d] = %g"):format(path, elements, result.mismatches,
+               result.count, EXPECTED, result.worst_index, result.worst_actual), 0)
+    end
+end
+
+-- Times one size; returns the per-rep figures of both sides.
+local function measure_size(gpu, elements, options)
+    local stream, kernels = gpu.stream, gpu.kernels
+    local add, mul, sub = kernels.add, kernels.mul, kernels.sub
+    local config = gpurun.LaunchConfig{ grid = (elements + BLOCK_SIZE - 1) // BLOCK_SIZE, block = BLOCK_SIZE }
+    local count = gpurun.u64(elements)
+
+    local a <close> = gpurun.empty(elements, "float32")
+    local b <close> = gpurun.empty(elements, "float32")
+    local c <close> = gpurun.empty(elements, "float32")
+    local r1 <close> = gpurun.empty(elements, "float32")
+    local r2 <close> = gpurun.empty(elements, "float32")
+    local r3 <close> = gpurun.empty(elements, "float32")
+    a:fill(A)
+    b:fill(B)
+    c:fill(C)
+    local function poison()
+        r1:fill(POISON)
+        r2:fill(POISON)
+        r3:fill(POISON)
+    end
+
+    local plan_add <close> = add:bind(config, a, b, r1, count)
+    local plan_mul <close> = mul:bind(config, r1, c, r2, count)
+    local plan_sub <close> = sub:bind(config, r2, a, r3, count)
+
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.launch(builder, config, add, a, b, r1, count)
+    gpurun.launch(builder, config, mul, r1, c, r2, count)
+    gpurun.launch(builder, config, sub, r2, a, r3, count)
+    builder:end_building()
+    local graph <close> = builder:complete()
+    graph:upload(stream)
+
+    -- Each path once, from poisoned results, before anything is timed.
+    poison()
+    time_launch(stream, 1, config, add, mul, sub, a, b, c, r1, r2, r3, count)
+    check_result(stream, r3, elements, "launch")
+    poison()
+    time_plans(stream, 1, plan_add, plan_mul, plan_sub)
+    check_result(stream, r3, elements, "plan")
+    poison()
+    graph:launch(stream)
+    check_result(stream, r3, elements, "graph")
+
+    local figures = {
+        c = { individual_us = {}, graph_us = {} },
+        gpurun = { launch_us = {}, plan_us = {}, graph_us = {} },
+    }
+    local iters = options.iters
+    io.stderr:write(("measuring %d elements, %d reps\n"):format(elements, options.reps))
+    for rep = 1, options.reps do
+        figures.c.individual_us[rep], figures.c.graph_us[rep] =
+            run_c_rep(options.c_bench, elements, iters)
+        -- Whatever reading the C program's output left for the collector goes
+        -- now, not inside a timed loop.
+        collectgarbage("collect")
+        figures.gpurun.launch_us[rep] =
+            time_launch(stream, iters, config, add, mul, sub, a, b, c, r1, r2, r3, count)
+        figures.gpurun.plan_us[rep] = time_plans(stream, iters, plan_add, plan_mul, plan_sub)
+        figures.gpurun.graph_us[rep] = time_graph(stream, iters, graph)
+    end
+    return figures
+end
+
+---------------------------------------------------------------------------
+-- report
+
+local function summary(values)
+    return { median = median(values), min = math.min(table.unpack(values)),
+             max = math.max(table.unpack(values)) }
+end
+
+-- Rows of the table for one size: gpurun path, the C path it stands against.
+local function size_rows(elements, figures)
+    local c, g = figures.c, figures.gpurun
+    local rows = {
+        { path = "launch", c = summary(c.individual_us), gpurun = summary(g.launch_us) },
+        { path = "plan", c = summary(c.individual_us), gpurun = summary(g.plan_us) },
+        { path = "graph", c = summary(c.graph_us), gpurun = summary(g.graph_us) },
+    }
+    local launch_median = rows[1].gpurun.median
+    for _, row in ipairs(rows) do
+        row.ratio = row.gpurun.median / row.c.median
+        local targets = TARGETS[elements]
+        if targets then
+            row.target = targets[row.path]
+            row.target_met = row.ratio <= row.target
+        end
+        if row.path == "plan" then
+            row.saving_vs_launch_us = launch_median - row.gpurun.median
+            row.saving_vs_launch_pct = 100 * row.saving_vs_launch_us / launch_median
+        end
+    end
+    return rows
+end
+
+local ROW_FORMAT = "%10s  %-6s  %8s %8s %8s   %8s %8s %8s   %8s  %-14s  %s\n"
+
+local function print_table(header, results)
+    io.write(header, "\n\n")
+    io.write(("%18s  %-26s   %-26s\n"):format("", "------------ C -----------", "--------- gpurun ---------"))
+    io.write(ROW_FORMAT:format("elements", "path", "median", "min", "max", "median", "min", "max",
+                               "gpurun/C", "target", "plan vs launch"))
+    local met, targeted = 0, 0
+    for _, result in ipairs(results) do
+        for _, row in ipairs(result.rows) do
+            local target = ""
+            if row.target then
+                targeted = targeted + 1
+                if row.target_met then met = met + 1 end
+                target = ("<= %.2f %s"):format(row.target, row.target_met and "ok" or "MISSED")
+            end
+            local saving = ""
+            if row.saving_vs_launch_us then
+                saving = ("%s %.2f us (%.1f%%)"):format(row.saving_vs_launch_us >= 0 and "saves" or "costs",
+                    math.abs(row.saving_vs_launch_us), math.abs(row.saving_vs_launch_pct))
+            end
+            local function us(x) return ("%.2f"):format(x) end
+            local line = ROW_FORMAT:format(result.elements, row.path,
+                us(row.c.median), us(row.c.min), us(row.c.max),
+                us(row.gpurun.median), us(row.gpurun.min), us(row.gpurun.max),
+                ("%.3f"):format(row.ratio), target, saving)
+            io.write((line:gsub(" +\n$", "\n")))
+        end
+    end
+    if targeted > 0 then
+        io.write(("\ntargets met: %d of %d\n"):format(met, targeted))
+    end
+end
+
+---------------------------------------------------------------------------
+-- main
+
+local argv = { ... }
+for i, value in ipairs(argv) do
+    if value == "--startup" then
+        table.remove(argv, i)
+        local script_dir = dirname(debug.getinfo(1, "S").source:sub(2))
+        local startup = assert(loadfile(script_dir .. "/startup.lua"))
+        return startup(table.unpack(argv))
+    end
+end
+
+local options = parse_options(argv)
+
+if gpurun.device_count() == 0 then
+    fail("no CUDA GPU: " .. (gpurun.driver_error() or "the driver sees 0 devices"))
+end
+
+if not options.c_bench then
+    local interpreter = interpreter_path()
+    if not interpreter then
+        fail("cannot tell where the gpurun binary is, so not where cudagraphs_c is: pass --c-bench PATH")
+    end
+    options.c_bench = dirname(interpreter) .. "/bench/cudagraphs_c"
+end
+if not file_exists(options.c_bench) then
+    fail(("no C reference at %s: build it with `cmake --build build --target cudagraphs_c`, "
+          .. "or pass --c-bench PATH"):format(options.c_bench))
+end
+
+local device = gpurun.Device(0)
+device:set_current()
+local stream <close> = device:create_stream()
+gpurun.set_current_stream(stream)
+local program_options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }
+local code <close> = gpurun.Program(KERNEL_SOURCE, "c++", program_options):compile("cubin")
+local gpu = {
+    stream = stream,
+    kernels = {
+        add = code:get_kernel("vec_add"),
+        mul = code:get_kernel("vec_mul"),
+        sub = code:get_kernel("vec_sub"),
+    },
+}
+
+local results = {}
+for i, elements in ipairs(options.sizes) do
+    local figures = measure_size(gpu, elements, options)
+    results[i] = { elements = elements, c = figures.c, gpurun = figures.gpurun,
+                   rows = size_rows(elements, figures) }
+end
+
+local driver_major, driver_minor = gpurun.driver_version()
+if options.json then
+    io.write(cjson.encode({
+        device = device.name,
+        arch = device.arch,
+        driver = ("%d.%d"):format(driver_major, driver_minor),
+        gpurun = gpurun.version,
+        c_bench = options.c_bench,
+        iters = options.iters,
+        reps = options.reps,
+        warmup_iterations = WARMUP_ITERATIONS,
+        unit = "us/iter",
+        sizes = results,
+    }), "\n")
+else
+    print_table(("%s (sm_%s), CUDA driver %d.%d; %d iterations per rep, %d reps; "
+                 .. "microseconds per iteration of add -> mul -> sub"):format(
+                    device.name, device.arch, driver_major, driver_minor, options.iters, options.reps),
+                results)
+end
+gpurun.set_current_stream(nil)

@@ -1,0 +1,455 @@
+/* cudagraphs_c: the pure-C reference that bench/compare.lua holds gpurun to.
+ *
+ * The pipeline of scripts/cudagraphs.lua, r1 = a + b, r2 = r1 * c,
+ * r3 = r2 - a (float32), straight on the CUDA Driver API and NVRTC, timed two
+ * ways: three cuLaunchKernel calls per iteration, and one cuGraphLaunch of a
+ * graph captured from those three launches. Each path is timed with
+ * CLOCK_MONOTONIC from a cuStreamSynchronize to a cuStreamSynchronize, so the
+ * figure is host-side launch cost plus GPU time, as gpurun's Lua loops see it.
+ *
+ *   cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library]
+ *
+ * --library loads the cubin with cuLibraryLoadData and launches the CUkernel
+ * handle, the way gpurun does, instead of cuModuleLoadData + CUfunction; it
+ * tells a cost of that launch path apart from a cost of the Lua layer.
+ *
+ * Exit codes: 0 success, 1 a CUDA/NVRTC failure or a wrong result, 2 usage. */
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime under a strict -std=c11 too */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#define WARMUP_ITERATIONS 5
+#define BLOCK_SIZE 256
+#define MAX_REPS 1000
+
+/* The same text bench/compare.lua compiles, so both run identical kernels. */
+static const char KERNEL_SOURCE[] =
+    "extern \"C\" __global__ void vec_add(const float *a, const float *b, float *out, size_t n)\n"
+    "{\n"
+    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (size_t)gridDim.x * blockDim.x)\n"
+    "        out[i] = a[i] + b[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void vec_mul(const float *a, const float *b, float *out, size_t n)\n"
+    "{\n"
+    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (size_t)gridDim.x * blockDim.x)\n"
+    "        out[i] = a[i] * b[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void vec_sub(const float *a, const float *b, float *out, size_t n)\n"
+    "{\n"
+    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
+    "         i += (size_t)gridDim.x * blockDim.x)\n"
+    "        out[i] = a[i] - b[i];\n"
+    "}\n";
+
+/* ---- error checks --------------------------------------------------------- */
+
+static void die_cuda(const char *call, CUresult result)
+{
+    const char *name = NULL, *description = NULL;
+    /* Without a usable driver these fail as well; then the number is all
+     * there is to print. */
+    if (cuGetErrorName(result, &name) != CUDA_SUCCESS || name == NULL)
+        name = "unnamed CUresult";
+    if (cuGetErrorString(result, &description) != CUDA_SUCCESS || description == NULL)
+        description = "no description";
+    fprintf(stderr, "cudagraphs_c: %s: %s (%s), code %d\n", call, name, description, (int)result);
+    exit(1);
+}
+
+static void die_nvrtc(const char *call, nvrtcResult result)
+{
+    fprintf(stderr, "cudagraphs_c: %s: %s\n", call, nvrtcGetErrorString(result));
+    exit(1);
+}
+
+/* CU(cuMemAlloc, &p, bytes): the name is stringified before it expands to
+ * cuMemAlloc_v2, so messages carry the documented name. */
+#define CU(name, ...)                                                        \
+    do {                                                                     \
+        CUresult cu_result_ = name(__VA_ARGS__);                             \
+        if (cu_result_ != CUDA_SUCCESS)                                      \
+            die_cuda(#name, cu_result_);                                     \
+    } while (0)
+
+#define NVRTC(name, ...)                                                     \
+    do {                                                                     \
+        nvrtcResult nvrtc_result_ = name(__VA_ARGS__);                       \
+        if (nvrtc_result_ != NVRTC_SUCCESS)                                  \
+            die_nvrtc(#name, nvrtc_result_);                                 \
+    } while (0)
+
+/* ---- options -------------------------------------------------------------- */
+
+struct options {
+    size_t elements;
+    unsigned long iters;
+    unsigned long reps;
+    int json;
+    int library;
+};
+
+#define USAGE_LINE "usage: cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library]\n"
+
+static void usage_error(void)
+{
+    fputs(USAGE_LINE, stderr);
+    exit(2);
+}
+
+static void usage(void)
+{
+    printf(USAGE_LINE
+           "  --elements N  float32 elements per buffer (default 4096)\n"
+           "  --iters N     timed iterations per path and rep (default 1000)\n"
+           "  --reps R      times each path is re-timed (default 7, at most %d)\n"
+           "  --json        one JSON object: elements, iters, reps, device, launch_api,\n"
+           "                individual_us[] and graph_us[] (one figure per rep)\n"
+           "  --library     load with cuLibraryLoadData and launch CUkernel handles, as gpurun does\n",
+           MAX_REPS);
+}
+
+static unsigned long long parse_count(const char *option, const char *text, unsigned long long max)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = text[0] == '-' ? 0 : strtoull(text, &end, 10);
+    if (text[0] == '-' || errno != 0 || end == text || *end != '\0' || value == 0 || value > max) {
+        fprintf(stderr, "cudagraphs_c: %s expects an integer from 1 to %llu, got '%s'\n",
+                option, max, text);
+        usage_error();
+    }
+    return value;
+}
+
+static struct options parse_options(int argc, char **argv)
+{
+    struct options options = {4096, 1000, 7, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *option = argv[i];
+        if (strcmp(option, "--json") == 0) {
+            options.json = 1;
+        } else if (strcmp(option, "--library") == 0) {
+            options.library = 1;
+        } else if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) {
+            usage();
+            exit(0);
+        } else if (strcmp(option, "--elements") == 0 || strcmp(option, "--iters") == 0 ||
+                   strcmp(option, "--reps") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "cudagraphs_c: %s needs a value\n", option);
+                usage_error();
+            }
+            const char *value = argv[++i];
+            if (option[2] == 'e')  /* grid = elements / 256 must fit an unsigned int */
+                options.elements = parse_count(option, value, (unsigned long long)UINT32_MAX * BLOCK_SIZE);
+            else if (option[2] == 'i')
+                options.iters = parse_count(option, value, 1000000000ULL);
+            else
+                options.reps = parse_count(option, value, MAX_REPS);
+        } else {
+            fprintf(stderr, "cudagraphs_c: unknown option '%s'\n", option);
+            usage_error();
+        }
+    }
+    return options;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static char *compile_cubin(CUdevice device)
+{
+    int major = 0, minor = 0;
+    CU(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    CU(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    char arch_option[64];
+    snprintf(arch_option, sizeof arch_option, "--gpu-architecture=sm_%d%d", major, minor);
+    const char *compile_options[] = {"--std=c++17", arch_option};
+
+    nvrtcProgram program;
+    NVRTC(nvrtcCreateProgram, &program, KERNEL_SOURCE, "cudagraphs_c.cu", 0, NULL, NULL);
+    nvrtcResult compiled = nvrtcCompileProgram(program, 2, compile_options);
+    if (compiled != NVRTC_SUCCESS) {
+        size_t log_size = 0;
+        NVRTC(nvrtcGetProgramLogSize, program, &log_size);
+        char *log = malloc(log_size + 1);
+        if (log != NULL) {
+            NVRTC(nvrtcGetProgramLog, program, log);
+            log[log_size] = '\0';
+            fprintf(stderr, "%s\n", log);
+        }
+        die_nvrtc("nvrtcCompileProgram", compiled);
+    }
+    size_t cubin_size = 0;
+    NVRTC(nvrtcGetCUBINSize, program, &cubin_size);
+    char *cubin = malloc(cubin_size);
+    if (cubin == NULL) {
+        fprintf(stderr, "cudagraphs_c: out of host memory for a %zu-byte cubin\n", cubin_size);
+        exit(1);
+    }
+    NVRTC(nvrtcGetCUBIN, program, cubin);
+    NVRTC(nvrtcDestroyProgram, &program);
+    return cubin;
+}
+
+struct kernels {
+    CUfunction add, mul, sub;
+};
+
+static struct kernels load_kernels(const char *cubin, int library)
+{
+    struct kernels kernels;
+    if (library) {
+        CUlibrary loaded;
+        CUkernel add, mul, sub;
+        CU(cuLibraryLoadData, &loaded, cubin, NULL, NULL, 0, NULL, NULL, 0);
+        CU(cuLibraryGetKernel, &add, loaded, "vec_add");
+        CU(cuLibraryGetKernel, &mul, loaded, "vec_mul");
+        CU(cuLibraryGetKernel, &sub, loaded, "vec_sub");
+        /* cuLaunchKernel takes a CUkernel cast to CUfunction, as gpurun passes it. */
+        kernels.add = (CUfunction)add;
+        kernels.mul = (CUfunction)mul;
+        kernels.sub = (CUfunction)sub;
+    } else {
+        CUmodule module;
+        CU(cuModuleLoadData, &module, cubin);
+        CU(cuModuleGetFunction, &kernels.add, module, "vec_add");
+        CU(cuModuleGetFunction, &kernels.mul, module, "vec_mul");
+        CU(cuModuleGetFunction, &kernels.sub, module, "vec_sub");
+    }
+    return kernels;
+}
+
+/* ---- the pipeline --------------------------------------------------------- */
+
+struct pipeline {
+    struct kernels kernels;
+    CUstream stream;
+    unsigned int grid;
+    size_t elements;
+    CUdeviceptr a, b, c, r1, r2, r3;
+    /* Kernel parameter arrays, built once: they point at the fields above,
+     * whose values cuLaunchKernel copies at each call. */
+    void *add_args[4], *mul_args[4], *sub_args[4];
+};
+
+static void set_launch_arguments(struct pipeline *p)
+{
+    void *add_args[] = {&p->a, &p->b, &p->r1, &p->elements};
+    void *mul_args[] = {&p->r1, &p->c, &p->r2, &p->elements};
+    void *sub_args[] = {&p->r2, &p->a, &p->r3, &p->elements};
+    memcpy(p->add_args, add_args, sizeof add_args);
+    memcpy(p->mul_args, mul_args, sizeof mul_args);
+    memcpy(p->sub_args, sub_args, sizeof sub_args);
+}
+
+static void launch_three(struct pipeline *p)
+{
+    CU(cuLaunchKernel, p->kernels.add, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->add_args, NULL);
+    CU(cuLaunchKernel, p->kernels.mul, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->mul_args, NULL);
+    CU(cuLaunchKernel, p->kernels.sub, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->sub_args, NULL);
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double time_individual(struct pipeline *p, unsigned long iters)
+{
+    for (int i = 0; i < WARMUP_ITERATIONS; i++)
+        launch_three(p);
+    CU(cuStreamSynchronize, p->stream);
+    double start = now_seconds();
+    for (unsigned long i = 0; i < iters; i++)
+        launch_three(p);
+    CU(cuStreamSynchronize, p->stream);
+    return (now_seconds() - start) * 1e6 / (double)iters;
+}
+
+static double time_graph(const struct pipeline *p, CUgraphExec graph, unsigned long iters)
+{
+    for (int i = 0; i < WARMUP_ITERATIONS; i++)
+        CU(cuGraphLaunch, graph, p->stream);
+    CU(cuStreamSynchronize, p->stream);
+    double start = now_seconds();
+    for (unsigned long i = 0; i < iters; i++)
+        CU(cuGraphLaunch, graph, p->stream);
+    CU(cuStreamSynchronize, p->stream);
+    return (now_seconds() - start) * 1e6 / (double)iters;
+}
+
+static CUgraphExec capture_graph(struct pipeline *p)
+{
+    CUgraph graph;
+    CUgraphExec executable;
+    CU(cuStreamBeginCapture, p->stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    launch_three(p);
+    CU(cuStreamEndCapture, p->stream, &graph);
+    CU(cuGraphInstantiate, &executable, graph, 0);
+    CU(cuGraphDestroy, graph);
+    CU(cuGraphUpload, executable, p->stream);
+    return executable;
+}
+
+/* Inputs vary per element so that a kernel reading the wrong index fails the
+ * check; the values are exact in float32 and so is every intermediate. */
+static float input_a(size_t i) { return (float)(i % 1024) * 0.25f; }
+static float input_b(size_t i) { return (float)(i % 7) + 0.5f; }
+static float input_c(size_t i) { return (float)(i % 5) - 2.0f; }
+
+static void upload(CUdeviceptr target, float (*value)(size_t), float *host, size_t elements)
+{
+    for (size_t i = 0; i < elements; i++)
+        host[i] = value(i);
+    CU(cuMemcpyHtoD, target, host, elements * sizeof(float));
+}
+
+static void verify(const struct pipeline *p, float *host, const char *path)
+{
+    CU(cuStreamSynchronize, p->stream);
+    CU(cuMemcpyDtoH, host, p->r3, p->elements * sizeof(float));
+    for (size_t i = 0; i < p->elements; i++) {
+        float expected = (input_a(i) + input_b(i)) * input_c(i) - input_a(i);
+        if (!(fabsf(host[i] - expected) <= 1e-5f + 1e-5f * fabsf(expected))) {
+            fprintf(stderr, "cudagraphs_c: wrong result after %s: r3[%zu] = %.9g, expected %.9g\n",
+                    path, i, (double)host[i], (double)expected);
+            exit(1);
+        }
+    }
+}
+
+/* Sets r1, r2, r3 to NaN, so a check after one run only passes if that run
+ * wrote every element. */
+static void poison_results(const struct pipeline *p)
+{
+    const unsigned int quiet_nan = 0x7fc00000u;
+    CU(cuMemsetD32Async, p->r1, quiet_nan, p->elements, p->stream);
+    CU(cuMemsetD32Async, p->r2, quiet_nan, p->elements, p->stream);
+    CU(cuMemsetD32Async, p->r3, quiet_nan, p->elements, p->stream);
+}
+
+/* ---- report --------------------------------------------------------------- */
+
+static int compare_doubles(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(const double *values, unsigned long count)
+{
+    double sorted[MAX_REPS];
+    memcpy(sorted, values, count * sizeof *values);
+    qsort(sorted, count, sizeof *sorted, compare_doubles);
+    return count % 2 ? sorted[count / 2] : (sorted[count / 2 - 1] + sorted[count / 2]) / 2;
+}
+
+static void print_json_array(const char *key, const double *values, unsigned long count)
+{
+    printf("\"%s\":[", key);
+    for (unsigned long i = 0; i < count; i++)
+        printf("%s%.4f", i ? "," : "", values[i]);
+    printf("]");
+}
+
+static void print_json_string(const char *key, const char *value)
+{
+    printf("\"%s\":\"", key);
+    for (const char *c = value; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            putchar('\\');
+        if ((unsigned char)*c >= 0x20)
+            putchar(*c);
+    }
+    printf("\"");
+}
+
+int main(int argc, char **argv)
+{
+    struct options options = parse_options(argc, argv);
+
+    CU(cuInit, 0);
+    CUdevice device;
+    CU(cuDeviceGet, &device, 0);
+    char device_name[256];
+    CU(cuDeviceGetName, device_name, sizeof device_name, device);
+    CUcontext context;
+    CU(cuDevicePrimaryCtxRetain, &context, device);
+    CU(cuCtxSetCurrent, context);
+
+    char *cubin = compile_cubin(device);
+    struct pipeline p = {0};
+    p.kernels = load_kernels(cubin, options.library);
+    free(cubin);
+    p.elements = options.elements;
+    p.grid = (unsigned int)((options.elements + BLOCK_SIZE - 1) / BLOCK_SIZE);
+    CU(cuStreamCreate, &p.stream, CU_STREAM_NON_BLOCKING);
+    set_launch_arguments(&p);
+
+    size_t bytes = options.elements * sizeof(float);
+    CUdeviceptr *buffers[] = {&p.a, &p.b, &p.c, &p.r1, &p.r2, &p.r3};
+    for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
+        CU(cuMemAlloc, buffers[i], bytes);
+    float *host = malloc(bytes);
+    if (host == NULL) {
+        fprintf(stderr, "cudagraphs_c: out of host memory for %zu bytes\n", bytes);
+        return 1;
+    }
+    upload(p.a, input_a, host, p.elements);
+    upload(p.b, input_b, host, p.elements);
+    upload(p.c, input_c, host, p.elements);
+
+    poison_results(&p);
+    launch_three(&p);
+    verify(&p, host, "individual launches");
+    CUgraphExec graph = capture_graph(&p);
+    poison_results(&p);
+    CU(cuGraphLaunch, graph, p.stream);
+    verify(&p, host, "a graph launch");
+
+    double individual_us[MAX_REPS], graph_us[MAX_REPS];
+    for (unsigned long rep = 0; rep < options.reps; rep++) {
+        individual_us[rep] = time_individual(&p, options.iters);
+        graph_us[rep] = time_graph(&p, graph, options.iters);
+        if (!options.json)
+            printf("rep %lu: individual %.3f us/iter, graph %.3f us/iter\n",
+                   rep + 1, individual_us[rep], graph_us[rep]);
+    }
+
+    if (options.json) {
+        printf("{\"elements\":%zu,\"iters\":%lu,\"reps\":%lu,", options.elements, options.iters,
+               options.reps);
+        print_json_string("device", device_name);
+        printf(",\"launch_api\":\"%s\",", options.library ? "cuLibrary" : "cuModule");
+        print_json_array("individual_us", individual_us, options.reps);
+        printf(",");
+        print_json_array("graph_us", graph_us, options.reps);
+        printf("}\n");
+    } else {
+        printf("%s, %zu elements, %lu iterations x %lu reps, median: "
+               "individual %.3f us/iter, graph %.3f us/iter\n",
+               device_name, options.elements, options.iters, options.reps,
+               median(individual_us, options.reps), median(graph_us, options.reps));
+    }
+
+    free(host);
+    CU(cuGraphExecDestroy, graph);
+    for (size_t i = 0; i < sizeof buffers / sizeof *buffers; i++)
+        CU(cuMemFree, *buffers[i]);
+    CU(cuStreamDestroy, p.stream);
+    CU(cuDevicePrimaryCtxRelease, device);
+    return 0;
+}

@@ -1,0 +1,170 @@
+-- Command-line handling for pipeline scripts, on top of lua-argparse.
+--
+-- Usage errors end the script with one line on stderr and exit code 2
+-- before any GPU work starts; a machine without a GPU gets one plain line
+-- and exit code 1, after the options are read, so --help and option errors
+-- behave the same with or without a GPU.
+--
+--   local args = require("gpurun.args")
+--   local cli = args.new("myscript.lua", "What the script shows.")
+--   cli:integer_option("--size", "Elements per vector.", 4096)
+--   cli:common_options{ iters = 1000 }        -- --iters, --device, --json
+--   local options = cli:parse(arg)
+--   local device = cli:open_device(options.device)
+
+local argparse = require("argparse")
+
+local args = {}
+
+local EXIT_FAILURE = 1
+local EXIT_USAGE = 2
+
+-- text -> integer >= minimum, or nil and why not. Only plain decimal digits
+-- count: "1e3", "0x10" and "2.0" are refused rather than guessed at.
+function args.to_integer(text, minimum)
+  minimum = minimum or 1
+  local kind = minimum == 1 and "a positive integer"
+    or minimum == 0 and "a non-negative integer"
+    or ("an integer >= " .. minimum)
+  local digits = type(text) == "string" and text:match("^%s*(%+?%d+)%s*$")
+  local value = digits and math.tointeger(tonumber(digits))
+  if value == nil then
+    if digits then
+      return nil, string.format("expected %s, got '%s' (too large)", kind, text)
+    end
+    return nil, string.format("expected %s, got '%s'", kind, tostring(text))
+  end
+  if value < minimum then
+    return nil, string.format("expected %s, got '%s'", kind, text)
+  end
+  return value
+end
+
+-- text -> finite number, or nil and why not.
+function args.to_number(text)
+  local value = type(text) == "string" and tonumber(text)
+  if not value or value ~= value or value == math.huge or value == -math.huge then
+    return nil, string.format("expected a finite number, got '%s'", tostring(text))
+  end
+  return value
+end
+
+-- The reason a script cannot use device `id` when `count` devices are
+-- visible, with the exit code it should end with; nil when it can.
+function args.device_problem(id, count, driver_error)
+  if count == 0 then
+    return "no CUDA GPU available: " .. (driver_error or "no device"), EXIT_FAILURE
+  end
+  if id >= count then
+    return string.format("error: --device %d: no such CUDA device (%d device%s visible)",
+                         id, count, count == 1 and "" or "s"), EXIT_USAGE
+  end
+  return nil
+end
+
+local Cli = {}
+Cli.__index = Cli
+
+function args.new(name, description)
+  local parser = argparse(name, description)
+  return setmetatable({ name = name, parser = parser, value_options = {} }, Cli)
+end
+
+-- Defaults go to argparse as text so that they pass the same conversion as
+-- a typed value and show in --help.
+local function add_option(cli, flag, description, default, convert)
+  local function convert_naming_flag(text)
+    local value, why = convert(text)
+    if value == nil then
+      return nil, flag .. ": " .. why
+    end
+    return value
+  end
+  cli.value_options[flag] = true
+  return cli.parser:option(flag, description, default ~= nil and tostring(default) or nil,
+                           convert_naming_flag)
+end
+
+function Cli:integer_option(flag, description, default, minimum)
+  return add_option(self, flag, description, default,
+                    function(text) return args.to_integer(text, minimum or 1) end)
+end
+
+function Cli:number_option(flag, description, default)
+  return add_option(self, flag, description, default, args.to_number)
+end
+
+function Cli:flag(flag, description)
+  return self.parser:flag(flag, description)
+end
+
+-- Adds the options every timed pipeline takes: --iters, --device, --json.
+-- defaults: { iters = , device = } (1000 and 0 when absent).
+function Cli:common_options(defaults)
+  defaults = defaults or {}
+  self:integer_option("--iters", "Pipeline iterations to time.", defaults.iters or 1000)
+  self:integer_option("--device", "CUDA device id.", defaults.device or 0, 0)
+  self:flag("--json", "Write the figures as one JSON object to stdout instead of the text report.")
+  return self
+end
+
+-- argparse reads "--size -3" as two options; joining a negative-looking value
+-- to its option lets the option's own check explain what is wrong.
+local function join_negative_values(cli, argv)
+  local joined = {}
+  local i = 1
+  while i <= #argv do
+    local item = argv[i]
+    local following = argv[i + 1]
+    if cli.value_options[item] and following and following:match("^%-[%d.]") then
+      joined[#joined + 1] = item .. "=" .. following
+      i = i + 2
+    else
+      joined[#joined + 1] = item
+      i = i + 1
+    end
+  end
+  return joined
+end
+
+-- argv -> true, options | false, the reason on one line. Never exits.
+function Cli:try_parse(argv)
+  local ok, result = self.parser:pparse(join_negative_values(self, argv or {}))
+  if ok then
+    return true, result
+  end
+  local message = tostring(result):gsub("\nDid you mean", "; did you mean"):gsub("%s*\n%s*", "; ")
+  return false, message
+end
+
+function Cli:usage_error(message)
+  io.stderr:write(self.name, ": error: ", message, "\n")
+  io.stderr:flush()
+  os.exit(EXIT_USAGE, true)
+end
+
+-- argv -> options, or exit 2 with "<name>: error: <reason>".
+function Cli:parse(argv)
+  local ok, result = self:try_parse(argv)
+  if not ok then
+    self:usage_error(result)
+  end
+  return result
+end
+
+-- Device `id`, made current; exits 1 when there is no GPU at all and 2 when
+-- `id` names a device that is not there.
+function Cli:open_device(id)
+  local gpurun = require("gpurun")
+  local problem, code = args.device_problem(id, gpurun.device_count(), gpurun.driver_error())
+  if problem then
+    io.stderr:write(self.name, ": ", problem, "\n")
+    io.stderr:flush()
+    os.exit(code, true)
+  end
+  local device = gpurun.Device(id)
+  device:set_current()
+  return device
+end
+
+return args

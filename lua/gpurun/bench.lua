@@ -1,0 +1,76 @@
+-- The timed loop: warm up, then time a step from a stream sync to a stream
+-- sync, as the cuda.core samples do with time.perf_counter().
+--
+--   local bench = require("gpurun.bench")
+--   local result = bench.run(stream, function(s) graph:launch(s) end, { iters = 1000 })
+--   --> { iters = 1000, seconds = 0.0040, us_per_iter = 4.02, runs = { 0.0040 } }
+--
+-- The step is called with the stream and must only enqueue work: the loop
+-- itself allocates nothing and builds no strings, so what it measures is the
+-- launch path and the GPU, not Lua.
+
+local gpurun = require("gpurun")
+
+local bench = {}
+
+local DEFAULT_WARMUP = 5
+
+-- Seconds for `iters` calls of step(stream), from a sync to a sync.
+function bench.time(stream, step, iters)
+  local clock = gpurun.perf_counter
+  stream:sync()
+  local start = clock()
+  for _ = 1, iters do
+    step(stream)
+  end
+  stream:sync()
+  return clock() - start
+end
+
+-- The median of a list of numbers (the mean of the middle two for an even
+-- count); the list is left as it was.
+function bench.median(values)
+  assert(#values > 0, "bench.median: empty list")
+  local sorted = table.move(values, 1, #values, 1, {})
+  table.sort(sorted)
+  local middle = #sorted // 2
+  if #sorted % 2 == 1 then
+    return sorted[middle + 1]
+  end
+  return (sorted[middle] + sorted[middle + 1]) / 2
+end
+
+-- options: iters (required, > 0), warmup (default 5 calls, 0 for none),
+-- repeats (default 1: timed loops to run; the result is their median).
+-- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... } }.
+function bench.run(stream, step, options)
+  local iters = options.iters
+  local warmup = options.warmup or DEFAULT_WARMUP
+  local repeats = options.repeats or 1
+  if math.type(iters) ~= "integer" or iters < 1 then
+    error("bench.run: options.iters must be a positive integer, got " .. tostring(iters), 2)
+  end
+  if math.type(warmup) ~= "integer" or warmup < 0 then
+    error("bench.run: options.warmup must be a non-negative integer, got " .. tostring(warmup), 2)
+  end
+  if math.type(repeats) ~= "integer" or repeats < 1 then
+    error("bench.run: options.repeats must be a positive integer, got " .. tostring(repeats), 2)
+  end
+  if warmup > 0 then
+    bench.time(stream, step, warmup)
+  end
+  local runs = {}
+  for r = 1, repeats do
+    runs[r] = bench.time(stream, step, iters)
+  end
+  local seconds = bench.median(runs)
+  return {
+    iters = iters,
+    seconds = seconds,
+    us_per_iter = seconds * 1e6 / iters,
+    min_seconds = math.min(table.unpack(runs)),
+    runs = runs,
+  }
+end
+
+return bench

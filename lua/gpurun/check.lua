@@ -1,0 +1,178 @@
+-- Result checks that say what went wrong: which check, how many elements,
+-- the worst difference and where.
+--
+-- An element passes when |actual - expected| <= atol + rtol * |expected|
+-- (numpy.allclose); NaN on either side fails.
+--
+--   local check = require("gpurun.check")
+--   local checks = check.new("myscript.lua")
+--   checks:buffers("graph replay", r3, expected, 1e-5, 1e-5)  -- device buffers (gpurun.compare)
+--   checks:tables("host reference", out:to_table(), reference, 1e-5, 1e-5)
+--   if not checks:passed() then return 1 end
+--
+-- A failed check writes "myscript.lua: check failed: <what>" to stderr.
+
+local check = {}
+
+local function is_nan(x)
+  return x ~= x
+end
+
+local function is_finite(x)
+  return x == x and x ~= math.huge and x ~= -math.huge
+end
+
+-- Compares two Lua arrays of numbers, or an array and one number, as
+-- gpurun.compare compares buffers, and returns the same summary:
+-- { count, mismatches, nan, worst_index, worst_actual, worst_expected,
+--   worst_abs_diff }. nan counts results that are NaN where the expected
+-- value is not. The worst element is the mismatch furthest past its
+-- tolerance, or when all pass the largest difference; worst_index is
+-- 1-based, nil when there are no elements.
+function check.compare_tables(actual, expected, rtol, atol)
+  local count = #actual
+  local scalar = type(expected) == "number"
+  local mismatches, nan = 0, 0
+  local worst, worst_excess, largest_pass = count > 0 and 1 or nil, 0, -1
+  for i = 1, count do
+    local a = actual[i]
+    local e = scalar and expected or expected[i]
+    local diff = math.abs(a - e)
+    local tolerance = atol + rtol * math.abs(e)
+    local close
+    if is_finite(a) and is_finite(e) then
+      close = diff <= tolerance
+    else
+      close = a == e -- an infinity is close only to itself, NaN to nothing
+    end
+    if close then
+      if mismatches == 0 and diff > largest_pass then
+        largest_pass, worst = diff, i
+      end
+    else
+      if is_nan(a) and not is_nan(e) then
+        nan = nan + 1
+      end
+      local excess = is_finite(diff) and diff - tolerance or math.huge
+      if mismatches == 0 or excess > worst_excess then
+        worst_excess, worst = excess, i
+      end
+      mismatches = mismatches + 1
+    end
+  end
+  local worst_expected = worst and (scalar and expected or expected[worst])
+  return {
+    count = count,
+    mismatches = mismatches,
+    nan = nan,
+    worst_index = worst,
+    worst_actual = worst and actual[worst],
+    worst_expected = worst_expected,
+    worst_abs_diff = worst and math.abs(actual[worst] - worst_expected),
+  }
+end
+
+local function number_text(x)
+  if is_nan(x) then
+    return "nan"
+  end
+  return string.format("%.9g", x)
+end
+
+-- nil when the summary shows no mismatch; otherwise one line naming the
+-- check, the count, the tolerance and the worst element.
+function check.describe(label, summary, rtol, atol)
+  if summary.mismatches == 0 then
+    return nil
+  end
+  local parts = {
+    string.format("%s: %d of %d elements differ (rtol=%g, atol=%g)",
+                  label, summary.mismatches, summary.count, rtol, atol),
+  }
+  local nan = summary.nan
+  if type(nan) == "number" and nan > 0 then
+    parts[#parts + 1] = string.format(", %d of them NaN", nan)
+  elseif nan == true then
+    parts[#parts + 1] = ", some of them NaN"
+  end
+  if summary.worst_index then
+    parts[#parts + 1] = string.format("; worst |difference| %s at index %d: got %s, expected %s",
+                                      number_text(summary.worst_abs_diff), summary.worst_index,
+                                      number_text(summary.worst_actual),
+                                      number_text(summary.worst_expected))
+  end
+  return table.concat(parts)
+end
+
+-- Device buffer `actual` against a buffer or a number. -> passed, message
+function check.buffers(label, actual, expected, rtol, atol)
+  local summary = require("gpurun").compare(actual, expected, rtol, atol)
+  local message = check.describe(label, summary, rtol, atol)
+  return message == nil, message
+end
+
+-- Lua array `actual` against an array or a number. -> passed, message
+function check.tables(label, actual, expected, rtol, atol)
+  if type(expected) == "table" and #expected ~= #actual then
+    return false, string.format("%s: got %d elements, expected %d", label, #actual, #expected)
+  end
+  local message = check.describe(label, check.compare_tables(actual, expected, rtol, atol),
+                                 rtol, atol)
+  return message == nil, message
+end
+
+-- A list of named checks for one script run.
+local Checks = {}
+Checks.__index = Checks
+
+-- name prefixes the failure lines; write (default: to stderr) receives them.
+function check.new(name, write)
+  return setmetatable({
+    name = name,
+    write = write or function(text)
+      io.stderr:write(text)
+      io.stderr:flush()
+    end,
+    outcomes = {},
+  }, Checks)
+end
+
+function Checks:record(label, passed, message)
+  self.outcomes[#self.outcomes + 1] = { label = label, passed = passed }
+  if not passed then
+    self.write(string.format("%s: check failed: %s\n", self.name, message))
+  end
+  return passed
+end
+
+function Checks:buffers(label, actual, expected, rtol, atol)
+  return self:record(label, check.buffers(label, actual, expected, rtol, atol))
+end
+
+function Checks:tables(label, actual, expected, rtol, atol)
+  return self:record(label, check.tables(label, actual, expected, rtol, atol))
+end
+
+-- True when every recorded check passed (and at least one ran).
+function Checks:passed()
+  if #self.outcomes == 0 then
+    return false
+  end
+  for _, outcome in ipairs(self.outcomes) do
+    if not outcome.passed then
+      return false
+    end
+  end
+  return true
+end
+
+-- { [label] = passed } for reports.
+function Checks:results()
+  local results = {}
+  for _, outcome in ipairs(self.outcomes) do
+    results[outcome.label] = outcome.passed
+  end
+  return results
+end
+
+return check
