@@ -14,17 +14,20 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 build_dir=${GPURUN_BUILD_DIR:-build}
 
-# Debian package -> a file that shows it is there (files, not dpkg's database:
-# a GPU host may have the packages unpacked without dpkg knowing).
-required="cmake:/usr/bin/cmake gcc:/usr/bin/gcc pkgconf:/usr/bin/pkg-config
+# Debian package -> a command or a file that shows it is there (not dpkg's
+# database: a GPU host may have the packages unpacked without dpkg knowing).
+required="cmake:cmake gcc:gcc
 liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
 lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so"
 
 missing=""
 for entry in $required; do
   package=${entry%%:*}
-  file=${entry#*:}
-  [ -e "$file" ] || missing="$missing $package"
+  probe=${entry#*:}
+  case "$probe" in
+    /*) [ -e "$probe" ] ;;
+    *) command -v "$probe" >/dev/null 2>&1 ;;
+  esac || missing="$missing $package"
 done
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
