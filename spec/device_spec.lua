@@ -40,6 +40,18 @@ describe("Device", function()
     assert.is_true(stream:query())
   end)
 
+  it("survives the module being opened again #gpu", function()
+    local stream <close> = device:create_stream()
+    package.loaded.gpurun = nil
+    local again = require("gpurun")
+    collectgarbage("collect")
+    collectgarbage("collect")
+    local buffer <close> = again.full(16, 2, "int32")
+    stream:sync()
+    device:sync()
+    assert.are.equal(2, buffer:get(16))
+  end)
+
   it("closes idempotently and refuses use after close #gpu", function()
     local dev = gpurun.Device(0)
     dev:close()

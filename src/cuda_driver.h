@@ -15,7 +15,10 @@
 
 /* Every entry point gpurun uses. The member names are the header's own
  * (cuMemAlloc expands to cuMemAlloc_v2 in both the table and the caller), and
- * the string handed to cuGetProcAddress is the unexpanded base name. */
+ * the string handed to cuGetProcAddress is the unexpanded base name. Where
+ * the header maps a name to a different function rather than a newer
+ * version of it (cuGraphInstantiate -> cuGraphInstantiateWithFlags), the
+ * list names that function: the driver would return the old signature. */
 #define CUDA_DRIVER_ENTRY_POINTS(X) \
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
     X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) \
@@ -34,7 +37,7 @@
     X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) \
     X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) \
     X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) \
-    X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) \
+    X(cuGraphInstantiateWithFlags) X(cuGraphUpload) X(cuGraphLaunch) \
     X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGraphGetNodes)
 
 struct cuda_driver {

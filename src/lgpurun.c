@@ -215,13 +215,19 @@ static const luaL_Reg module_functions[] = {
 int luaopen_gpurun(lua_State *L)
 {
     /* The state object first: as the oldest gpurun userdata, its __gc runs
-     * last when the Lua state closes, after every buffer, stream and graph. */
-    lua_newuserdatauv(L, 1, 0);
-    lua_newtable(L);
-    lua_pushcfunction(L, runtime_close);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.runtime");
+     * last when the Lua state closes, after every buffer, stream and graph.
+     * Only once: the module can be opened again (busted's insulation drops
+     * package.loaded between files), and replacing the object would let the
+     * collector release the contexts that live objects still use. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "gpurun.runtime") == LUA_TNIL) {
+        lua_newuserdatauv(L, 1, 0);
+        lua_newtable(L);
+        lua_pushcfunction(L, runtime_close);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.runtime");
+    }
+    lua_pop(L, 1);
 
     luaL_newlib(L, module_functions);
     lua_pushliteral(L, GPURUN_VERSION);

@@ -180,7 +180,7 @@ static int builder_complete(lua_State *L)
     graph->node_count = node_count;
     graph->closed = 1;
     luaL_setmetatable(L, GPURUN_GRAPH);
-    CHECK_CUDA(L, "instantiating a graph", cuGraphInstantiate, &graph->exec, builder->graph, 0);
+    CHECK_CUDA(L, "instantiating a graph", cuGraphInstantiateWithFlags, &graph->exec, builder->graph, 0);
 
     /* The graph's own sequence of what the capture kept; each is told it now
      * has one more graph using it. */
