@@ -20,9 +20,10 @@ static struct {
 
 static const struct {
     const char *name;
+    int version;
     size_t offset;
 } entry_points[] = {
-#define CUDA_DRIVER_ENTRY(name) {#name, offsetof(struct cuda_driver, name)},
+#define CUDA_DRIVER_ENTRY(name, version) {#name, version, offsetof(struct cuda_driver, name)},
     CUDA_DRIVER_ENTRY_POINTS(CUDA_DRIVER_ENTRY)
 #undef CUDA_DRIVER_ENTRY
 };
@@ -67,13 +68,14 @@ CUresult cuda_driver_load(void)
     for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
         void *function = NULL;
         CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        CUresult rc = get_proc_address(entry_points[i].name, &function, CUDA_VERSION,
+        CUresult rc = get_proc_address(entry_points[i].name, &function, entry_points[i].version,
                                        CU_GET_PROC_ADDRESS_DEFAULT, &status);
         if (rc != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !function) {
             char detail[160];
             snprintf(detail, sizeof detail,
-                     "the driver has no %s for CUDA %d.%d (driver too old?)",
-                     entry_points[i].name, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+                     "the driver has no %s of CUDA %d.%d (driver too old?)",
+                     entry_points[i].name, entry_points[i].version / 1000,
+                     entry_points[i].version % 1000 / 10);
             return load_failed(CUDA_ERROR_NOT_INITIALIZED,
                                "the CUDA driver could not be loaded: %s", detail);
         }

@@ -12,36 +12,41 @@
 
 #include <stddef.h>
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
-/* Every entry point gpurun uses. The member names are the header's own
- * (cuMemAlloc expands to cuMemAlloc_v2 in both the table and the caller), and
- * the string handed to cuGetProcAddress is the unexpanded base name. Where
- * the header maps a name to a different function rather than a newer
- * version of it (cuGraphInstantiate -> cuGraphInstantiateWithFlags), the
- * list names that function: the driver would return the old signature. */
+/* Every entry point gpurun uses, each pinned to the ABI version whose
+ * signature gpurun calls (the PFN_<name>_v<version> types of cudaTypedefs.h).
+ * Asking cuGetProcAddress for "the newest" instead can hand back a function
+ * with another signature: CUDA 13's cuCtxSynchronize takes a context, and
+ * "cuGraphInstantiate" resolves to the CUDA 11 five-argument form. */
 #define CUDA_DRIVER_ENTRY_POINTS(X) \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
-    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) \
-    X(cuDeviceGetAttribute) X(cuDeviceTotalMem) \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
-    X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
-    X(cuStreamQuery) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
-    X(cuStreamIsCapturing) \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) \
-    X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) \
-    X(cuLibraryGetKernelCount) X(cuLibraryEnumerateKernels) \
-    X(cuKernelGetName) X(cuKernelGetParamInfo) X(cuKernelGetAttribute) \
-    X(cuLaunchKernel) \
-    X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) \
-    X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) \
-    X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) \
-    X(cuGraphInstantiateWithFlags) X(cuGraphUpload) X(cuGraphLaunch) \
-    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGraphGetNodes)
+    X(cuInit, 2000) X(cuDriverGetVersion, 2020) X(cuGetErrorName, 6000) \
+    X(cuGetErrorString, 6000) X(cuDeviceGetCount, 2000) X(cuDeviceGet, 2000) \
+    X(cuDeviceGetName, 2000) X(cuDeviceGetAttribute, 2000) \
+    X(cuDeviceTotalMem, 3020) X(cuDevicePrimaryCtxRetain, 7000) \
+    X(cuDevicePrimaryCtxRelease, 11000) X(cuCtxSetCurrent, 4000) \
+    X(cuCtxGetCurrent, 4000) X(cuCtxSynchronize, 2000) \
+    X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) \
+    X(cuStreamSynchronize, 2000) X(cuStreamQuery, 2000) \
+    X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) \
+    X(cuStreamIsCapturing, 10000) X(cuEventCreate, 2000) \
+    X(cuEventDestroy, 4000) X(cuEventRecord, 2000) \
+    X(cuEventSynchronize, 2000) X(cuEventElapsedTime, 12080) \
+    X(cuEventQuery, 2000) X(cuLibraryLoadData, 12000) \
+    X(cuLibraryUnload, 12000) X(cuLibraryGetKernel, 12000) \
+    X(cuLibraryGetKernelCount, 12040) X(cuLibraryEnumerateKernels, 12040) \
+    X(cuKernelGetName, 12030) X(cuKernelGetParamInfo, 12040) \
+    X(cuKernelGetAttribute, 12000) X(cuLaunchKernel, 4000) \
+    X(cuMemAlloc, 3020) X(cuMemFree, 3020) X(cuMemGetInfo, 3020) \
+    X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) \
+    X(cuMemcpyDtoDAsync, 3020) X(cuMemsetD8Async, 3020) \
+    X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020) \
+    X(cuGraphInstantiateWithFlags, 11040) X(cuGraphUpload, 11010) \
+    X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) \
+    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000)
 
 struct cuda_driver {
-#define CUDA_DRIVER_MEMBER(name) __typeof__(name) *name;
+#define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;
     CUDA_DRIVER_ENTRY_POINTS(CUDA_DRIVER_MEMBER)
 #undef CUDA_DRIVER_MEMBER
 };
