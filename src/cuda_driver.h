@@ -36,7 +36,7 @@
     X(cuLibraryUnload, 12000) X(cuLibraryGetKernel, 12000) \
     X(cuLibraryGetKernelCount, 12040) X(cuLibraryEnumerateKernels, 12040) \
     X(cuKernelGetName, 12030) X(cuKernelGetParamInfo, 12040) \
-    X(cuKernelGetAttribute, 12000) X(cuLaunchKernel, 4000) \
+    X(cuKernelGetAttribute, 12000) X(cuKernelGetFunction, 12000) X(cuLaunchKernel, 4000) \
     X(cuMemAlloc, 3020) X(cuMemFree, 3020) X(cuMemGetInfo, 3020) \
     X(cuMemcpyHtoDAsync, 3020) X(cuMemcpyDtoHAsync, 3020) \
     X(cuMemcpyDtoDAsync, 3020) X(cuMemsetD8Async, 3020) \

@@ -31,7 +31,30 @@
 #define GPURUN_GRAPH_BUILDER "gpurun.GraphBuilder"
 #define GPURUN_GRAPH         "gpurun.Graph"
 
-/* ---- errors (gpurun_error.c) -------------------------------------------- */
+/* ---- identity tags for the launch path ---------------------------------- */
+
+/* A launch checks up to a dozen arguments; comparing metatables costs four
+ * API calls each. The userdata the launch path accepts instead begin with a
+ * tag pointing at one of these, which two API calls verify: lua_touserdata
+ * and lua_rawlen (a light userdata or a smaller block never matches). Only C
+ * code that forges a block with gpurun's own tag address could fool it. */
+struct gpurun_tag {
+    const char *type_name;
+};
+extern const struct gpurun_tag gpurun_tag_stream, gpurun_tag_buffer, gpurun_tag_scalar,
+    gpurun_tag_kernel, gpurun_tag_config, gpurun_tag_plan, gpurun_tag_graph;
+
+/* The tagged userdata at index when it carries `tag`, else NULL. */
+static inline void *gpurun_to_tagged(lua_State *L, int index, const struct gpurun_tag *tag)
+{
+    void *block = lua_touserdata(L, index);
+    if (block == NULL || lua_rawlen(L, index) < sizeof tag
+        || *(const struct gpurun_tag *const *)block != tag)
+        return NULL;
+    return block;
+}
+
+/* ---- errors (lgpurun.c) ------------------------------------------------- */
 
 /* Raises "<call>: CUDA_ERROR_X (description) while <what>", using the call
  * recorded by CUDA_CALL. A sticky error adds that the context is no longer
@@ -94,6 +117,7 @@ CUcontext gpurun_primary_context(lua_State *L, int ordinal);
 
 /* lstream.c */
 struct gpurun_stream {
+    const struct gpurun_tag *tag;
     CUstream handle;
     int device;
     int closed;
@@ -109,6 +133,7 @@ CUstream gpurun_operation_stream(lua_State *L, int index);
 
 /* lbuffer.c */
 struct gpurun_buffer {
+    const struct gpurun_tag *tag;
     CUdeviceptr pointer;
     size_t count;          /* elements */
     size_t element_size;
@@ -153,11 +178,6 @@ struct gpurun_graph_builder;
 struct gpurun_graph_builder *gpurun_test_graph_builder(lua_State *L, int index);
 CUstream gpurun_graph_builder_stream(lua_State *L, struct gpurun_graph_builder *builder);
 void gpurun_graph_builder_keep(lua_State *L, int builder_index, int value_index);
-
-/* lkernel.c: caches the metatables the launch path compares against, so that
- * a launch checks its arguments without looking names up. Called once the
- * types are registered. gpurun supports one Lua state per process. */
-void gpurun_cache_type_pointers(lua_State *L);
 
 /* lkernel.c: a Graph made from a capture counts itself as a user of every
  * Buffer and Kernel (through its ObjectCode) the capture kept; delta is +1

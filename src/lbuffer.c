@@ -380,6 +380,7 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
 
     struct buffer_object *object = lua_newuserdatauv(L, sizeof *object, 0);
     memset(object, 0, sizeof *object);
+    object->buffer.tag = &gpurun_tag_buffer;
     object->buffer.count = count;
     object->buffer.element_size = info->size;
     object->buffer.dtype = dtype;

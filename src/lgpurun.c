@@ -18,6 +18,11 @@ struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL};
 static CUcontext retained_contexts[MAX_DEVICES];
 static CUdevice retained_devices[MAX_DEVICES];
 
+const struct gpurun_tag gpurun_tag_stream = {GPURUN_STREAM}, gpurun_tag_buffer = {GPURUN_BUFFER},
+    gpurun_tag_scalar = {GPURUN_SCALAR}, gpurun_tag_kernel = {GPURUN_KERNEL},
+    gpurun_tag_config = {GPURUN_LAUNCH_CONFIG}, gpurun_tag_plan = {GPURUN_PLAN},
+    gpurun_tag_graph = {GPURUN_GRAPH};
+
 /* ---- errors ------------------------------------------------------------- */
 
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)
@@ -241,6 +246,5 @@ int luaopen_gpurun(lua_State *L)
     gpurun_open_program(L);
     gpurun_open_kernel(L);
     gpurun_open_graph(L);
-    gpurun_cache_type_pointers(L);
     return 1;
 }

@@ -25,13 +25,13 @@ struct gpurun_graph_builder {
 
 /* User value 1: the sequence of kept values. */
 struct graph {
+    const struct gpurun_tag *tag;
     CUgraphExec exec;
     size_t node_count;
     int closed;
 };
 
 static struct gpurun_graph_builder *capturing;
-static const void *graph_metatable, *stream_metatable;
 
 static void unlink_capturing(struct gpurun_graph_builder *builder)
 {
@@ -176,6 +176,7 @@ static int builder_complete(lua_State *L)
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, builder->graph, NULL, &node_count);
 
     struct graph *graph = lua_newuserdatauv(L, sizeof *graph, 1);
+    graph->tag = &gpurun_tag_graph;
     graph->exec = NULL;
     graph->node_count = node_count;
     graph->closed = 1;
@@ -249,13 +250,12 @@ static struct graph *check_graph(lua_State *L, int index)
     return graph;
 }
 
-/* The replay path: metatable pointers instead of name look-ups. */
+/* The replay path: identity tags instead of metatable look-ups. */
 static CUstream replay_stream(lua_State *L, int index)
 {
-    if (!lua_getmetatable(L, index) || lua_topointer(L, -1) != stream_metatable)
+    const struct gpurun_stream *stream = gpurun_to_tagged(L, index, &gpurun_tag_stream);
+    if (stream == NULL)
         luaL_typeerror(L, index, GPURUN_STREAM);
-    lua_pop(L, 1);
-    const struct gpurun_stream *stream = lua_touserdata(L, index);
     if (stream->closed)
         gpurun_closed_error(L, GPURUN_STREAM);
     return stream->handle;
@@ -263,10 +263,9 @@ static CUstream replay_stream(lua_State *L, int index)
 
 static const struct graph *replay_graph(lua_State *L, int index)
 {
-    if (!lua_getmetatable(L, index) || lua_topointer(L, -1) != graph_metatable)
+    const struct graph *graph = gpurun_to_tagged(L, index, &gpurun_tag_graph);
+    if (graph == NULL)
         luaL_typeerror(L, index, GPURUN_GRAPH);
-    lua_pop(L, 1);
-    const struct graph *graph = lua_touserdata(L, index);
     if (graph->closed)
         gpurun_closed_error(L, GPURUN_GRAPH);
     return graph;
@@ -365,9 +364,5 @@ void gpurun_open_graph(lua_State *L)
     gpurun_new_type(L, GPURUN_GRAPH_BUILDER, builder_meth, builder_metameth);
     lua_pop(L, 1);
     gpurun_new_type(L, GPURUN_GRAPH, graph_meth, graph_metameth);
-    graph_metatable = lua_topointer(L, -1);
-    lua_pop(L, 1);
-    luaL_getmetatable(L, GPURUN_STREAM);
-    stream_metatable = lua_topointer(L, -1);
     lua_pop(L, 1);
 }

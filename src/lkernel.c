@@ -12,39 +12,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* ---- type pointers for the hot path ------------------------------------- */
-
-static struct {
-    const void *stream, *buffer, *scalar, *kernel, *config, *plan;
-} types;
-
-static const void *registry_metatable(lua_State *L, const char *name)
-{
-    lua_getfield(L, LUA_REGISTRYINDEX, name);
-    const void *pointer = lua_topointer(L, -1);
-    lua_pop(L, 1);
-    return pointer;
-}
-
-void gpurun_cache_type_pointers(lua_State *L)
-{
-    types.stream = registry_metatable(L, GPURUN_STREAM);
-    types.buffer = registry_metatable(L, GPURUN_BUFFER);
-    types.scalar = registry_metatable(L, GPURUN_SCALAR);
-    types.kernel = registry_metatable(L, GPURUN_KERNEL);
-    types.config = registry_metatable(L, GPURUN_LAUNCH_CONFIG);
-    types.plan = registry_metatable(L, GPURUN_PLAN);
-}
-
-static const void *metatable_of(lua_State *L, int index)
-{
-    if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index))
-        return NULL;
-    const void *pointer = lua_topointer(L, -1);
-    lua_pop(L, 1);
-    return pointer;
-}
-
 /* ---- typed scalars ------------------------------------------------------ */
 
 enum scalar_kind { SCALAR_I32, SCALAR_U32, SCALAR_I64, SCALAR_U64, SCALAR_F32, SCALAR_F64 };
@@ -53,6 +20,7 @@ static const char *const scalar_names[] = {"i32", "u32", "i64", "u64", "f32", "f
 static const unsigned char scalar_sizes[] = {4, 4, 8, 8, 4, 8};
 
 struct scalar {
+    const struct gpurun_tag *tag;
     enum scalar_kind kind;
     union {
         int32_t i32;
@@ -82,6 +50,7 @@ static int make_scalar(lua_State *L, enum scalar_kind kind)
 {
     const char *function = scalar_names[kind];
     struct scalar value;
+    value.tag = &gpurun_tag_scalar;
     value.kind = kind;
     switch (kind) {
     case SCALAR_I32: {
@@ -172,6 +141,7 @@ static int scalar_tostring(lua_State *L)
 /* ---- LaunchConfig ------------------------------------------------------- */
 
 struct launch_config {
+    const struct gpurun_tag *tag;
     unsigned int grid[3];
     unsigned int block[3];
     unsigned int shmem_size;
@@ -240,6 +210,7 @@ static int config_new(lua_State *L)
         lua_pop(L, 1);
     }
     struct launch_config config;
+    config.tag = &gpurun_tag_config;
     if (lua_getfield(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), lua_getfield(L, 1, "block")) == LUA_TNIL)
         return luaL_error(L, "LaunchConfig: grid and block are required");
     lua_pop(L, 1);
@@ -300,7 +271,9 @@ static int config_tostring(lua_State *L)
 /* ---- Kernel ------------------------------------------------------------- */
 
 struct kernel {
+    const struct gpurun_tag *tag;
     CUkernel handle;
+    CUfunction function;     /* the kernel in the context current at get_kernel */
     struct gpurun_object_code_header *code;
     int closed;
     int param_count;
@@ -352,6 +325,7 @@ int gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char
     unsigned char *block = lua_newuserdatauv(L, name_at + name_length, 1);
     struct kernel *kernel = (struct kernel *)block;
     memset(kernel, 0, sizeof *kernel);
+    kernel->tag = &gpurun_tag_kernel;
     kernel->handle = handle;
     kernel->code = lua_touserdata(L, code_index);
     kernel->closed = 1;
@@ -380,6 +354,10 @@ int gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char
     CHECK_CUDA(L, "reading the kernel's shared memory limit", cuKernelGetAttribute,
                &kernel->max_dynamic_shared, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                handle, device);
+    /* Launching the context's CUfunction spares the driver from resolving
+     * the context-independent CUkernel at every launch. */
+    CHECK_CUDA(L, "getting the kernel's function for the current device", cuKernelGetFunction,
+               &kernel->function, handle);
     kernel->closed = 0;
     return 1;
 }
@@ -514,9 +492,8 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
         *slot = (unsigned char)lua_toboolean(L, index);
         return NULL;
     case LUA_TUSERDATA: {
-        const void *metatable = metatable_of(L, index);
-        if (metatable == types.buffer) {
-            struct gpurun_buffer *buffer = lua_touserdata(L, index);
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, index, &gpurun_tag_buffer);
+        if (buffer) {
             if (buffer->closed)
                 argument_error(L, "kernel '%s' parameter %d: attempt to use a closed "
                                   GPURUN_BUFFER, kernel->name, i + 1);
@@ -526,8 +503,8 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
             memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
             return buffer;
         }
-        if (metatable == types.scalar) {
-            const struct scalar *scalar = lua_touserdata(L, index);
+        const struct scalar *scalar = gpurun_to_tagged(L, index, &gpurun_tag_scalar);
+        if (scalar) {
             if (scalar_sizes[scalar->kind] != size)
                 argument_error(L, "kernel '%s' parameter %d is %d bytes but gpurun.%s is %d",
                                kernel->name, i + 1, (int)size, scalar_names[scalar->kind],
@@ -566,16 +543,17 @@ static void check_config_fits(lua_State *L, const struct kernel *kernel,
 
 static struct launch_config *to_config(lua_State *L, int index)
 {
-    if (metatable_of(L, index) != types.config)
+    struct launch_config *config = gpurun_to_tagged(L, index, &gpurun_tag_config);
+    if (config == NULL)
         luaL_typeerror(L, index, GPURUN_LAUNCH_CONFIG);
-    return lua_touserdata(L, index);
+    return config;
 }
 
 static struct kernel *to_kernel(lua_State *L, int index)
 {
-    if (metatable_of(L, index) != types.kernel)
+    struct kernel *kernel = gpurun_to_tagged(L, index, &gpurun_tag_kernel);
+    if (kernel == NULL)
         luaL_typeerror(L, index, GPURUN_KERNEL);
-    struct kernel *kernel = lua_touserdata(L, index);
     if (kernel->closed || kernel->code->closed)
         gpurun_closed_error(L, kernel->closed ? GPURUN_KERNEL : GPURUN_OBJECT_CODE);
     return kernel;
@@ -585,8 +563,8 @@ static struct kernel *to_kernel(lua_State *L, int index)
 static CUstream launch_target(lua_State *L, int index, struct gpurun_graph_builder **builder)
 {
     *builder = NULL;
-    if (metatable_of(L, index) == types.stream) {
-        const struct gpurun_stream *stream = lua_touserdata(L, index);
+    const struct gpurun_stream *stream = gpurun_to_tagged(L, index, &gpurun_tag_stream);
+    if (stream) {
         if (stream->closed)
             gpurun_closed_error(L, GPURUN_STREAM);
         return stream->handle;
@@ -622,7 +600,7 @@ static int module_launch(lua_State *L)
     packing_for_builder = 0;
     if (builder)
         gpurun_graph_builder_keep(L, 1, 3);
-    if (CUDA_CALL(cuLaunchKernel, (CUfunction)kernel->handle, config->grid[0], config->grid[1],
+    if (CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0], config->grid[1],
                   config->grid[2], config->block[0], config->block[1], config->block[2],
                   config->shmem_size, stream, kernel->param_pointers, NULL) != CUDA_SUCCESS)
         launch_failed(L, kernel);
@@ -632,6 +610,7 @@ static int module_launch(lua_State *L)
 /* ---- LaunchPlan: arguments checked and packed once ---------------------- */
 
 struct plan {
+    const struct gpurun_tag *tag;
     CUfunction function;
     const struct kernel *kernel;
     struct launch_config config;
@@ -658,9 +637,10 @@ static int kernel_bind(lua_State *L)
     unsigned char *block = lua_newuserdatauv(L, storage_at + kernel->storage_size, 2);
     struct plan *plan = (struct plan *)block;
     memset(plan, 0, sizeof *plan);
+    plan->tag = &gpurun_tag_plan;
     plan->closed = 1;
     luaL_setmetatable(L, GPURUN_PLAN);
-    plan->function = (CUfunction)kernel->handle;
+    plan->function = kernel->function;
     plan->kernel = kernel;
     plan->config = *config;
     plan->param_pointers = (void **)(block + pointers_at);
@@ -697,9 +677,9 @@ static struct plan *check_plan(lua_State *L, int index)
 /* plan:launch(stream | builder) */
 static int plan_launch(lua_State *L)
 {
-    if (metatable_of(L, 1) != types.plan)
+    const struct plan *plan = gpurun_to_tagged(L, 1, &gpurun_tag_plan);
+    if (plan == NULL)
         luaL_typeerror(L, 1, GPURUN_PLAN);
-    const struct plan *plan = lua_touserdata(L, 1);
     if (plan->closed)
         gpurun_closed_error(L, GPURUN_PLAN);
     if (plan->kernel->closed || plan->kernel->code->closed)
@@ -766,14 +746,12 @@ static int plan_tostring(lua_State *L)
 
 void gpurun_adjust_graph_users(lua_State *L, int index, int delta)
 {
-    const void *metatable = metatable_of(L, index);
-    if (metatable == types.buffer) {
-        struct gpurun_buffer *buffer = lua_touserdata(L, index);
+    struct gpurun_buffer *buffer = gpurun_to_tagged(L, index, &gpurun_tag_buffer);
+    struct kernel *kernel = gpurun_to_tagged(L, index, &gpurun_tag_kernel);
+    if (buffer)
         buffer->graph_users += delta;
-    } else if (metatable == types.kernel) {
-        struct kernel *kernel = lua_touserdata(L, index);
+    else if (kernel)
         kernel->code->graph_users += delta;
-    }
 }
 
 /* ---- registration ------------------------------------------------------- */

@@ -37,6 +37,7 @@ int gpurun_push_new_stream(lua_State *L)
 {
     gpurun_require_context(L);
     struct gpurun_stream *stream = lua_newuserdatauv(L, sizeof *stream, 0);
+    stream->tag = &gpurun_tag_stream;
     stream->handle = NULL;
     stream->device = gpurun_runtime.current_device;
     stream->closed = 1;
