@@ -12,7 +12,10 @@
 --                        fills it; gpurun.cache_info() says whether it hit).
 --   rest                 total - driver init - compile/cache load: process and
 --                        Lua start, module loading (get_kernel, shown apart),
---                        allocation, the script's own work, exit.
+--                        allocation, the script's own work, exit (with the
+--                        primary context's release).
+-- A process that only makes device 0 current gives the driver's whole cost,
+-- init and teardown; the script's total minus it is what gpurun adds.
 -- Figures are medians over the reps; plain, probed and empty-process runs
 -- alternate so that they share machine noise. Each run goes through /bin/sh
 -- (os.execute), whose start is part of every total, the empty one included.
@@ -212,6 +215,10 @@ local function main(...)
     local script_command = shell_quote(options.script) .. " " .. options.script_args .. " >/dev/null"
     local plain = gpurun_command .. " " .. script_command
     local empty = gpurun_command .. " -e '' >/dev/null"
+    -- The driver's own cost, start to exit: cuInit, the primary context, and
+    -- its release when the process ends.
+    local driver_only = gpurun_command
+        .. " -e 'require(\"gpurun\").Device(0):set_current()' >/dev/null"
     local report_path = os.tmpname()
     local removes_report <close> = setmetatable({}, { __close = function() os.remove(report_path) end })
     local probe_chunk = ("GPURUN_STARTUP_PROBE = %q dofile(%q)"):format(report_path, SELF)
@@ -221,7 +228,7 @@ local function main(...)
     timed_run(plain)
 
     local figures = { total_ms = {}, empty_process_ms = {}, driver_ms = {}, compile_ms = {},
-                      module_load_ms = {}, probed_total_ms = {} }
+                      module_load_ms = {}, probed_total_ms = {}, driver_process_ms = {} }
     local cache = { timed_calls = 0, reported = 0, hits = 0 }
     io.stderr:write(("timing %d runs of each kind\n"):format(options.reps))
     for rep = 1, options.reps do
@@ -233,6 +240,7 @@ local function main(...)
         figures.module_load_ms[rep] = 1e3 * sums.module_load
         for key, count in pairs(counts) do cache[key] = cache[key] + count end
         figures.empty_process_ms[rep] = 1e3 * timed_run(empty)
+        figures.driver_process_ms[rep] = 1e3 * timed_run(driver_only)
     end
 
     local total = median(figures.total_ms)
@@ -244,7 +252,9 @@ local function main(...)
         module_load_ms = median(figures.module_load_ms),
         empty_process_ms = median(figures.empty_process_ms),
         probed_total_ms = median(figures.probed_total_ms),
+        driver_process_ms = median(figures.driver_process_ms),
     }
+    medians.beyond_driver_ms = total - medians.driver_process_ms
     local command_line = options.script .. " " .. options.script_args
 
     if options.json then
@@ -260,6 +270,9 @@ local function main(...)
     io.write(("the rest includes module load (get_kernel) %.1f ms and an empty gpurun "
               .. "process (gpurun -e '') %.1f ms\n"):format(medians.module_load_ms, medians.empty_process_ms))
     io.write(("total with the probe loaded: %.1f ms\n"):format(medians.probed_total_ms))
+    io.write(("a process that only makes device 0 current (driver init and teardown) %.1f ms: "
+              .. "the script spends %.1f ms beyond it\n"):format(medians.driver_process_ms,
+              medians.beyond_driver_ms))
     if cache.timed_calls == 0 then
         io.write("the script compiled nothing through gpurun.Program\n")
     elseif cache.reported == 0 then

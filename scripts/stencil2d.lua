@@ -142,12 +142,7 @@ local function main()
   out:timing("individual", "\nIndividual launches: ", individual)
 
   out:say("\nBuilding CUDA graph...")
-  local builder <close> = stream:create_graph_builder()
-  builder:begin_building()
-  pipeline(builder)
-  builder:end_building()
-  local graph <close> = builder:complete()
-  graph:upload(stream)
+  local graph <close> = bench.capture(stream, pipeline)
 
   result:fill(0.0) -- so the graph check sees the graph's own output
   local replay = bench.run(stream, function(st) graph:launch(st) end,

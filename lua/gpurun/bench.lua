@@ -73,4 +73,17 @@ function bench.run(stream, step, options)
   }
 end
 
+-- capture(stream, pipeline) -> graph: pipeline(builder) captured on stream's
+-- graph builder, completed and uploaded. The builder is closed on every
+-- path, so an error in the pipeline leaves the stream usable.
+function bench.capture(stream, pipeline)
+  local builder <close> = stream:create_graph_builder()
+  builder:begin_building()
+  pipeline(builder)
+  builder:end_building()
+  local graph = builder:complete()
+  graph:upload(stream)
+  return graph
+end
+
 return bench
