@@ -1,272 +1,15 @@
-/* gpurun.Kernel, gpurun.LaunchConfig, typed scalars, gpurun.launch and
- * launch plans (gpurun.LaunchPlan).
+/* gpurun.Kernel, gpurun.launch and launch plans (gpurun.LaunchPlan).
  *
  * The per-launch path is the reason this file exists in C: a launch checks
  * every argument against the parameter layout read once by get_kernel, packs
  * it into storage preallocated with the kernel, and calls cuLaunchKernel. It
  * allocates nothing and formats nothing unless it raises. */
-#include "gpurun.h"
+#include "lkernel.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
-
-/* ---- typed scalars ------------------------------------------------------ */
-
-enum scalar_kind { SCALAR_I32, SCALAR_U32, SCALAR_I64, SCALAR_U64, SCALAR_F32, SCALAR_F64 };
-
-static const char *const scalar_names[] = {"i32", "u32", "i64", "u64", "f32", "f64"};
-static const unsigned char scalar_sizes[] = {4, 4, 8, 8, 4, 8};
-
-struct scalar {
-    const struct gpurun_tag *tag;
-    enum scalar_kind kind;
-    union {
-        int32_t i32;
-        uint32_t u32;
-        int64_t i64;
-        uint64_t u64;
-        float f32;
-        double f64;
-        unsigned char bytes[8];
-    } value;
-};
-
-static lua_Integer check_integral(lua_State *L, int index, const char *function)
-{
-    int is_integer = 0;
-    lua_Integer value = lua_type(L, index) == LUA_TNUMBER ? lua_tointegerx(L, index, &is_integer) : 0;
-    if (!is_integer) {
-        if (lua_type(L, index) == LUA_TNUMBER)
-            luaL_error(L, "bad argument #%d to '%s' (integer expected, got %s)", index, function,
-                       lua_pushfstring(L, "%f", lua_tonumber(L, index)));
-        luaL_typeerror(L, index, "integer");
-    }
-    return value;
-}
-
-static int make_scalar(lua_State *L, enum scalar_kind kind)
-{
-    const char *function = scalar_names[kind];
-    struct scalar value;
-    value.tag = &gpurun_tag_scalar;
-    value.kind = kind;
-    switch (kind) {
-    case SCALAR_I32: {
-        lua_Integer v = check_integral(L, 1, function);
-        if (v < INT32_MIN || v > INT32_MAX)
-            return luaL_error(L, "bad argument #1 to 'i32' (%I does not fit in 32-bit signed)", v);
-        value.value.i32 = (int32_t)v;
-        break;
-    }
-    case SCALAR_U32: {
-        lua_Integer v = check_integral(L, 1, function);
-        if (v < 0 || v > (lua_Integer)UINT32_MAX)
-            return luaL_error(L, "bad argument #1 to 'u32' (%I does not fit in 32-bit unsigned)", v);
-        value.value.u32 = (uint32_t)v;
-        break;
-    }
-    case SCALAR_I64:
-        value.value.i64 = (int64_t)check_integral(L, 1, function);
-        break;
-    case SCALAR_U64: {
-        lua_Integer v = check_integral(L, 1, function);
-        if (v < 0)
-            return luaL_error(L, "bad argument #1 to 'u64' (%I is negative)", v);
-        value.value.u64 = (uint64_t)v;
-        break;
-    }
-    case SCALAR_F32: {
-        luaL_checktype(L, 1, LUA_TNUMBER);
-        lua_Number v = lua_tonumber(L, 1);
-        if (isfinite(v) && fabs(v) > FLT_MAX)
-            return luaL_error(L, "bad argument #1 to 'f32' (%f is out of float range)", v);
-        value.value.f32 = (float)v;
-        break;
-    }
-    case SCALAR_F64:
-        luaL_checktype(L, 1, LUA_TNUMBER);
-        value.value.f64 = (double)lua_tonumber(L, 1);
-        break;
-    }
-    struct scalar *scalar = lua_newuserdatauv(L, sizeof *scalar, 0);
-    *scalar = value;
-    luaL_setmetatable(L, GPURUN_SCALAR);
-    return 1;
-}
-
-static int scalar_i32(lua_State *L) { return make_scalar(L, SCALAR_I32); }
-static int scalar_u32(lua_State *L) { return make_scalar(L, SCALAR_U32); }
-static int scalar_i64(lua_State *L) { return make_scalar(L, SCALAR_I64); }
-static int scalar_u64(lua_State *L) { return make_scalar(L, SCALAR_U64); }
-static int scalar_f32(lua_State *L) { return make_scalar(L, SCALAR_F32); }
-static int scalar_f64(lua_State *L) { return make_scalar(L, SCALAR_F64); }
-
-static void push_scalar_value(lua_State *L, const struct scalar *scalar)
-{
-    switch (scalar->kind) {
-    case SCALAR_I32: lua_pushinteger(L, scalar->value.i32); break;
-    case SCALAR_U32: lua_pushinteger(L, scalar->value.u32); break;
-    case SCALAR_I64: lua_pushinteger(L, scalar->value.i64); break;
-    case SCALAR_U64: lua_pushinteger(L, (lua_Integer)scalar->value.u64); break;
-    case SCALAR_F32: lua_pushnumber(L, scalar->value.f32); break;
-    case SCALAR_F64: lua_pushnumber(L, scalar->value.f64); break;
-    }
-}
-
-static int scalar_index(lua_State *L)
-{
-    const struct scalar *scalar = luaL_checkudata(L, 1, GPURUN_SCALAR);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "value") == 0)
-        push_scalar_value(L, scalar);
-    else if (strcmp(key, "type") == 0)
-        lua_pushstring(L, scalar_names[scalar->kind]);
-    else if (strcmp(key, "size") == 0)
-        lua_pushinteger(L, scalar_sizes[scalar->kind]);
-    else
-        lua_pushnil(L);
-    return 1;
-}
-
-static int scalar_tostring(lua_State *L)
-{
-    const struct scalar *scalar = luaL_checkudata(L, 1, GPURUN_SCALAR);
-    push_scalar_value(L, scalar);
-    lua_pushfstring(L, "gpurun.%s(%s)", scalar_names[scalar->kind], luaL_tolstring(L, -1, NULL));
-    return 1;
-}
-
-/* ---- LaunchConfig ------------------------------------------------------- */
-
-struct launch_config {
-    const struct gpurun_tag *tag;
-    unsigned int grid[3];
-    unsigned int block[3];
-    unsigned int shmem_size;
-};
-
-static const char *const axis_names[] = {"x", "y", "z"};
-
-/* grid and block limits of every CUDA device since compute capability 3.0. */
-static const lua_Integer grid_limits[] = {2147483647, 65535, 65535};
-static const lua_Integer block_limits[] = {1024, 1024, 64};
-
-static unsigned int config_dimension(lua_State *L, int index, const char *field, int axis,
-                                     const lua_Integer *limits)
-{
-    int is_integer = 0;
-    lua_Integer value = lua_tointegerx(L, index, &is_integer);
-    if (!is_integer)
-        luaL_error(L, "LaunchConfig: %s.%s must be an integer, got %s", field, axis_names[axis],
-                   lua_type(L, index) == LUA_TNUMBER
-                       ? lua_pushfstring(L, "%f", lua_tonumber(L, index))
-                       : luaL_typename(L, index));
-    if (value < 1 || value > limits[axis])
-        luaL_error(L, "LaunchConfig: %s.%s must be between 1 and %I, got %I", field,
-                   axis_names[axis], limits[axis], value);
-    return (unsigned int)value;
-}
-
-/* grid/block: an integer (x) or a sequence {x [, y [, z]]} or {x=,y=,z=}. */
-static void read_dimensions(lua_State *L, int table, const char *field, unsigned int out[3],
-                            const lua_Integer *limits)
-{
-    out[0] = out[1] = out[2] = 1;
-    int type = lua_getfield(L, table, field);
-    if (type == LUA_TNUMBER) {
-        out[0] = config_dimension(L, -1, field, 0, limits);
-    } else if (type == LUA_TTABLE) {
-        lua_Integer length = luaL_len(L, -1);
-        if (length > 3)
-            luaL_error(L, "LaunchConfig: %s has %I entries, at most 3 (x, y, z) expected", field,
-                       length);
-        for (int axis = 0; axis < 3; axis++) {
-            if (lua_rawgeti(L, -1, axis + 1) == LUA_TNIL) {
-                lua_pop(L, 1);
-                lua_getfield(L, -1, axis_names[axis]);
-            }
-            if (!lua_isnil(L, -1))
-                out[axis] = config_dimension(L, -1, field, axis, limits);
-            lua_pop(L, 1);
-        }
-    } else {
-        luaL_error(L, "LaunchConfig: %s must be an integer or a table {x, y, z}, got %s", field,
-                   luaL_typename(L, -1));
-    }
-    lua_pop(L, 1);
-}
-
-static int config_new(lua_State *L)
-{
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-        if (strcmp(key, "grid") && strcmp(key, "block") && strcmp(key, "shmem_size"))
-            return luaL_error(L, "LaunchConfig: unknown field '%s' (grid, block, shmem_size expected)",
-                              lua_type(L, -2) == LUA_TSTRING ? key : luaL_typename(L, -2));
-        lua_pop(L, 1);
-    }
-    struct launch_config config;
-    config.tag = &gpurun_tag_config;
-    if (lua_getfield(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), lua_getfield(L, 1, "block")) == LUA_TNIL)
-        return luaL_error(L, "LaunchConfig: grid and block are required");
-    lua_pop(L, 1);
-    read_dimensions(L, 1, "grid", config.grid, grid_limits);
-    read_dimensions(L, 1, "block", config.block, block_limits);
-    unsigned long threads = (unsigned long)config.block[0] * config.block[1] * config.block[2];
-    if (threads > 1024)
-        return luaL_error(L, "LaunchConfig: block of %d x %d x %d = %d threads, at most 1024 allowed",
-                          (int)config.block[0], (int)config.block[1], (int)config.block[2],
-                          (int)threads);
-    config.shmem_size = 0;
-    if (lua_getfield(L, 1, "shmem_size") != LUA_TNIL) {
-        int is_integer = 0;
-        lua_Integer bytes = lua_tointegerx(L, -1, &is_integer);
-        if (!is_integer || bytes < 0 || bytes > INT32_MAX)
-            return luaL_error(L, "LaunchConfig: shmem_size must be an integer number of bytes >= 0");
-        config.shmem_size = (unsigned int)bytes;
-    }
-    struct launch_config *result = lua_newuserdatauv(L, sizeof *result, 0);
-    *result = config;
-    luaL_setmetatable(L, GPURUN_LAUNCH_CONFIG);
-    return 1;
-}
-
-static void push_dimensions(lua_State *L, const unsigned int dims[3])
-{
-    lua_createtable(L, 3, 0);
-    for (int axis = 0; axis < 3; axis++) {
-        lua_pushinteger(L, dims[axis]);
-        lua_rawseti(L, -2, axis + 1);
-    }
-}
-
-static int config_index(lua_State *L)
-{
-    const struct launch_config *config = luaL_checkudata(L, 1, GPURUN_LAUNCH_CONFIG);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "grid") == 0)
-        push_dimensions(L, config->grid);
-    else if (strcmp(key, "block") == 0)
-        push_dimensions(L, config->block);
-    else if (strcmp(key, "shmem_size") == 0)
-        lua_pushinteger(L, config->shmem_size);
-    else
-        lua_pushnil(L);
-    return 1;
-}
-
-static int config_tostring(lua_State *L)
-{
-    const struct launch_config *c = luaL_checkudata(L, 1, GPURUN_LAUNCH_CONFIG);
-    lua_pushfstring(L, "gpurun.LaunchConfig(grid={%d,%d,%d}, block={%d,%d,%d}, shmem_size=%d)",
-                    (int)c->grid[0], (int)c->grid[1], (int)c->grid[2], (int)c->block[0],
-                    (int)c->block[1], (int)c->block[2], (int)c->shmem_size);
-    return 1;
-}
 
 /* ---- Kernel ------------------------------------------------------------- */
 
@@ -505,10 +248,10 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
         }
         const struct scalar *scalar = gpurun_to_tagged(L, index, &gpurun_tag_scalar);
         if (scalar) {
-            if (scalar_sizes[scalar->kind] != size)
+            if (gpurun_scalar_sizes[scalar->kind] != size)
                 argument_error(L, "kernel '%s' parameter %d is %d bytes but gpurun.%s is %d",
-                               kernel->name, i + 1, (int)size, scalar_names[scalar->kind],
-                               (int)scalar_sizes[scalar->kind]);
+                               kernel->name, i + 1, (int)size, gpurun_scalar_names[scalar->kind],
+                               (int)gpurun_scalar_sizes[scalar->kind]);
             memcpy(slot, scalar->value.bytes, size);
             return NULL;
         }
@@ -784,27 +527,8 @@ static const luaL_Reg plan_metameth[] = {
     {NULL, NULL}
 };
 
-static const luaL_Reg config_metameth[] = {
-    {"__index", config_index},
-    {"__tostring", config_tostring},
-    {NULL, NULL}
-};
-
-static const luaL_Reg scalar_metameth[] = {
-    {"__index", scalar_index},
-    {"__tostring", scalar_tostring},
-    {NULL, NULL}
-};
-
 static const luaL_Reg module_functions[] = {
     {"launch", module_launch},
-    {"LaunchConfig", config_new},
-    {"i32", scalar_i32},
-    {"u32", scalar_u32},
-    {"i64", scalar_i64},
-    {"u64", scalar_u64},
-    {"f32", scalar_f32},
-    {"f64", scalar_f64},
     {NULL, NULL}
 };
 
@@ -814,9 +538,7 @@ void gpurun_open_kernel(lua_State *L)
     lua_pop(L, 1);
     gpurun_new_type(L, GPURUN_PLAN, plan_meth, plan_metameth);
     lua_pop(L, 1);
-    gpurun_new_type(L, GPURUN_LAUNCH_CONFIG, NULL, config_metameth);
-    lua_pop(L, 1);
-    gpurun_new_type(L, GPURUN_SCALAR, NULL, scalar_metameth);
-    lua_pop(L, 1);
     luaL_setfuncs(L, module_functions, 0);
+    gpurun_open_scalar(L);
+    gpurun_open_launch_config(L);
 }
