@@ -144,7 +144,7 @@ struct gpurun_buffer {
 struct gpurun_buffer *gpurun_check_buffer(lua_State *L, int index);
 struct gpurun_buffer *gpurun_test_buffer(lua_State *L, int index); /* NULL if not a Buffer */
 
-/* lprogram.c: an ObjectCode's userdata struct begins with this header, so a
+/* lobject_code.c: an ObjectCode's userdata struct begins with this header, so a
  * Kernel can tell cheaply whether its library was unloaded under it. */
 struct gpurun_object_code_header {
     CUlibrary library;  /* NULL until the first get_kernel loads it */

@@ -1,6 +1,7 @@
 /* gpurun.Buffer: device memory holding elements of one dtype, and the
- * host-side helpers that make, fill, read and check it (gpurun.empty, zeros,
- * full, array, compare, allclose).
+ * host-side helpers that make, fill and read it (gpurun.empty, zeros, full,
+ * array). Checking one against another, gpurun.compare and allclose, is
+ * lcompare.c.
  *
  * Ordering: every operation goes on gpurun_operation_stream(). With a stream
  * it is queued there, and waited for only when host memory is involved. With
@@ -44,9 +45,6 @@ const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
 /* The smallest magnitude that rounds to infinity as a float32: FLT_MAX plus
  * half an ulp. Anything below it rounds to a finite float32. */
 #define FLOAT32_OVERFLOW 0x1.ffffffp127
-
-/* Elements compared per round trip: bounds the host memory compare needs. */
-#define COMPARE_CHUNK ((size_t)1 << 20)
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -191,6 +189,15 @@ static const char *to_element(lua_State *L, int idx, int dtype, void *out)
     return NULL;
 }
 
+/* The number argument at arg as one element of dtype at out, or a "bad
+ * argument" error saying why it does not fit. */
+static void check_element(lua_State *L, int arg, int dtype, void *out)
+{
+    const char *why = to_element(L, arg, dtype, out);
+    if (why)
+        luaL_argerror(L, arg, why);
+}
+
 static void push_element(lua_State *L, int dtype, const unsigned char *p)
 {
     switch (dtype) {
@@ -212,28 +219,6 @@ static void push_element(lua_State *L, int dtype, const unsigned char *p)
     case GPURUN_INT8: lua_pushinteger(L, (int8_t)p[0]); break;
     default: lua_pushinteger(L, p[0]); break;
     }
-}
-
-/* Each element of a raw chunk as a double, for compare. */
-static void widen(int dtype, const void *raw, double *out, size_t n)
-{
-#define WIDEN(T)                                 \
-    do {                                         \
-        const T *in = raw;                       \
-        for (size_t i = 0; i < n; i++)           \
-            out[i] = (double)in[i];              \
-    } while (0)
-    switch (dtype) {
-    case GPURUN_FLOAT32: WIDEN(float); break;
-    case GPURUN_FLOAT64: WIDEN(double); break;
-    case GPURUN_INT32: WIDEN(int32_t); break;
-    case GPURUN_UINT32: WIDEN(uint32_t); break;
-    case GPURUN_INT64: WIDEN(int64_t); break;
-    case GPURUN_UINT64: WIDEN(uint64_t); break;
-    case GPURUN_INT8: WIDEN(int8_t); break;
-    default: WIDEN(uint8_t); break;
-    }
-#undef WIDEN
 }
 
 void *gpurun_push_staging(lua_State *L, size_t bytes)
@@ -265,9 +250,9 @@ struct gpurun_buffer *gpurun_check_buffer(lua_State *L, int index)
     return buffer;
 }
 
-/* A buffer that can be worked on now: open, and on the current device (a
- * copy or a fill on another device's memory would need its context). */
-static struct buffer_object *check_live(lua_State *L, int index)
+/* Open, and on the current device: a copy or a fill on another device's
+ * memory would need its context. */
+struct gpurun_buffer *gpurun_check_live_buffer(lua_State *L, int index)
 {
     struct buffer_object *object = (struct buffer_object *)gpurun_check_buffer(L, index);
     if (object->context != gpurun_runtime.current_context) {
@@ -278,7 +263,7 @@ static struct buffer_object *check_live(lua_State *L, int index)
                       "gpurun.Device(%d):set_current() first", object->device,
                    gpurun_runtime.current_device, object->device);
     }
-    return object;
+    return &object->buffer;
 }
 
 /* Memory freed while a graph is being captured would break the capture
@@ -445,7 +430,7 @@ void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t fi
         raise_cuda_error(L, "waiting for a copy to a gpurun.Buffer");
 }
 
-static void read_elements(lua_State *L, const struct gpurun_buffer *buffer, size_t first,
+void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size_t first,
                           size_t count, void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
@@ -456,12 +441,12 @@ static void read_elements(lua_State *L, const struct gpurun_buffer *buffer, size
         raise_cuda_error(L, "waiting for a copy from a gpurun.Buffer");
 }
 
-CUstream gpurun_begin_host_write(lua_State *L, const char *operation)
+CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)
 {
     return begin_operation(L, no_stream_argument(L), operation);
 }
 
-void gpurun_end_host_write(lua_State *L, CUstream stream, const char *operation)
+void gpurun_end_host_transfer(lua_State *L, CUstream stream, const char *operation)
 {
     end_operation(L, stream, operation);
 }
@@ -591,7 +576,7 @@ static int read_one(lua_State *L, struct gpurun_buffer *buffer, size_t index, in
 {
     unsigned char value[8];
     CUstream stream = begin_operation(L, stream_index, operation);
-    read_elements(L, buffer, index, 1, value, stream);
+    gpurun_read_elements(L, buffer, index, 1, value, stream);
     end_operation(L, stream, operation);
     push_element(L, buffer->dtype, value);
     return 1;
@@ -603,11 +588,9 @@ static int read_one(lua_State *L, struct gpurun_buffer *buffer, size_t index, in
 static int buffer_fill(lua_State *L)
 {
     lua_settop(L, 3); /* staging pushed later must not pass for a stream argument */
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     unsigned char pattern[8];
-    const char *why = to_element(L, 2, buffer->dtype, pattern);
-    if (why)
-        luaL_argerror(L, 2, why);
+    check_element(L, 2, buffer->dtype, pattern);
     fill_elements(L, buffer, pattern, 3, "Buffer:fill");
     lua_settop(L, 1);
     return 1;
@@ -617,9 +600,9 @@ static int buffer_fill(lua_State *L)
 static int buffer_copy_from(lua_State *L)
 {
     lua_settop(L, 3);
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     if (gpurun_test_buffer(L, 2))
-        copy_buffer(L, buffer, &check_live(L, 2)->buffer, 1, 3, "Buffer:copy_from");
+        copy_buffer(L, buffer, gpurun_check_live_buffer(L, 2), 1, 3, "Buffer:copy_from");
     else if (lua_type(L, 2) == LUA_TTABLE)
         write_table(L, buffer, 2, 3, "Buffer:copy_from");
     else
@@ -632,9 +615,9 @@ static int buffer_copy_from(lua_State *L)
 static int buffer_copy_to(lua_State *L)
 {
     lua_settop(L, 3);
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     luaL_checkudata(L, 2, GPURUN_BUFFER);
-    copy_buffer(L, buffer, &check_live(L, 2)->buffer, 0, 3, "Buffer:copy_to");
+    copy_buffer(L, buffer, gpurun_check_live_buffer(L, 2), 0, 3, "Buffer:copy_to");
     lua_settop(L, 1);
     return 1;
 }
@@ -644,13 +627,13 @@ static int buffer_copy_to(lua_State *L)
 static int buffer_to_table(lua_State *L)
 {
     lua_settop(L, 2);
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     if (buffer->count > INT_MAX)
         return luaL_error(L, "Buffer:to_table: %I elements are too many for a Lua table",
                           (LUAI_UACINT)buffer->count);
     CUstream stream = begin_operation(L, 2, "Buffer:to_table");
     unsigned char *host = gpurun_push_staging(L, buffer->count * buffer->element_size);
-    read_elements(L, buffer, 0, buffer->count, host, stream);
+    gpurun_read_elements(L, buffer, 0, buffer->count, host, stream);
     end_operation(L, stream, "Buffer:to_table");
     lua_createtable(L, (int)buffer->count, 0);
     for (size_t i = 0; i < buffer->count; i++) {
@@ -664,7 +647,7 @@ static int buffer_to_table(lua_State *L)
 static int buffer_get(lua_State *L)
 {
     lua_settop(L, 3);
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     size_t index = check_index(L, buffer, 2, "Buffer:get");
     return read_one(L, buffer, index, 3, "Buffer:get");
 }
@@ -673,12 +656,10 @@ static int buffer_get(lua_State *L)
 static int buffer_set(lua_State *L)
 {
     lua_settop(L, 4);
-    struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     size_t index = check_index(L, buffer, 2, "Buffer:set");
     unsigned char value[8];
-    const char *why = to_element(L, 3, buffer->dtype, value);
-    if (why)
-        luaL_argerror(L, 3, why);
+    check_element(L, 3, buffer->dtype, value);
     CUstream stream = begin_operation(L, 4, "Buffer:set");
     gpurun_write_elements(L, buffer, index, 1, value, stream);
     end_operation(L, stream, "Buffer:set");
@@ -694,7 +675,7 @@ static int buffer_index(lua_State *L)
         return 1;
     if (lua_type(L, 2) == LUA_TNUMBER) {
         lua_settop(L, 2);
-        struct gpurun_buffer *buffer = &check_live(L, 1)->buffer;
+        struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
         size_t index = check_index(L, buffer, 2, "gpurun.Buffer[i]");
         return read_one(L, buffer, index, 3, "gpurun.Buffer[i]");
     }
@@ -760,9 +741,7 @@ static int module_full(lua_State *L)
     size_t count = gpurun_check_count(L, 1);
     int dtype = gpurun_check_dtype(L, 3, GPURUN_FLOAT32);
     unsigned char pattern[8];
-    const char *why = to_element(L, 2, dtype, pattern);
-    if (why)
-        luaL_argerror(L, 2, why);
+    check_element(L, 2, dtype, pattern);
     struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, dtype, 1);
     fill_elements(L, buffer, pattern, no_stream_argument(L), "gpurun.full");
     return 1;
@@ -782,165 +761,6 @@ static int module_array(lua_State *L)
     CUstream stream = begin_operation(L, no_stream_argument(L), "gpurun.array");
     gpurun_write_elements(L, buffer, 0, count, host, stream);
     end_operation(L, stream, "gpurun.array");
-    return 1;
-}
-
-/* ---- compare and allclose ----------------------------------------------- */
-
-struct comparison {
-    double rtol, atol;
-    size_t count, mismatches, nan;
-    size_t worst;           /* 0-based */
-    double worst_excess;    /* how far the worst mismatch is past its tolerance */
-    double largest_pass;    /* largest difference among passing elements */
-    double worst_actual, worst_expected, worst_abs_diff;
-};
-
-static void record_worst(struct comparison *c, size_t index, double actual, double expected,
-                         double diff)
-{
-    c->worst = index;
-    c->worst_actual = actual;
-    c->worst_expected = expected;
-    c->worst_abs_diff = diff;
-}
-
-/* numpy's isclose: |x - y| <= atol + rtol*|y|, where infinities are close
- * only to themselves and NaN to nothing. */
-static void compare_chunk(struct comparison *c, size_t first, const double *x,
-                          const double *y, double y_scalar, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        double actual = x[i];
-        double expected = y ? y[i] : y_scalar;
-        double diff = fabs(actual - expected);
-        double tolerance = c->atol + c->rtol * fabs(expected);
-        int close = isfinite(actual) && isfinite(expected) ? diff <= tolerance
-                                                           : actual == expected;
-        if (close) {
-            if (c->mismatches == 0 && diff > c->largest_pass) {
-                c->largest_pass = diff;
-                record_worst(c, first + i, actual, expected, diff);
-            }
-            continue;
-        }
-        if (isnan(actual) && !isnan(expected))
-            c->nan++;
-        double excess = isfinite(diff) ? diff - tolerance : INFINITY;
-        if (c->mismatches == 0 || excess > c->worst_excess) {
-            c->worst_excess = excess;
-            record_worst(c, first + i, actual, expected, diff);
-        }
-        c->mismatches++;
-    }
-}
-
-/* One side of a comparison, read in chunks into staging memory. */
-struct operand {
-    const struct gpurun_buffer *buffer;
-    void *raw;        /* the chunk as stored; unused for float64 */
-    double *values;   /* the chunk as doubles */
-};
-
-static void stage_operand(lua_State *L, struct operand *operand, size_t chunk)
-{
-    operand->values = gpurun_push_staging(L, chunk * sizeof(double));
-    operand->raw = operand->buffer->dtype == GPURUN_FLOAT64
-        ? (void *)operand->values
-        : gpurun_push_staging(L, chunk * operand->buffer->element_size);
-}
-
-static void read_operand(lua_State *L, struct operand *operand, size_t first, size_t n,
-                         CUstream stream)
-{
-    read_elements(L, operand->buffer, first, n, operand->raw, stream);
-    if (operand->buffer->dtype != GPURUN_FLOAT64)
-        widen(operand->buffer->dtype, operand->raw, operand->values, n);
-}
-
-/* compare(x, y [, rtol [, atol]]) with x a Buffer and y a Buffer of as many
- * elements (any dtype) or a number. */
-static void run_comparison(lua_State *L, struct comparison *c, const char *operation)
-{
-    struct operand x = {&check_live(L, 1)->buffer, NULL, NULL};
-    struct operand y = {NULL, NULL, NULL};
-    double y_scalar = 0;
-    if (lua_type(L, 2) == LUA_TNUMBER) {
-        y_scalar = lua_tonumber(L, 2);
-    } else if (gpurun_test_buffer(L, 2)) {
-        y.buffer = &check_live(L, 2)->buffer;
-        if (y.buffer->count != x.buffer->count)
-            luaL_argerror(L, 2, lua_pushfstring(L, "gpurun.Buffer of %I elements expected, "
-                                                   "got %I", (LUAI_UACINT)x.buffer->count,
-                                                (LUAI_UACINT)y.buffer->count));
-    } else {
-        luaL_typeerror(L, 2, "gpurun.Buffer or number");
-    }
-    c->rtol = luaL_optnumber(L, 3, 1e-5);
-    c->atol = luaL_optnumber(L, 4, 1e-8);
-    luaL_argcheck(L, c->rtol >= 0, 3, "non-negative relative tolerance expected");
-    luaL_argcheck(L, c->atol >= 0, 4, "non-negative absolute tolerance expected");
-    lua_settop(L, 4);
-
-    CUstream stream = begin_operation(L, no_stream_argument(L), operation);
-    c->count = x.buffer->count;
-    size_t chunk = c->count < COMPARE_CHUNK ? c->count : COMPARE_CHUNK;
-    stage_operand(L, &x, chunk);
-    if (y.buffer)
-        stage_operand(L, &y, chunk);
-    for (size_t first = 0; first < c->count; first += chunk) {
-        size_t n = c->count - first < chunk ? c->count - first : chunk;
-        read_operand(L, &x, first, n, stream);
-        if (y.buffer)
-            read_operand(L, &y, first, n, stream);
-        if (first == 0) {
-            double expected = y.buffer ? y.values[0] : y_scalar;
-            record_worst(c, 0, x.values[0], expected, fabs(x.values[0] - expected));
-        }
-        compare_chunk(c, first, x.values, y.buffer ? y.values : NULL, y_scalar, n);
-    }
-    end_operation(L, stream, operation);
-}
-
-static void set_number(lua_State *L, const char *key, double value)
-{
-    lua_pushnumber(L, value);
-    lua_setfield(L, -2, key);
-}
-
-static void set_integer(lua_State *L, const char *key, size_t value)
-{
-    lua_pushinteger(L, (lua_Integer)value);
-    lua_setfield(L, -2, key);
-}
-
-/* compare(x, y [, rtol [, atol]]) -> { count, mismatches, nan, worst_index,
- * worst_actual, worst_expected, worst_abs_diff, rtol, atol }. The worst
- * element is the mismatch furthest past its tolerance, or when all pass the
- * one with the largest difference. */
-static int module_compare(lua_State *L)
-{
-    struct comparison c = {.largest_pass = -1};
-    run_comparison(L, &c, "gpurun.compare");
-    lua_createtable(L, 0, 9);
-    set_integer(L, "count", c.count);
-    set_integer(L, "mismatches", c.mismatches);
-    set_integer(L, "nan", c.nan);
-    set_integer(L, "worst_index", c.worst + 1);
-    set_number(L, "worst_actual", c.worst_actual);
-    set_number(L, "worst_expected", c.worst_expected);
-    set_number(L, "worst_abs_diff", c.worst_abs_diff);
-    set_number(L, "rtol", c.rtol);
-    set_number(L, "atol", c.atol);
-    return 1;
-}
-
-/* allclose(x, y [, rtol=1e-5 [, atol=1e-8]]) -> boolean */
-static int module_allclose(lua_State *L)
-{
-    struct comparison c = {.largest_pass = -1};
-    run_comparison(L, &c, "gpurun.allclose");
-    lua_pushboolean(L, c.mismatches == 0);
     return 1;
 }
 
@@ -971,8 +791,6 @@ static const luaL_Reg module_functions[] = {
     {"zeros", module_zeros},
     {"full", module_full},
     {"array", module_array},
-    {"compare", module_compare},
-    {"allclose", module_allclose},
     {NULL, NULL}
 };
 
@@ -981,5 +799,6 @@ void gpurun_open_buffer(lua_State *L)
     gpurun_new_type(L, GPURUN_BUFFER, buffer_meth, buffer_metameth);
     lua_pop(L, 1);
     luaL_setfuncs(L, module_functions, 0);
+    gpurun_open_compare(L);
     gpurun_open_rng(L);
 }

@@ -91,6 +91,66 @@ static int check_float_dtype(lua_State *L, int arg, int default_dtype, const cha
     return dtype;
 }
 
+/* What a buffer is filled with: uniform floats in [0, 1) for a float dtype,
+ * uniform integers in [low, low + range) for the others. */
+struct draws {
+    struct generator *g;
+    int dtype;
+    uint64_t low, range;
+};
+
+/* The next n draws, as elements of the dtype, at host. */
+static void draw_elements(const struct draws *d, void *host, size_t n)
+{
+    struct generator *g = d->g;
+    uint64_t low = d->low, range = d->range;
+    if (d->dtype == GPURUN_FLOAT32) {
+        float *out = host;
+        for (size_t i = 0; i < n; i++)
+            out[i] = next_float32(g);
+        return;
+    }
+    if (d->dtype == GPURUN_FLOAT64) {
+        double *out = host;
+        for (size_t i = 0; i < n; i++)
+            out[i] = next_float64(g);
+        return;
+    }
+    /* Two's complement: the low bytes of low + offset are the element. */
+    switch (gpurun_dtypes[d->dtype].size) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            ((uint8_t *)host)[i] = (uint8_t)(low + next_below(g, range));
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++)
+            ((uint32_t *)host)[i] = (uint32_t)(low + next_below(g, range));
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            ((uint64_t *)host)[i] = low + next_below(g, range);
+        break;
+    }
+}
+
+/* Pushes a new buffer of count elements (the count is argument 2) holding
+ * the next draws, generated and copied to the device a chunk at a time. */
+static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count,
+                              const char *operation)
+{
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, d->dtype, 2);
+    size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
+    void *host = gpurun_push_staging(L, chunk * buffer->element_size);
+    CUstream stream = gpurun_begin_host_transfer(L, operation);
+    for (size_t first = 0; first < count; first += chunk) {
+        size_t n = count - first < chunk ? count - first : chunk;
+        draw_elements(d, host, n);
+        gpurun_write_elements(L, buffer, first, n, host, stream);
+    }
+    gpurun_end_host_transfer(L, stream, operation);
+    lua_pop(L, 1); /* the staging: the buffer is left on top */
+}
+
 /* default_rng(seed): any integer seed. */
 static int module_default_rng(lua_State *L)
 {
@@ -118,25 +178,8 @@ static int generator_random(lua_State *L)
     size_t count = gpurun_check_count(L, 2);
     int dtype = check_float_dtype(L, 3, GPURUN_FLOAT32, "integers() makes integer buffers");
     lua_settop(L, 3);
-    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, dtype, 2);
-    size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
-    void *host = gpurun_push_staging(L, chunk * buffer->element_size);
-    CUstream stream = gpurun_begin_host_write(L, "Generator:random");
-    for (size_t first = 0; first < count; first += chunk) {
-        size_t n = count - first < chunk ? count - first : chunk;
-        if (dtype == GPURUN_FLOAT32) {
-            float *out = host;
-            for (size_t i = 0; i < n; i++)
-                out[i] = next_float32(g);
-        } else {
-            double *out = host;
-            for (size_t i = 0; i < n; i++)
-                out[i] = next_float64(g);
-        }
-        gpurun_write_elements(L, buffer, first, n, host, stream);
-    }
-    gpurun_end_host_write(L, stream, "Generator:random");
-    lua_settop(L, 4);
+    struct draws draws = {.g = g, .dtype = dtype};
+    push_drawn_buffer(L, &draws, count, "Generator:random");
     return 1;
 }
 
@@ -161,32 +204,9 @@ static int generator_integers(lua_State *L)
                                             (LUAI_UACINT)low, (LUAI_UACINT)high, info->name,
                                             info->range));
     lua_settop(L, 5);
-    uint64_t range = (uint64_t)high - (uint64_t)low;
-    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, dtype, 2);
-    size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
-    unsigned char *host = gpurun_push_staging(L, chunk * info->size);
-    CUstream stream = gpurun_begin_host_write(L, "Generator:integers");
-    for (size_t first = 0; first < count; first += chunk) {
-        size_t n = count - first < chunk ? count - first : chunk;
-        /* Two's complement: the low bytes of low + offset are the element. */
-        switch (info->size) {
-        case 1:
-            for (size_t i = 0; i < n; i++)
-                host[i] = (uint8_t)((uint64_t)low + next_below(g, range));
-            break;
-        case 4:
-            for (size_t i = 0; i < n; i++)
-                ((uint32_t *)host)[i] = (uint32_t)((uint64_t)low + next_below(g, range));
-            break;
-        default:
-            for (size_t i = 0; i < n; i++)
-                ((uint64_t *)host)[i] = (uint64_t)low + next_below(g, range);
-            break;
-        }
-        gpurun_write_elements(L, buffer, first, n, host, stream);
-    }
-    gpurun_end_host_write(L, stream, "Generator:integers");
-    lua_settop(L, 6);
+    struct draws draws = {.g = g, .dtype = dtype, .low = (uint64_t)low,
+                          .range = (uint64_t)high - (uint64_t)low};
+    push_drawn_buffer(L, &draws, count, "Generator:integers");
     return 1;
 }
 
