@@ -6,6 +6,13 @@ local process = require("spec.support.process")
 local NO_DRIVER = { GPURUN_CUDA_DRIVER = "/nonexistent/libcuda.so.1" }
 
 describe("without a CUDA driver", function()
+  it("is not linked against libcuda (the driver is opened on first use)", function()
+    local result = process.run("readelf -d " .. process.quote(process.gpurun_bin()))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("NEEDED", result.stdout)
+    assert.is_nil(result.stdout:find("libcuda", 1, true))
+  end)
+
   it("runs plain Lua and counts zero devices", function()
     local result = process.gpurun("-e 'local g = require(\"gpurun\"); print(g.device_count(), 1 + 1)'",
       { env = NO_DRIVER })
