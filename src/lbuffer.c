@@ -332,7 +332,11 @@ static int close_buffer(lua_State *L, int explicit)
     CUdeviceptr pointer = buffer->pointer;
     buffer->closed = 1;
     buffer->pointer = 0;
-    if (release_memory(pointer, object->context) != CUDA_SUCCESS && explicit)
+    /* After a kernel fault the memory went with the context; raising here
+     * (often from __close, on the way out of that very fault) would only
+     * replace the fault's message with a less useful one. */
+    if (release_memory(pointer, object->context) != CUDA_SUCCESS && explicit
+        && !cuda_error_is_sticky(cuda_last_failed_result))
         raise_cuda_error(L, "freeing a gpurun.Buffer");
     return 0;
 }

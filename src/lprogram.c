@@ -101,7 +101,8 @@ static const char **collect_name_expressions(lua_State *L, int index, size_t *co
     *count = 0;
     if (lua_isnoneornil(L, index))
         return NULL;
-    int type = lua_getfield(L, index, "name_expressions");
+    lua_pushliteral(L, "name_expressions");
+    int type = lua_rawget(L, index);
     if (type == LUA_TNIL)
         return NULL;
     if (type != LUA_TTABLE)
@@ -158,8 +159,10 @@ static int program_compile(lua_State *L)
                                                    target_name));
     check_compile_arguments(L, 3);
     lua_settop(L, 3);
+    /* Raw reads of the options table: a metamethod there could run Lua code
+     * that closes the program under us. */
     const char *name = DEFAULT_PROGRAM_NAME;
-    if (lua_istable(L, 3) && lua_getfield(L, 3, "name") != LUA_TNIL) {
+    if (lua_istable(L, 3) && (lua_pushliteral(L, "name"), lua_rawget(L, 3)) != LUA_TNIL) {
         if (lua_type(L, -1) != LUA_TSTRING || lua_rawlen(L, -1) == 0
             || strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
             return luaL_argerror(L, 3, "name must be a non-empty string");
@@ -167,11 +170,12 @@ static int program_compile(lua_State *L)
     }
 
     struct nvrtc_request request = {.target = target, .name = name};
+    request.name_expressions = collect_name_expressions(L, 3, &request.name_expression_count);
+    check_program(L, 1);
     lua_getiuservalue(L, 1, 1);
     request.source = lua_tostring(L, -1);
     lua_getiuservalue(L, 1, 2);
     request.options = collect_options(L, lua_gettop(L), target, &request.option_count);
-    request.name_expressions = collect_name_expressions(L, 3, &request.name_expression_count);
 
     struct nvrtc_output *output = lua_newuserdatauv(L, sizeof *output, 0);
     memset(output, 0, sizeof *output);
