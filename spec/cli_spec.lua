@@ -67,6 +67,16 @@ describe("gpurun command line", function()
     assert.are.equal("42\n", result.stdout)
   end)
 
+  it("runs an interactive session with -i, continuing unfinished statements", function()
+    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\nx\nfor i = 1, 2 do\nprint('line', i)\nend\n"
+      .. ("-- " .. ("long "):rep(2000) .. "\n") .. "error('oops')\n" })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("^gpurun %d", result.stdout)
+    assert.matches("> >> > 42\n", result.stdout)
+    assert.matches("line\t1\nline\t2\n", result.stdout)
+    assert.matches("gpurun: stdin:1: oops", result.stderr)
+  end)
+
   it("stops handling options at --", function()
     local path = script("print(...)")
     local result = process.gpurun("-- " .. q(path) .. " -v")

@@ -293,24 +293,66 @@ static int handle_init(lua_State *L)
 
 /* ---- interactive mode (plain, no readline) ------------------------------ */
 
+/* A chunk that fails to compile only because it ended too soon (its message
+ * ends in "<eof>") wants more lines, as in lua.c. */
+static int incomplete(lua_State *L, int status)
+{
+    if (status != LUA_ERRSYNTAX)
+        return 0;
+    size_t length;
+    const char *message = lua_tolstring(L, -1, &length);
+    static const char eof_mark[] = "<eof>";
+    size_t mark = sizeof eof_mark - 1;
+    return length >= mark && strcmp(message + length - mark, eof_mark) == 0;
+}
+
+/* Reads one line of any length; NULL at end of input. */
+static char *read_line(const char *prompt, char **line, size_t *capacity)
+{
+    fputs(prompt, stdout);
+    fflush(stdout);
+    if (getline(line, capacity, stdin) < 0)
+        return NULL;
+    return *line;
+}
+
+/* Compiles the next statement: "return <line>" first, so that an expression
+ * prints its value, then the lines as a chunk, reading more while the chunk
+ * is incomplete. Leaves the function (or the error) on the stack. */
+static int load_statement(lua_State *L, char **line, size_t *capacity)
+{
+    if (read_line("> ", line, capacity) == NULL)
+        return -1;
+    const char *expression = lua_pushfstring(L, "return %s", *line);
+    int status = luaL_loadbuffer(L, expression, strlen(expression), "=stdin");
+    lua_remove(L, -2);
+    if (status == LUA_OK)
+        return status;
+    lua_pop(L, 1);
+    lua_pushstring(L, *line);
+    for (;;) {
+        size_t length;
+        const char *chunk = lua_tolstring(L, -1, &length);
+        status = luaL_loadbuffer(L, chunk, length, "=stdin");
+        if (!incomplete(L, status))
+            break;
+        lua_pop(L, 1);
+        if (read_line(">> ", line, capacity) == NULL)
+            break;
+        lua_pushstring(L, *line);
+        lua_concat(L, 2);
+    }
+    lua_remove(L, -2);
+    return status;
+}
+
 static void interactive(lua_State *L)
 {
-    char line[4096];
-    for (;;) {
-        fputs("> ", stdout);
-        fflush(stdout);
-        if (fgets(line, sizeof line, stdin) == NULL)
-            break;
-        lua_settop(L, 0);
-        /* Try it as an expression first, as lua.c does. */
-        const char *expression = lua_pushfstring(L, "return %s", line);
-        int status = luaL_loadbuffer(L, expression, strlen(expression), "=stdin");
-        if (status != LUA_OK) {
-            lua_pop(L, 2);
-            status = luaL_loadbuffer(L, line, strlen(line), "=stdin");
-        } else {
-            lua_remove(L, -2);
-        }
+    char *line = NULL;
+    size_t capacity = 0;
+    int status;
+    lua_settop(L, 0);
+    while ((status = load_statement(L, &line, &capacity)) != -1) {
         if (status == LUA_OK)
             status = docall(L, 0, LUA_MULTRET);
         if (status == LUA_OK && lua_gettop(L) > 0) {
@@ -321,7 +363,9 @@ static void interactive(lua_State *L)
         } else {
             report(L, status);
         }
+        lua_settop(L, 0);
     }
+    free(line);
     lua_settop(L, 0);
     fputc('\n', stdout);
 }
