@@ -109,10 +109,17 @@ describe("launch", function()
     gpurun.launch(stream, config, kernel("vec_add"), a, b, out, gpurun.u64(n))
     stream:sync()
     assert.is_true(gpurun.allclose(out, 3.5, 0, 0))
-    -- plain Lua numbers where the size is unambiguous: float for float, integer for int
-    gpurun.launch(stream, config, kernel("scale_shift"), out, 2.0, -1, gpurun.u32(n))
+    -- plain Lua numbers where the subtype settles it: a float for float, an integer for int
+    gpurun.launch(stream, config, kernel("scale_shift"), out, 2.5, -1, gpurun.u32(n))
     stream:sync()
-    assert.is_true(gpurun.allclose(out, 6.0, 0, 0))
+    assert.is_true(gpurun.allclose(out, 7.75, 0, 0))
+    gpurun.launch(stream, config, kernel("scale_shift"), out, gpurun.f32(1), -1.75 // 1 | 0, n)
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 5.75, 0, 0))
+    gpurun.launch(stream, config, kernel("scale_shift"), out, 0.5, gpurun.i32(3), n)
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 5.875, 0, 0))
+    gpurun.launch(stream, config, kernel("scale_shift"), out, gpurun.f32(0), 6, n)
     gpurun.launch(stream, config, kernel("scale_shift"), out, gpurun.f32(0.5), gpurun.i32(3), n)
     stream:sync()
     assert.is_true(gpurun.allclose(out, 6.0, 0, 0))
@@ -156,15 +163,21 @@ describe("launch", function()
       { function() gpurun.launch(stream, config, add, a, a, a, 1, 2) end, "takes 4 parameters, got 5" },
       { function() gpurun.launch(stream, config, scale, a, a, 1, 1) end,
         "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer" },
-      { function() gpurun.launch(stream, config, scale, a, 1.0, 1 << 40, 1) end,
+      { function() gpurun.launch(stream, config, scale, a, 1.5, 1 << 40, 1) end,
         "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit" },
-      { function() gpurun.launch(stream, config, scale, a, 1.0, 1, gpurun.u64(1)) end,
+      { function() gpurun.launch(stream, config, scale, a, 1.5, 1, gpurun.u64(1)) end,
         "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8" },
       { function() gpurun.launch(stream, config, add, a, a, a, "16") end,
         "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got string" },
       { function() gpurun.launch(stream, config, add, a, a, {}, 1) end, "parameter 3: number, boolean" },
       { function() gpurun.launch(stream, config, add, a, a, a, true) end, "a boolean passes as 1 byte" },
       { function() gpurun.launch(stream, config, scale, a, 1e300, 1, 1) end, "out of float range" },
+      { function() gpurun.launch(stream, config, add, a, a, a, 2 ^ 4) end,
+        "kernel 'vec_add' parameter 4: 16.0 is a float with an integral value; pass gpurun.f64(x) "
+        .. "for a floating-point parameter or math.tointeger(x) for an integer one" },
+      { function() gpurun.launch(stream, config, scale, a, 2.0, 1, 1) end, "pass gpurun.f32(x)" },
+      { function() gpurun.launch(stream, config, add, a, a, gpurun.LaunchConfig({ grid = 1, block = 1 }), 1) end,
+        "parameter 3: number, boolean, gpurun.Buffer or gpurun scalar expected, got gpurun.LaunchConfig" },
       { function() gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 }),
           add, a, a, a, 1) end, "may use at most" },
       { function() gpurun.launch(config, config, add) end, "gpurun.Stream or gpurun.GraphBuilder expected" },

@@ -82,11 +82,11 @@ int gpurun_closed_error(lua_State *L, const char *type_name);
 void gpurun_new_type(lua_State *L, const char *name, const luaL_Reg *meth,
                      const luaL_Reg *metameth);
 
-/* For an __index function (object at 1, key at 2): pushes the method named
- * by the key and returns 1, or returns 0 with the stack as it was. Methods
- * come before the closed check, so close() stays callable on a closed
- * object. */
-int gpurun_push_method(lua_State *L);
+/* For an __index function (object at 1, key at 2): checks that the object
+ * is a `type_name`, pushes the method named by the key and returns 1, or
+ * returns 0 with the stack as it was. Methods come before the closed check,
+ * so close() stays callable on a closed object. */
+int gpurun_push_method(lua_State *L, const char *type_name);
 
 /* Per-file registration, each adds its constructors to the module table at
  * the top of the stack. */
@@ -121,6 +121,7 @@ struct gpurun_stream {
     CUstream handle;
     int device;
     int closed;
+    int captured;  /* a GraphBuilder is capturing it: plain launches are refused */
 };
 /* A live Stream's handle at index, or error. */
 CUstream gpurun_check_stream_handle(lua_State *L, int index);
@@ -165,7 +166,12 @@ int gpurun_push_graph_builder(lua_State *L, int stream_index);
 
 /* lgraph.c: ends every capture in progress and discards what it captured,
  * so that an error raised mid-capture leaves the streams usable. */
-void gpurun_abort_captures(void);
+void gpurun_abort_captures(lua_State *L);
+
+/* lgraph.c: raises (ending the capture) for plain work on a stream that a
+ * GraphBuilder is capturing: it would be recorded into the graph without
+ * the graph keeping what it uses alive. */
+int gpurun_captured_stream_error(lua_State *L);
 
 /* lgraph.c: whether any graph builder is capturing now (a buffer freed then
  * would invalidate the capture, so the free waits). */
@@ -179,9 +185,10 @@ struct gpurun_graph_builder *gpurun_test_graph_builder(lua_State *L, int index);
 CUstream gpurun_graph_builder_stream(lua_State *L, struct gpurun_graph_builder *builder);
 void gpurun_graph_builder_keep(lua_State *L, int builder_index, int value_index);
 
-/* lkernel.c: a Graph made from a capture counts itself as a user of every
- * Buffer and Kernel (through its ObjectCode) the capture kept; delta is +1
- * when the graph is made and -1 when it is closed. Other values: ignored. */
+/* lkernel.c: a GraphBuilder (from the launch that captured them until it
+ * lets go of them) and a Graph (for its whole life) count as users of every
+ * Buffer and Kernel (through its ObjectCode) a capture kept, so closing one
+ * of those explicitly is refused meanwhile. Other values: ignored. */
 void gpurun_adjust_graph_users(lua_State *L, int index, int delta);
 
 /* Monotonic seconds. */

@@ -71,7 +71,7 @@ static int raise_cuda_error(lua_State *L, const char *what_fmt, ...)
     vsnprintf(what, sizeof what, what_fmt, args);
     va_end(args);
     if (is_capture_error(cuda_last_failed_result)) {
-        gpurun_abort_captures();
+        gpurun_abort_captures(L);
         return gpurun_cuda_error(L, "%s during a graph capture; the capture was abandoned "
                                     "(make, fill and read buffers before begin_building or "
                                     "after end_building)", what);
@@ -327,7 +327,8 @@ static int close_buffer(lua_State *L, int explicit)
     if (buffer->closed)
         return 0;
     if (explicit && buffer->graph_users > 0)
-        return luaL_error(L, "gpurun.Buffer is used by %d graph(s); close them first",
+        return luaL_error(L, "gpurun.Buffer is used by %d graph(s) or graph builder(s); close "
+                             "them first",
                           buffer->graph_users);
     CUdeviceptr pointer = buffer->pointer;
     buffer->closed = 1;
@@ -361,7 +362,7 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
                                          "overflows size_t)", (LUAI_UACINT)count, info->name));
     CUcontext context = gpurun_require_context(L);
     if (gpurun_capture_in_progress()) {
-        gpurun_abort_captures();
+        gpurun_abort_captures(L);
         luaL_error(L, "cannot allocate a gpurun.Buffer while a graph is being built "
                       "(allocate before begin_building); capture abandoned");
     }
@@ -404,7 +405,7 @@ static CUstream begin_operation(lua_State *L, int stream_index, const char *oper
         if (status != CU_STREAM_CAPTURE_STATUS_NONE) {
             /* As everywhere in gpurun, an error raised mid-capture ends the
              * capture, so the script's streams stay usable. */
-            gpurun_abort_captures();
+            gpurun_abort_captures(L);
             luaL_error(L, "%s: the stream is being captured into a graph, and buffer "
                           "operations are not captured (do them before begin_building or "
                           "after end_building); capture abandoned", operation);
@@ -635,8 +636,11 @@ static int buffer_to_table(lua_State *L)
     if (buffer->count > INT_MAX)
         return luaL_error(L, "Buffer:to_table: %I elements are too many for a Lua table",
                           (LUAI_UACINT)buffer->count);
-    CUstream stream = begin_operation(L, 2, "Buffer:to_table");
+    /* Staging first: the allocation can run finalizers, which must not find
+     * a stream already taken for this copy. */
     unsigned char *host = gpurun_push_staging(L, buffer->count * buffer->element_size);
+    buffer = gpurun_check_live_buffer(L, 1);
+    CUstream stream = begin_operation(L, 2, "Buffer:to_table");
     gpurun_read_elements(L, buffer, 0, buffer->count, host, stream);
     end_operation(L, stream, "Buffer:to_table");
     lua_createtable(L, (int)buffer->count, 0);
@@ -675,7 +679,7 @@ static int buffer_set(lua_State *L)
  * fields dtype, size, nbytes, ptr, device. */
 static int buffer_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_BUFFER))
         return 1;
     if (lua_type(L, 2) == LUA_TNUMBER) {
         lua_settop(L, 2);

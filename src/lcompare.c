@@ -126,12 +126,17 @@ static void run_comparison(lua_State *L, struct comparison *c, const char *opera
     luaL_argcheck(L, c->atol >= 0, 4, "non-negative absolute tolerance expected");
     lua_settop(L, 4);
 
-    CUstream stream = gpurun_begin_host_transfer(L, operation);
     c->count = x.buffer->count;
     size_t chunk = c->count < COMPARE_CHUNK ? c->count : COMPARE_CHUNK;
+    /* Staging before the transfer begins: the allocations can run
+     * finalizers, which may close what this comparison reads. */
     stage_operand(L, &x, chunk);
     if (y.buffer)
         stage_operand(L, &y, chunk);
+    x.buffer = gpurun_check_live_buffer(L, 1);
+    if (y.buffer)
+        y.buffer = gpurun_check_live_buffer(L, 2);
+    CUstream stream = gpurun_begin_host_transfer(L, operation);
     for (size_t first = 0; first < c->count; first += chunk) {
         size_t n = c->count - first < chunk ? c->count - first : chunk;
         read_operand(L, &x, first, n, stream);

@@ -122,7 +122,7 @@ static int device_close(lua_State *L)
 
 static int device_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_DEVICE))
         return 1;
     struct device *device = check_device(L, 1);
     const char *key = luaL_checkstring(L, 2);

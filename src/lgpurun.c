@@ -37,7 +37,7 @@ int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)
     cuda_format_error(message, sizeof message, cuda_last_failed_call, result);
     /* A failed call invalidates a capture in progress; ending it now keeps
      * the stream usable once the error is caught. */
-    gpurun_abort_captures();
+    gpurun_abort_captures(L);
     if (cuda_error_is_sticky(result))
         return luaL_error(L, "%s while %s; the CUDA context is no longer usable "
                              "(a kernel faulted): restart the process", message, what);
@@ -74,10 +74,10 @@ void gpurun_new_type(lua_State *L, const char *name, const luaL_Reg *meth,
     lua_setfield(L, -2, "methods");
 }
 
-int gpurun_push_method(lua_State *L)
+int gpurun_push_method(lua_State *L, const char *type_name)
 {
-    if (!lua_getmetatable(L, 1))
-        return 0;
+    luaL_checkudata(L, 1, type_name);
+    lua_getmetatable(L, 1);
     lua_getfield(L, -1, "methods");
     if (lua_type(L, 2) == LUA_TSTRING && lua_getfield(L, -1, lua_tostring(L, 2)) != LUA_TNIL) {
         lua_replace(L, -3);

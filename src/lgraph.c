@@ -4,8 +4,8 @@
  * begin_building() and end_building(); complete() instantiates the result.
  * Every Buffer and Kernel a capture used is kept by the builder and handed
  * to the Graph, which holds them (so the collector cannot free memory a
- * replay touches) and counts itself as their user (so closing one of them
- * explicitly is refused while the graph exists). */
+ * replay touches). Both count as their users (so closing one of them
+ * explicitly is refused while a capture or a graph may still touch it). */
 #include "gpurun.h"
 
 #include <string.h>
@@ -16,10 +16,11 @@ static const char *const state_names[] = {"idle", "building", "built", "abandone
 
 /* User values: 1 the Stream object, 2 the set of values the capture kept. */
 struct gpurun_graph_builder {
-    const struct gpurun_stream *stream;
+    struct gpurun_stream *stream;
     enum builder_state state;
     CUgraph graph;
     int closed;
+    int self_reference;  /* registry reference while capturing, else LUA_NOREF */
     struct gpurun_graph_builder *next_capturing;
 };
 
@@ -44,16 +45,50 @@ static void unlink_capturing(struct gpurun_graph_builder *builder)
     builder->next_capturing = NULL;
 }
 
+/* Lets go of the values the builder kept (user value 2), no longer counting
+ * as their user. */
+static void release_kept(lua_State *L, int builder_index)
+{
+    builder_index = lua_absindex(L, builder_index);
+    if (lua_getiuservalue(L, builder_index, 2) == LUA_TTABLE) {
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
+            gpurun_adjust_graph_users(L, -2, -1);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setiuservalue(L, builder_index, 2);
+}
+
+/* The builder is no longer capturing: unlinks it and lets the stream take
+ * plain launches again. */
+static void stop_capturing(lua_State *L, struct gpurun_graph_builder *builder)
+{
+    unlink_capturing(builder);
+    builder->stream->captured = 0;
+    luaL_unref(L, LUA_REGISTRYINDEX, builder->self_reference);
+    builder->self_reference = LUA_NOREF;
+}
+
 /* Ends the capture on the builder's stream and drops whatever it held. */
-static void abandon_capture(struct gpurun_graph_builder *builder)
+static void abandon_capture(lua_State *L, struct gpurun_graph_builder *builder)
 {
     CUgraph partial = NULL;
     if (!builder->stream->closed
         && CUDA_CALL(cuStreamEndCapture, builder->stream->handle, &partial) == CUDA_SUCCESS
         && partial)
         (void)CUDA_CALL(cuGraphDestroy, partial);
-    unlink_capturing(builder);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, builder->self_reference);
+    release_kept(L, -1);
+    lua_pop(L, 1);
+    stop_capturing(L, builder);
     builder->state = BUILDER_ABANDONED;
+}
+
+int gpurun_captured_stream_error(lua_State *L)
+{
+    gpurun_abort_captures(L);
+    return luaL_error(L, "the stream is being captured by a GraphBuilder: launch on the builder, "
+                         "so that the graph keeps what it uses (capture abandoned)");
 }
 
 int gpurun_capture_in_progress(void)
@@ -61,10 +96,10 @@ int gpurun_capture_in_progress(void)
     return capturing != NULL;
 }
 
-void gpurun_abort_captures(void)
+void gpurun_abort_captures(lua_State *L)
 {
     while (capturing)
-        abandon_capture(capturing);
+        abandon_capture(L, capturing);
 }
 
 static void destroy_graph(struct gpurun_graph_builder *builder)
@@ -82,6 +117,7 @@ int gpurun_push_graph_builder(lua_State *L, int stream_index)
     memset(builder, 0, sizeof *builder);
     builder->stream = lua_touserdata(L, stream_index);
     builder->state = BUILDER_IDLE;
+    builder->self_reference = LUA_NOREF;
     luaL_setmetatable(L, GPURUN_GRAPH_BUILDER);
     lua_pushvalue(L, stream_index);
     lua_setiuservalue(L, -2, 1);
@@ -119,9 +155,13 @@ void gpurun_graph_builder_keep(lua_State *L, int builder_index, int value_index)
     value_index = lua_absindex(L, value_index);
     lua_getiuservalue(L, builder_index, 2);
     lua_pushvalue(L, value_index);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
+    if (lua_rawget(L, -2) == LUA_TNIL) {
+        lua_pushvalue(L, value_index);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -4);
+        gpurun_adjust_graph_users(L, value_index, +1);
+    }
+    lua_pop(L, 2);
 }
 
 static int builder_begin_building(lua_State *L)
@@ -129,7 +169,12 @@ static int builder_begin_building(lua_State *L)
     struct gpurun_graph_builder *builder = check_builder(L, 1);
     if (builder->state == BUILDER_BUILDING)
         return luaL_error(L, "GraphBuilder:begin_building: already building");
+    if (builder->stream->captured)
+        return luaL_error(L, "GraphBuilder:begin_building: another GraphBuilder is capturing "
+                             "this stream");
     destroy_graph(builder);
+    release_kept(L, 1);
+    builder->state = BUILDER_IDLE;
     lua_newtable(L);
     lua_setiuservalue(L, 1, 2);
     /* Thread-local mode: a call that is unsafe during capture (an allocation,
@@ -137,6 +182,9 @@ static int builder_begin_building(lua_State *L)
     CHECK_CUDA(L, "beginning a graph capture", cuStreamBeginCapture, builder->stream->handle,
                CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     builder->state = BUILDER_BUILDING;
+    builder->stream->captured = 1;
+    lua_pushvalue(L, 1);
+    builder->self_reference = luaL_ref(L, LUA_REGISTRYINDEX);
     builder->next_capturing = capturing;
     capturing = builder;
     lua_settop(L, 1);
@@ -151,12 +199,13 @@ static int builder_end_building(lua_State *L)
                           state_names[builder->state],
                           builder->state == BUILDER_ABANDONED
                               ? "; the capture was abandoned after an error" : "");
-    unlink_capturing(builder);
+    stop_capturing(L, builder);
     CUgraph graph = NULL;
     if (CUDA_CALL(cuStreamEndCapture, builder->stream->handle, &graph) != CUDA_SUCCESS) {
         builder->state = BUILDER_ABANDONED;
         if (graph)
             (void)CUDA_CALL(cuGraphDestroy, graph);
+        release_kept(L, 1);
         return gpurun_cuda_error(L, "ending a graph capture");
     }
     builder->graph = graph;
@@ -207,19 +256,17 @@ static int builder_close(lua_State *L)
     struct gpurun_graph_builder *builder = luaL_checkudata(L, 1, GPURUN_GRAPH_BUILDER);
     if (builder->closed)
         return 0;
-    if (builder->state == BUILDER_BUILDING) {
-        abandon_capture(builder);
-        }
+    if (builder->state == BUILDER_BUILDING)
+        abandon_capture(L, builder);
     destroy_graph(builder);
     builder->closed = 1;
-    lua_pushnil(L);
-    lua_setiuservalue(L, 1, 2);
+    release_kept(L, 1);
     return 0;
 }
 
 static int builder_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_GRAPH_BUILDER))
         return 1;
     struct gpurun_graph_builder *builder = check_builder(L, 1);
     const char *key = luaL_checkstring(L, 2);
@@ -258,6 +305,8 @@ static CUstream replay_stream(lua_State *L, int index)
         luaL_typeerror(L, index, GPURUN_STREAM);
     if (stream->closed)
         gpurun_closed_error(L, GPURUN_STREAM);
+    if (stream->captured)
+        gpurun_captured_stream_error(L);
     return stream->handle;
 }
 

@@ -138,7 +138,7 @@ static int kernel_params(lua_State *L)
 
 static int kernel_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_KERNEL))
         return 1;
     struct kernel *kernel = check_kernel(L, 1);
     const char *key = luaL_checkstring(L, 2);
@@ -173,7 +173,7 @@ static int packing_for_builder;
 static int argument_error(lua_State *L, const char *fmt, ...)
 {
     if (packing_for_builder)
-        gpurun_abort_captures();
+        gpurun_abort_captures(L);
     va_list args;
     va_start(args, fmt);
     luaL_where(L, 1);
@@ -181,6 +181,18 @@ static int argument_error(lua_State *L, const char *fmt, ...)
     va_end(args);
     lua_concat(L, 2);
     return lua_error(L);
+}
+
+/* A value's type as a message names it: the __name of a gpurun object. */
+static const char *type_name(lua_State *L, int index)
+{
+    const char *name = luaL_typename(L, index);
+    int field = luaL_getmetafield(L, index, "__name");
+    if (field == LUA_TSTRING)
+        name = lua_tostring(L, -1); /* left on the stack for the error */
+    else if (field != LUA_TNIL)
+        lua_pop(L, 1);
+    return name;
 }
 
 static int integer_fits(lua_Integer value, size_t size)
@@ -213,6 +225,16 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
             memcpy(slot, &wide, size);
         } else {
             lua_Number value = lua_tonumber(L, index);
+            /* A float with an integral value (2^20, 4.0) is the one case the
+             * subtype does not settle: it may be meant for an integer
+             * parameter of the same size, where its float bits would be a
+             * wild count or index. */
+            if (value == floor(value) && isfinite(value))
+                argument_error(L, "kernel '%s' parameter %d: %s is a float with an integral value; "
+                                  "pass gpurun.f%d(x) for a floating-point parameter or "
+                                  "math.tointeger(x) for an integer one",
+                               kernel->name, i + 1, lua_pushfstring(L, "%f", value),
+                               size == 4 ? 32 : 64);
             if (size == 8) {
                 double wide = (double)value;
                 memcpy(slot, &wide, 8);
@@ -259,7 +281,7 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
     /* fallthrough */
     default:
         argument_error(L, "kernel '%s' parameter %d: number, boolean, gpurun.Buffer or gpurun "
-                          "scalar expected, got %s", kernel->name, i + 1, luaL_typename(L, index));
+                          "scalar expected, got %s", kernel->name, i + 1, type_name(L, index));
         return NULL;
     }
 }
@@ -310,6 +332,8 @@ static CUstream launch_target(lua_State *L, int index, struct gpurun_graph_build
     if (stream) {
         if (stream->closed)
             gpurun_closed_error(L, GPURUN_STREAM);
+        if (stream->captured)
+            gpurun_captured_stream_error(L);
         return stream->handle;
     }
     *builder = gpurun_test_graph_builder(L, index);

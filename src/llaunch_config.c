@@ -15,7 +15,8 @@ static unsigned int config_dimension(lua_State *L, int index, const char *field,
                                      const lua_Integer *limits)
 {
     int is_integer = 0;
-    lua_Integer value = lua_tointegerx(L, index, &is_integer);
+    lua_Integer value =
+        lua_type(L, index) == LUA_TNUMBER ? lua_tointegerx(L, index, &is_integer) : 0;
     if (!is_integer)
         luaL_error(L, "LaunchConfig: %s.%s must be an integer, got %s", field, axis_names[axis],
                    lua_type(L, index) == LUA_TNUMBER
@@ -63,8 +64,10 @@ static int config_new(lua_State *L)
     while (lua_next(L, 1)) {
         const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
         if (strcmp(key, "grid") && strcmp(key, "block") && strcmp(key, "shmem_size"))
-            return luaL_error(L, "LaunchConfig: unknown field '%s' (grid, block, shmem_size expected)",
-                              lua_type(L, -2) == LUA_TSTRING ? key : luaL_typename(L, -2));
+            return luaL_error(L, "LaunchConfig: unknown field %s (grid, block, shmem_size expected)",
+                              lua_type(L, -2) == LUA_TSTRING
+                                  ? lua_pushfstring(L, "'%s'", key)
+                                  : lua_pushfstring(L, "[%s]", luaL_tolstring(L, -2, NULL)));
         lua_pop(L, 1);
     }
     struct launch_config config;
@@ -82,7 +85,7 @@ static int config_new(lua_State *L)
     config.shmem_size = 0;
     if (lua_getfield(L, 1, "shmem_size") != LUA_TNIL) {
         int is_integer = 0;
-        lua_Integer bytes = lua_tointegerx(L, -1, &is_integer);
+        lua_Integer bytes = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &is_integer) : 0;
         if (!is_integer || bytes < 0 || bytes > INT32_MAX)
             return luaL_error(L, "LaunchConfig: shmem_size must be an integer number of bytes >= 0");
         config.shmem_size = (unsigned int)bytes;

@@ -97,7 +97,9 @@ static int kernel_not_found(lua_State *L, int index, CUlibrary library, const ch
 static int object_code_get_kernel(lua_State *L)
 {
     struct object_code *code = check_object_code(L, 1);
-    const char *name = luaL_checkstring(L, 2);
+    size_t length;
+    const char *name = luaL_checklstring(L, 2, &length);
+    luaL_argcheck(L, strlen(name) == length, 2, "kernel name contains a NUL byte");
     gpurun_require_driver(L);
     gpurun_require_context(L);
     if (code->header.library == NULL) {
@@ -129,8 +131,8 @@ static int object_code_close(lua_State *L)
     if (code->header.closed)
         return 0;
     if (code->header.graph_users > 0)
-        return luaL_error(L, "cannot close a gpurun.ObjectCode while %d graph(s) launch its "
-                             "kernels: close the graphs first", code->header.graph_users);
+        return luaL_error(L, "cannot close a gpurun.ObjectCode while %d graph(s) or graph "
+                             "builder(s) use its kernels: close them first", code->header.graph_users);
     code->header.closed = 1;
     if (code->header.library && cuda.cuLibraryUnload) {
         /* Unloading fails only for a dead context or a bad handle; either
@@ -145,7 +147,7 @@ static int object_code_close(lua_State *L)
 
 static int object_code_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_OBJECT_CODE))
         return 1;
     struct object_code *code = check_object_code(L, 1);
     const char *key = luaL_checkstring(L, 2);

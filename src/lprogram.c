@@ -214,7 +214,7 @@ static int program_close(lua_State *L)
 
 static int program_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_PROGRAM))
         return 1;
     check_program(L, 1);
     const char *key = luaL_checkstring(L, 2);

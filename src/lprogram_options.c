@@ -312,7 +312,7 @@ static int options_close(lua_State *L)
 
 static int options_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_PROGRAM_OPTIONS))
         return 1;
     check_options(L, 1);
     lua_getiuservalue(L, 1, 1);

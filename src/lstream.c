@@ -59,7 +59,7 @@ static int stream_sync(lua_State *L)
 {
     struct gpurun_stream *stream = check_stream(L, 1);
     if (stream_is_capturing(L, stream)) {
-        gpurun_abort_captures();
+        gpurun_abort_captures(L);
         return luaL_error(L, "Stream:sync: the stream is being captured into a graph "
                              "(synchronizing is not allowed while building); capture abandoned");
     }
@@ -130,7 +130,7 @@ static int stream_close(lua_State *L)
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) == CUDA_SUCCESS
         && status != CU_STREAM_CAPTURE_STATUS_NONE)
-        gpurun_abort_captures();
+        gpurun_abort_captures(L);
     if (gpurun_runtime.current_stream == stream->handle) {
         gpurun_runtime.current_stream = NULL;
         lua_pushnil(L);
@@ -145,7 +145,7 @@ static int stream_close(lua_State *L)
 
 static int stream_index(lua_State *L)
 {
-    if (gpurun_push_method(L))
+    if (gpurun_push_method(L, GPURUN_STREAM))
         return 1;
     struct gpurun_stream *stream = check_stream(L, 1);
     const char *key = luaL_checkstring(L, 2);

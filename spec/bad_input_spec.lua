@@ -1,0 +1,1029 @@
+-- Every public function and method of gpurun, called with what it must
+-- refuse: wrong types, too few or too many arguments, nil, closed objects,
+-- objects of the wrong kind, out-of-range numbers (0 and negative sizes,
+-- sizes past device memory, NaN, math.huge, 2^63 where integers go). Each
+-- call must raise a Lua error whose message says what was wrong, and gpurun
+-- must still work afterwards (with a device: a launch still computes the
+-- right values). One row per (function, bad input, expected message); a
+-- function without rows fails the completeness check. Extra arguments are
+-- ignored, as Lua's own functions ignore them, except where their number is
+-- the point: a launch or bind with more arguments than the kernel takes.
+--
+-- A row is { label, A(arguments...), expected } (see spec/support/bad_input.lua
+-- for the optional fields); R.name in the arguments is an object made fresh
+-- for the row: R.buffer, R.closed_stream, R.graph, ... The expected text is
+-- found plainly in the message; P"..." is a Lua pattern; ANY(...) any of them.
+local gpurun = require("gpurun")
+local catalog = require("spec.support.api_catalog")
+local bad = require("spec.support.bad_input")
+local process = require("spec.support.process")
+local R, A, P, ANY = bad.R, bad.A, bad.P, bad.ANY
+
+local NAN, INF = 0 / 0, math.huge
+local BIG_FLOAT = 2 ^ 63 -- a float no integer can hold: "9.2233720368548e+18"
+local SOURCE = bad.SOURCE
+local NO_DRIVER = "the CUDA driver could not be loaded"
+local NO_DEVICE = "no current CUDA device: call gpurun.Device(id):set_current() first"
+local NAN_TEXT = "%-?nan" -- printf writes NaN as nan or -nan
+-- More than any GPU has (out of memory, or a size the driver refuses).
+local TOO_BIG = P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() while allocating"
+
+local rows = {}
+local function row(label, args, expected, options)
+  local entry = { label, args, expected }
+  for key, value in pairs(options or {}) do entry[key] = value end
+  rows[#rows + 1] = entry
+end
+
+-- "bad argument #n to 'f' (what)", as Lua formats it.
+local function arg_error(n, name, what)
+  return ("bad argument #%d to '%s' (%s)"):format(n, name, what)
+end
+
+-- ---- every method: the wrong kind of self, and a closed self ---------------------
+
+-- What an object of another type looks like to each type's checks.
+local function other_kind(type_name)
+  if type_name == "ProgramOptions" then return R.config, "gpurun.LaunchConfig" end
+  return R.options, "gpurun.ProgramOptions"
+end
+
+-- A closed object of each type.
+local CLOSED = {
+  Device = "closed_device", Stream = "closed_stream", Event = "closed_event",
+  ProgramOptions = "closed_options", Program = "closed_program", ObjectCode = "closed_ptx",
+  Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
+  Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
+}
+-- A field each type's __index reads (methods still resolve when closed).
+local FIELD = {
+  Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
+  ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
+  LaunchConfig = "grid", Scalar = "value",
+}
+
+local SETTOP_FIRST = {
+  ["Buffer:fill"] = true, ["Buffer:copy_from"] = true, ["Buffer:copy_to"] = true,
+  ["Buffer:to_table"] = true, ["Buffer:get"] = true, ["Buffer:set"] = true,
+}
+
+for _, type_name in ipairs(catalog.types) do
+  local wrong, wrong_name = other_kind(type_name)
+  local expected_type = "gpurun." .. type_name
+  local function wrong_self(label, name, extra)
+    local selves = {
+      { A(), "no value" }, { A(42), "number" }, { A({}), "table" }, { A(wrong), wrong_name },
+    }
+    if not label:find(".__", 1, true) then selves[#selves + 1] = { A("x"), "string" } end
+    for _, case in ipairs(selves) do
+      local args = case[1]
+      if args.n > 0 then
+        for i, value in ipairs(extra or {}) do args[i + 1] = value end
+        args.n = 1 + #(extra or {})
+      end
+      local expected = arg_error(1, name, expected_type .. " expected, got " .. case[2])
+      if case[2] == "no value" and SETTOP_FIRST[label] then
+        -- These set the stack's size before checking: a missing self reads as nil.
+        expected = ANY(expected, arg_error(1, name, expected_type .. " expected, got nil"))
+      end
+      if label == "ProgramOptions.__newindex" then
+        expected = "gpurun.ProgramOptions is read-only"
+      end
+      row(label, args, expected, { self = "any" })
+    end
+  end
+  for _, method in ipairs(catalog.sorted_keys(catalog.methods[type_name])) do
+    wrong_self(type_name .. ":" .. method, method)
+  end
+  for _, metamethod in ipairs(catalog.metamethods[type_name]) do
+    local extra = metamethod == "__index" and { FIELD[type_name] }
+      or metamethod == "__newindex" and { "std", "c++20" } or nil
+    wrong_self(type_name .. "." .. metamethod, metamethod, extra)
+  end
+
+  local closed = CLOSED[type_name]
+  if closed then
+    local message = "attempt to use a closed gpurun." .. type_name
+    for _, method in ipairs(catalog.sorted_keys(catalog.methods[type_name])) do
+      if method ~= "close" then row(type_name .. ":" .. method, A(R[closed]), message) end
+    end
+    if FIELD[type_name] then row(type_name .. ".__index", A(R[closed], FIELD[type_name]), message) end
+  end
+end
+
+-- The same methods when a part of the object was closed under it.
+for _, method in ipairs({ "params", "bind" }) do
+  row("Kernel:" .. method, A(R.orphan_kernel), "attempt to use a closed gpurun.ObjectCode")
+end
+row("Kernel.__index", A(R.orphan_kernel, "name"), "attempt to use a closed gpurun.ObjectCode")
+for _, method in ipairs({ "begin_building", "end_building", "complete" }) do
+  row("GraphBuilder:" .. method, A(R.builder_closed_stream), "attempt to use a closed gpurun.Stream")
+end
+row("GraphBuilder.__index", A(R.builder_closed_stream, "state"), "attempt to use a closed gpurun.Stream")
+row("LaunchPlan:launch", A(R.plan_closed_buffer, R.stream),
+  "LaunchPlan of kernel 'vec_add': a gpurun.Buffer it passes was closed after bind")
+row("Buffer.__len", A(R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("Event.__sub", A(R.closed_event, R.event), "attempt to use a closed gpurun.Event")
+row("Event.__sub", A(R.event, R.closed_event), "attempt to use a closed gpurun.Event")
+-- Reached only by calling the metamethod by hand, but still an argument error.
+row("Device.__index", A("x", "name"), arg_error(1, "__index", "gpurun.Device expected, got string"),
+  { self = "any" })
+
+-- ---- element counts and dtypes ------------------------------------------------------
+
+-- Bad counts at argument `at` of a call that takes `before` first; `name`
+-- is what the message calls the function.
+local function count_rows(label, name, before, at)
+  local cases = {
+    { 0, "positive element count expected, got 0" },
+    { -1, "positive element count expected, got -1" },
+    { -4096, "positive element count expected, got -4096" },
+    { 1.5, "positive element count expected, got 1.5" },
+    { -0.5, "positive element count expected, got -0.5" },
+    { NAN, P("positive element count expected, got " .. NAN_TEXT) },
+    { INF, "element count inf too large" },
+    { -INF, "positive element count expected, got -inf" },
+    { BIG_FLOAT, "element count 9.2233720368548e+18 too large" },
+    { 2 ^ 64, "element count 1.844674407371e+19 too large" },
+    { math.mininteger, "positive element count expected, got -9223372036854775808" },
+    { "16", "positive element count expected, got string" },
+    { {}, "positive element count expected, got table" },
+    { true, "positive element count expected, got boolean" },
+    { R.scalar, "positive element count expected, got gpurun.Scalar" },
+  }
+  for _, case in ipairs(cases) do
+    local args = A(table.unpack(before))
+    args[args.n + 1], args.n = case[1], args.n + 1
+    local expected = case[2]
+    if type(expected) == "string" then
+      expected = arg_error(at, name, expected)
+    else
+      local escaped = arg_error(at, name, "X"):gsub("%p", "%%%0")
+      expected = P((escaped:gsub("X", function() return expected.pattern end)))
+    end
+    row(label, args, expected)
+  end
+  local none = A(table.unpack(before))
+  row(label, none, arg_error(at, name, "positive element count expected, got no value"))
+end
+
+count_rows("gpurun.empty", "empty", {}, 1)
+count_rows("gpurun.zeros", "zeros", {}, 1)
+count_rows("gpurun.full", "full", {}, 1)
+count_rows("Generator:random", "random", { R.rng }, 1)
+count_rows("Generator:integers", "integers", { R.rng }, 1)
+count_rows("Generator:random_table", "random_table", { R.rng }, 1)
+
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8)"
+local function dtype_rows(label, name, before, at)
+  local function with(value)
+    local args = A(table.unpack(before))
+    args[args.n + 1], args.n = value, args.n + 1
+    return args
+  end
+  row(label, with("float16"), arg_error(at, name, "unknown dtype 'float16' " .. DTYPE_LIST))
+  row(label, with(""), arg_error(at, name, "unknown dtype '' " .. DTYPE_LIST))
+  row(label, with("FLOAT32"), ("bad argument #%d to '%s' (unknown dtype 'FLOAT32' (expected"):format(at, name))
+  row(label, with(4), arg_error(at, name, "dtype name expected, got number"))
+  row(label, with({}), arg_error(at, name, "dtype name expected, got table"))
+  row(label, with(true), arg_error(at, name, "dtype name expected, got boolean"))
+end
+
+dtype_rows("gpurun.empty", "empty", { 16 }, 2)
+dtype_rows("gpurun.zeros", "zeros", { 16 }, 2)
+dtype_rows("gpurun.full", "full", { 16, 1 }, 3)
+dtype_rows("gpurun.array", "array", { { 1, 2 } }, 2)
+dtype_rows("Generator:random", "random", { R.rng, 16 }, 2)
+dtype_rows("Generator:integers", "integers", { R.rng, 16, 0, 10 }, 4)
+dtype_rows("Generator:random_table", "random_table", { R.rng, 16 }, 2)
+
+-- ---- module functions -----------------------------------------------------------------
+
+row("gpurun.empty", A(math.maxinteger), arg_error(1, "empty",
+  "element count 9223372036854775807 too large for float32 (the byte size overflows size_t)"))
+row("gpurun.zeros", A(1 << 61, "float64"),
+  "too large for float64 (the byte size overflows size_t)")
+for _, label in ipairs({ "gpurun.empty", "gpurun.zeros" }) do
+  row(label, A(16), NO_DEVICE, { when = "no_device" })
+  row(label, A(1 << 40), TOO_BIG, { gpu = true })
+end
+row("gpurun.zeros", A(1 << 40, "float64"), P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 8%.00 TiB",
+  { gpu = true })
+
+row("gpurun.full", A(16), arg_error(2, "full", "number expected, got no value"))
+row("gpurun.full", A(16, "1"), arg_error(2, "full", "number expected, got string"))
+row("gpurun.full", A(16, {}), arg_error(2, "full", "number expected, got table"))
+row("gpurun.full", A(16, R.scalar), arg_error(2, "full", "number expected, got userdata"))
+row("gpurun.full", A(16, 1e39), arg_error(2, "full", "1e+39 out of range for float32"))
+row("gpurun.full", A(16, -1e39), arg_error(2, "full", "-1e+39 out of range for float32"))
+row("gpurun.full", A(16, 1.5, "int32"), arg_error(2, "full", "integer expected for int32, got 1.5"))
+row("gpurun.full", A(16, 300, "uint8"), arg_error(2, "full", "300 out of range for uint8 (0..255)"))
+row("gpurun.full", A(16, -129, "int8"), arg_error(2, "full", "-129 out of range for int8 (-128..127)"))
+row("gpurun.full", A(16, -1, "uint32"), "-1 out of range for uint32 (0..4294967295)")
+row("gpurun.full", A(16, -1, "uint64"), "-1 out of range for uint64")
+row("gpurun.full", A(16, NAN, "int64"), P("integer expected for int64, got " .. NAN_TEXT))
+row("gpurun.full", A(16, INF, "int8"), "inf out of range for int8 (-128..127)")
+row("gpurun.full", A(16, BIG_FLOAT, "int64"), "9.2233720368548e+18 out of range for int64")
+row("gpurun.full", A(16, 2 ^ 64, "uint64"), "1.844674407371e+19 out of range for uint64")
+row("gpurun.full", A(16, 2 ^ 32, "uint32"), "4294967296.0 out of range for uint32")
+row("gpurun.full", A(16, 1), NO_DEVICE, { when = "no_device" })
+row("gpurun.full", A(1 << 40, 1), TOO_BIG, { gpu = true })
+
+row("gpurun.array", A(), arg_error(1, "array", "table expected, got no value"))
+row("gpurun.array", A(5), arg_error(1, "array", "table expected, got number"))
+row("gpurun.array", A("1,2"), arg_error(1, "array", "table expected, got string"))
+row("gpurun.array", A(R.buffer), arg_error(1, "array", "table expected, got gpurun.Buffer"))
+row("gpurun.array", A({}), arg_error(1, "array", "non-empty sequence expected, got an empty table"))
+row("gpurun.array", A({ x = 1 }), "non-empty sequence expected")
+row("gpurun.array", A({ 1, "x" }), arg_error(1, "array", "element 2: number expected, got string"))
+row("gpurun.array", A({ 1, {} }), "element 2: number expected, got table")
+row("gpurun.array", A({ 1.5 }, "int32"), "element 1: integer expected for int32, got 1.5")
+row("gpurun.array", A({ 1e39 }), "element 1: 1e+39 out of range for float32")
+row("gpurun.array", A({ 1, 2, 256 }, "uint8"), "element 3: 256 out of range for uint8")
+row("gpurun.array", A({ NAN }, "uint8"), P("element 1: integer expected for uint8, got " .. NAN_TEXT))
+row("gpurun.array", A({ 1, 2 }), NO_DEVICE, { when = "no_device" })
+
+for _, name in ipairs({ "compare", "allclose" }) do
+  local label = "gpurun." .. name
+  row(label, A(), arg_error(1, name, "gpurun.Buffer expected, got no value"))
+  row(label, A(1, 1), arg_error(1, name, "gpurun.Buffer expected, got number"))
+  row(label, A({ 1 }, 1), arg_error(1, name, "gpurun.Buffer expected, got table"))
+  row(label, A(R.options, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
+  row(label, A(R.stream, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.Stream"))
+  row(label, A(R.closed_buffer, 1), "attempt to use a closed gpurun.Buffer")
+  row(label, A(R.buffer), arg_error(2, name, "gpurun.Buffer or number expected, got no value"))
+  row(label, A(R.buffer, "1"), arg_error(2, name, "gpurun.Buffer or number expected, got string"))
+  row(label, A(R.buffer, { 1 }), arg_error(2, name, "gpurun.Buffer or number expected, got table"))
+  row(label, A(R.buffer, R.stream), arg_error(2, name, "gpurun.Buffer or number expected, got gpurun.Stream"))
+  row(label, A(R.buffer, R.buffer8), arg_error(2, name, "gpurun.Buffer of 16 elements expected, got 8"))
+  row(label, A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+  row(label, A(R.buffer, 1, -1), arg_error(3, name, "non-negative relative tolerance expected"))
+  row(label, A(R.buffer, 1, NAN), arg_error(3, name, "non-negative relative tolerance expected"))
+  row(label, A(R.buffer, 1, -INF), arg_error(3, name, "non-negative relative tolerance expected"))
+  row(label, A(R.buffer, 1, "x"), arg_error(3, name, "number expected, got string"))
+  row(label, A(R.buffer, 1, {}), arg_error(3, name, "number expected, got table"))
+  row(label, A(R.buffer, 1, 0, -1e-9), arg_error(4, name, "non-negative absolute tolerance expected"))
+  row(label, A(R.buffer, 1, 0, NAN), arg_error(4, name, "non-negative absolute tolerance expected"))
+  row(label, A(R.buffer, 1, 0, true), arg_error(4, name, "number expected, got boolean"))
+end
+
+row("gpurun.default_rng", A(), arg_error(1, "default_rng", "integer seed expected, got no value"))
+row("gpurun.default_rng", A(nil), arg_error(1, "default_rng", "integer seed expected, got nil"))
+row("gpurun.default_rng", A("1"), arg_error(1, "default_rng", "integer seed expected, got string"))
+row("gpurun.default_rng", A({}), arg_error(1, "default_rng", "integer seed expected, got table"))
+row("gpurun.default_rng", A(R.rng), arg_error(1, "default_rng", "integer seed expected, got gpurun.Generator"))
+row("gpurun.default_rng", A(1.5), arg_error(1, "default_rng", "integer seed expected, got 1.5"))
+row("gpurun.default_rng", A(NAN), P("integer seed expected, got " .. NAN_TEXT))
+row("gpurun.default_rng", A(INF), arg_error(1, "default_rng", "integer seed expected, got inf"))
+row("gpurun.default_rng", A(BIG_FLOAT), "integer seed expected, got 9.2233720368548e+18")
+
+row("gpurun.format_cuda_error", A(), arg_error(1, "format_cuda_error", "string expected, got no value"))
+row("gpurun.format_cuda_error", A(nil, 1), arg_error(1, "format_cuda_error", "string expected, got nil"))
+row("gpurun.format_cuda_error", A({}, 1), arg_error(1, "format_cuda_error", "string expected, got table"))
+row("gpurun.format_cuda_error", A(R.options, 1),
+  arg_error(1, "format_cuda_error", "string expected, got gpurun.ProgramOptions"))
+row("gpurun.format_cuda_error", A("cuMemAlloc"), arg_error(2, "format_cuda_error", "number expected, got no value"))
+row("gpurun.format_cuda_error", A("cuMemAlloc", "x"), arg_error(2, "format_cuda_error", "number expected, got string"))
+for _, code in ipairs({ 1.5, NAN, INF, -INF, BIG_FLOAT }) do
+  row("gpurun.format_cuda_error", A("cuMemAlloc", code),
+    arg_error(2, "format_cuda_error", "number has no integer representation"))
+end
+
+row("gpurun.set_current_stream", A(42), arg_error(1, "set_current_stream", "gpurun.Stream expected, got number"))
+row("gpurun.set_current_stream", A("x"), arg_error(1, "set_current_stream", "gpurun.Stream expected, got string"))
+row("gpurun.set_current_stream", A({}), arg_error(1, "set_current_stream", "gpurun.Stream expected, got table"))
+row("gpurun.set_current_stream", A(false), arg_error(1, "set_current_stream", "gpurun.Stream expected, got boolean"))
+row("gpurun.set_current_stream", A(R.options),
+  arg_error(1, "set_current_stream", "gpurun.Stream expected, got gpurun.ProgramOptions"))
+for _, wrong in ipairs({ "event", "graph", "builder", "buffer" }) do
+  row("gpurun.set_current_stream", A(R[wrong]), "gpurun.Stream expected, got gpurun.")
+end
+row("gpurun.set_current_stream", A(R.closed_stream), "attempt to use a closed gpurun.Stream")
+
+row("gpurun.Device", A("x"), arg_error(1, "Device", "number expected, got string"))
+row("gpurun.Device", A({}), arg_error(1, "Device", "number expected, got table"))
+row("gpurun.Device", A(true), arg_error(1, "Device", "number expected, got boolean"))
+row("gpurun.Device", A(R.options), arg_error(1, "Device", "number expected, got gpurun.ProgramOptions"))
+for _, id in ipairs({ 1.5, NAN, INF, -INF, BIG_FLOAT }) do
+  row("gpurun.Device", A(id), arg_error(1, "Device", "number has no integer representation"))
+end
+for _, id in ipairs({ -1, 64, 1000, math.maxinteger, math.mininteger }) do
+  row("gpurun.Device", A(id), ANY(("CUDA device %d not found: "):format(id), NO_DRIVER))
+end
+row("gpurun.Device", A(0), NO_DRIVER, { when = "no_driver" })
+row("gpurun.driver_version", A(), NO_DRIVER, { when = "no_driver" })
+row("gpurun.mem_info", A(), NO_DEVICE, { when = "no_device" })
+
+-- ---- scalars ------------------------------------------------------------------------
+
+for _, name in ipairs({ "i32", "u32", "i64", "u64" }) do
+  local label = "gpurun." .. name
+  row(label, A(), arg_error(1, name, "integer expected, got no value"))
+  row(label, A("5"), arg_error(1, name, "integer expected, got string"))
+  row(label, A({}), arg_error(1, name, "integer expected, got table"))
+  row(label, A(R.scalar), arg_error(1, name, "integer expected, got gpurun.Scalar"))
+  row(label, A(1.5), arg_error(1, name, "integer expected, got 1.5"))
+  row(label, A(NAN), P(("bad argument #1 to '%s' %%(integer expected, got %s%%)"):format(name, NAN_TEXT)))
+  row(label, A(INF), arg_error(1, name, "integer expected, got inf"))
+  row(label, A(-INF), arg_error(1, name, "integer expected, got -inf"))
+  row(label, A(BIG_FLOAT), arg_error(1, name, "integer expected, got 9.2233720368548e+18"))
+end
+row("gpurun.i32", A(2147483648), arg_error(1, "i32", "2147483648 does not fit in 32-bit signed"))
+row("gpurun.i32", A(-2147483649), arg_error(1, "i32", "-2147483649 does not fit in 32-bit signed"))
+row("gpurun.u32", A(-1), arg_error(1, "u32", "-1 does not fit in 32-bit unsigned"))
+row("gpurun.u32", A(4294967296), arg_error(1, "u32", "4294967296 does not fit in 32-bit unsigned"))
+row("gpurun.u64", A(-1), arg_error(1, "u64", "-1 is negative"))
+row("gpurun.u64", A(math.mininteger), arg_error(1, "u64", "-9223372036854775808 is negative"))
+row("gpurun.u64", A(2 ^ 64), arg_error(1, "u64", "integer expected, got 1.844674407371e+19"))
+for _, name in ipairs({ "f32", "f64" }) do
+  local label = "gpurun." .. name
+  row(label, A(), arg_error(1, name, "number expected, got no value"))
+  row(label, A("1.5"), arg_error(1, name, "number expected, got string"))
+  row(label, A({}), arg_error(1, name, "number expected, got table"))
+  row(label, A(true), arg_error(1, name, "number expected, got boolean"))
+  row(label, A(R.scalar), arg_error(1, name, "number expected, got gpurun.Scalar"))
+end
+row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 is out of float range"))
+row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 is out of float range"))
+
+-- ---- ProgramOptions and Program ---------------------------------------------------------
+
+local OPTION = "gpurun.ProgramOptions: "
+local option_cases = {
+  { "c++17", arg_error(1, "ProgramOptions", "table expected, got string") },
+  { 42, arg_error(1, "ProgramOptions", "table expected, got number") },
+  { R.options, arg_error(1, "ProgramOptions", "table expected, got gpurun.ProgramOptions") },
+  { { nope = 1 }, OPTION .. "unknown option 'nope' (known: std, arch, defines, include_paths" },
+  { { [1] = true }, OPTION .. "unknown option a number key" },
+  { { std = 17 }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got number" },
+  { { std = "c++1" }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got \"c++1\"" },
+  { { std = "c++2x" }, OPTION .. "'std' must be a C++ standard" },
+  { { std = "gnu++17" }, OPTION .. "'std' must be a C++ standard" },
+  { { arch = 9 }, OPTION .. "'arch' must be an architecture such as \"sm_90\", \"90\" or \"compute_90\", got \"9\"" },
+  { { arch = 90.5 }, OPTION .. "'arch' must be an architecture such as \"sm_90\", \"90\" or \"compute_90\", got number" },
+  { { arch = NAN }, OPTION .. "'arch' must be an architecture" },
+  { { arch = "sm_" }, OPTION .. "'arch' must be an architecture such as \"sm_90\", \"90\" or \"compute_90\", got \"sm_\"" },
+  { { arch = "sm_90ab" }, OPTION .. "'arch' must be an architecture" },
+  { { arch = {} }, OPTION .. "'arch' must be an architecture" },
+  { { defines = "X" }, OPTION .. "'defines' must be a table of macro names or NAME = value pairs, got \"X\"" },
+  { { defines = { "" } }, OPTION .. "'defines[1]' must be a macro name (a non-empty string), got string" },
+  { { defines = { "A", 5 } }, OPTION .. "'defines[2]' must be a macro name (a non-empty string), got number" },
+  { { defines = { ["A=B"] = 1 } }, OPTION .. "'defines' has a bad macro name 'A=B'" },
+  { { defines = { [""] = 1 } }, OPTION .. "'defines' has a bad macro name ''" },
+  { { defines = { X = {} } }, OPTION .. "'defines.X' must be a string, a number or true, got table" },
+  { { defines = { X = false } }, OPTION .. "'defines.X' must be a string, a number or true, got boolean" },
+  { { defines = { [2.5] = 1 } }, OPTION .. "'defines' keys must be macro names or list positions, got number key" },
+  { { defines = { [0] = "X" } }, OPTION .. "'defines' keys must be macro names or list positions, got number key" },
+  { { defines = { [true] = "X" } }, OPTION .. "'defines' keys must be macro names or list positions, got boolean key" },
+  { { include_paths = 5 }, OPTION .. "'include_paths' must be a string or a list of strings, got number" },
+  { { include_paths = { 5 } }, OPTION .. "'include_paths[1]' must be a non-empty string, got number" },
+  { { include_paths = { "" } }, OPTION .. "'include_paths[1]' must be a non-empty string, got string" },
+  { { line_info = "yes" }, OPTION .. "'line_info' must be a boolean, got \"yes\"" },
+  { { debug = 1 }, OPTION .. "'debug' must be a boolean, got number" },
+  { { use_fast_math = {} }, OPTION .. "'use_fast_math' must be a boolean, got table" },
+  { { relocatable_device_code = 0 }, OPTION .. "'relocatable_device_code' must be a boolean, got number" },
+  { { extra = true }, OPTION .. "'extra' must be a string or a list of strings, got boolean" },
+  { { extra = { 1 } }, OPTION .. "'extra[1]' must be a non-empty string, got number" },
+}
+for _, value in ipairs({ 0, 256, -1, 1.5, NAN, INF, BIG_FLOAT, math.maxinteger, "32", true }) do
+  option_cases[#option_cases + 1] = { { max_register_count = value },
+    OPTION .. "'max_register_count' must be an integer from 1 to 255, got " }
+end
+for _, case in ipairs(option_cases) do row("gpurun.ProgramOptions", A(case[1]), case[2]) end
+
+row("gpurun.Program", A(), arg_error(1, "Program", "string expected, got no value"))
+row("gpurun.Program", A({}, "c++"), arg_error(1, "Program", "string expected, got table"))
+row("gpurun.Program", A(R.options, "c++"), arg_error(1, "Program", "string expected, got gpurun.ProgramOptions"))
+row("gpurun.Program", A("a\0b", "c++"), arg_error(1, "Program", "source contains a NUL byte"))
+row("gpurun.Program", A(SOURCE), arg_error(2, "Program", "string expected, got no value"))
+row("gpurun.Program", A(SOURCE, {}), arg_error(2, "Program", "string expected, got table"))
+row("gpurun.Program", A(SOURCE, "c"), arg_error(2, "Program", "code type \"c++\" expected, got \"c\""))
+row("gpurun.Program", A(SOURCE, "C++"), arg_error(2, "Program", "code type \"c++\" expected, got \"C++\""))
+row("gpurun.Program", A(SOURCE, "ptx"), arg_error(2, "Program", "code type \"c++\" expected, got \"ptx\""))
+row("gpurun.Program", A(SOURCE, "c++", "std=c++17"),
+  arg_error(3, "Program", "gpurun.ProgramOptions or table expected, got string"))
+row("gpurun.Program", A(SOURCE, "c++", 42), arg_error(3, "Program", "gpurun.ProgramOptions or table expected, got number"))
+row("gpurun.Program", A(SOURCE, "c++", R.config),
+  arg_error(3, "Program", "gpurun.ProgramOptions or table expected, got gpurun.LaunchConfig"))
+row("gpurun.Program", A(SOURCE, "c++", R.closed_options), "attempt to use a closed gpurun.ProgramOptions")
+row("gpurun.Program", A(SOURCE, "c++", { std = 11 }), OPTION .. "'std' must be a C++ standard")
+row("gpurun.Program", A(SOURCE, "c++", { nope = true }), OPTION .. "unknown option 'nope'")
+
+row("Program:compile", A(R.program), arg_error(1, "compile", "string expected, got no value"))
+row("Program:compile", A(R.program, {}), arg_error(1, "compile", "string expected, got table"))
+row("Program:compile", A(R.program, "PTX"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"PTX\""))
+row("Program:compile", A(R.program, "sass"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"sass\""))
+row("Program:compile", A(R.program, 5), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"5\""))
+row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table expected, got number"))
+row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table expected, got string"))
+row("Program:compile", A(R.program, "ptx", { foo = 1 }),
+  arg_error(2, "compile", "unknown key 'foo' (name_expressions or name expected)"))
+row("Program:compile", A(R.program, "ptx", { [1] = 2 }),
+  arg_error(2, "compile", "unexpected number key (name_expressions or name expected)"))
+for _, name in ipairs({ "", 5, "a\0b", {} }) do
+  row("Program:compile", A(R.program, "ptx", { name = name }),
+    arg_error(2, "compile", "name must be a non-empty string"))
+end
+row("Program:compile", A(R.program, "ptx", { name_expressions = "k" }),
+  arg_error(2, "compile", "name_expressions must be a list of strings"))
+row("Program:compile", A(R.program, "ptx", { name_expressions = { "" } }),
+  arg_error(2, "compile", "name_expressions[1] must be a non-empty string"))
+row("Program:compile", A(R.program, "ptx", { name_expressions = { "k", 5 } }),
+  arg_error(2, "compile", "name_expressions[2] must be a non-empty string"))
+row("Program:compile", A(R.program, "ptx", { name_expressions = { "nope<int>" } }),
+  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
+row("Program:compile", A(R.broken_program, "ptx"), "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
+row("Program:compile", A(R.broken_program, "ptx", { name = "mine.cu" }),
+  "NVRTC compile of 'mine.cu' failed: NVRTC_ERROR_COMPILATION\nmine.cu(1): error")
+row("Program:compile", A(R.bad_option_program, "ptx"),
+  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_INVALID_OPTION")
+row("Program:compile", A(R.compute_program, "cubin"),
+  "cubin needs a real architecture: compute_90 makes only PTX; use sm_XX")
+row("Program:compile", A(R.program, "cubin"),
+  "cubin needs an arch: give ProgramOptions{arch=...} or make a device current", { when = "no_device" })
+
+row("ProgramOptions.__newindex", A(R.options, "std", "c++20"),
+  "gpurun.ProgramOptions is read-only: make a new one with the options you want")
+row("ProgramOptions.__newindex", A(R.closed_options, "arch", "sm_90"), "gpurun.ProgramOptions is read-only")
+
+row("ObjectCode:get_kernel", A(R.ptx), arg_error(1, "get_kernel", "string expected, got no value"))
+row("ObjectCode:get_kernel", A(R.ptx, {}), arg_error(1, "get_kernel", "string expected, got table"))
+row("ObjectCode:get_kernel", A(R.ptx, R.program), arg_error(1, "get_kernel", "string expected, got gpurun.Program"))
+row("ObjectCode:get_kernel", A(R.ptx, "k"), NO_DRIVER, { when = "no_driver" })
+row("ObjectCode:get_kernel", A(R.ptx, "k"), ANY(NO_DRIVER, NO_DEVICE), { when = "no_device" })
+row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of program.cu; it has: "
+  .. "byte_flag, fill_double, out_of_bounds, scale_shift, traps, uses_shared, vec_add, vec_mul, write_index_2d")
+row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of program.cu")
+row("ObjectCode:get_kernel", A(R.code, "vec_add "), "kernel 'vec_add ' not found")
+
+-- ---- LaunchConfig ----------------------------------------------------------------------
+
+local CONFIG = "LaunchConfig: "
+local config_cases = {
+  { nil, arg_error(1, "LaunchConfig", "table expected, got nil") },
+  { 16, arg_error(1, "LaunchConfig", "table expected, got number") },
+  { "grid=1", arg_error(1, "LaunchConfig", "table expected, got string") },
+  { R.config, arg_error(1, "LaunchConfig", "table expected, got gpurun.LaunchConfig") },
+  { {}, CONFIG .. "grid and block are required" },
+  { { grid = 1 }, CONFIG .. "grid and block are required" },
+  { { block = 1 }, CONFIG .. "grid and block are required" },
+  { { grid = 1, block = 1, shmem = 4 }, CONFIG .. "unknown field 'shmem' (grid, block, shmem_size expected)" },
+  { { grid = 1, block = 1, [1] = 2 }, CONFIG .. "unknown field" },
+  { { grid = 0, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 0" },
+  { { grid = -1, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got -1" },
+  { { grid = 2147483648, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 2147483648" },
+  { { grid = math.maxinteger, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 9223372036854775807" },
+  { { grid = { 1, 0 }, block = 1 }, CONFIG .. "grid.y must be between 1 and 65535, got 0" },
+  { { grid = { 1, 65536 }, block = 1 }, CONFIG .. "grid.y must be between 1 and 65535, got 65536" },
+  { { grid = { 1, 1, 65536 }, block = 1 }, CONFIG .. "grid.z must be between 1 and 65535, got 65536" },
+  { { grid = { z = 0 }, block = 1 }, CONFIG .. "grid.z must be between 1 and 65535, got 0" },
+  { { grid = 1, block = 0 }, CONFIG .. "block.x must be between 1 and 1024, got 0" },
+  { { grid = 1, block = 1025 }, CONFIG .. "block.x must be between 1 and 1024, got 1025" },
+  { { grid = 1, block = { 1, 0 } }, CONFIG .. "block.y must be between 1 and 1024, got 0" },
+  { { grid = 1, block = { 1, 1, 65 } }, CONFIG .. "block.z must be between 1 and 64, got 65" },
+  { { grid = 1, block = { 32, 32, 2 } }, CONFIG .. "block of 32 x 32 x 2 = 2048 threads, at most 1024 allowed" },
+  { { grid = 1, block = { 1024, 2 } }, CONFIG .. "block of 1024 x 2 x 1 = 2048 threads, at most 1024 allowed" },
+  { { grid = 1.5, block = 1 }, CONFIG .. "grid.x must be an integer, got 1.5" },
+  { { grid = NAN, block = 1 }, P("LaunchConfig: grid%.x must be an integer, got " .. NAN_TEXT) },
+  { { grid = INF, block = 1 }, CONFIG .. "grid.x must be an integer, got inf" },
+  { { grid = BIG_FLOAT, block = 1 }, CONFIG .. "grid.x must be an integer, got 9.2233720368548e+18" },
+  { { grid = 1, block = 0.5 }, CONFIG .. "block.x must be an integer, got 0.5" },
+  { { grid = { x = 1.5 }, block = 1 }, CONFIG .. "grid.x must be an integer, got 1.5" },
+  { { grid = { {} }, block = 1 }, CONFIG .. "grid.x must be an integer, got table" },
+  { { grid = "8", block = 1 }, CONFIG .. "grid must be an integer or a table {x, y, z}, got string" },
+  { { grid = true, block = 1 }, CONFIG .. "grid must be an integer or a table {x, y, z}, got boolean" },
+  { { grid = 1, block = R.config }, CONFIG .. "block must be an integer or a table {x, y, z}, got userdata" },
+  { { grid = { 1, 2, 3, 4 }, block = 1 }, CONFIG .. "grid has 4 entries, at most 3 (x, y, z) expected" },
+}
+for _, value in ipairs({ -1, 2 ^ 31, 1.5, NAN, INF, {}, true }) do
+  config_cases[#config_cases + 1] = { { grid = 1, block = 1, shmem_size = value },
+    CONFIG .. "shmem_size must be an integer number of bytes >= 0" }
+end
+for _, case in ipairs(config_cases) do
+  local config = case[1]
+  if type(config) == "table" and config.block and getmetatable(config.block) then
+    row("gpurun.LaunchConfig", nil, case[2], { call = function(env)
+      return gpurun.LaunchConfig({ grid = 1, block = env.config })
+    end })
+  else
+    row("gpurun.LaunchConfig", A(config), case[2])
+  end
+end
+
+-- ---- launches ------------------------------------------------------------------------
+
+local TARGET = "gpurun.Stream or gpurun.GraphBuilder expected, got "
+row("gpurun.launch", A(), arg_error(1, "launch", TARGET .. "no value"))
+row("gpurun.launch", A(42), arg_error(1, "launch", TARGET .. "number"))
+row("gpurun.launch", A("stream"), arg_error(1, "launch", TARGET .. "string"))
+row("gpurun.launch", A({}), arg_error(1, "launch", TARGET .. "table"))
+row("gpurun.launch", A(R.config, R.config), arg_error(1, "launch", TARGET .. "gpurun.LaunchConfig"))
+row("gpurun.launch", A(R.options), arg_error(1, "launch", TARGET .. "gpurun.ProgramOptions"))
+for _, wrong in ipairs({ "event", "graph", "buffer", "plan" }) do
+  row("gpurun.launch", A(R[wrong], R.config, R.add), "bad argument #1 to 'launch' (" .. TARGET .. "gpurun.")
+end
+row("gpurun.launch", A(R.closed_stream, R.config, R.add), "attempt to use a closed gpurun.Stream")
+row("gpurun.launch", A(R.closed_builder, R.config, R.add), "attempt to use a closed gpurun.GraphBuilder")
+row("gpurun.launch", A(R.builder_closed_stream, R.config, R.add), "attempt to use a closed gpurun.Stream")
+row("gpurun.launch", A(R.builder, R.config, R.add, R.buffer, R.buffer, R.buffer, 16),
+  "GraphBuilder is not building (it is idle): call begin_building() first")
+row("gpurun.launch", A(R.built, R.config, R.add, R.buffer, R.buffer, R.buffer, 16),
+  "GraphBuilder is not building (it is built)")
+row("gpurun.launch", A(R.abandoned, R.config, R.add, R.buffer, R.buffer, R.buffer, 16),
+  "GraphBuilder is not building (it is abandoned)")
+row("gpurun.launch", A(R.stream), arg_error(2, "launch", "gpurun.LaunchConfig expected, got no value"))
+row("gpurun.launch", A(R.stream, { grid = 1, block = 1 }), arg_error(2, "launch", "gpurun.LaunchConfig expected, got table"))
+row("gpurun.launch", A(R.stream, R.scalar), arg_error(2, "launch", "gpurun.LaunchConfig expected, got gpurun.Scalar"))
+row("gpurun.launch", A(R.stream, R.config), arg_error(3, "launch", "gpurun.Kernel expected, got no value"))
+row("gpurun.launch", A(R.stream, R.config, "vec_add"), arg_error(3, "launch", "gpurun.Kernel expected, got string"))
+row("gpurun.launch", A(R.stream, R.config, R.plan), arg_error(3, "launch", "gpurun.Kernel expected, got gpurun.LaunchPlan"))
+row("gpurun.launch", A(R.stream, R.config, R.code), arg_error(3, "launch", "gpurun.Kernel expected, got gpurun.ObjectCode"))
+row("gpurun.launch", A(R.stream, R.config, R.closed_kernel), "attempt to use a closed gpurun.Kernel")
+row("gpurun.launch", A(R.stream, R.config, R.orphan_kernel), "attempt to use a closed gpurun.ObjectCode")
+
+-- The argument checks against the kernel, for launch and for bind.
+-- call(kernel, ...) makes the argument list of one call.
+local function kernel_arg_rows(label, call)
+  local function args(...) return call(...) end
+  local b = R.buffer
+  row(label, args(R.add), "kernel 'vec_add' takes 4 parameters, got 0")
+  row(label, args(R.add, b, b, b), "kernel 'vec_add' takes 4 parameters, got 3")
+  row(label, args(R.add, b, b, b, 16, 16), "kernel 'vec_add' takes 4 parameters, got 5")
+  row(label, args(R.byte_flag, R.buffer_u8, true), "kernel 'byte_flag' takes 3 parameters, got 2")
+  row(label, args(R.scale, b, b, 1, 1),
+    "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer")
+  row(label, args(R.scale, b, 1.0, 1 << 40, 1),
+    "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit")
+  row(label, args(R.scale, b, 1.0, -2147483649, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: integer -2147483649 does not fit")
+  row(label, args(R.scale, b, 1.0, 1, gpurun.u64(1)), "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8")
+  row(label, args(R.scale, b, gpurun.f64(1), 1, 1), "kernel 'scale_shift' parameter 2 is 4 bytes but gpurun.f64 is 8")
+  row(label, args(R.scale, b, 1e39, 1, 1), "kernel 'scale_shift' parameter 2 is a 4-byte value: 1e+39 is out of float range")
+  row(label, args(R.scale, b, 1.0, true, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: a boolean passes as 1 byte")
+  row(label, args(R.add, b, b, b, gpurun.u32(16)), "kernel 'vec_add' parameter 4 is 8 bytes but gpurun.u32 is 4")
+  row(label, args(R.add, gpurun.i32(0), b, b, 16), "kernel 'vec_add' parameter 1 is 8 bytes but gpurun.i32 is 4")
+  row(label, args(R.add, b, b, b, "16"),
+    "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
+  row(label, args(R.add, b, b, {}, 16), "kernel 'vec_add' parameter 3: number, boolean, gpurun.Buffer or gpurun scalar expected, got table")
+  row(label, args(R.add, b, b, b, nil), "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
+  row(label, args(R.add, R.stream, b, b, 16), "kernel 'vec_add' parameter 1: number, boolean, gpurun.Buffer or gpurun scalar expected")
+  row(label, args(R.add, b, print, b, 16), "kernel 'vec_add' parameter 2: number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
+  row(label, args(R.add, R.closed_buffer, b, b, 16), "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+  row(label, args(R.add, b, b, b, true), "kernel 'vec_add' parameter 4 is 8 bytes: a boolean passes as 1 byte")
+  row(label, args(R.byte_flag, R.buffer_u8, true, 300), "kernel 'byte_flag' parameter 3 is 1 bytes: integer 300 does not fit")
+  row(label, args(R.byte_flag, R.buffer_u8, true, -129), "kernel 'byte_flag' parameter 3 is 1 bytes: integer -129 does not fit")
+  row(label, args(R.byte_flag, R.buffer_u8, true, 1.5),
+    "kernel 'byte_flag' parameter 3 is 1 bytes: a float fits only a 4- or 8-byte parameter")
+  row(label, args(R.byte_flag, R.buffer_u8, 1.5, 1),
+    "kernel 'byte_flag' parameter 2 is 1 bytes: a float fits only a 4- or 8-byte parameter")
+end
+kernel_arg_rows("gpurun.launch", function(kernel, ...) return A(R.stream, R.config, kernel, ...) end)
+row("gpurun.launch", A(R.stream, R.config_big_shmem, R.add, R.buffer, R.buffer, R.buffer, 16),
+  P"kernel 'vec_add' may use at most %d+ bytes of dynamic shared memory; the LaunchConfig asks for 1073741824")
+-- Argument errors while building end the capture, leaving the stream usable.
+row("gpurun.launch", A(R.building, R.config, R.add, R.buffer), "kernel 'vec_add' takes 4 parameters, got 1")
+
+row("Kernel:bind", A(R.add), arg_error(1, "bind", "gpurun.LaunchConfig expected, got no value"))
+row("Kernel:bind", A(R.add, { grid = 1, block = 1 }), arg_error(1, "bind", "gpurun.LaunchConfig expected, got table"))
+row("Kernel:bind", A(R.add, R.stream), arg_error(1, "bind", "gpurun.LaunchConfig expected, got gpurun.Stream"))
+row("Kernel:bind", A(R.add, R.config_big_shmem, R.buffer, R.buffer, R.buffer, 16),
+  P"kernel 'vec_add' may use at most %d+ bytes of dynamic shared memory")
+kernel_arg_rows("Kernel:bind", function(kernel, ...) return A(kernel, R.config, ...) end)
+
+row("LaunchPlan:launch", A(R.plan), arg_error(1, "launch", TARGET .. "no value"))
+row("LaunchPlan:launch", A(R.plan, 1), arg_error(1, "launch", TARGET .. "number"))
+row("LaunchPlan:launch", A(R.plan, R.graph), arg_error(1, "launch", TARGET .. "gpurun.Graph"))
+row("LaunchPlan:launch", A(R.plan, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("LaunchPlan:launch", A(R.plan, R.builder), "GraphBuilder is not building (it is idle)")
+
+-- ---- devices, streams, events ---------------------------------------------------------
+
+row("Device:get_attribute", A(R.device), arg_error(1, "get_attribute", "number expected, got no value"))
+row("Device:get_attribute", A(R.device, "x"), arg_error(1, "get_attribute", "number expected, got string"))
+row("Device:get_attribute", A(R.device, {}), arg_error(1, "get_attribute", "number expected, got table"))
+for _, value in ipairs({ 1.5, NAN, INF, BIG_FLOAT }) do
+  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "number has no integer representation"))
+end
+for _, value in ipairs({ 0, -1, 100000, math.maxinteger, math.mininteger }) do
+  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "CU_DEVICE_ATTRIBUTE_* value expected"))
+end
+
+row("Stream:record", A(R.stream, "x"), arg_error(1, "record", "gpurun.Event expected, got string"))
+row("Stream:record", A(R.stream, 1), arg_error(1, "record", "gpurun.Event expected, got number"))
+row("Stream:record", A(R.stream, R.other_stream), arg_error(1, "record", "gpurun.Event expected, got gpurun.Stream"))
+row("Stream:record", A(R.stream, R.closed_event), "attempt to use a closed gpurun.Event")
+row("Stream:sync", A(R.stream),
+  "Stream:sync: the stream is being captured into a graph (synchronizing is not allowed while building); capture abandoned",
+  { before = { "building" } })
+
+row("Event:elapsed_ms", A(R.event), arg_error(1, "elapsed_ms", "gpurun.Event expected, got no value"))
+row("Event:elapsed_ms", A(R.event, 5), arg_error(1, "elapsed_ms", "gpurun.Event expected, got number"))
+row("Event:elapsed_ms", A(R.event, R.stream), arg_error(1, "elapsed_ms", "gpurun.Event expected, got gpurun.Stream"))
+row("Event:elapsed_ms", A(R.event, R.closed_event), "attempt to use a closed gpurun.Event")
+row("Event.__sub", A(R.event, 5), arg_error(2, "__sub", "gpurun.Event expected, got number"))
+row("Event.__sub", A(5, R.event), arg_error(1, "__sub", "gpurun.Event expected, got number"), { self = "any" })
+
+-- ---- buffers -----------------------------------------------------------------------------
+
+local STREAM_ARG = "gpurun.Stream expected, got "
+row("Buffer:fill", A(R.buffer), arg_error(1, "fill", "number expected, got nil"))
+row("Buffer:fill", A(R.buffer, "1"), arg_error(1, "fill", "number expected, got string"))
+row("Buffer:fill", A(R.buffer, {}), arg_error(1, "fill", "number expected, got table"))
+row("Buffer:fill", A(R.buffer, 1e39), arg_error(1, "fill", "1e+39 out of range for float32"))
+row("Buffer:fill", A(R.buffer_i32, 1.5), arg_error(1, "fill", "integer expected for int32, got 1.5"))
+row("Buffer:fill", A(R.buffer_i32, NAN), P("integer expected for int32, got " .. NAN_TEXT))
+row("Buffer:fill", A(R.buffer_i32, INF), "inf out of range for int32")
+row("Buffer:fill", A(R.buffer_i32, 2 ^ 31), "2147483648.0 out of range for int32")
+row("Buffer:fill", A(R.buffer_u8, 256), arg_error(1, "fill", "256 out of range for uint8 (0..255)"))
+row("Buffer:fill", A(R.buffer_u8, -1), "-1 out of range for uint8")
+row("Buffer:fill", A(R.buffer, 1, "stream"), arg_error(2, "fill", STREAM_ARG .. "string"))
+row("Buffer:fill", A(R.buffer, 1, R.event), arg_error(2, "fill", STREAM_ARG .. "gpurun.Event"))
+row("Buffer:fill", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured into a graph",
+  { before = { "building" } })
+
+row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got nil"))
+row("Buffer:copy_from", A(R.buffer, 5), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got number"))
+row("Buffer:copy_from", A(R.buffer, R.stream), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_from", A(R.buffer, { 1, 2 }), arg_error(1, "copy_from", "table of 16 elements expected, got 2"))
+row("Buffer:copy_from", A(R.buffer, {}), arg_error(1, "copy_from", "table of 16 elements expected, got 0"))
+local sixteen_strings, sixteen_huge = {}, {}
+for i = 1, 16 do sixteen_strings[i], sixteen_huge[i] = "x", 1e39 end
+row("Buffer:copy_from", A(R.buffer, sixteen_strings), arg_error(1, "copy_from", "element 1: number expected, got string"))
+row("Buffer:copy_from", A(R.buffer, sixteen_huge), "element 1: 1e+39 out of range for float32")
+row("Buffer:copy_from", A(R.buffer, R.buffer8),
+  arg_error(1, "copy_from", "gpurun.Buffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.buffer_i32),
+  arg_error(1, "copy_from", "gpurun.Buffer of 16 float32 elements expected, got 16 int32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("Buffer:copy_from", A(R.buffer, R.buffer, "s"), arg_error(2, "copy_from", STREAM_ARG .. "string"))
+
+row("Buffer:copy_to", A(R.buffer), arg_error(1, "copy_to", "gpurun.Buffer expected, got nil"))
+row("Buffer:copy_to", A(R.buffer, {}), arg_error(1, "copy_to", "gpurun.Buffer expected, got table"))
+row("Buffer:copy_to", A(R.buffer, R.stream), arg_error(1, "copy_to", "gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_to", A(R.buffer, R.buffer8),
+  arg_error(1, "copy_to", "gpurun.Buffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_to", A(R.buffer, R.buffer_f64), "got 16 float64 elements")
+row("Buffer:copy_to", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("Buffer:copy_to", A(R.buffer, R.buffer, 5), arg_error(2, "copy_to", STREAM_ARG .. "number"))
+
+row("Buffer:to_table", A(R.buffer, "x"), arg_error(1, "to_table", STREAM_ARG .. "string"))
+row("Buffer:to_table", A(R.buffer, R.graph), arg_error(1, "to_table", STREAM_ARG .. "gpurun.Graph"))
+row("Buffer:to_table", A(R.buffer, R.closed_stream), "attempt to use a closed gpurun.Stream")
+
+for _, method in ipairs({ "get", "set" }) do
+  local label, what = "Buffer:" .. method, "Buffer:" .. method .. ": "
+  local function args(index) return method == "get" and A(R.buffer, index) or A(R.buffer, index, 1) end
+  row(label, method == "get" and A(R.buffer) or A(R.buffer, nil, 1), what .. "integer index expected, got nil")
+  row(label, args(0), what .. "index 0 out of range (1..16)")
+  row(label, args(17), what .. "index 17 out of range (1..16)")
+  row(label, args(-1), what .. "index -1 out of range (1..16)")
+  row(label, args(math.mininteger), what .. "index -9223372036854775808 out of range (1..16)")
+  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
+  row(label, args(1.5), what .. "integer index expected, got 1.5")
+  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
+  row(label, args(INF), what .. "integer index expected, got inf")
+  row(label, args(BIG_FLOAT), what .. "integer index expected, got 9.2233720368548e+18")
+  row(label, args("1"), what .. "integer index expected, got string")
+  row(label, args({}), what .. "integer index expected, got table")
+end
+row("Buffer:get", A(R.buffer, 1, "s"), arg_error(2, "get", STREAM_ARG .. "string"))
+row("Buffer:get", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("Buffer:set", A(R.buffer, 1), arg_error(2, "set", "number expected, got nil"))
+row("Buffer:set", A(R.buffer, 1, "x"), arg_error(2, "set", "number expected, got string"))
+row("Buffer:set", A(R.buffer, 1, 1e39), arg_error(2, "set", "1e+39 out of range for float32"))
+row("Buffer:set", A(R.buffer_u8, 1, 256), arg_error(2, "set", "256 out of range for uint8 (0..255)"))
+row("Buffer:set", A(R.buffer_i32, 1, 0.5), arg_error(2, "set", "integer expected for int32, got 0.5"))
+row("Buffer:set", A(R.buffer, 1, 1, {}), arg_error(3, "set", STREAM_ARG .. "table"))
+row("Buffer.__index", A(R.buffer, 0), "gpurun.Buffer[i]: index 0 out of range (1..16)")
+row("Buffer.__index", A(R.buffer, 17), "gpurun.Buffer[i]: index 17 out of range (1..16)")
+row("Buffer.__index", A(R.buffer, 1.5), "gpurun.Buffer[i]: integer index expected, got 1.5")
+row("Buffer.__index", A(R.buffer, NAN), P("gpurun%.Buffer%[i%]: integer index expected, got " .. NAN_TEXT))
+row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s); close them first", { before = { "graph" } })
+row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s); close them first", { before = { "graph" } })
+
+-- ---- generators ------------------------------------------------------------------------------
+
+row("Generator:random", A(R.rng, 16, "int32"),
+  arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
+row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
+row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
+row("Generator:random_table", A(R.rng, 16, "int8"),
+  arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
+row("Generator:random_table", A(R.rng, 1 << 31), arg_error(1, "random_table", "too many elements for a Lua table"))
+row("Generator:random_table", A(R.rng, math.maxinteger), arg_error(1, "random_table", "too many elements for a Lua table"))
+row("Generator:integers", A(R.rng, 16), arg_error(2, "integers", "number expected, got no value"))
+row("Generator:integers", A(R.rng, 16, 0), arg_error(3, "integers", "number expected, got no value"))
+row("Generator:integers", A(R.rng, 16, {}, 1), arg_error(2, "integers", "number expected, got table"))
+for _, value in ipairs({ 1.5, NAN, INF, BIG_FLOAT }) do
+  row("Generator:integers", A(R.rng, 16, value, 10), arg_error(2, "integers", "number has no integer representation"))
+  row("Generator:integers", A(R.rng, 16, 0, value), arg_error(3, "integers", "number has no integer representation"))
+end
+row("Generator:integers", A(R.rng, 16, 5, 5), arg_error(3, "integers", "high (5) must be greater than low (5)"))
+row("Generator:integers", A(R.rng, 16, 5, 1), arg_error(3, "integers", "high (1) must be greater than low (5)"))
+row("Generator:integers", A(R.rng, 16, math.maxinteger, math.mininteger), "must be greater than low")
+row("Generator:integers", A(R.rng, 16, 0, 300, "uint8"),
+  arg_error(3, "integers", "range [0, 300) does not fit uint8 (0..255)"))
+row("Generator:integers", A(R.rng, 16, -1, 10, "uint32"), "range [-1, 10) does not fit uint32 (0..4294967295)")
+row("Generator:integers", A(R.rng, 16, -2147483649, 0), "range [-2147483649, 0) does not fit int32")
+row("Generator:integers", A(R.rng, 16, 0, 10, "float32"),
+  arg_error(4, "integers", "integer dtype expected, got float32 (random() makes float buffers)"))
+row("Generator:integers", A(R.rng, 16, 0, 10), NO_DEVICE, { when = "no_device" })
+row("Generator:integers", A(R.rng, 1 << 40, 0, 10), TOO_BIG, { gpu = true })
+
+-- ---- graphs ---------------------------------------------------------------------------------
+
+row("GraphBuilder:begin_building", A(R.building), "GraphBuilder:begin_building: already building")
+row("GraphBuilder:end_building", A(R.builder), "GraphBuilder:end_building: not building (it is idle)")
+row("GraphBuilder:end_building", A(R.built), "GraphBuilder:end_building: not building (it is built)")
+row("GraphBuilder:end_building", A(R.abandoned),
+  "GraphBuilder:end_building: not building (it is abandoned); the capture was abandoned after an error")
+row("GraphBuilder:complete", A(R.builder),
+  "GraphBuilder:complete: nothing built (it is idle): call begin_building(), launch, end_building() first")
+row("GraphBuilder:complete", A(R.building), "GraphBuilder:complete: nothing built (it is building)")
+row("GraphBuilder:complete", A(R.abandoned), "GraphBuilder:complete: nothing built (it is abandoned)")
+row("ObjectCode:close", A(R.code),
+  "cannot close a gpurun.ObjectCode while 1 graph(s) or graph builder(s) use its kernels: close them first",
+  { before = { "graph" } })
+
+for _, method in ipairs({ "launch", "upload" }) do
+  local label = "Graph:" .. method
+  row(label, A(R.graph), arg_error(1, method, "gpurun.Stream expected, got no value"))
+  row(label, A(R.graph, 1), arg_error(1, method, "gpurun.Stream expected, got number"))
+  row(label, A(R.graph, R.builder), arg_error(1, method, "gpurun.Stream expected, got gpurun.GraphBuilder"))
+  row(label, A(R.graph, R.event), arg_error(1, method, "gpurun.Stream expected, got gpurun.Event"))
+  row(label, A(R.graph, R.closed_stream), "attempt to use a closed gpurun.Stream")
+end
+
+-- ---- functions that take nothing: junk arguments are ignored -----------------------------
+
+local ACCEPTING = {
+  perf_counter = function(r) return math.type(r[1]) == "float" end,
+  device_count = function(r) return math.type(r[1]) == "integer" and r[1] >= 0 end,
+  driver_error = function(r) return r[1] == nil or type(r[1]) == "string" end,
+  nvrtc_version = function(r) return math.type(r[1]) == "integer" and math.type(r[2]) == "integer" end,
+  cache_info = function(r) return type(r[1]) == "table" and type(r[1].enabled) == "boolean" end,
+  clear_cache_counters = function(r) return r.n == 0 end,
+  current_stream = function(r) return r[1] == nil or catalog.type_of(r[1]) == "Stream" end,
+}
+
+-- ---- sequences that could crash or corrupt memory: each in a child process ---------------
+
+-- Each prints one line: OK (it worked and nothing was corrupted) or RAISED
+-- <message>; `accept` says which outcomes are right. A crash or a poisoned
+-- context stays in the child. Prelude: gpurun, a device and the test kernels.
+local CHILD_PRELUDE = [[
+package.path = "./?.lua;" .. package.path
+local gpurun = require("gpurun")
+local function finish(ok, err) print(ok and "OK" or "RAISED " .. tostring(err)) os.exit(0) end
+]]
+local GPU_PRELUDE = [[
+local device, _, kernel = require("spec.support.kernels").setup()
+local stream = device:create_stream()
+local n = 256
+local config = gpurun.LaunchConfig({ grid = 1, block = n })
+-- Buffers only the graph under test uses, dropped before it is replayed,
+-- then memory handed out again: a graph that did not keep them writes
+-- into freed memory (a fault, or another buffer's contents changed).
+local function replay_after_collect(graph)
+  collectgarbage(); collectgarbage()
+  local fillers = {}
+  for i = 1, 8 do fillers[i] = gpurun.full(n, 7, "float32") end
+  local ok, err = pcall(function() graph:launch(stream); stream:sync() end)
+  if not ok then finish(false, "REPLAY FAILED: " .. tostring(err)) end
+  for i = 1, 8 do
+    if not gpurun.allclose(fillers[i], 7, 0, 0) then finish(false, "REPLAY CORRUPTED another buffer") end
+  end
+  finish(true)
+end
+]]
+local CAPTURE = P"[Cc][Aa][Pp][Tt][Uu][Rr]"
+local child_rows = {
+  { name = "Program:compile whose options table closes the program while it is read",
+    label = "Program:compile", accept = { ok = true, raised = "attempt to use a closed gpurun.Program" },
+    code = [[
+local program = gpurun.Program('extern "C" __global__ void k() {}', "c++")
+local hostile = setmetatable({}, { __index = function() program:close(); collectgarbage() end })
+finish(pcall(program.compile, program, "ptx", hostile))
+]] },
+  { name = "GraphBuilder:complete after begin_building failed (its stream was captured by another)",
+    label = "GraphBuilder:complete", gpu = true, accept = { ok = true, raised = "nothing built" },
+    code = [[
+local a = gpurun.zeros(n, "float32")
+local first = stream:create_graph_builder()
+first:begin_building()
+gpurun.launch(first, config, kernel("vec_add"), a, a, a, gpurun.u64(n))
+first:end_building()
+local second = stream:create_graph_builder()
+second:begin_building()
+assert(not pcall(first.begin_building, first), "two captures began on one stream")
+second:close()
+finish(pcall(first.complete, first))
+]] },
+  { name = "gpurun.launch on the stream (not the builder) while a builder captures it",
+    label = "gpurun.launch", gpu = true, accept = { ok = true, raised = CAPTURE },
+    code = [[
+local a, b, out = gpurun.full(n, 1, "float32"), gpurun.full(n, 2, "float32"), gpurun.zeros(n, "float32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+local ok, err = pcall(gpurun.launch, stream, config, kernel("vec_add"), a, b, out, gpurun.u64(n))
+if not ok then finish(false, err) end
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+a, b, out = nil, nil, nil
+replay_after_collect(graph)
+]] },
+  { name = "LaunchPlan:launch on the stream while a builder captures it",
+    label = "LaunchPlan:launch", gpu = true, accept = { ok = true, raised = CAPTURE },
+    code = [[
+local a, out = gpurun.full(n, 1, "float32"), gpurun.zeros(n, "float32")
+local plan = kernel("vec_add"):bind(config, a, a, out, gpurun.u64(n))
+local builder = stream:create_graph_builder()
+builder:begin_building()
+local ok, err = pcall(plan.launch, plan, stream)
+if not ok then finish(false, err) end
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+a, out, plan = nil, nil, nil
+replay_after_collect(graph)
+]] },
+  { name = "Graph:launch on a stream a builder captures, the inner graph closed afterwards",
+    label = "Graph:launch", gpu = true, accept = { ok = true, raised = CAPTURE },
+    code = [[
+local a, out = gpurun.full(n, 1, "float32"), gpurun.zeros(n, "float32")
+local inner_builder = stream:create_graph_builder()
+inner_builder:begin_building()
+gpurun.launch(inner_builder, config, kernel("vec_add"), a, a, out, gpurun.u64(n))
+inner_builder:end_building()
+local inner = inner_builder:complete()
+inner_builder:close()
+local builder = stream:create_graph_builder()
+builder:begin_building()
+local ok, err = pcall(inner.launch, inner, stream)
+if not ok then finish(false, err) end
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+inner:close()
+a, out, inner = nil, nil, nil
+replay_after_collect(graph)
+]] },
+  { name = "Buffer:close while a capture that writes it is in progress",
+    label = "Buffer:close", gpu = true, accept = { ok = true, raised = P"[Gg]raph" },
+    code = [[
+local a, out = gpurun.full(n, 1, "float32"), gpurun.zeros(n, "float32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+gpurun.launch(builder, config, kernel("vec_add"), a, a, out, gpurun.u64(n))
+local ok, err = pcall(out.close, out)
+if not ok then finish(false, err) end
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+out = nil
+replay_after_collect(graph)
+]] },
+  { name = "ObjectCode:close while a capture that launches its kernel is in progress",
+    label = "ObjectCode:close", gpu = true, accept = { ok = true, raised = P"[Gg]raph" },
+    code = [[
+local options = gpurun.ProgramOptions({ arch = "sm_" .. device.arch })
+local code = gpurun.Program(require("spec.support.kernels").SOURCE, "c++", options):compile("cubin")
+local add = code:get_kernel("vec_add")
+local a, out = gpurun.full(n, 1, "float32"), gpurun.zeros(n, "float32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+gpurun.launch(builder, config, add, a, a, out, gpurun.u64(n))
+local ok, err = pcall(code.close, code)
+if not ok then finish(false, err) end
+builder:end_building()
+local built, graph = pcall(builder.complete, builder)
+if not built then finish(false, "COMPLETE FAILED: " .. tostring(graph)) end
+local replayed, why = pcall(function() graph:launch(stream); stream:sync() end)
+if not replayed then finish(false, "REPLAY FAILED: " .. tostring(why)) end
+finish(gpurun.allclose(out, 2, 0, 0), "REPLAY computed the wrong values")
+]] },
+}
+
+local function run_child_rows(gpu)
+  local counts, failures = { calls = 0, errors = 0, crashes = 0 }, {}
+  for _, case in ipairs(child_rows) do
+    if (case.gpu or false) == gpu then
+      local path = os.tmpname()
+      local file = assert(io.open(path, "w"))
+      file:write(CHILD_PRELUDE, gpu and GPU_PRELUDE or "", case.code)
+      file:close()
+      local result = process.gpurun(process.quote(path))
+      os.remove(path)
+      counts.calls = counts.calls + 1
+      if result.code > 128 then counts.crashes = counts.crashes + 1 end
+      local line = result.stdout:match("([^\n]*)\n?$") or ""
+      local raised = line:match("^RAISED (.*)")
+      if raised then counts.errors = counts.errors + 1 end
+      local right = result.code == 0 and ((line == "OK" and case.accept.ok)
+        or (raised and case.accept.raised and bad.matches(raised, case.accept.raised)))
+      if not right then
+        failures[#failures + 1] = ("%s (%s): exit status %s, printed %q%s"):format(case.name,
+          case.label, tostring(result.code), line,
+          result.stderr ~= "" and ("; stderr: " .. result.stderr:sub(-600)) or "")
+      end
+    end
+  end
+  return counts, failures
+end
+
+-- ---- the specs ----------------------------------------------------------------------------
+
+local function report(part, counts, failures)
+  io.write(("\nbad-input suite (%s): %d calls, %d errors raised, %d crashes\n")
+    :format(part, counts.calls, counts.errors, counts.crashes or 0))
+  io.flush()
+  assert(#failures == 0, #failures .. " row(s) failed:\n" .. table.concat(failures, "\n"))
+end
+
+local function select_rows(gpu)
+  local selected = {}
+  for _, r in ipairs(rows) do
+    if bad.needs_gpu(r) == gpu then selected[#selected + 1] = r end
+  end
+  return selected
+end
+
+describe("bad input", function()
+  it("has rows for every function and method, and the catalog names the whole API", function()
+    local problems = catalog.differences(gpurun)
+    local labels = bad.labels(rows)
+    for _, entry in ipairs(catalog.entries()) do
+      if entry.kind ~= "metamethod" and not labels[entry.label] then
+        local takes_nothing = entry.kind == "function" and ACCEPTING[entry.name]
+        if not takes_nothing then problems[#problems + 1] = entry.label .. " has no bad-input rows" end
+      end
+    end
+    for name in pairs(ACCEPTING) do
+      if not catalog.functions[name] or not catalog.functions[name].never_raises then
+        problems[#problems + 1] = "gpurun." .. name .. " is not a never_raises function in the catalog"
+      end
+    end
+    assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("refuses bad input to everything that needs no device", function()
+    local counts, failures = bad.run(select_rows(false))
+    report("no GPU", counts, failures)
+  end)
+
+  it("refuses bad input to everything on a device, and launches still work after each #gpu", function()
+    local reference = bad.reference()
+    local counts, failures = bad.run(select_rows(true), reference)
+    report("GPU", counts, failures)
+  end)
+
+  it("survives the sequences that once crashed, each in a child process", function()
+    local counts, failures = run_child_rows(false)
+    report("child processes, no GPU", counts, failures)
+  end)
+
+  it("keeps graphs from replaying freed memory, each in a child process #gpu", function()
+    local counts, failures = run_child_rows(true)
+    report("child processes, GPU", counts, failures)
+  end)
+
+  it("ignores junk arguments to the functions that take none", function()
+    local junk = { 1, "x", {}, true, 0 / 0 }
+    local calls = 0
+    for _, name in ipairs(catalog.sorted_keys(ACCEPTING)) do
+      for _, value in ipairs(junk) do
+        local results = table.pack(pcall(gpurun[name], value, value))
+        calls = calls + 1
+        assert(results[1], ("gpurun.%s(%s) raised %s"):format(name, tostring(value), tostring(results[2])))
+        assert(ACCEPTING[name](table.pack(table.unpack(results, 2, results.n))),
+          ("gpurun.%s(%s) returned something unexpected"):format(name, tostring(value)))
+      end
+    end
+    io.write(("\nbad-input suite (functions that take nothing): %d calls, 0 errors raised, 0 crashes\n")
+      :format(calls))
+  end)
+
+  it("closes every object twice without complaint", function()
+    for _, name in ipairs({ "closed_options", "closed_program", "closed_ptx", "closed_rng" }) do
+      local object = bad.factories[name]()
+      assert(pcall(object.close, object), name .. ": a second close raised")
+      assert(pcall(getmetatable(object).__close, object), name .. ": __close after close raised")
+    end
+  end)
+
+  it("closes every device object twice without complaint #gpu", function()
+    local env = {}
+    setmetatable(env, { __index = function(t, name)
+      local object = bad.factories[name](t)
+      rawset(t, name, object)
+      return object
+    end })
+    for _, name in ipairs({ "closed_device", "closed_stream", "closed_event", "closed_kernel",
+        "closed_plan", "closed_buffer", "closed_builder", "closed_graph", "closed_code" }) do
+      local object = env[name]
+      assert(pcall(object.close, object), name .. ": a second close raised")
+    end
+    gpurun.Device(0):set_current()
+  end)
+end)
