@@ -1,0 +1,122 @@
+-- The fuzzer (tools/fuzz.lua): random calls into the whole gpurun API with
+-- random arguments, in child gpurun processes, so that a crash kills only
+-- the child and the failure can name the seed and the command that replays
+-- it. 100,000 calls without a GPU (the driver made unloadable, so that
+-- every machine sees the same), 100,000 with device 0 current, and 20,000
+-- of each with finalizers that close objects while gpurun is using them.
+--
+-- GPURUN_FUZZ_SEED and GPURUN_FUZZ_CALLS (per child) override the seed and
+-- the size of a run, to replay one or to fuzz longer.
+local gpurun = require("gpurun")
+local catalog = require("spec.support.api_catalog")
+local process = require("spec.support.process")
+
+local CHILDREN = 10
+local CALLS = math.tointeger(tonumber(os.getenv("GPURUN_FUZZ_CALLS") or "")) or 10000
+local BASE_SEED = math.tointeger(tonumber(os.getenv("GPURUN_FUZZ_SEED") or "")) or 20240611
+local NO_DRIVER = "/nonexistent/gpurun-fuzz/libcuda.so.1"
+
+local function read_and_remove(path)
+  local file = io.open(path, "rb")
+  local text = file and file:read("a") or ""
+  if file then file:close() end
+  os.remove(path)
+  return text
+end
+
+-- Runs the commands, `jobs` at a time, through one shell per batch.
+-- Returns { code, stdout, stderr } per command.
+local function run_parallel(commands, jobs)
+  local results = {}
+  for first = 1, #commands, jobs do
+    local parts, files = {}, {}
+    for i = first, math.min(first + jobs - 1, #commands) do
+      local out, err, code = os.tmpname(), os.tmpname(), os.tmpname()
+      files[i] = { out, err, code }
+      parts[#parts + 1] = ("( %s </dev/null >%s 2>%s; echo $? >%s ) &"):format(commands[i],
+        process.quote(out), process.quote(err), process.quote(code))
+    end
+    os.execute(table.concat(parts, " ") .. " wait")
+    for i = first, math.min(first + jobs - 1, #commands) do
+      local out, err, code = files[i][1], files[i][2], files[i][3]
+      results[i] = {
+        stdout = read_and_remove(out),
+        stderr = read_and_remove(err),
+        code = math.tointeger(tonumber((read_and_remove(code):match("%d+")))),
+      }
+    end
+  end
+  return results
+end
+
+local function exit_text(code)
+  if code == nil then return "no exit status" end
+  if code > 128 then return ("exit status %d (killed by signal %d: crashed)"):format(code, code - 128) end
+  return ("exit status %d"):format(code)
+end
+
+-- Runs `children` fuzz children from BASE_SEED, asserts each made CALLS
+-- calls and exited 0, and prints the totals.
+local function fuzz(label, flags, env_prefix, jobs, children)
+  children = children or CHILDREN
+  local bin = process.quote(process.gpurun_bin())
+  local commands, replays = {}, {}
+  for i = 1, children do
+    local seed = BASE_SEED + i - 1
+    local args = ("tools/fuzz.lua --seed %d --calls %d%s"):format(seed, CALLS, flags)
+    commands[i] = env_prefix .. bin .. " " .. args
+    replays[i] = env_prefix .. bin .. " " .. args .. " --trace 2>&1 | tail -n 30"
+  end
+  local started = gpurun.perf_counter()
+  local results = run_parallel(commands, jobs)
+  local totals = { calls = 0, errors = 0, skipped = 0, crashes = 0 }
+  local failures = {}
+  for i, result in ipairs(results) do
+    local seed = BASE_SEED + i - 1
+    local calls, errors, skipped, violations =
+      result.stdout:match("calls (%d+) errors (%d+) skipped (%d+) violations (%d+)")
+    calls, errors, skipped = tonumber(calls), tonumber(errors), tonumber(skipped)
+    totals.calls = totals.calls + (calls or 0)
+    totals.errors = totals.errors + (errors or 0)
+    totals.skipped = totals.skipped + (skipped or 0)
+    if result.code == nil or result.code > 128 then totals.crashes = totals.crashes + 1 end
+    if result.code ~= 0 or calls ~= CALLS or tonumber(violations) ~= 0 then
+      failures[#failures + 1] = ("fuzz child with seed %d (%s): %s, %s calls made of %d\n%s%s"
+        .. "replay with: %s"):format(seed, label, exit_text(result.code), tostring(calls), CALLS,
+        result.stdout, result.stderr:sub(-3000), replays[i])
+    end
+  end
+  io.write(("\nfuzz (%s): %d calls, %d errors raised, %d skipped by the guard, %d crashes "
+    .. "(seeds %d..%d, %.1f s)\n"):format(label, totals.calls, totals.errors, totals.skipped,
+    totals.crashes, BASE_SEED, BASE_SEED + children - 1, gpurun.perf_counter() - started))
+  io.flush()
+  assert(#failures == 0, table.concat(failures, "\n\n"))
+  assert.are.equal(children * CALLS, totals.calls)
+end
+
+describe("the fuzzer", function()
+  it("draws from a catalog that names the whole API", function()
+    local problems = catalog.differences(gpurun)
+    assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("survives 100,000 random calls with no driver", function()
+    fuzz("no GPU", "", "GPURUN_CUDA_DRIVER=" .. process.quote(NO_DRIVER) .. " ", 2)
+  end)
+
+  it("survives 100,000 random calls with a device current #gpu", function()
+    fuzz("GPU", " --gpu", "", 4)
+  end)
+
+  -- Finalizers that close the arguments of the call in progress, run by the
+  -- collector at any allocation inside gpurun. Which allocation that is
+  -- depends on the collector's timing, so a failure replays only with the
+  -- same binary and environment (and --trace may move it).
+  it("survives finalizers closing objects in the middle of calls, with no driver", function()
+    fuzz("no GPU, finalizers", " --finalizers", "GPURUN_CUDA_DRIVER=" .. process.quote(NO_DRIVER) .. " ", 2, 2)
+  end)
+
+  it("survives finalizers closing objects in the middle of calls #gpu", function()
+    fuzz("GPU, finalizers", " --gpu --finalizers", "", 2, 2)
+  end)
+end)

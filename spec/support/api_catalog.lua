@@ -1,0 +1,292 @@
+-- Everything the `gpurun` module offers a script: its functions, and each
+-- type's methods, with what kind of value every argument is. The bad-input
+-- suite checks that it has rows for every entry here and that this catalog
+-- names everything the module and its metatables really hold, so a new
+-- function or method fails the suite until it is described and covered. The
+-- fuzzer (tools/fuzz.lua) draws its calls and their likely arguments from it.
+--
+-- Argument kinds (the fuzzer draws a plausible value for each, or anything):
+--   count      element count           dtype      dtype name
+--   element    a value to store        integer    any integer
+--   number     any number              string     any string
+--   seed       generator seed          attribute  CU_DEVICE_ATTRIBUTE_* value
+--   index      1-based element index   tolerance  rtol / atol
+--   sequence   a table of elements     source     CUDA C++ source text
+--   code_type  "c++"                   target_name "ptx" / "cubin"
+--   options    ProgramOptions or table options_table  ProgramOptions{...} input
+--   compile_args  compile()'s table    config_table   LaunchConfig{...} input
+--   kernel_name   a kernel's name      cuda_call  a driver call's name
+--   cuda_result   a CUresult number
+--   and the types: stream, event, buffer, config, kernel, launch_target
+--   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
+--   kernel_arg (what a launch passes: Buffer, scalar, number, boolean).
+-- A trailing "..." entry means any number of the kind before it.
+local catalog = {}
+
+-- The types a script can hold, by the name after "gpurun." in their
+-- metatable's name.
+catalog.types = {
+  "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
+  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
+}
+
+-- Metatables gpurun registers for itself that no script ever holds.
+catalog.internal_types = {
+  CompileOutput = "NVRTC's output during a compile, freed by the collector",
+}
+
+-- Types that need a current device to make one (the others can be made on
+-- any machine).
+catalog.device_types = {
+  Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
+  Buffer = true, GraphBuilder = true, Graph = true,
+}
+
+-- Module functions. never_raises: takes no arguments and answers on any
+-- machine (extra arguments are ignored, as Lua's own functions do).
+-- allocates = the argument position of an element count that sizes an
+-- allocation (the fuzzer caps it).
+catalog.functions = {
+  perf_counter = { args = {}, never_raises = true },
+  device_count = { args = {}, never_raises = true },
+  driver_error = { args = {}, never_raises = true },
+  nvrtc_version = { args = {}, never_raises = true },
+  cache_info = { args = {}, never_raises = true },
+  clear_cache_counters = { args = {}, never_raises = true },
+  current_stream = { args = {}, never_raises = true },
+  driver_version = { args = {}, needs = "driver" },
+  mem_info = { args = {}, needs = "device" },
+  format_cuda_error = { args = { "cuda_call", "cuda_result" } },
+  set_current_stream = { args = { "stream" } },
+  Device = { args = { "integer" }, needs = "driver" },
+  ProgramOptions = { args = { "options_table" } },
+  Program = { args = { "source", "code_type", "options" } },
+  LaunchConfig = { args = { "config_table" } },
+  launch = { args = { "launch_target", "config", "kernel", "kernel_arg", "..." }, launches = true },
+  i32 = { args = { "integer" } },
+  u32 = { args = { "integer" } },
+  i64 = { args = { "integer" } },
+  u64 = { args = { "integer" } },
+  f32 = { args = { "number" } },
+  f64 = { args = { "number" } },
+  empty = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
+  zeros = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
+  full = { args = { "count", "element", "dtype" }, needs = "device", allocates = 1 },
+  array = { args = { "sequence", "dtype" }, needs = "device" },
+  compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
+  allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
+  default_rng = { args = { "seed" } },
+}
+
+-- Methods, by type; self comes first and is not listed.
+catalog.methods = {
+  Device = {
+    set_current = { args = {} },
+    sync = { args = {} },
+    create_stream = { args = {} },
+    get_attribute = { args = { "attribute" } },
+    close = { args = {} },
+  },
+  Stream = {
+    sync = { args = {} },
+    query = { args = {} },
+    record = { args = { "event" } },
+    create_graph_builder = { args = {} },
+    close = { args = {} },
+  },
+  Event = {
+    sync = { args = {} },
+    query = { args = {} },
+    elapsed_ms = { args = { "event" } },
+    close = { args = {} },
+  },
+  ProgramOptions = {
+    as_list = { args = {} },
+    close = { args = {} },
+  },
+  Program = {
+    compile = { args = { "target_name", "compile_args" }, compiles = true },
+    close = { args = {} },
+  },
+  ObjectCode = {
+    get_kernel = { args = { "kernel_name" } },
+    close = { args = {} },
+  },
+  Kernel = {
+    params = { args = {} },
+    bind = { args = { "config", "kernel_arg", "..." }, launches = true },
+    close = { args = {} },
+  },
+  LaunchPlan = {
+    launch = { args = { "launch_target" } },
+    kernel = { args = {} },
+    close = { args = {} },
+  },
+  LaunchConfig = {},
+  Scalar = {},
+  Buffer = {
+    fill = { args = { "element", "stream" } },
+    copy_from = { args = { "buffer_or_table", "stream" } },
+    copy_to = { args = { "buffer", "stream" } },
+    to_table = { args = { "stream" } },
+    get = { args = { "index", "stream" } },
+    set = { args = { "index", "element", "stream" } },
+    close = { args = {} },
+  },
+  Generator = {
+    random = { args = { "count", "dtype" }, allocates = 1 },
+    integers = { args = { "count", "integer", "integer", "dtype" }, allocates = 1 },
+    random_table = { args = { "count", "dtype" }, host_table = 1 },
+    close = { args = {} },
+  },
+  GraphBuilder = {
+    begin_building = { args = {} },
+    end_building = { args = {} },
+    complete = { args = {} },
+    close = { args = {} },
+  },
+  Graph = {
+    launch = { args = { "stream" } },
+    upload = { args = { "stream" } },
+    node_count = { args = {} },
+    close = { args = {} },
+  },
+}
+
+-- Metamethods a script reaches through operators and indexing (the
+-- fuzzer calls them directly; __gc is left out: calling it by hand is not
+-- something a script does by accident).
+catalog.metamethods = {
+  Device = { "__index", "__tostring", "__close" },
+  Stream = { "__index", "__tostring", "__close" },
+  Event = { "__sub", "__tostring", "__close" },
+  ProgramOptions = { "__index", "__newindex", "__tostring", "__close" },
+  Program = { "__index", "__tostring", "__close" },
+  ObjectCode = { "__index", "__tostring", "__close" },
+  Kernel = { "__index", "__tostring", "__close" },
+  LaunchPlan = { "__tostring", "__close" },
+  LaunchConfig = { "__index", "__tostring" },
+  Scalar = { "__index", "__tostring" },
+  Buffer = { "__index", "__len", "__tostring", "__close" },
+  Generator = { "__tostring", "__close" },
+  GraphBuilder = { "__index", "__tostring", "__close" },
+  Graph = { "__tostring", "__close" },
+}
+
+-- Sorted string keys, so that anything drawn from the catalog is drawn in the
+-- same order on every run (pairs() order changes between processes).
+local function sorted_keys(t)
+  local keys = {}
+  for key in pairs(t) do
+    if type(key) == "string" then keys[#keys + 1] = key end
+  end
+  table.sort(keys)
+  return keys
+end
+catalog.sorted_keys = sorted_keys
+
+-- Every callable entry: { kind = "function" | "method" | "metamethod",
+-- type = "Buffer" (methods), name = "fill", label = "Buffer:fill", spec }.
+function catalog.entries()
+  local list = {}
+  for _, name in ipairs(sorted_keys(catalog.functions)) do
+    list[#list + 1] = { kind = "function", name = name, label = "gpurun." .. name,
+      spec = catalog.functions[name] }
+  end
+  for _, type_name in ipairs(catalog.types) do
+    for _, name in ipairs(sorted_keys(catalog.methods[type_name])) do
+      list[#list + 1] = { kind = "method", type = type_name, name = name,
+        label = type_name .. ":" .. name, spec = catalog.methods[type_name][name] }
+    end
+    for _, name in ipairs(catalog.metamethods[type_name] or {}) do
+      list[#list + 1] = { kind = "metamethod", type = type_name, name = name,
+        label = type_name .. "." .. name, spec = { args = { "any" } } }
+    end
+  end
+  return list
+end
+
+-- The metatable of gpurun.<type_name>, straight from the registry.
+function catalog.metatable(type_name)
+  return debug.getregistry()["gpurun." .. type_name]
+end
+
+-- The function an entry names, looked up in the live module and registry.
+function catalog.resolve(gpurun, entry)
+  if entry.kind == "function" then return gpurun[entry.name] end
+  local metatable = catalog.metatable(entry.type)
+  if not metatable then return nil end
+  if entry.kind == "method" then return metatable.methods and metatable.methods[entry.name] end
+  return metatable[entry.name]
+end
+
+-- The gpurun type name ("Buffer") of a value, or nil.
+function catalog.type_of(value)
+  local metatable = getmetatable(value)
+  if type(value) ~= "userdata" or type(metatable) ~= "table" then return nil end
+  local name = rawget(metatable, "__name")
+  if type(name) ~= "string" then return nil end
+  local type_name = name:match("^gpurun%.(%u%w*)$")
+  if type_name and debug.getregistry()[name] == metatable then return type_name end
+  return nil
+end
+
+-- What the loaded module and registry really hold, compared with the
+-- catalog: a list of lines naming each difference (empty when they agree).
+function catalog.differences(gpurun)
+  local problems = {}
+  local function problem(...) problems[#problems + 1] = string.format(...) end
+  for _, name in ipairs(sorted_keys(gpurun)) do
+    if type(gpurun[name]) == "function" and not catalog.functions[name] then
+      problem("gpurun.%s is not in spec/support/api_catalog.lua", name)
+    end
+  end
+  for _, name in ipairs(sorted_keys(catalog.functions)) do
+    if type(gpurun[name]) ~= "function" then
+      problem("the catalog lists gpurun.%s, which the module does not have", name)
+    end
+  end
+  local known = {}
+  for _, type_name in ipairs(catalog.types) do known[type_name] = true end
+  local registry = debug.getregistry()
+  for _, key in ipairs(sorted_keys(registry)) do
+    local type_name = type(key) == "string" and key:match("^gpurun%.(%u%w*)$")
+    if type_name and type(registry[key]) == "table" and type(registry[key].methods) == "table"
+        and not known[type_name] and not catalog.internal_types[type_name] then
+      problem("type gpurun.%s is not in spec/support/api_catalog.lua", type_name)
+    end
+  end
+  for _, type_name in ipairs(catalog.types) do
+    local metatable = registry["gpurun." .. type_name]
+    if type(metatable) ~= "table" or type(metatable.methods) ~= "table" then
+      problem("the catalog lists type gpurun.%s, which is not registered", type_name)
+    else
+      for _, name in ipairs(sorted_keys(metatable.methods)) do
+        if not catalog.methods[type_name][name] then
+          problem("method gpurun.%s:%s is not in spec/support/api_catalog.lua", type_name, name)
+        end
+      end
+      for _, name in ipairs(sorted_keys(catalog.methods[type_name])) do
+        if type(metatable.methods[name]) ~= "function" then
+          problem("the catalog lists gpurun.%s:%s, which the type does not have", type_name, name)
+        end
+      end
+      local listed = { __gc = true }
+      for _, name in ipairs(catalog.metamethods[type_name] or {}) do
+        listed[name] = true
+        if type(metatable[name]) ~= "function" then
+          problem("the catalog lists metamethod gpurun.%s.%s, which the type does not have",
+            type_name, name)
+        end
+      end
+      for _, name in ipairs(sorted_keys(metatable)) do
+        if type(metatable[name]) == "function" and not listed[name] then
+          problem("metamethod gpurun.%s.%s is not in spec/support/api_catalog.lua", type_name, name)
+        end
+      end
+    end
+  end
+  return problems
+end
+
+return catalog

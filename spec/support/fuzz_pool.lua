@@ -1,0 +1,402 @@
+-- The values tools/fuzz.lua calls gpurun with: edge-case numbers, strings,
+-- tables (some with metamethods that call back into gpurun mid-call),
+-- functions, and live and closed gpurun objects of every type. Every draw
+-- goes through the generator handed to new(), so a seed replays exactly.
+local catalog = require("spec.support.api_catalog")
+
+local Pool = {}
+Pool.__index = Pool
+
+local NAN = 0 / 0
+local INF = math.huge
+
+local SMALL_COUNTS = { 1, 2, 3, 4, 16, 37, 64, 100, 256, 1000, 4096 }
+local EDGE_COUNTS = { 0, -1, -4096, 0.5, 1.5, 16.0, 1 << 20, (1 << 20) + 1, 1 << 24, 1 << 31,
+  1 << 32, 1 << 40, math.maxinteger, math.mininteger, 2 ^ 63, -2 ^ 63, 2 ^ 64, INF, -INF, NAN,
+  -0.0, "16", "0x10" }
+local INTEGERS = { 0, 1, -1, 2, 3, 7, 8, 16, 31, 32, 64, 100, 127, 128, 255, 256, 1000, 1024,
+  1025, 4096, 65535, 65536, 2147483647, 2147483648, -2147483648, -2147483649, 4294967295,
+  4294967296, 1 << 40, math.maxinteger, math.mininteger, -4096 }
+local FLOATS = { 0.0, -0.0, 0.5, 1.5, -1.5, 2.0, 3.5, 1e-300, 1e300, 1e39, -1e39,
+  3.4028234663852886e38, 3.4028235677973366e38, 2 ^ 53, 2 ^ 63, -2 ^ 63, 2 ^ 64, INF, -INF,
+  NAN, math.pi, 4096.0 }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
+local BAD_DTYPES = { "float16", "", "FLOAT32", "float", "int", 4, true }
+local KERNEL_NAMES = { "vec_add", "vec_mul", "scale_shift", "fill_double", "byte_flag",
+  "write_index_2d", "uses_shared", "k", "scale<float>", "nope", "", "vec_add\0x" }
+local STRINGS = { "", "x", "ptx", "cubin", "c++", "c", "float32", "int8", "uint64", "float16",
+  "vec_add", "nope", "8", "1e3", "-1", "0x10", "sm_90", "90", "compute_90", "c++17", "\0",
+  "a\0b", "%s%s%n%d", "gpurun.Buffer", "grid", "block", "name", "name_expressions", "std",
+  "arch", "close", "__index", string.rep("x", 5000), "\255\254" }
+
+local SOURCES = {
+  ok = 'extern "C" __global__ void k(float *x, size_t n) { if (threadIdx.x < n) x[threadIdx.x] = 1.0f; }',
+  template = "template <typename T> __global__ void scale(T *x, T a) { x[0] *= a; }",
+  broken = "this is not C++ {",
+  empty = "",
+  nul = "extern \"C\" __global__ void k() {}\0junk",
+  long = ("// filler\n"):rep(2000) .. 'extern "C" __global__ void k() {}',
+}
+
+function Pool.new(random, options)
+  local self = setmetatable({
+    random = random,
+    gpu = options.gpu,
+    objects = {},  -- type name -> list of objects (they may get closed by calls)
+    closed = {},   -- type name -> list of objects closed at set-up
+    labels = setmetatable({}, { __mode = "k" }),
+    on_builder = options.on_builder,
+    max_per_type = options.max_per_type or 8,
+    max_buffer_elements = options.max_buffer_elements or 4096,
+  }, Pool)
+  for _, type_name in ipairs(catalog.types) do
+    self.objects[type_name] = {}
+    self.closed[type_name] = {}
+  end
+  self:make_tables()
+  return self
+end
+
+function Pool:pick(list)
+  return list[self.random(#list)]
+end
+
+function Pool:chance(p)
+  return self.random() < p
+end
+
+function Pool:label(value, name)
+  self.labels[value] = name
+  return value
+end
+
+-- ---- tables and functions ------------------------------------------------
+
+-- A metamethod that, in the middle of a gpurun call reading the table,
+-- closes one of the call's own arguments (what the C code is most likely to
+-- hold on to), or now and then another object of the pool, or runs the
+-- collector: the C code must not depend on anything those can take away.
+function Pool:hostile_action()
+  local roll = self.random()
+  if roll < 0.25 then
+    collectgarbage("collect")
+    return
+  end
+  local object
+  local args = self.current_args
+  if roll < 0.85 and args and args.n > 0 then
+    object = args[self.random(args.n)]
+  elseif roll >= 0.85 then
+    local list = self.objects[self:pick(catalog.types)]
+    object = #list > 0 and self:pick(list)
+  end
+  local type_name = catalog.type_of(object)
+  local close = type_name and catalog.metatable(type_name).methods.close
+  if close then pcall(close, object) end
+end
+
+function Pool:make_tables()
+  local pool = self
+  local function hostile_index()
+    return setmetatable({}, { __index = function() pool:hostile_action() return nil end })
+  end
+  local function hostile_len()
+    return setmetatable({ 8 }, { __len = function() pool:hostile_action() return 1 end })
+  end
+  local cyclic = {}
+  cyclic.self, cyclic[1] = cyclic, cyclic
+  local big = {}
+  for i = 1, 1000 do big[i] = i end
+  self.tables = {
+    self:label({}, "{}"),
+    self:label({ 1, 2, 3 }, "{1,2,3}"),
+    self:label({ 1.5, "x" }, "{1.5,'x'}"),
+    self:label({ { 1 } }, "{{1}}"),
+    self:label({ x = 1, y = 2, z = 3 }, "{x=,y=,z=}"),
+    self:label(cyclic, "cyclic"),
+    self:label(big, "{1..1000}"),
+    self:label(setmetatable({}, { __name = "gpurun.Buffer" }), "table named gpurun.Buffer"),
+    self:label(setmetatable({}, { __index = function() error("fuzz: __index raised") end }),
+      "raising __index"),
+    self:label(hostile_index(), "hostile __index"),
+    self:label(hostile_len(), "hostile __len"),
+  }
+  self.sequences = {
+    self:label({ 1, 2, 3, 4 }, "{1,2,3,4}"), self:label({ 1.5 }, "{1.5}"),
+    self:label({ 1, "x" }, "{1,'x'}"), self:label({ 1e39 }, "{1e39}"), self:label({ 300 }, "{300}"),
+    self:label({ -1 }, "{-1}"), self:label({ NAN, INF }, "{nan,inf}"), self:label({}, "{}"),
+    self:label({ 1, nil, 3 }, "{1,nil,3}"), self:label(big, "{1..1000}"),
+  }
+  self.option_tables = {
+    self:label({}, "{}"),
+    self:label({ std = "c++17" }, "{std=c++17}"),
+    self:label({ std = "c++17", arch = "sm_90" }, "{std,arch=sm_90}"),
+    self:label({ arch = "compute_90" }, "{arch=compute_90}"),
+    self:label({ arch = 90 }, "{arch=90}"),
+    self:label({ arch = 9 }, "{arch=9}"),
+    self:label({ std = 17 }, "{std=17}"),
+    self:label({ std = "c++1" }, "{std=c++1}"),
+    self:label({ defines = { "A", "B=2", C = 3, D = true } }, "{defines}"),
+    self:label({ defines = { "" } }, "{defines={''}}"),
+    self:label({ defines = { ["A=B"] = 1 } }, "{defines={A=B=1}}"),
+    self:label({ defines = { X = {} } }, "{defines={X={}}}"),
+    self:label({ defines = { [2.5] = 1 } }, "{defines={[2.5]=1}}"),
+    self:label({ include_paths = "/nonexistent" }, "{include_paths=str}"),
+    self:label({ include_paths = { 5 } }, "{include_paths={5}}"),
+    self:label({ line_info = true, debug = false, use_fast_math = true }, "{flags}"),
+    self:label({ line_info = "yes" }, "{line_info='yes'}"),
+    self:label({ max_register_count = 32 }, "{maxreg=32}"),
+    self:label({ max_register_count = 0 }, "{maxreg=0}"),
+    self:label({ max_register_count = NAN }, "{maxreg=nan}"),
+    self:label({ relocatable_device_code = true }, "{rdc}"),
+    self:label({ extra = { "--fuzz-unknown-option" } }, "{extra=bad}"),
+    self:label({ extra = { 1 } }, "{extra={1}}"),
+    self:label({ [1] = true }, "{[1]=true}"),
+    self:label({ nope = 1 }, "{nope=1}"),
+    self:label(hostile_index(), "hostile __index"),
+  }
+  self.config_tables = {
+    self:label({ grid = 1, block = 1 }, "{grid=1,block=1}"),
+    self:label({ grid = 4, block = 256 }, "{grid=4,block=256}"),
+    self:label({ grid = { 2, 2 }, block = { 16, 16 } }, "{grid={2,2},block={16,16}}"),
+    self:label({ grid = 1, block = 128, shmem_size = 512 }, "{1,128,shmem=512}"),
+    self:label({ grid = 1, block = 32, shmem_size = 1 << 30 }, "{shmem=1GiB}"),
+    self:label({ grid = 65535, block = 1024 }, "{grid=65535,block=1024}"),
+    self:label({ grid = 0, block = 1 }, "{grid=0}"),
+    self:label({ grid = 1, block = 2048 }, "{block=2048}"),
+    self:label({ grid = 1, block = { 32, 32, 2 } }, "{block=32x32x2}"),
+    self:label({ grid = { 1, 65536 }, block = 1 }, "{grid.y=65536}"),
+    self:label({ grid = NAN, block = 1 }, "{grid=nan}"),
+    self:label({ grid = 2 ^ 63, block = 1 }, "{grid=2^63}"),
+    self:label({ grid = { "8" }, block = 1 }, "{grid={'8'}}"),
+    self:label({ grid = 1, block = 1, shmem_size = "64" }, "{shmem='64'}"),
+    self:label({ grid = 1, block = 1, shmem_size = -1 }, "{shmem=-1}"),
+    self:label({ grid = { 1, 2, 3, 4 }, block = 1 }, "{grid 4 entries}"),
+    self:label({ grid = 1 }, "{grid only}"),
+    self:label({ grid = 1, block = 1, shmem = 4 }, "{shmem typo}"),
+    self:label({ grid = hostile_len(), block = 1 }, "{grid=hostile __len}"),
+    self:label(hostile_index(), "hostile __index"),
+  }
+  self.compile_args = {
+    self:label({}, "{}"),
+    self:label({ name = "fuzz.cu" }, "{name=fuzz.cu}"),
+    self:label({ name = "" }, "{name=''}"),
+    self:label({ name = "a\0b" }, "{name='a\\0b'}"),
+    self:label({ name = 5 }, "{name=5}"),
+    self:label({ name_expressions = { "scale<float>" } }, "{name_expressions={scale<float>}}"),
+    self:label({ name_expressions = { "nope<int>" } }, "{name_expressions={nope<int>}}"),
+    self:label({ name_expressions = "scale<float>" }, "{name_expressions=str}"),
+    self:label({ name_expressions = { "" } }, "{name_expressions={''}}"),
+    self:label({ foo = 1 }, "{foo=1}"),
+    self:label({ [1] = 2 }, "{[1]=2}"),
+    self:label(hostile_index(), "hostile __index"),
+  }
+  self.functions = {
+    self:label(function() end, "function() end"),
+    self:label(function(...) return ... end, "identity"),
+    self:label(function() error("fuzz: callback raised") end, "raising function"),
+    self:label(tostring, "tostring"),
+    self:label(coroutine.create(function() end), "thread"),
+    self:label(io.stderr, "io.stderr"),
+  }
+end
+
+-- ---- objects ---------------------------------------------------------------
+
+-- Keeps a gpurun object a call returned (replacing an older one when the
+-- type's list is full). Large buffers are closed instead, so that the
+-- O(n) methods stay cheap.
+function Pool:add(value)
+  local type_name = catalog.type_of(value)
+  if not type_name then return end
+  if type_name == "GraphBuilder" and self.on_builder then self.on_builder(value) end
+  if type_name == "Buffer" then
+    local ok, size = pcall(function() return value.size end)
+    if ok and size > self.max_buffer_elements then
+      pcall(value.close, value)
+      return
+    end
+  end
+  local list = self.objects[type_name]
+  if #list < self.max_per_type then
+    list[#list + 1] = value
+  else
+    list[self.random(#list)] = value
+  end
+end
+
+function Pool:add_closed(value)
+  local type_name = assert(catalog.type_of(value), "not a gpurun object")
+  local list = self.closed[type_name]
+  list[#list + 1] = value
+end
+
+function Pool:object(type_name)
+  local list = self.objects[type_name]
+  if #list == 0 then return self:any() end
+  return self:pick(list)
+end
+
+function Pool:closed_object(type_name)
+  local list = self.closed[type_name]
+  if #list == 0 then return self:object(type_name) end
+  return self:pick(list)
+end
+
+-- Mostly a live object of the type, sometimes a closed one, sometimes
+-- anything at all.
+function Pool:typed(type_name)
+  local roll = self.random()
+  if roll < 0.75 then return self:object(type_name) end
+  if roll < 0.85 then return self:closed_object(type_name) end
+  return self:any()
+end
+
+function Pool:any_object()
+  local type_name = self:pick(catalog.types)
+  if self:chance(0.2) then return self:closed_object(type_name) end
+  return self:object(type_name)
+end
+
+-- ---- draws -----------------------------------------------------------------
+
+function Pool:any()
+  local roll = self.random(12)
+  if roll == 1 then return nil end
+  if roll == 2 then return self.random(2) == 1 end
+  if roll == 3 then return self:pick(INTEGERS) end
+  if roll == 4 then return self:pick(FLOATS) end
+  if roll == 5 then return self:pick(STRINGS) end
+  if roll == 6 then return self:pick(self.tables) end
+  if roll == 7 then return self:pick(self.functions) end
+  return self:any_object()
+end
+
+function Pool:count()
+  if self:chance(0.75) then return self:pick(SMALL_COUNTS) end
+  return self:pick(EDGE_COUNTS)
+end
+
+-- A sequence, often as long as one of the pool's buffers so that copies
+-- can succeed.
+function Pool:sequence()
+  if self:chance(0.5) then return self:pick(self.sequences) end
+  local length = self:pick(SMALL_COUNTS)
+  local value = self:chance(0.8) and self.random(0, 100) or self:pick(FLOATS)
+  local list = {}
+  for i = 1, length do list[i] = value end
+  return self:label(list, ("{%s x %d}"):format(tostring(value), length))
+end
+
+function Pool:kernel_arg()
+  local roll = self.random()
+  if roll < 0.35 then return self:object("Buffer") end
+  if roll < 0.60 then return self:object("Scalar") end
+  if roll < 0.80 then return self.random(1, 64) end
+  if roll < 0.88 then return self:pick(FLOATS) end
+  if roll < 0.93 then return self.random(2) == 1 end
+  return self:any()
+end
+
+local function one_of(...)
+  local choices = { ... }
+  return function(pool) return choices[pool.random(#choices)](pool) end
+end
+
+local function from(list, p_valid, invalid)
+  return function(pool)
+    if not invalid or pool:chance(p_valid) then return pool:pick(list) end
+    return pool:pick(invalid)
+  end
+end
+
+local draws
+draws = {
+  count = Pool.count,
+  dtype = from(DTYPES, 0.85, BAD_DTYPES),
+  element = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
+  integer = function(p) return p:chance(0.85) and p:pick(INTEGERS) or p:pick(FLOATS) end,
+  number = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
+  string = function(p) return p:pick(STRINGS) end,
+  seed = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
+  attribute = from({ 1, 2, 16, 75, 76, 81, 97, 0, -1, 1000, 1 << 31, 1.5 }),
+  index = from({ 1, 2, 3, 4, 16, 37, 64, 4096, 0, -1, 4097, 1.5, NAN, 2 ^ 63, math.maxinteger,
+    math.mininteger, "1" }),
+  tolerance = from({ 0, 1e-5, 1e-8, 1, 0.5, -1, NAN, INF, "0.1" }),
+  sequence = Pool.sequence,
+  source = function(p)
+    local names = { "ok", "template", "broken", "empty", "nul", "long" }
+    return SOURCES[p:pick(names)]
+  end,
+  code_type = from({ "c++" }, 0.85, { "c", "cuda", "", "C++" }),
+  target_name = from({ "ptx", "cubin" }, 0.8, { "PTX", "sass", "", "ptx\0" }),
+  options = function(p)
+    if p:chance(0.5) then return p:typed("ProgramOptions") end
+    return p:pick(p.option_tables)
+  end,
+  options_table = function(p) return p:pick(p.option_tables) end,
+  compile_args = function(p)
+    if p:chance(0.4) then return nil end
+    return p:pick(p.compile_args)
+  end,
+  config_table = function(p) return p:pick(p.config_tables) end,
+  kernel_name = from(KERNEL_NAMES),
+  cuda_call = from({ "cuMemAlloc", "cuLaunchKernel", "", "x" }),
+  cuda_result = from({ 0, 1, 2, 200, 700, 999, 100000, -1, 1 << 31, math.maxinteger, 1.5 }),
+  stream = function(p) return p:typed("Stream") end,
+  event = function(p) return p:typed("Event") end,
+  buffer = function(p) return p:typed("Buffer") end,
+  config = function(p) return p:typed("LaunchConfig") end,
+  kernel = function(p) return p:typed("Kernel") end,
+  launch_target = function(p)
+    return p:typed(p:chance(0.7) and "Stream" or "GraphBuilder")
+  end,
+  buffer_or_table = function(p)
+    if p:chance(0.5) then return p:typed("Buffer") end
+    return p:sequence()
+  end,
+  buffer_or_number = function(p)
+    if p:chance(0.6) then return p:typed("Buffer") end
+    return draws.number(p)
+  end,
+  kernel_arg = Pool.kernel_arg,
+  key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
+    "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
+    "num_params", "handle", "id", "arch", "compute_capability", "total_memory",
+    "multiprocessor_count", "max_threads_per_block", "max_shared_memory_per_block",
+    "nope", 1, 0, -1, 1.5, 4097, true }),
+}
+
+-- A value for an argument of `kind` (see api_catalog.lua): mostly a
+-- plausible one, sometimes anything.
+function Pool:draw(kind)
+  local draw = draws[kind]
+  if draw == nil or self:chance(0.2) then return self:any() end
+  return draw(self)
+end
+
+-- ---- descriptions ----------------------------------------------------------
+
+function Pool:describe(value)
+  local kind = type(value)
+  if kind == "number" then
+    if value ~= value then return "0/0" end
+    if value == INF then return "math.huge" end
+    if value == -INF then return "-math.huge" end
+    if math.type(value) == "integer" then return tostring(value) end
+    return ("%.17g"):format(value)
+  elseif kind == "string" then
+    local shown = #value > 40 and value:sub(1, 40) .. "...(" .. #value .. " bytes)" or value
+    return ("%q"):format(shown):gsub("\n", "n")
+  elseif self.labels[value] then
+    return self.labels[value]
+  elseif kind == "userdata" then
+    local ok, text = pcall(tostring, value)
+    return ok and text or "userdata"
+  end
+  return tostring(value)
+end
+
+Pool.SOURCES = SOURCES
+Pool.DTYPES = DTYPES
+return Pool
