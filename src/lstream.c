@@ -37,8 +37,8 @@ int gpurun_push_new_stream(lua_State *L)
 {
     gpurun_require_context(L);
     struct gpurun_stream *stream = lua_newuserdatauv(L, sizeof *stream, 0);
+    memset(stream, 0, sizeof *stream);
     stream->tag = &gpurun_tag_stream;
-    stream->handle = NULL;
     stream->device = gpurun_runtime.current_device;
     stream->closed = 1;
     luaL_setmetatable(L, GPURUN_STREAM);
