@@ -552,13 +552,13 @@ local function kernel_arg_rows(label, call)
   row(label, args(R.byte_flag, R.buffer_u8, true), "kernel 'byte_flag' takes 3 parameters, got 2")
   row(label, args(R.scale, b, b, 1, 1),
     "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer")
-  row(label, args(R.scale, b, 1.0, 1 << 40, 1),
+  row(label, args(R.scale, b, 1.5, 1 << 40, 1),
     "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit")
-  row(label, args(R.scale, b, 1.0, -2147483649, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: integer -2147483649 does not fit")
-  row(label, args(R.scale, b, 1.0, 1, gpurun.u64(1)), "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8")
+  row(label, args(R.scale, b, 1.5, -2147483649, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: integer -2147483649 does not fit")
+  row(label, args(R.scale, b, 1.5, 1, gpurun.u64(1)), "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8")
   row(label, args(R.scale, b, gpurun.f64(1), 1, 1), "kernel 'scale_shift' parameter 2 is 4 bytes but gpurun.f64 is 8")
   row(label, args(R.scale, b, 1e39, 1, 1), "kernel 'scale_shift' parameter 2 is a 4-byte value: 1e+39 is out of float range")
-  row(label, args(R.scale, b, 1.0, true, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: a boolean passes as 1 byte")
+  row(label, args(R.scale, b, 1.5, true, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: a boolean passes as 1 byte")
   row(label, args(R.add, b, b, b, gpurun.u32(16)), "kernel 'vec_add' parameter 4 is 8 bytes but gpurun.u32 is 4")
   row(label, args(R.add, gpurun.i32(0), b, b, 16), "kernel 'vec_add' parameter 1 is 8 bytes but gpurun.i32 is 4")
   row(label, args(R.add, b, b, b, "16"),
@@ -698,8 +698,11 @@ row("Buffer.__index", A(R.buffer, 0), "gpurun.Buffer[i]: index 0 out of range (1
 row("Buffer.__index", A(R.buffer, 17), "gpurun.Buffer[i]: index 17 out of range (1..16)")
 row("Buffer.__index", A(R.buffer, 1.5), "gpurun.Buffer[i]: integer index expected, got 1.5")
 row("Buffer.__index", A(R.buffer, NAN), P("gpurun%.Buffer%[i%]: integer index expected, got " .. NAN_TEXT))
-row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s); close them first", { before = { "graph" } })
-row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s); close them first", { before = { "graph" } })
+-- The graph and the builder that made it (still open) both use the buffer.
+row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
+  { before = { "graph" } })
+row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
+  { before = { "graph" } })
 
 -- ---- generators ------------------------------------------------------------------------------
 
@@ -742,7 +745,7 @@ row("GraphBuilder:complete", A(R.builder),
 row("GraphBuilder:complete", A(R.building), "GraphBuilder:complete: nothing built (it is building)")
 row("GraphBuilder:complete", A(R.abandoned), "GraphBuilder:complete: nothing built (it is abandoned)")
 row("ObjectCode:close", A(R.code),
-  "cannot close a gpurun.ObjectCode while 1 graph(s) or graph builder(s) use its kernels: close them first",
+  "cannot close a gpurun.ObjectCode while 2 graph(s) or graph builder(s) use its kernels: close them first",
   { before = { "graph" } })
 
 for _, method in ipairs({ "launch", "upload" }) do

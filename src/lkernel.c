@@ -225,28 +225,27 @@ static struct gpurun_buffer *pack_argument(lua_State *L, const struct kernel *ke
             memcpy(slot, &wide, size);
         } else {
             lua_Number value = lua_tonumber(L, index);
+            if (size != 4 && size != 8)
+                argument_error(L, "kernel '%s' parameter %d is %d bytes: a float fits only a "
+                                  "4- or 8-byte parameter", kernel->name, i + 1, (int)size);
+            if (size == 4 && isfinite(value) && fabs(value) > FLT_MAX)
+                argument_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of "
+                                  "float range", kernel->name, i + 1, value);
             /* A float with an integral value (2^20, 4.0) is the one case the
              * subtype does not settle: it may be meant for an integer
              * parameter of the same size, where its float bits would be a
              * wild count or index. */
             if (value == floor(value) && isfinite(value))
-                argument_error(L, "kernel '%s' parameter %d: %s is a float with an integral value; "
+                argument_error(L, "kernel '%s' parameter %d: %f is a float with an integral value; "
                                   "pass gpurun.f%d(x) for a floating-point parameter or "
                                   "math.tointeger(x) for an integer one",
-                               kernel->name, i + 1, lua_pushfstring(L, "%f", value),
-                               size == 4 ? 32 : 64);
+                               kernel->name, i + 1, value, size == 4 ? 32 : 64);
             if (size == 8) {
                 double wide = (double)value;
                 memcpy(slot, &wide, 8);
-            } else if (size == 4) {
-                if (isfinite(value) && fabs(value) > FLT_MAX)
-                    argument_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of "
-                                      "float range", kernel->name, i + 1, value);
+            } else {
                 float narrow = (float)value;
                 memcpy(slot, &narrow, 4);
-            } else {
-                argument_error(L, "kernel '%s' parameter %d is %d bytes: a float fits only a "
-                                  "4- or 8-byte parameter", kernel->name, i + 1, (int)size);
             }
         }
         return NULL;
@@ -358,15 +357,17 @@ static int module_launch(lua_State *L)
     packing_for_builder = builder != NULL;
     check_argument_count(L, kernel, given);
     check_config_fits(L, kernel, config);
-    for (int i = 0; i < given; i++) {
-        struct gpurun_buffer *buffer =
-            pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
-        if (buffer && builder)
-            gpurun_graph_builder_keep(L, 1, 4 + i);
-    }
-    packing_for_builder = 0;
-    if (builder)
+    if (builder) {
+        /* Kept before packing: keeping allocates, and a finalizer run by
+         * that allocation must not close a buffer already packed. */
         gpurun_graph_builder_keep(L, 1, 3);
+        for (int i = 0; i < given; i++)
+            if (gpurun_to_tagged(L, 4 + i, &gpurun_tag_buffer))
+                gpurun_graph_builder_keep(L, 1, 4 + i);
+    }
+    for (int i = 0; i < given; i++)
+        pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
+    packing_for_builder = 0;
     if (CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0], config->grid[1],
                   config->grid[2], config->block[0], config->block[1], config->block[2],
                   config->shmem_size, stream, kernel->param_pointers, NULL) != CUDA_SUCCESS)
@@ -453,22 +454,28 @@ static int plan_launch(lua_State *L)
         gpurun_closed_error(L, plan->kernel->closed ? GPURUN_KERNEL : GPURUN_OBJECT_CODE);
     struct gpurun_graph_builder *builder;
     CUstream stream = launch_target(L, 2, &builder);
+    if (builder) {
+        /* The kernel and buffers go on the stack first: keeping allocates, and
+         * a finalizer could close the plan and drop its user values. */
+        lua_getiuservalue(L, 1, 1);
+        int kept = lua_gettop(L);
+        lua_getiuservalue(L, 1, 2);
+        lua_Integer count = (lua_Integer)lua_rawlen(L, kept + 1);
+        luaL_checkstack(L, (int)count, "too many buffers in a LaunchPlan");
+        for (lua_Integer i = 1; i <= count; i++)
+            lua_rawgeti(L, kept + 1, i);
+        lua_remove(L, kept + 1);
+        for (int index = kept; index <= lua_gettop(L); index++)
+            gpurun_graph_builder_keep(L, 2, index);
+        lua_settop(L, kept - 1);
+    }
+    /* Checked after keeping, which allocates and can run finalizers. */
+    if (plan->closed)
+        gpurun_closed_error(L, GPURUN_PLAN);
     for (int i = 0; i < plan->buffer_count; i++)
         if (plan->buffers[i]->closed)
             return luaL_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
                                  "closed after bind", plan->kernel->name);
-    if (builder) {
-        lua_getiuservalue(L, 1, 1);
-        gpurun_graph_builder_keep(L, 2, lua_gettop(L));
-        lua_pop(L, 1);
-        lua_getiuservalue(L, 1, 2);
-        for (int i = 1; i <= plan->buffer_count; i++) {
-            lua_rawgeti(L, -1, i);
-            gpurun_graph_builder_keep(L, 2, lua_gettop(L));
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-    }
     const struct launch_config *config = &plan->config;
     if (CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0], config->grid[1],
                   config->grid[2], config->block[0], config->block[1], config->block[2],
