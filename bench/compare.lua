@@ -64,42 +64,9 @@ local function fail(message)
     os.exit(1)
 end
 
-local function shell_quote(text)
-    return "'" .. text:gsub("'", "'\\''") .. "'"
-end
-
-local function dirname(path)
-    return path:match("^(.*)/[^/]*$") or "."
-end
-
--- The gpurun binary running this script: the lowest index of `arg`, resolved
--- through PATH when it was started by bare name.
-local function interpreter_path()
-    local lowest = 0
-    while arg[lowest - 1] ~= nil do
-        lowest = lowest - 1
-    end
-    local path = arg[lowest]
-    if lowest == 0 or path == nil then
-        return nil
-    end
-    if not path:find("/", 1, true) then
-        local pipe = io.popen("command -v " .. shell_quote(path))
-        local found = pipe and pipe:read("l")
-        if pipe then pipe:close() end
-        if not found or found == "" then
-            return nil
-        end
-        path = found
-    end
-    return path
-end
-
-local function file_exists(path)
-    local file = io.open(path, "r")
-    if file then file:close() end
-    return file ~= nil
-end
+local shell = require("gpurun.shell")
+local shell_quote, dirname, file_exists = shell.quote, shell.dirname, shell.file_exists
+local interpreter_path = shell.interpreter
 
 ---------------------------------------------------------------------------
 -- options

@@ -108,13 +108,9 @@ local function fail(message)
     os.exit(1)
 end
 
-local function shell_quote(text)
-    return "'" .. text:gsub("'", "'\\''") .. "'"
-end
-
-local function dirname(path)
-    return path:match("^(.*)/[^/]*$") or "."
-end
+local shell = require("gpurun.shell")
+local shell_quote, dirname, file_exists = shell.quote, shell.dirname, shell.file_exists
+local interpreter_path = shell.interpreter
 
 -- The folder above bench/, spelled without a "bench/..".
 local function repository_root()
@@ -126,21 +122,6 @@ local function repository_root()
         return bench .. "/.."
     end
     return dirname(bench)
-end
-
-local function file_exists(path)
-    local file = io.open(path, "r")
-    if file then file:close() end
-    return file ~= nil
-end
-
--- The gpurun binary running this file: the lowest index of `arg`.
-local function interpreter_path()
-    local lowest = 0
-    while arg[lowest - 1] ~= nil do
-        lowest = lowest - 1
-    end
-    return lowest < 0 and arg[lowest] or nil
 end
 
 local function parse_options(argv)

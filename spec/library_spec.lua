@@ -416,3 +416,26 @@ describe("gpurun.check on device buffers", function()
     assert.are.same({ true }, { check.buffers("same", actual, actual, 0, 0) })
   end)
 end)
+
+describe("gpurun.shell", function()
+  local shell = require("gpurun.shell")
+
+  it("quotes one /bin/sh word, whatever it holds", function()
+    local tricky = "it's $HOME; `x` \"y\" \\ *"
+    local pipe = io.popen("printf %s " .. shell.quote(tricky))
+    assert.are.equal(tricky, pipe:read("a"))
+    pipe:close()
+  end)
+
+  it("splits folders from paths and finds files", function()
+    assert.are.equal("/a/b", shell.dirname("/a/b/c.lua"))
+    assert.are.equal(".", shell.dirname("c.lua"))
+    assert.is_true(shell.file_exists("spec/library_spec.lua"))
+    assert.is_false(shell.file_exists("spec/no-such-file"))
+  end)
+
+  it("names the binary running the script", function()
+    assert.matches("gpurun$", shell.interpreter())
+  end)
+end)
+

@@ -1,10 +1,10 @@
 -- Runs gpurun (or any command) in a child process and returns what it printed
 -- and its exit code, for specs of the command line and of scripts.
+local shell = require("gpurun.shell")
+
 local process = {}
 
-local function shell_quote(text)
-  return "'" .. tostring(text):gsub("'", "'\\''") .. "'"
-end
+local shell_quote = shell.quote
 process.quote = shell_quote
 
 -- The gpurun binary under test: $GPURUN_BIN, else the interpreter running
