@@ -13,7 +13,9 @@
 -- stream sync to a stream sync after 5 warm-up iterations, as in the C program.
 --
 --   build/gpurun bench/compare.lua [--sizes 4096,65536,1048576,16777216]
---       [--reps 7] [--iters 1000] [--json] [--c-bench PATH]
+--       [--reps 15] [--iters 5000] [--json] [--c-bench PATH]
+-- (Individual launches at small sizes vary by 20-30% between reps on a
+-- shared machine; 15 reps of 5000 iterations keep their medians steady.)
 --   build/gpurun bench/compare.lua --startup [bench/startup.lua's options]
 
 local gpurun = require("gpurun")
@@ -74,8 +76,8 @@ local interpreter_path = shell.interpreter
 local function parse_options(argv)
     local parser = argparse(PROGRAM, "gpurun against pure C on the add -> mul -> sub pipeline.")
     parser:option("--sizes", "Comma-separated element counts.", "4096,65536,1048576,16777216")
-    parser:option("--reps", "Reps per size; each re-times every path on both sides.", "7")
-    parser:option("--iters", "Timed iterations per path and rep.", "1000")
+    parser:option("--reps", "Reps per size; each re-times every path on both sides.", "15")
+    parser:option("--iters", "Timed iterations per path and rep.", "5000")
     parser:flag("--json", "Print one JSON object with every figure instead of the table.")
     parser:option("--c-bench", "The C reference (default: bench/cudagraphs_c next to gpurun).")
     parser:flag("--startup", "Measure start-up instead (see bench/startup.lua).")
