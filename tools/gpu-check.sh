@@ -31,7 +31,6 @@ if [ "$quick" != "--quick" ]; then
   echo "exit $?"
   step "benchmark: gpurun vs pure C"
   "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"
-  "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c --json >"$logs/bench.json" 2>&1
   step "start-up split"
   "$bin" bench/compare.lua --startup 2>&1 | tee "$logs/startup.log"
 fi
