@@ -28,8 +28,36 @@ local NAN_TEXT = "%-?nan" -- printf writes NaN as nan or -nan
 -- More than any GPU has (out of memory, or a size the driver refuses).
 local TOO_BIG = P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() while allocating"
 
+-- gpurun names the function in its argument errors as a script spells it:
+-- 'gpurun.empty', 'Buffer:fill' (arguments counted after self, as in a colon
+-- call; a wrong self is "calling 'Buffer:fill' on bad self"), 'Buffer.__index'.
+-- Rows say arg_error(n, "fill", ...); this puts the whole name in.
+local function plain(text) return (text:gsub("%p", "%%%0")) end
+
+local function qualify(label, expected, wrong_self)
+  local short = label:match("[.:]([%w_]+)$")
+  if type(expected) == "table" then
+    if expected.pattern then
+      -- The name as a plain pattern writes it (arg_error's text escaped): %'random%_table%'
+      local escaped = "to " .. plain("'" .. short .. "'")
+      local pattern = expected.pattern:gsub(plain(escaped), function() return "to " .. plain("'" .. label .. "'") end)
+      pattern = pattern:gsub(plain("to '" .. short .. "'"), function() return "to " .. plain("'" .. label .. "'") end)
+      return P(pattern)
+    end
+    local any = {}
+    for i, alternative in ipairs(expected.any) do any[i] = qualify(label, alternative, wrong_self) end
+    return ANY(table.unpack(any))
+  end
+  local from = "bad argument #1 to '" .. short .. "' ("
+  if wrong_self and label:find(":", 1, true) and expected:sub(1, #from) == from then
+    return "calling '" .. label .. "' on bad self (" .. expected:sub(#from + 1)
+  end
+  return (expected:gsub("to '" .. plain(short) .. "'", function() return "to '" .. label .. "'" end))
+end
+
 local rows = {}
 local function row(label, args, expected, options)
+  expected = qualify(label, expected, options and options.self == "any")
   local entry = { label, args, expected }
   for key, value in pairs(options or {}) do entry[key] = value end
   rows[#rows + 1] = entry
@@ -59,6 +87,7 @@ local CLOSED = {
 local FIELD = {
   Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
+  LaunchPlan = "kernel", Graph = "node_count",
   LaunchConfig = "grid", Scalar = "value",
 }
 
@@ -174,7 +203,7 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
@@ -213,7 +242,7 @@ row("gpurun.zeros", A(1 << 40, "float64"), P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() 
 row("gpurun.full", A(16), arg_error(2, "full", "number expected, got no value"))
 row("gpurun.full", A(16, "1"), arg_error(2, "full", "number expected, got string"))
 row("gpurun.full", A(16, {}), arg_error(2, "full", "number expected, got table"))
-row("gpurun.full", A(16, R.scalar), arg_error(2, "full", "number expected, got userdata"))
+row("gpurun.full", A(16, R.scalar), arg_error(2, "full", "number expected, got gpurun.Scalar"))
 row("gpurun.full", A(16, 1e39), arg_error(2, "full", "1e+39 out of range for float32"))
 row("gpurun.full", A(16, -1e39), arg_error(2, "full", "-1e+39 out of range for float32"))
 row("gpurun.full", A(16, 1.5, "int32"), arg_error(2, "full", "integer expected for int32, got 1.5"))
@@ -316,25 +345,33 @@ row("gpurun.mem_info", A(), NO_DEVICE, { when = "no_device" })
 
 -- ---- scalars ------------------------------------------------------------------------
 
-for _, name in ipairs({ "i32", "u32", "i64", "u64" }) do
-  local label = "gpurun." .. name
-  row(label, A(), arg_error(1, name, "integer expected, got no value"))
-  row(label, A("5"), arg_error(1, name, "integer expected, got string"))
-  row(label, A({}), arg_error(1, name, "integer expected, got table"))
-  row(label, A(R.scalar), arg_error(1, name, "integer expected, got gpurun.Scalar"))
-  row(label, A(1.5), arg_error(1, name, "integer expected, got 1.5"))
-  row(label, A(NAN), P(("bad argument #1 to '%s' %%(integer expected, got %s%%)"):format(name, NAN_TEXT)))
-  row(label, A(INF), arg_error(1, name, "integer expected, got inf"))
-  row(label, A(-INF), arg_error(1, name, "integer expected, got -inf"))
-  row(label, A(BIG_FLOAT), arg_error(1, name, "integer expected, got 9.2233720368548e+18"))
+-- Every scalar stores its value by the rules of a buffer element of its dtype.
+local SCALAR_DTYPES = { i8 = "int8", u8 = "uint8", i16 = "int16", u16 = "uint16", i32 = "int32",
+  u32 = "uint32", i64 = "int64", u64 = "uint64" }
+for _, name in ipairs(catalog.sorted_keys(SCALAR_DTYPES)) do
+  local label, dtype = "gpurun." .. name, SCALAR_DTYPES[name]
+  row(label, A(), arg_error(1, name, "number expected, got no value"))
+  row(label, A("5"), arg_error(1, name, "number expected, got string"))
+  row(label, A({}), arg_error(1, name, "number expected, got table"))
+  row(label, A(R.scalar), arg_error(1, name, "number expected, got gpurun.Scalar"))
+  row(label, A(1.5), arg_error(1, name, "integer expected for " .. dtype .. ", got 1.5"))
+  row(label, A(NAN), P(("bad argument #1 to '%s' %%(integer expected for %s, got %s%%)")
+    :format(name, dtype, NAN_TEXT)))
+  row(label, A(INF), "(inf out of range for " .. dtype .. " (")
+  row(label, A(-INF), "(-inf out of range for " .. dtype .. " (")
 end
-row("gpurun.i32", A(2147483648), arg_error(1, "i32", "2147483648 does not fit in 32-bit signed"))
-row("gpurun.i32", A(-2147483649), arg_error(1, "i32", "-2147483649 does not fit in 32-bit signed"))
-row("gpurun.u32", A(-1), arg_error(1, "u32", "-1 does not fit in 32-bit unsigned"))
-row("gpurun.u32", A(4294967296), arg_error(1, "u32", "4294967296 does not fit in 32-bit unsigned"))
-row("gpurun.u64", A(-1), arg_error(1, "u64", "-1 is negative"))
-row("gpurun.u64", A(math.mininteger), arg_error(1, "u64", "-9223372036854775808 is negative"))
-row("gpurun.u64", A(2 ^ 64), arg_error(1, "u64", "integer expected, got 1.844674407371e+19"))
+row("gpurun.i64", A(BIG_FLOAT), "(9.2233720368548e+18 out of range for int64 (")
+row("gpurun.i32", A(2147483648), arg_error(1, "i32", "2147483648 out of range for int32 (-2147483648..2147483647)"))
+row("gpurun.i32", A(-2147483649), "(-2147483649 out of range for int32 (")
+row("gpurun.u32", A(-1), arg_error(1, "u32", "-1 out of range for uint32 (0..4294967295)"))
+row("gpurun.u32", A(4294967296), "(4294967296 out of range for uint32 (")
+row("gpurun.u64", A(-1), "(-1 out of range for uint64 (")
+row("gpurun.u64", A(math.mininteger), "(-9223372036854775808 out of range for uint64 (")
+row("gpurun.u64", A(2 ^ 64), "(1.844674407371e+19 out of range for uint64 (")
+row("gpurun.u8", A(256), arg_error(1, "u8", "256 out of range for uint8 (0..255)"))
+row("gpurun.i8", A(-129), arg_error(1, "i8", "-129 out of range for int8 (-128..127)"))
+row("gpurun.u16", A(65536), arg_error(1, "u16", "65536 out of range for uint16 (0..65535)"))
+row("gpurun.i16", A(32768), arg_error(1, "i16", "32768 out of range for int16 (-32768..32767)"))
 for _, name in ipairs({ "f32", "f64" }) do
   local label = "gpurun." .. name
   row(label, A(), arg_error(1, name, "number expected, got no value"))
@@ -343,8 +380,8 @@ for _, name in ipairs({ "f32", "f64" }) do
   row(label, A(true), arg_error(1, name, "number expected, got boolean"))
   row(label, A(R.scalar), arg_error(1, name, "number expected, got gpurun.Scalar"))
 end
-row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 is out of float range"))
-row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 is out of float range"))
+row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 out of range for float32"))
+row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 out of range for float32"))
 
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
@@ -492,12 +529,16 @@ local config_cases = {
   { { grid = { {} }, block = 1 }, CONFIG .. "grid.x must be an integer, got table" },
   { { grid = "8", block = 1 }, CONFIG .. "grid must be an integer or a table {x, y, z}, got string" },
   { { grid = true, block = 1 }, CONFIG .. "grid must be an integer or a table {x, y, z}, got boolean" },
-  { { grid = 1, block = R.config }, CONFIG .. "block must be an integer or a table {x, y, z}, got userdata" },
+  { { grid = 1, block = R.config }, CONFIG .. "block must be an integer or a table {x, y, z}, got gpurun.LaunchConfig" },
   { { grid = { 1, 2, 3, 4 }, block = 1 }, CONFIG .. "grid has 4 entries, at most 3 (x, y, z) expected" },
 }
-for _, value in ipairs({ -1, 2 ^ 31, 1.5, NAN, INF, {}, true }) do
+for _, value in ipairs({ -1, 1.5, NAN, INF, {}, true }) do
   config_cases[#config_cases + 1] = { { grid = 1, block = 1, shmem_size = value },
-    CONFIG .. "shmem_size must be an integer number of bytes >= 0" }
+    CONFIG .. "shmem_size must be an integer number of bytes >= 0, got " }
+end
+for _, value in ipairs({ 2 ^ 31, 1 << 40 }) do
+  config_cases[#config_cases + 1] = { { grid = 1, block = 1, shmem_size = value },
+    CONFIG .. "shmem_size of " .. math.tointeger(value) .. " bytes is more than any device has" }
 end
 for _, case in ipairs(config_cases) do
   local config = case[1]

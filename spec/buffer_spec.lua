@@ -57,10 +57,10 @@ end
 
 describe("gpurun buffers without a device", function()
   it("reject unknown dtypes, listing the valid ones", function()
-    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8)"
+    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
     assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float16' " .. list, gpurun.empty, 4, "float16")
     assert_error("unknown dtype 'f32'", gpurun.zeros, 4, "f32")
-    assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'int16'", gpurun.full, 4, 1, "int16")
+    assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'bool'", gpurun.full, 4, 1, "bool")
     assert_error("bad argument #2 to 'gpurun.array' (unknown dtype 'double'", gpurun.array, { 1 }, "double")
     assert_error("bad argument #2 to 'gpurun.empty' (dtype name expected, got number)", gpurun.empty, 4, 32)
   end)
@@ -125,8 +125,11 @@ describe("gpurun buffers without a device", function()
     local lines = {}
     for line in result.stdout:gmatch("[^\n]+") do lines[#lines + 1] = line end
     assert.are.equal(6, #lines, result.stdout)
+    -- Without a driver, that is the reason given; with one, the missing set_current.
+    local expected = gpurun.driver_error()
+      or "no current CUDA device: call gpurun.Device(id):set_current() first"
     for _, line in ipairs(lines) do
-      assert.is_truthy(line:find("no current CUDA device: call gpurun.Device(id):set_current() first", 1, true), line)
+      assert.is_truthy(line:find(expected, 1, true), line)
     end
   end)
 
@@ -185,11 +188,11 @@ describe("gpurun.Generator without a device", function()
     local rng = gpurun.default_rng(0)
     assert_error("bad argument #1 to 'gpurun.default_rng' (integer seed expected, got no value)", gpurun.default_rng)
     assert_error("integer seed expected, got 1.5", gpurun.default_rng, 1.5)
-    assert_error("bad argument #1 to 'random' (positive element count expected, got 0)", function() return rng:random(0) end)
-    assert_error("bad argument #2 to 'random' (float32 or float64 expected, got int32", function() return rng:random(4, "int32") end)
+    assert_error("bad argument #1 to 'Generator:random' (positive element count expected, got 0)", function() return rng:random(0) end)
+    assert_error("bad argument #2 to 'Generator:random' (float32 or float64 expected, got int32", function() return rng:random(4, "int32") end)
     assert_error("unknown dtype 'float16'", function() return rng:random(4, "float16") end)
-    assert_error("bad argument #4 to 'integers' (integer dtype expected, got float32", function() return rng:integers(4, 0, 2, "float32") end)
-    assert_error("bad argument #3 to 'integers' (high (5) must be greater than low (5))", function() return rng:integers(4, 5, 5) end)
+    assert_error("bad argument #4 to 'Generator:integers' (integer dtype expected, got float32", function() return rng:integers(4, 0, 2, "float32") end)
+    assert_error("bad argument #3 to 'Generator:integers' (high (5) must be greater than low (5))", function() return rng:integers(4, 5, 5) end)
     assert_error("range [0, 300) does not fit uint8 (0..255)", function() return rng:integers(4, 0, 300, "uint8") end)
     assert_error("range [-1, 3) does not fit uint32", function() return rng:integers(4, -1, 3, "uint32") end)
     assert_error("float32 or float64 expected, got uint8", function() return rng:random_table(4, "uint8") end)

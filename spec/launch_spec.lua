@@ -58,15 +58,17 @@ describe("typed scalars", function()
 
   it("reject values their type cannot hold", function()
     local cases = {
-      { gpurun.u32, -1, "does not fit in 32-bit unsigned" },
-      { gpurun.u32, 1 << 32, "does not fit in 32-bit unsigned" },
-      { gpurun.i32, 1 << 31, "does not fit in 32-bit signed" },
-      { gpurun.u64, -1, "is negative" },
-      { gpurun.i64, 1.5, "integer expected, got 1.5" },
-      { gpurun.u64, 0 / 0, "integer expected" },
-      { gpurun.u64, "12", "integer expected" },
-      { gpurun.f32, 1e300, "out of float range" },
-      { gpurun.f64, {}, "number expected" },
+      { gpurun.u32, -1, "-1 out of range for uint32 (0..4294967295)" },
+      { gpurun.u32, 1 << 32, "4294967296 out of range for uint32" },
+      { gpurun.i32, 1 << 31, "2147483648 out of range for int32 (-2147483648..2147483647)" },
+      { gpurun.u64, -1, "-1 out of range for uint64" },
+      { gpurun.i64, 1.5, "integer expected for int64, got 1.5" },
+      { gpurun.u64, 0 / 0, "integer expected for uint64" },
+      { gpurun.u64, "12", "number expected, got string" },
+      { gpurun.f32, 1e300, "1e+300 out of range for float32" },
+      { gpurun.f64, {}, "number expected, got table" },
+      { gpurun.u8, 256, "256 out of range for uint8 (0..255)" },
+      { gpurun.i16, -32769, "-32769 out of range for int16 (-32768..32767)" },
     }
     for _, case in ipairs(cases) do
       local ok, err = pcall(case[1], case[2])
@@ -218,7 +220,7 @@ describe("launch", function()
     for _ = 1, 10 do plan:launch(stream) end
     stream:sync()
     assert.is_true(gpurun.allclose(out, 6, 0, 0))
-    assert.are.equal("vec_mul", plan:kernel().name)
+    assert.are.equal("vec_mul", plan.kernel.name)
     assert.has_error(function() kernel("vec_mul"):bind(config, a, b) end, "kernel 'vec_mul' takes 4 parameters, got 2")
     out:close()
     assert.has_error(function() plan:launch(stream) end,

@@ -148,9 +148,9 @@ describe("gpurun.Program", function()
   end)
 
   it("rejects other code types, bad options and NUL bytes", function()
-    assert.matches("bad argument #2 to 'Program' %(code type \"c%+%+\" expected, got \"ptx\"%)",
+    assert.matches("bad argument #2 to 'gpurun%.Program' %(code type \"c%+%+\" expected, got \"ptx\"%)",
       error_of(function() return gpurun.Program(VEC, "ptx") end))
-    assert.matches("bad argument #3 to 'Program' %(gpurun.ProgramOptions or table expected, got string%)",
+    assert.matches("bad argument #3 to 'gpurun%.Program' %(gpurun.ProgramOptions or table expected, got string%)",
       error_of(function() return gpurun.Program(VEC, "c++", "-G") end))
     assert.matches("gpurun.ProgramOptions: unknown option 'bogus'",
       error_of(function() return gpurun.Program(VEC, "c++", { bogus = 1 }) end))
@@ -218,15 +218,15 @@ describe("gpurun.Program", function()
 
   it("checks compile's arguments", function()
     local program = gpurun.Program(VEC, "c++", { arch = "90" })
-    assert.matches("bad argument #1 to 'compile' %(\"ptx\" or \"cubin\" expected, got \"elf\"%)",
+    assert.matches("bad argument #1 to 'Program:compile' %(\"ptx\" or \"cubin\" expected, got \"elf\"%)",
       error_of(function() return program:compile("elf") end))
-    assert.matches("bad argument #2 to 'compile' %(unknown key 'names'",
+    assert.matches("bad argument #2 to 'Program:compile' %(unknown key 'names'",
       error_of(function() return program:compile("ptx", { names = {} }) end))
-    assert.matches("bad argument #2 to 'compile' %(name_expressions must be a list of strings%)",
+    assert.matches("bad argument #2 to 'Program:compile' %(name_expressions must be a list of strings%)",
       error_of(function() return program:compile("ptx", { name_expressions = "vec_add" }) end))
-    assert.matches("bad argument #2 to 'compile' %(name_expressions%[2%] must be a non%-empty string%)",
+    assert.matches("bad argument #2 to 'Program:compile' %(name_expressions%[2%] must be a non%-empty string%)",
       error_of(function() return program:compile("ptx", { name_expressions = { "a", 2 } }) end))
-    assert.matches("bad argument #2 to 'compile' %(name must be a non%-empty string%)",
+    assert.matches("bad argument #2 to 'Program:compile' %(name must be a non%-empty string%)",
       error_of(function() return program:compile("ptx", { name = "" }) end))
   end)
 

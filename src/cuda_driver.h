@@ -26,7 +26,7 @@
     X(cuDeviceTotalMem, 3020) X(cuDevicePrimaryCtxRetain, 7000) \
     X(cuDevicePrimaryCtxRelease, 11000) X(cuCtxSetCurrent, 4000) \
     X(cuCtxGetCurrent, 4000) X(cuCtxSynchronize, 2000) \
-    X(cuStreamCreate, 2000) X(cuStreamDestroy, 4000) \
+    X(cuStreamCreate, 2000) X(cuStreamCreateWithPriority, 5050) X(cuStreamDestroy, 4000) \
     X(cuStreamSynchronize, 2000) X(cuStreamQuery, 2000) \
     X(cuStreamBeginCapture, 10010) X(cuStreamEndCapture, 10000) \
     X(cuStreamIsCapturing, 10000) X(cuEventCreate, 2000) \

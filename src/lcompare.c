@@ -2,34 +2,14 @@
  * Buffer or a number. The buffers are read back in chunks into staging
  * memory and checked in C, so any size is compared in bounded host memory
  * and no Lua runs per element. */
+#include "lcompare.h"
+
 #include "lbuffer.h"
 
 #include <math.h>
 
 /* Elements compared per round trip: bounds the host memory compare needs. */
 #define COMPARE_CHUNK ((size_t)1 << 20)
-
-/* Each element of a raw chunk as a double. */
-static void widen(int dtype, const void *raw, double *out, size_t n)
-{
-#define WIDEN(T)                                 \
-    do {                                         \
-        const T *in = raw;                       \
-        for (size_t i = 0; i < n; i++)           \
-            out[i] = (double)in[i];              \
-    } while (0)
-    switch (dtype) {
-    case GPURUN_FLOAT32: WIDEN(float); break;
-    case GPURUN_FLOAT64: WIDEN(double); break;
-    case GPURUN_INT32: WIDEN(int32_t); break;
-    case GPURUN_UINT32: WIDEN(uint32_t); break;
-    case GPURUN_INT64: WIDEN(int64_t); break;
-    case GPURUN_UINT64: WIDEN(uint64_t); break;
-    case GPURUN_INT8: WIDEN(int8_t); break;
-    default: WIDEN(uint8_t); break;
-    }
-#undef WIDEN
-}
 
 struct comparison {
     double rtol, atol;
@@ -99,7 +79,7 @@ static void read_operand(lua_State *L, struct operand *operand, size_t first, si
 {
     gpurun_read_elements(L, operand->buffer, first, n, operand->raw, stream);
     if (operand->buffer->dtype != GPURUN_FLOAT64)
-        widen(operand->buffer->dtype, operand->raw, operand->values, n);
+        gpurun_widen(operand->buffer->dtype, operand->raw, operand->values, n);
 }
 
 /* compare(x, y [, rtol [, atol]]) with x a Buffer and y a Buffer of as many
@@ -111,19 +91,20 @@ static void run_comparison(lua_State *L, struct comparison *c, const char *opera
     double y_scalar = 0;
     if (lua_type(L, 2) == LUA_TNUMBER) {
         y_scalar = lua_tonumber(L, 2);
-    } else if (gpurun_test_buffer(L, 2)) {
+    } else if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag)) {
         y.buffer = gpurun_check_live_buffer(L, 2);
         if (y.buffer->count != x.buffer->count)
-            luaL_argerror(L, 2, lua_pushfstring(L, "gpurun.Buffer of %I elements expected, "
-                                                   "got %I", (LUAI_UACINT)x.buffer->count,
-                                                (LUAI_UACINT)y.buffer->count));
+            gpurun_arg_error(L, 2, "gpurun.Buffer of %I elements expected, got %I",
+                             (LUAI_UACINT)x.buffer->count, (LUAI_UACINT)y.buffer->count);
     } else {
-        luaL_typeerror(L, 2, "gpurun.Buffer or number");
+        gpurun_type_error(L, 2, "gpurun.Buffer or number");
     }
-    c->rtol = luaL_optnumber(L, 3, 1e-5);
-    c->atol = luaL_optnumber(L, 4, 1e-8);
-    luaL_argcheck(L, c->rtol >= 0, 3, "non-negative relative tolerance expected");
-    luaL_argcheck(L, c->atol >= 0, 4, "non-negative absolute tolerance expected");
+    c->rtol = gpurun_opt_number(L, 3, 1e-5);
+    c->atol = gpurun_opt_number(L, 4, 1e-8);
+    if (!(c->rtol >= 0))
+        gpurun_arg_error(L, 3, "non-negative relative tolerance expected");
+    if (!(c->atol >= 0))
+        gpurun_arg_error(L, 4, "non-negative absolute tolerance expected");
     lua_settop(L, 4);
 
     c->count = x.buffer->count;
@@ -148,7 +129,7 @@ static void run_comparison(lua_State *L, struct comparison *c, const char *opera
         }
         compare_chunk(c, first, x.values, y.buffer ? y.values : NULL, y_scalar, n);
     }
-    gpurun_end_host_transfer(L, stream, operation);
+    gpurun_end_transfer(L, stream, operation);
 }
 
 static void set_number(lua_State *L, const char *key, double value)
@@ -201,5 +182,5 @@ static const luaL_Reg module_functions[] = {
 
 void gpurun_open_compare(lua_State *L)
 {
-    luaL_setfuncs(L, module_functions, 0);
+    gpurun_set_functions(L, module_functions);
 }

@@ -1,23 +1,24 @@
 /* gpurun.Device: one CUDA device and its primary context. */
-#include "gpurun.h"
+#include "ldevice.h"
 
 #include <string.h>
 
+#include "lstream.h"
+
+const struct gpurun_tag gpurun_device_tag = {"gpurun.Device"};
+
 struct device {
+    struct gpurun_object header;
     int ordinal;
     CUdevice handle;
     int cc_major, cc_minor;
     size_t total_memory;
     char name[256];
-    int closed;
 };
 
 static struct device *check_device(lua_State *L, int index)
 {
-    struct device *device = luaL_checkudata(L, index, GPURUN_DEVICE);
-    if (device->closed)
-        gpurun_closed_error(L, GPURUN_DEVICE);
-    return device;
+    return gpurun_check_open(L, index, &gpurun_device_tag);
 }
 
 static int device_attribute(lua_State *L, struct device *device, CUdevice_attribute attribute)
@@ -32,23 +33,21 @@ static int device_attribute(lua_State *L, struct device *device, CUdevice_attrib
  * comparing devices is comparing objects. */
 static int device_new(lua_State *L)
 {
-    lua_Integer ordinal = luaL_optinteger(L, 1, 0);
+    lua_Integer ordinal = gpurun_opt_integer(L, 1, 0, NULL);
     gpurun_require_driver(L);
     int count = cuda_driver_device_count();
     if (ordinal < 0 || ordinal >= count)
-        return luaL_error(L, "CUDA device %I not found: %d device(s) visible", ordinal, count);
+        return gpurun_error(L, "CUDA device %I not found: %d device(s) visible",
+                            (LUAI_UACINT)ordinal, count);
 
     luaL_getsubtable(L, LUA_REGISTRYINDEX, "gpurun.devices");
     if (lua_rawgeti(L, -1, ordinal) == LUA_TUSERDATA
-        && !((struct device *)lua_touserdata(L, -1))->closed)
+        && !((struct device *)lua_touserdata(L, -1))->header.closed)
         return 1;
     lua_pop(L, 1);
 
-    struct device *device = lua_newuserdatauv(L, sizeof *device, 0);
-    memset(device, 0, sizeof *device);
+    struct device *device = gpurun_new_object(L, sizeof *device, 0, &gpurun_device_tag);
     device->ordinal = (int)ordinal;
-    device->closed = 1; /* until fully read, so a failed read leaves no half object */
-    luaL_setmetatable(L, GPURUN_DEVICE);
     CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device->handle, (int)ordinal);
     CHECK_CUDA(L, "reading the device name", cuDeviceGetName, device->name,
                (int)sizeof device->name, device->handle);
@@ -56,7 +55,7 @@ static int device_new(lua_State *L)
                device->handle);
     device->cc_major = device_attribute(L, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     device->cc_minor = device_attribute(L, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    device->closed = 0;
+    device->header.closed = 0;
     lua_pushvalue(L, -1);
     lua_rawseti(L, -3, ordinal);
     return 1;
@@ -65,12 +64,7 @@ static int device_new(lua_State *L)
 static int device_set_current(lua_State *L)
 {
     struct device *device = check_device(L, 1);
-    CUcontext context = gpurun_primary_context(L, device->ordinal);
-    CHECK_CUDA(L, "making the device's primary context current", cuCtxSetCurrent, context);
-    if (gpurun_runtime.current_device != device->ordinal)
-        gpurun_runtime.current_stream = NULL; /* a stream belongs to its device */
-    gpurun_runtime.current_context = context;
-    gpurun_runtime.current_device = device->ordinal;
+    gpurun_make_current(L, device->ordinal);
     lua_settop(L, 1);
     return 1;
 }
@@ -81,8 +75,8 @@ static struct device *check_current_device(lua_State *L, int index, const char *
 {
     struct device *device = check_device(L, index);
     if (gpurun_runtime.current_device != device->ordinal)
-        luaL_error(L, "Device:%s: device %d is not current; call :set_current() first",
-                   method, device->ordinal);
+        gpurun_error(L, "Device:%s: device %d is not current; call :set_current() first",
+                     method, device->ordinal);
     return device;
 }
 
@@ -96,73 +90,88 @@ static int device_sync(lua_State *L)
 static int device_create_stream(lua_State *L)
 {
     check_current_device(L, 1, "create_stream");
-    return gpurun_push_new_stream(L);
+    gpurun_push_new_stream(L, 0);
+    return 1;
 }
 
-/* attribute(n) -> the raw CU_DEVICE_ATTRIBUTE_* value n, for what the named
- * fields do not cover. */
+/* get_attribute(n) -> the raw CU_DEVICE_ATTRIBUTE_* value n, for what the
+ * named fields do not cover. */
 static int device_get_attribute(lua_State *L)
 {
     struct device *device = check_device(L, 1);
-    lua_Integer attribute = luaL_checkinteger(L, 2);
-    luaL_argcheck(L, attribute > 0 && attribute < CU_DEVICE_ATTRIBUTE_MAX, 2,
-                  "CU_DEVICE_ATTRIBUTE_* value expected");
+    lua_Integer attribute = gpurun_check_integer(L, 2, NULL);
+    if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX)
+        gpurun_arg_error(L, 2, "CU_DEVICE_ATTRIBUTE_* value expected");
     lua_pushinteger(L, device_attribute(L, device, (CUdevice_attribute)attribute));
     return 1;
 }
 
 static int device_close(lua_State *L)
 {
-    struct device *device = luaL_checkudata(L, 1, GPURUN_DEVICE);
+    struct device *device = gpurun_check_tagged(L, 1, &gpurun_device_tag);
     /* The primary context stays retained until exit: streams and buffers
      * made on it may outlive this object. */
-    device->closed = 1;
+    device->header.closed = 1;
     return 0;
 }
 
-static int device_index(lua_State *L)
+static int device_id(lua_State *L)
 {
-    if (gpurun_push_method(L, GPURUN_DEVICE))
-        return 1;
-    struct device *device = check_device(L, 1);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "id") == 0)
-        lua_pushinteger(L, device->ordinal);
-    else if (strcmp(key, "name") == 0)
-        lua_pushstring(L, device->name);
-    else if (strcmp(key, "arch") == 0)
-        lua_pushfstring(L, "%d%d", device->cc_major, device->cc_minor);
-    else if (strcmp(key, "compute_capability") == 0) {
-        lua_createtable(L, 0, 2);
-        lua_pushinteger(L, device->cc_major);
-        lua_setfield(L, -2, "major");
-        lua_pushinteger(L, device->cc_minor);
-        lua_setfield(L, -2, "minor");
-    } else if (strcmp(key, "total_memory") == 0)
-        lua_pushinteger(L, (lua_Integer)device->total_memory);
-    else if (strcmp(key, "multiprocessor_count") == 0)
-        lua_pushinteger(L, device_attribute(L, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
-    else if (strcmp(key, "max_threads_per_block") == 0)
-        lua_pushinteger(L, device_attribute(L, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
-    else if (strcmp(key, "max_shared_memory_per_block") == 0)
-        lua_pushinteger(L, device_attribute(L, device,
-                                            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
-    else
-        lua_pushnil(L);
+    lua_pushinteger(L, ((struct device *)lua_touserdata(L, 1))->ordinal);
     return 1;
 }
 
+static int device_name(lua_State *L)
+{
+    lua_pushstring(L, ((struct device *)lua_touserdata(L, 1))->name);
+    return 1;
+}
+
+static int device_arch(lua_State *L)
+{
+    struct device *device = lua_touserdata(L, 1);
+    lua_pushfstring(L, "%d%d", device->cc_major, device->cc_minor);
+    return 1;
+}
+
+static int device_compute_capability(lua_State *L)
+{
+    struct device *device = lua_touserdata(L, 1);
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, device->cc_major);
+    lua_setfield(L, -2, "major");
+    lua_pushinteger(L, device->cc_minor);
+    lua_setfield(L, -2, "minor");
+    return 1;
+}
+
+static int device_total_memory(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)((struct device *)lua_touserdata(L, 1))->total_memory);
+    return 1;
+}
+
+#define ATTRIBUTE_FIELD(field, attribute)                                         \
+    static int device_##field(lua_State *L)                                       \
+    {                                                                             \
+        lua_pushinteger(L, device_attribute(L, lua_touserdata(L, 1), attribute)); \
+        return 1;                                                                 \
+    }
+ATTRIBUTE_FIELD(multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+ATTRIBUTE_FIELD(max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+ATTRIBUTE_FIELD(max_shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
 static int device_tostring(lua_State *L)
 {
-    struct device *device = luaL_checkudata(L, 1, GPURUN_DEVICE);
-    if (device->closed)
+    struct device *device = gpurun_check_tagged(L, 1, &gpurun_device_tag);
+    if (device->header.closed)
         lua_pushfstring(L, "gpurun.Device(%d, closed)", device->ordinal);
     else
         lua_pushfstring(L, "gpurun.Device(%d, %s)", device->ordinal, device->name);
     return 1;
 }
 
-static const luaL_Reg meth[] = {
+static const luaL_Reg device_methods[] = {
     {"set_current", device_set_current},
     {"sync", device_sync},
     {"create_stream", device_create_stream},
@@ -171,18 +180,37 @@ static const luaL_Reg meth[] = {
     {NULL, NULL}
 };
 
-static const luaL_Reg metameth[] = {
-    {"__index", device_index},
+static const luaL_Reg device_fields[] = {
+    {"id", device_id},
+    {"device_id", device_id},
+    {"name", device_name},
+    {"arch", device_arch},
+    {"compute_capability", device_compute_capability},
+    {"total_memory", device_total_memory},
+    {"multiprocessor_count", device_multiprocessor_count},
+    {"max_threads_per_block", device_max_threads_per_block},
+    {"max_shared_memory_per_block", device_max_shared_memory_per_block},
+    {NULL, NULL}
+};
+
+static const luaL_Reg device_metamethods[] = {
     {"__tostring", device_tostring},
     {"__close", device_close},
     {"__gc", device_close},
     {NULL, NULL}
 };
 
+static const struct gpurun_type device_type = {
+    &gpurun_device_tag, device_methods, device_metamethods, device_fields, NULL,
+};
+
+static const luaL_Reg module_functions[] = {
+    {"Device", device_new},
+    {NULL, NULL}
+};
+
 void gpurun_open_device(lua_State *L)
 {
-    gpurun_new_type(L, GPURUN_DEVICE, meth, metameth);
-    lua_pop(L, 1);
-    lua_pushcfunction(L, device_new);
-    lua_setfield(L, -2, "Device");
+    gpurun_register_type(L, &device_type);
+    gpurun_set_functions(L, module_functions);
 }

@@ -1,250 +1,110 @@
-/* The `gpurun` module: runtime state, the shared error helpers, and the
- * functions that belong to no type (device_count, versions, perf_counter). */
-#include "gpurun.h"
+/* The `gpurun` module opener: registers every type from one list, lowest
+ * layer first, as Lua's linit.c opens its libraries, then the parts of the
+ * module written in Lua (lua/gpurun/builtin/). Nothing else lives here. */
+#include "runtime.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "nvrtc_compile.h"
+#include "lbuffer.h"
+#include "lcompare.h"
+#include "ldevice.h"
+#include "levent.h"
+#include "lgraph.h"
+#include "lgraph_builder.h"
+#include "lkernel.h"
+#include "llaunch.h"
+#include "llaunch_config.h"
+#include "llaunch_plan.h"
+#include "lobject_code.h"
+#include "lprogram.h"
+#include "lrng.h"
+#include "lscalar.h"
+#include "lstream.h"
+#include "lsystem.h"
 
-#define MAX_DEVICES 64
+int luaopen_gpurun(lua_State *L);
 
-struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL};
-
-/* Primary contexts retained by this process, released by the module state's
- * __gc, which runs after every other gpurun object's (it is created first). */
-static CUcontext retained_contexts[MAX_DEVICES];
-static CUdevice retained_devices[MAX_DEVICES];
-
-const struct gpurun_tag gpurun_tag_stream = {GPURUN_STREAM}, gpurun_tag_buffer = {GPURUN_BUFFER},
-    gpurun_tag_scalar = {GPURUN_SCALAR}, gpurun_tag_kernel = {GPURUN_KERNEL},
-    gpurun_tag_config = {GPURUN_LAUNCH_CONFIG}, gpurun_tag_plan = {GPURUN_PLAN},
-    gpurun_tag_graph = {GPURUN_GRAPH};
-
-/* ---- errors ------------------------------------------------------------- */
-
-int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)
-{
-    char message[512];
-    char what[256];
-    va_list args;
-    va_start(args, what_fmt);
-    vsnprintf(what, sizeof what, what_fmt, args);
-    va_end(args);
-    CUresult result = cuda_last_failed_result;
-    cuda_format_error(message, sizeof message, cuda_last_failed_call, result);
-    /* A failed call invalidates a capture in progress; ending it now keeps
-     * the stream usable once the error is caught. */
-    gpurun_abort_captures(L);
-    if (cuda_error_is_sticky(result))
-        return luaL_error(L, "%s while %s; the CUDA context is no longer usable "
-                             "(a kernel faulted): restart the process", message, what);
-    return luaL_error(L, "%s while %s", message, what);
-}
-
-void gpurun_require_driver(lua_State *L)
-{
-    if (cuda_driver_load() != CUDA_SUCCESS)
-        luaL_error(L, "%s", cuda_driver_load_error());
-}
-
-int gpurun_closed_error(lua_State *L, const char *type_name)
-{
-    return luaL_error(L, "attempt to use a closed %s", type_name);
-}
-
-void gpurun_new_type(lua_State *L, const char *name, const luaL_Reg *meth,
-                     const luaL_Reg *metameth)
-{
-    luaL_newmetatable(L, name);
-    if (metameth)
-        luaL_setfuncs(L, metameth, 0);
-    lua_newtable(L);
-    if (meth)
-        luaL_setfuncs(L, meth, 0);
-    if (lua_getfield(L, -2, "__index") == LUA_TNIL) {
-        lua_pop(L, 1);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, -3, "__index");
-    } else {
-        lua_pop(L, 1);
-    }
-    lua_setfield(L, -2, "methods");
-}
-
-int gpurun_push_method(lua_State *L, const char *type_name)
-{
-    luaL_checkudata(L, 1, type_name);
-    lua_getmetatable(L, 1);
-    lua_getfield(L, -1, "methods");
-    if (lua_type(L, 2) == LUA_TSTRING && lua_getfield(L, -1, lua_tostring(L, 2)) != LUA_TNIL) {
-        lua_replace(L, -3);
-        lua_pop(L, 1);
-        return 1;
-    }
-    lua_settop(L, 2);
-    return 0;
-}
-
-/* ---- runtime ------------------------------------------------------------ */
-
-CUcontext gpurun_require_context(lua_State *L)
-{
-    if (gpurun_runtime.current_context == NULL)
-        luaL_error(L, "no current CUDA device: call gpurun.Device(id):set_current() first");
-    return gpurun_runtime.current_context;
-}
-
-CUcontext gpurun_primary_context(lua_State *L, int ordinal)
-{
-    if (ordinal < 0 || ordinal >= MAX_DEVICES)
-        luaL_error(L, "device ordinal %d out of range", ordinal);
-    if (retained_contexts[ordinal] == NULL) {
-        CUdevice device;
-        CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, ordinal);
-        CUcontext context;
-        CHECK_CUDA(L, "retaining the primary context", cuDevicePrimaryCtxRetain, &context, device);
-        retained_contexts[ordinal] = context;
-        retained_devices[ordinal] = device;
-    }
-    return retained_contexts[ordinal];
-}
-
-static int runtime_close(lua_State *L)
-{
-    (void)L;
-    if (cuda.cuDevicePrimaryCtxRelease == NULL)
-        return 0;
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        if (retained_contexts[i] != NULL) {
-            /* At exit a failed release (say after a sticky error) changes
-             * nothing the user can act on. */
-            (void)CUDA_CALL(cuDevicePrimaryCtxRelease, retained_devices[i]);
-            retained_contexts[i] = NULL;
-        }
-    }
-    gpurun_runtime.current_context = NULL;
-    gpurun_runtime.current_device = -1;
-    gpurun_runtime.current_stream = NULL;
-    return 0;
-}
-
-/* ---- module functions --------------------------------------------------- */
-
-double gpurun_now(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-static int module_perf_counter(lua_State *L)
-{
-    lua_pushnumber(L, gpurun_now());
-    return 1;
-}
-
-static int module_device_count(lua_State *L)
-{
-    lua_pushinteger(L, cuda_driver_device_count());
-    return 1;
-}
-
-/* driver_version() -> major, minor; raises when there is no driver. */
-static int module_driver_version(lua_State *L)
-{
-    gpurun_require_driver(L);
-    int version = 0;
-    CHECK_CUDA(L, "reading the driver version", cuDriverGetVersion, &version);
-    lua_pushinteger(L, version / 1000);
-    lua_pushinteger(L, version % 1000 / 10);
-    return 2;
-}
-
-static int module_nvrtc_version(lua_State *L)
-{
-    int major = 0, minor = 0;
-    if (!nvrtc_compile_version(&major, &minor))
-        return luaL_error(L, "nvrtcVersion failed");
-    lua_pushinteger(L, major);
-    lua_pushinteger(L, minor);
-    return 2;
-}
-
-/* driver_error() -> nil when the driver loads, else the loader's reason. */
-static int module_driver_error(lua_State *L)
-{
-    if (cuda_driver_load() == CUDA_SUCCESS)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, cuda_driver_load_error());
-    return 1;
-}
-
-/* mem_info() -> free, total bytes on the current device. */
-static int module_mem_info(lua_State *L)
-{
-    gpurun_require_context(L);
-    size_t free_bytes = 0, total_bytes = 0;
-    CHECK_CUDA(L, "reading free device memory", cuMemGetInfo, &free_bytes, &total_bytes);
-    lua_pushinteger(L, (lua_Integer)free_bytes);
-    lua_pushinteger(L, (lua_Integer)total_bytes);
-    return 2;
-}
-
-/* format_cuda_error(call, code) -> the one message shape, for tests and for
- * Lua code that wants to name a driver result. */
-static int module_format_cuda_error(lua_State *L)
-{
-    const char *call = luaL_checkstring(L, 1);
-    CUresult result = (CUresult)luaL_checkinteger(L, 2);
-    char message[512];
-    cuda_driver_load();
-    lua_pushstring(L, cuda_format_error(message, sizeof message, call, result));
-    return 1;
-}
-
-static const luaL_Reg module_functions[] = {
-    {"perf_counter", module_perf_counter},
-    {"device_count", module_device_count},
-    {"driver_version", module_driver_version},
-    {"driver_error", module_driver_error},
-    {"nvrtc_version", module_nvrtc_version},
-    {"mem_info", module_mem_info},
-    {"format_cuda_error", module_format_cuda_error},
-    {NULL, NULL}
+/* Each adds its type's metatable and its functions to the module table at
+ * the top of the stack. A type may use the ones above it in this list (and
+ * give them methods: GraphBuilder adds Stream:create_graph_builder), never
+ * the ones below. */
+static void (*const openers[])(lua_State *L) = {
+    gpurun_open_system,        /* device_count, versions, mem_info, perf_counter */
+    gpurun_open_event,         /* gpurun.Event */
+    gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
+    gpurun_open_device,        /* gpurun.Device */
+    gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder */
+    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array */
+    gpurun_open_rng,           /* gpurun.Generator, default_rng */
+    gpurun_open_compare,       /* compare, allclose */
+    gpurun_open_scalar,        /* gpurun.Scalar, u64, f32, ... */
+    gpurun_open_launch_config, /* gpurun.LaunchConfig */
+    gpurun_open_kernel,        /* gpurun.Kernel */
+    gpurun_open_object_code,   /* gpurun.ObjectCode */
+    gpurun_open_program,       /* gpurun.Program, cache_info */
+    gpurun_open_launch,        /* launch */
+    gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
+    gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
 };
+
+/* Parts of the module written in Lua: each module returns a function that
+ * is called with the module table and the internals table, and may return
+ * a metatable to register under its __name. */
+static const char *const lua_parts[] = {
+    "gpurun.builtin.program_options", /* gpurun.ProgramOptions */
+};
+
+/* internal.raise(message): raises as gpurun's C functions do, ending every
+ * capture in progress first, with the position of the first caller outside
+ * gpurun's builtin Lua parts (and outside C), where a C function's error
+ * would point. */
+static int internal_raise(lua_State *L)
+{
+    const char *message = lua_tostring(L, 1);
+    lua_Debug ar;
+    int level = 1;
+    for (; lua_getstack(L, level, &ar); level++) {
+        lua_getinfo(L, "S", &ar);
+        if (ar.what[0] != 'C' && !strstr(ar.source, "/gpurun/builtin/"))
+            break;
+    }
+    if (!lua_getstack(L, level, &ar))
+        level = 0;
+    return gpurun_error_at(L, level, message ? message : "(no message)");
+}
+
+static void open_lua_part(lua_State *L, int module, const char *name)
+{
+    lua_getglobal(L, "require");
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    lua_pushvalue(L, module);
+    lua_newtable(L);
+    lua_pushcfunction(L, internal_raise);
+    lua_setfield(L, -2, "raise");
+    lua_call(L, 2, 1);
+    if (lua_istable(L, -1) && lua_getfield(L, -1, "__name") == LUA_TSTRING) {
+        lua_pushvalue(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, lua_tostring(L, -2));
+    }
+    lua_settop(L, module);
+}
 
 int luaopen_gpurun(lua_State *L)
 {
-    /* The state object first: as the oldest gpurun userdata, its __gc runs
-     * last when the Lua state closes, after every buffer, stream and graph.
-     * Only once: the module can be opened again (busted's insulation drops
-     * package.loaded between files), and replacing the object would let the
-     * collector release the contexts that live objects still use. */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, "gpurun.runtime") == LUA_TNIL) {
-        lua_newuserdatauv(L, 1, 0);
-        lua_newtable(L);
-        lua_pushcfunction(L, runtime_close);
-        lua_setfield(L, -2, "__gc");
-        lua_setmetatable(L, -2);
-        lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.runtime");
-    }
+    luaL_checkversion(L);
+    gpurun_open_runtime(L);
+    lua_newtable(L);
+    int module = lua_gettop(L);
+    for (size_t i = 0; i < sizeof openers / sizeof openers[0]; i++)
+        openers[i](L);
+    /* The Lua parts may require gpurun's Lua library, which requires gpurun:
+     * they find this table, not a second opening. */
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, module);
+    lua_setfield(L, -2, "gpurun");
     lua_pop(L, 1);
-
-    luaL_newlib(L, module_functions);
-    lua_pushliteral(L, GPURUN_VERSION);
-    lua_setfield(L, -2, "version");
-    lua_pushliteral(L, LUA_RELEASE);
-    lua_setfield(L, -2, "lua_version");
-
-    gpurun_open_device(L);
-    gpurun_open_stream(L);
-    gpurun_open_buffer(L);
-    gpurun_open_program(L);
-    gpurun_open_kernel(L);
-    gpurun_open_graph(L);
+    for (size_t i = 0; i < sizeof lua_parts / sizeof lua_parts[0]; i++)
+        open_lua_part(L, module, lua_parts[i]);
     return 1;
 }

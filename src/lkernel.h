@@ -1,38 +1,39 @@
-/* What the launch path (lkernel.c) reads from typed scalars (lscalar.c) and
- * launch configurations (llaunch_config.c). */
+/* gpurun.Kernel: one kernel of an ObjectCode, with the parameter layout
+ * launches are checked against, read once when the kernel is made. */
 #ifndef GPURUN_LKERNEL_H
 #define GPURUN_LKERNEL_H
 
-#include "gpurun.h"
+#include "runtime.h"
 
-enum scalar_kind { SCALAR_I32, SCALAR_U32, SCALAR_I64, SCALAR_U64, SCALAR_F32, SCALAR_F64 };
+extern const struct gpurun_tag gpurun_kernel_tag;
 
-extern const char *const gpurun_scalar_names[];
-extern const unsigned char gpurun_scalar_sizes[];
-
-struct scalar {
-    const struct gpurun_tag *tag;
-    enum scalar_kind kind;
-    union {
-        int32_t i32;
-        uint32_t u32;
-        int64_t i64;
-        uint64_t u64;
-        float f32;
-        double f64;
-        unsigned char bytes[8];
-    } value;
+struct gpurun_kernel {
+    struct gpurun_object header;  /* counts_for: its ObjectCode, whose library holds the code */
+    CUkernel handle;
+    CUfunction function;          /* the kernel in the context current at get_kernel */
+    struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
+    int param_count;
+    int max_threads_per_block;
+    int max_dynamic_shared;
+    size_t storage_size;
+    size_t *param_offsets;
+    size_t *param_sizes;
+    void **param_pointers;        /* param_pointers[i] = storage + param_offsets[i] */
+    unsigned char *storage;       /* the packed arguments of the launch in progress */
+    const char *name;
 };
 
-struct launch_config {
-    const struct gpurun_tag *tag;
-    unsigned int grid[3];
-    unsigned int block[3];
-    unsigned int shmem_size;
-};
+/* The Kernel at index when it and its ObjectCode are open, or an error. */
+struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index);
 
-/* Registration: gpurun.u64 and friends; gpurun.LaunchConfig. */
-void gpurun_open_scalar(lua_State *L);
-void gpurun_open_launch_config(lua_State *L);
+/* Raises "attempt to use a closed ..." when the kernel or its code is closed. */
+void gpurun_check_kernel_open(lua_State *L, const struct gpurun_kernel *kernel);
+
+/* Makes a Kernel for `handle` of the ObjectCode at code_index (kept alive
+ * by the Kernel), reading its parameter layout once, and pushes it. Needs a
+ * current device (for the kernel's launch limits). */
+void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name);
+
+void gpurun_open_kernel(lua_State *L);
 
 #endif

@@ -1,35 +1,36 @@
 /* gpurun.ObjectCode: the PTX or CUBIN a Program compiled, and the kernels in
  * it. The code is loaded into the driver (as a CUlibrary) on the first
  * get_kernel(), the only step that needs a GPU. */
-#include "lprogram.h"
+#include "lobject_code.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "lkernel.h"
+
+const struct gpurun_tag gpurun_object_code_tag = {"gpurun.ObjectCode"};
 
 /* Uservalues: 1 = the code, 2 = name expression -> lowered name, 3 = the
  * program's name, 4 = NVRTC's log. */
 struct object_code {
-    struct gpurun_object_code_header header; /* first: Kernels read it */
+    struct gpurun_object header;
+    CUlibrary library; /* NULL until the first get_kernel loads it */
     enum nvrtc_target target;
     int from_cache;
 };
 
 static struct object_code *check_object_code(lua_State *L, int index)
 {
-    struct object_code *code = luaL_checkudata(L, index, GPURUN_OBJECT_CODE);
-    if (code->header.closed)
-        gpurun_closed_error(L, GPURUN_OBJECT_CODE);
-    return code;
+    return gpurun_check_open(L, index, &gpurun_object_code_tag);
 }
 
 void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char *name,
                              const char *const *expressions, const struct nvrtc_output *output,
                              int from_cache)
 {
-    struct object_code *code = lua_newuserdatauv(L, sizeof *code, 4);
-    memset(code, 0, sizeof *code);
+    struct object_code *code = gpurun_new_object(L, sizeof *code, 4, &gpurun_object_code_tag);
     code->target = target;
     code->from_cache = from_cache;
-    luaL_setmetatable(L, GPURUN_OBJECT_CODE);
     lua_pushlstring(L, output->code, output->code_size);
     lua_setiuservalue(L, -2, 1);
     lua_createtable(L, 0, (int)output->lowered_name_count);
@@ -42,6 +43,14 @@ void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char 
     lua_setiuservalue(L, -2, 3);
     lua_pushstring(L, output->log);
     lua_setiuservalue(L, -2, 4);
+    code->header.closed = 0;
+}
+
+/* qsort comparison of C strings, so that lists never depend on the order
+ * of the driver's enumeration. */
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* "the cubin of program.cu", for messages. */
@@ -64,13 +73,12 @@ static int kernel_not_found(lua_State *L, int index, CUlibrary library, const ch
     CUkernel *kernels = NULL;
     int listed = CUDA_CALL(cuLibraryGetKernelCount, &count, library) == CUDA_SUCCESS;
     if (listed) {
-        kernels = gpurun_scratch(L, count * sizeof *kernels);
+        kernels = gpurun_push_staging(L, count * sizeof *kernels);
         listed = CUDA_CALL(cuLibraryEnumerateKernels, kernels, count, library) == CUDA_SUCCESS;
     }
-    const char **names = listed ? gpurun_scratch(L, count * sizeof *names) : NULL;
+    const char **names = listed ? gpurun_push_staging(L, count * sizeof *names) : NULL;
     for (unsigned int i = 0; listed && i < count; i++)
         listed = CUDA_CALL(cuKernelGetName, &names[i], kernels[i]) == CUDA_SUCCESS;
-    luaL_where(L, 1);
     luaL_buffinit(L, &b);
     luaL_addstring(&b, "kernel '");
     luaL_addstring(&b, name);
@@ -79,7 +87,7 @@ static int kernel_not_found(lua_State *L, int index, CUlibrary library, const ch
     if (listed && count == 0) {
         luaL_addstring(&b, "; it has no kernels");
     } else if (listed) {
-        qsort(names, count, sizeof *names, gpurun_compare_strings);
+        qsort(names, count, sizeof *names, compare_strings);
         luaL_addstring(&b, "; it has: ");
         for (unsigned int i = 0; i < count; i++) {
             if (i > 0)
@@ -88,8 +96,7 @@ static int kernel_not_found(lua_State *L, int index, CUlibrary library, const ch
         }
     }
     luaL_pushresult(&b);
-    lua_concat(L, 2);
-    return lua_error(L);
+    return gpurun_error(L, "%s", lua_tostring(L, -1));
 }
 
 /* get_kernel(name) -> Kernel. name is a kernel's name in the code or one of
@@ -98,11 +105,12 @@ static int object_code_get_kernel(lua_State *L)
 {
     struct object_code *code = check_object_code(L, 1);
     size_t length;
-    const char *name = luaL_checklstring(L, 2, &length);
-    luaL_argcheck(L, strlen(name) == length, 2, "kernel name contains a NUL byte");
+    const char *name = gpurun_check_string(L, 2, &length);
+    if (strlen(name) != length)
+        gpurun_arg_error(L, 2, "kernel name contains a NUL byte");
     gpurun_require_driver(L);
     gpurun_require_context(L);
-    if (code->header.library == NULL) {
+    if (code->library == NULL) {
         lua_getiuservalue(L, 1, 1);
         /* A Lua string is NUL-terminated, as PTX must be; the driver keeps
          * its own copy of the code. */
@@ -110,71 +118,102 @@ static int object_code_get_kernel(lua_State *L)
         if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), NULL, NULL, 0,
                       NULL, NULL, 0) != CUDA_SUCCESS)
             return gpurun_cuda_error(L, "loading %s", push_code_description(L, 1));
-        code->header.library = library;
+        code->library = library;
         lua_pop(L, 1);
     }
     lua_getiuservalue(L, 1, 2);
     const char *symbol = lua_getfield(L, -1, name) == LUA_TSTRING ? lua_tostring(L, -1) : name;
     CUkernel kernel = NULL;
-    CUresult rc = CUDA_CALL(cuLibraryGetKernel, &kernel, code->header.library, symbol);
+    CUresult rc = CUDA_CALL(cuLibraryGetKernel, &kernel, code->library, symbol);
     if (rc == CUDA_ERROR_NOT_FOUND)
-        return kernel_not_found(L, 1, code->header.library, name);
+        return kernel_not_found(L, 1, code->library, name);
     if (rc != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "looking up kernel '%s' in %s", name,
                                  push_code_description(L, 1));
-    return gpurun_push_kernel(L, 1, kernel, name);
+    gpurun_push_kernel(L, 1, kernel, name);
+    return 1;
 }
 
 static int object_code_close(lua_State *L)
 {
-    struct object_code *code = luaL_checkudata(L, 1, GPURUN_OBJECT_CODE);
+    struct object_code *code = gpurun_check_tagged(L, 1, &gpurun_object_code_tag);
     if (code->header.closed)
         return 0;
     if (code->header.graph_users > 0)
-        return luaL_error(L, "cannot close a gpurun.ObjectCode while %d graph(s) or graph "
-                             "builder(s) use its kernels: close them first", code->header.graph_users);
+        return gpurun_error(L, "cannot close a gpurun.ObjectCode while %d graph(s) or graph "
+                               "builder(s) use its kernels: close them first",
+                            code->header.graph_users);
     code->header.closed = 1;
-    if (code->header.library && cuda.cuLibraryUnload) {
+    if (code->library && cuda.cuLibraryUnload) {
         /* Unloading fails only for a dead context or a bad handle; either
          * way the library is gone for this process. */
-        (void)CUDA_CALL(cuLibraryUnload, code->header.library);
+        (void)CUDA_CALL(cuLibraryUnload, code->library);
     }
-    code->header.library = NULL;
+    code->library = NULL;
     lua_pushnil(L);
     lua_setiuservalue(L, 1, 1); /* the code itself can be large */
     return 0;
 }
 
-static int object_code_index(lua_State *L)
+static struct object_code *self(lua_State *L)
 {
-    if (gpurun_push_method(L, GPURUN_OBJECT_CODE))
-        return 1;
-    struct object_code *code = check_object_code(L, 1);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "code") == 0)
-        lua_getiuservalue(L, 1, 1);
-    else if (strcmp(key, "code_type") == 0)
-        lua_pushstring(L, nvrtc_target_name(code->target));
-    else if (strcmp(key, "size") == 0) {
-        lua_getiuservalue(L, 1, 1);
-        lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
-    } else if (strcmp(key, "from_cache") == 0)
-        lua_pushboolean(L, code->from_cache);
-    else if (strcmp(key, "name") == 0)
-        lua_getiuservalue(L, 1, 3);
-    else if (strcmp(key, "log") == 0)
-        lua_getiuservalue(L, 1, 4);
-    else if (strcmp(key, "lowered_names") == 0) {
-        lua_getiuservalue(L, 1, 2);
-        gpurun_replace_with_copy(L);
-    } else
-        lua_pushnil(L);
+    return lua_touserdata(L, 1);
+}
+
+static int object_code_code(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+static int object_code_code_type(lua_State *L)
+{
+    lua_pushstring(L, nvrtc_target_name(self(L)->target));
+    return 1;
+}
+
+static int object_code_size(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 1);
+    lua_pushinteger(L, (lua_Integer)lua_rawlen(L, -1));
+    return 1;
+}
+
+static int object_code_from_cache(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->from_cache);
+    return 1;
+}
+
+static int object_code_name(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 3);
+    return 1;
+}
+
+static int object_code_log(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 4);
+    return 1;
+}
+
+/* A copy: changing it changes nothing. */
+static int object_code_lowered_names(lua_State *L)
+{
+    lua_newtable(L);
+    lua_getiuservalue(L, 1, 2);
+    for (lua_pushnil(L); lua_next(L, -2);) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -5);
+    }
+    lua_pop(L, 1);
     return 1;
 }
 
 static int object_code_tostring(lua_State *L)
 {
-    struct object_code *code = luaL_checkudata(L, 1, GPURUN_OBJECT_CODE);
+    struct object_code *code = gpurun_check_tagged(L, 1, &gpurun_object_code_tag);
     if (code->header.closed) {
         lua_pushliteral(L, "gpurun.ObjectCode(closed)");
     } else {
@@ -185,22 +224,36 @@ static int object_code_tostring(lua_State *L)
     return 1;
 }
 
-static const luaL_Reg object_code_meth[] = {
+static const luaL_Reg object_code_methods[] = {
     {"get_kernel", object_code_get_kernel},
     {"close", object_code_close},
     {NULL, NULL}
 };
 
-static const luaL_Reg object_code_metameth[] = {
-    {"__index", object_code_index},
+static const luaL_Reg object_code_fields[] = {
+    {"code", object_code_code},
+    {"code_type", object_code_code_type},
+    {"size", object_code_size},
+    {"from_cache", object_code_from_cache},
+    {"name", object_code_name},
+    {"log", object_code_log},
+    {"lowered_names", object_code_lowered_names},
+    {NULL, NULL}
+};
+
+static const luaL_Reg object_code_metamethods[] = {
     {"__tostring", object_code_tostring},
     {"__close", object_code_close},
     {"__gc", object_code_close},
     {NULL, NULL}
 };
 
+static const struct gpurun_type object_code_type = {
+    &gpurun_object_code_tag, object_code_methods, object_code_metamethods, object_code_fields,
+    NULL,
+};
+
 void gpurun_open_object_code(lua_State *L)
 {
-    gpurun_new_type(L, GPURUN_OBJECT_CODE, object_code_meth, object_code_metameth);
-    lua_pop(L, 1);
+    gpurun_register_type(L, &object_code_type);
 }

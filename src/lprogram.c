@@ -2,25 +2,40 @@
  * NVRTC (and the kernel cache) into a gpurun.ObjectCode; and the module
  * functions that report on that cache.
  *
+ * ProgramOptions is written in Lua (lua/gpurun/builtin/program_options.lua):
+ * it validates the options and, at compile time, says which NVRTC option
+ * strings to pass (adding the current device's arch); this file compiles.
  * Compiling needs no GPU; only ObjectCode:get_kernel() does. */
 #include "lprogram.h"
 
+#include <string.h>
+
 #include "kernel_cache.h"
+#include "lobject_code.h"
+
+const struct gpurun_tag gpurun_program_tag = {"gpurun.Program"};
 
 #define DEFAULT_PROGRAM_NAME "program.cu"
 #define COMPILE_OUTPUT "gpurun.CompileOutput" /* internal: frees NVRTC's output */
 
 /* Uservalues: 1 = the source, 2 = its ProgramOptions. */
 struct program {
-    int closed;
+    struct gpurun_object header;
 };
 
 static struct program *check_program(lua_State *L, int index)
 {
-    struct program *program = luaL_checkudata(L, index, GPURUN_PROGRAM);
-    if (program->closed)
-        gpurun_closed_error(L, GPURUN_PROGRAM);
-    return program;
+    return gpurun_check_open(L, index, &gpurun_program_tag);
+}
+
+/* Pushes ProgramOptions' function `name` (program_options.lua's builtin). */
+static void push_options_function(lua_State *L, const char *name)
+{
+    luaL_getmetatable(L, "gpurun.ProgramOptions");
+    lua_getfield(L, -1, "builtin");
+    lua_getfield(L, -1, name);
+    lua_replace(L, -3);
+    lua_pop(L, 1);
 }
 
 /* Program(source, "c++" [, options]) -- options: a ProgramOptions, a table
@@ -28,17 +43,21 @@ static struct program *check_program(lua_State *L, int index)
 static int program_new(lua_State *L)
 {
     size_t length = 0;
-    const char *source = luaL_checklstring(L, 1, &length);
-    luaL_argcheck(L, strlen(source) == length, 1, "source contains a NUL byte");
-    const char *code_type = luaL_checkstring(L, 2);
+    const char *source = gpurun_check_string(L, 1, &length);
+    if (strlen(source) != length)
+        gpurun_arg_error(L, 1, "source contains a NUL byte");
+    const char *code_type = gpurun_check_string(L, 2, NULL);
     if (strcmp(code_type, "c++") != 0)
-        return luaL_argerror(L, 2, lua_pushfstring(L, "code type \"c++\" expected, got \"%s\"",
-                                                   code_type));
+        return gpurun_arg_error(L, 2, "code type \"c++\" expected, got \"%s\"", code_type);
     lua_settop(L, 3);
-    gpurun_to_program_options(L, 3);
-    struct program *program = lua_newuserdatauv(L, sizeof *program, 2);
-    program->closed = 0;
-    luaL_setmetatable(L, GPURUN_PROGRAM);
+    push_options_function(L, "coerce");
+    lua_pushvalue(L, 3);
+    lua_pushinteger(L, 3);
+    lua_pushliteral(L, "gpurun.Program");
+    lua_call(L, 3, 1);
+    lua_replace(L, 3);
+    struct program *program = gpurun_new_object(L, sizeof *program, 2, &gpurun_program_tag);
+    program->header.closed = 0;
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
     lua_pushvalue(L, 3);
@@ -46,8 +65,13 @@ static int program_new(lua_State *L)
     return 1;
 }
 
-static const char *current_device_arch(lua_State *L)
+/* Pushes the current device's arch ("90"), or nil with no current device. */
+static void push_current_arch(lua_State *L)
 {
+    if (gpurun_runtime.current_device < 0) {
+        lua_pushnil(L);
+        return;
+    }
     CUdevice device;
     int major = 0, minor = 0;
     CHECK_CUDA(L, "getting the current device", cuDeviceGet, &device,
@@ -56,40 +80,26 @@ static const char *current_device_arch(lua_State *L)
                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
     CHECK_CUDA(L, "reading the device's compute capability", cuDeviceGetAttribute, &minor,
                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-    return lua_pushfstring(L, "--gpu-architecture=sm_%d%d", major, minor);
+    lua_pushfstring(L, "%d%d", major, minor);
 }
 
-static int names_an_arch(const char *option)
-{
-    return gpurun_has_prefix(option, "--gpu-architecture") || gpurun_has_prefix(option, "-arch");
-}
-
-/* Collects the options of the ProgramOptions at `options_index` into a C
- * array (strings anchored on the stack), adding the current device's arch
- * when none was given. */
+/* The NVRTC options of the ProgramOptions at options_index for `target`,
+ * as a C array whose strings stay anchored on the stack. */
 static const char **collect_options(lua_State *L, int options_index, enum nvrtc_target target,
                                     size_t *count)
 {
-    gpurun_push_option_list(L, options_index);
+    push_options_function(L, "compile_options");
+    lua_pushvalue(L, options_index);
+    lua_pushstring(L, nvrtc_target_name(target));
+    push_current_arch(L);
+    lua_call(L, 3, 1);
     int list = lua_gettop(L);
     size_t n = (size_t)lua_rawlen(L, list);
-    const char **options = gpurun_scratch(L, (n + 1) * sizeof *options);
-    const char *arch = NULL;
+    const char **options = gpurun_push_staging(L, (n + 1) * sizeof *options);
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, list, (lua_Integer)i + 1);
         options[i] = lua_tostring(L, -1); /* anchored in `list` */
         lua_pop(L, 1);
-        if (names_an_arch(options[i]))
-            arch = options[i];
-    }
-    if (!arch && gpurun_runtime.current_device >= 0) {
-        options[n++] = current_device_arch(L);
-    } else if (!arch && target == NVRTC_TARGET_CUBIN) {
-        luaL_error(L, "cubin needs an arch: give ProgramOptions{arch=...} or make a device current");
-    } else if (arch && target == NVRTC_TARGET_CUBIN && strstr(arch, "compute_")) {
-        const char *value = strchr(arch, '=');
-        luaL_error(L, "cubin needs a real architecture: %s makes only PTX; use sm_XX",
-                   value ? value + 1 : arch);
     }
     *count = n;
     return options;
@@ -106,14 +116,14 @@ static const char **collect_name_expressions(lua_State *L, int index, size_t *co
     if (type == LUA_TNIL)
         return NULL;
     if (type != LUA_TTABLE)
-        luaL_argerror(L, index, "name_expressions must be a list of strings");
+        gpurun_arg_error(L, index, "name_expressions must be a list of strings");
     int list = lua_gettop(L);
     size_t n = (size_t)lua_rawlen(L, list);
-    const char **names = gpurun_scratch(L, n * sizeof *names);
+    const char **names = gpurun_push_staging(L, n * sizeof *names);
     for (size_t i = 0; i < n; i++) {
         if (lua_rawgeti(L, list, (lua_Integer)i + 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
-            luaL_argerror(L, index, lua_pushfstring(L, "name_expressions[%d] must be a "
-                                                       "non-empty string", (int)i + 1));
+            gpurun_arg_error(L, index, "name_expressions[%d] must be a non-empty string",
+                             (int)i + 1);
         names[i] = lua_tostring(L, -1); /* anchored in `list` */
         lua_pop(L, 1);
     }
@@ -125,21 +135,20 @@ static void check_compile_arguments(lua_State *L, int index)
 {
     if (lua_isnoneornil(L, index))
         return;
-    luaL_checktype(L, index, LUA_TTABLE);
+    gpurun_check_table(L, index);
     for (lua_pushnil(L); lua_next(L, index); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-            luaL_argerror(L, index, lua_pushfstring(L, "unexpected %s key (name_expressions or "
-                                                       "name expected)", luaL_typename(L, -2)));
+            gpurun_arg_error(L, index, "unexpected %s key (name_expressions or name expected)",
+                             luaL_typename(L, -2));
         const char *key = lua_tostring(L, -2);
         if (strcmp(key, "name_expressions") != 0 && strcmp(key, "name") != 0)
-            luaL_argerror(L, index, lua_pushfstring(L, "unknown key '%s' (name_expressions or "
-                                                       "name expected)", key));
+            gpurun_arg_error(L, index, "unknown key '%s' (name_expressions or name expected)", key);
     }
 }
 
 static int output_gc(lua_State *L)
 {
-    nvrtc_output_free(luaL_checkudata(L, 1, COMPILE_OUTPUT));
+    nvrtc_output_free(lua_touserdata(L, 1));
     return 0;
 }
 
@@ -148,15 +157,14 @@ static int output_gc(lua_State *L)
 static int program_compile(lua_State *L)
 {
     check_program(L, 1);
-    const char *target_name = luaL_checkstring(L, 2);
+    const char *target_name = gpurun_check_string(L, 2, NULL);
     enum nvrtc_target target;
     if (strcmp(target_name, "ptx") == 0)
         target = NVRTC_TARGET_PTX;
     else if (strcmp(target_name, "cubin") == 0)
         target = NVRTC_TARGET_CUBIN;
     else
-        return luaL_argerror(L, 2, lua_pushfstring(L, "\"ptx\" or \"cubin\" expected, got \"%s\"",
-                                                   target_name));
+        return gpurun_arg_error(L, 2, "\"ptx\" or \"cubin\" expected, got \"%s\"", target_name);
     check_compile_arguments(L, 3);
     lua_settop(L, 3);
     /* Raw reads of the options table: a metamethod there could run Lua code
@@ -165,7 +173,7 @@ static int program_compile(lua_State *L)
     if (lua_istable(L, 3) && (lua_pushliteral(L, "name"), lua_rawget(L, 3)) != LUA_TNIL) {
         if (lua_type(L, -1) != LUA_TSTRING || lua_rawlen(L, -1) == 0
             || strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
-            return luaL_argerror(L, 3, "name must be a non-empty string");
+            return gpurun_arg_error(L, 3, "name must be a non-empty string");
         name = lua_tostring(L, -1); /* stays on the stack */
     }
 
@@ -186,13 +194,12 @@ static int program_compile(lua_State *L)
         while (log_length > 0 && (output->log[log_length - 1] == '\n'
                                   || output->log[log_length - 1] == '\r'))
             log_length--;
-        luaL_where(L, 1);
         lua_pushfstring(L, "NVRTC compile of '%s' failed: %s%s", name, output->error,
                         log_length ? "\n" : "");
         lua_pushlstring(L, output->log ? output->log : "", log_length);
-        lua_concat(L, 3);
+        lua_concat(L, 2);
         nvrtc_output_free(output);
-        return lua_error(L);
+        return gpurun_error(L, "%s", lua_tostring(L, -1));
     }
     gpurun_push_object_code(L, target, name, request.name_expressions, output, from_cache);
     nvrtc_output_free(output);
@@ -201,10 +208,10 @@ static int program_compile(lua_State *L)
 
 static int program_close(lua_State *L)
 {
-    struct program *program = luaL_checkudata(L, 1, GPURUN_PROGRAM);
-    if (program->closed)
+    struct program *program = gpurun_check_tagged(L, 1, &gpurun_program_tag);
+    if (program->header.closed)
         return 0;
-    program->closed = 1;
+    program->header.closed = 1;
     lua_pushnil(L);
     lua_setiuservalue(L, 1, 1);
     lua_pushnil(L);
@@ -212,27 +219,28 @@ static int program_close(lua_State *L)
     return 0;
 }
 
-static int program_index(lua_State *L)
+static int program_source(lua_State *L)
 {
-    if (gpurun_push_method(L, GPURUN_PROGRAM))
-        return 1;
-    check_program(L, 1);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "source") == 0)
-        lua_getiuservalue(L, 1, 1);
-    else if (strcmp(key, "options") == 0)
-        lua_getiuservalue(L, 1, 2);
-    else if (strcmp(key, "code_type") == 0)
-        lua_pushliteral(L, "c++");
-    else
-        lua_pushnil(L);
+    lua_getiuservalue(L, 1, 1);
+    return 1;
+}
+
+static int program_options(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 2);
+    return 1;
+}
+
+static int program_code_type(lua_State *L)
+{
+    lua_pushliteral(L, "c++");
     return 1;
 }
 
 static int program_tostring(lua_State *L)
 {
-    struct program *program = luaL_checkudata(L, 1, GPURUN_PROGRAM);
-    if (program->closed) {
+    struct program *program = gpurun_check_tagged(L, 1, &gpurun_program_tag);
+    if (program->header.closed) {
         lua_pushliteral(L, "gpurun.Program(closed)");
     } else {
         lua_getiuservalue(L, 1, 1);
@@ -278,14 +286,20 @@ static int module_clear_cache_counters(lua_State *L)
 
 /* ---- registration ------------------------------------------------------- */
 
-static const luaL_Reg program_meth[] = {
+static const luaL_Reg program_methods[] = {
     {"compile", program_compile},
     {"close", program_close},
     {NULL, NULL}
 };
 
-static const luaL_Reg program_metameth[] = {
-    {"__index", program_index},
+static const luaL_Reg program_fields[] = {
+    {"source", program_source},
+    {"options", program_options},
+    {"code_type", program_code_type},
+    {NULL, NULL}
+};
+
+static const luaL_Reg program_metamethods[] = {
     {"__tostring", program_tostring},
     {"__close", program_close},
     {"__gc", program_close},
@@ -304,12 +318,15 @@ static const luaL_Reg module_functions[] = {
     {NULL, NULL}
 };
 
+static const struct gpurun_type program_type = {
+    &gpurun_program_tag, program_methods, program_metamethods, program_fields, NULL,
+};
+
 void gpurun_open_program(lua_State *L)
 {
-    gpurun_new_type(L, GPURUN_PROGRAM, program_meth, program_metameth);
-    gpurun_new_type(L, COMPILE_OUTPUT, NULL, output_metameth);
-    lua_pop(L, 2);
-    luaL_setfuncs(L, module_functions, 0);
-    gpurun_open_program_options(L);
-    gpurun_open_object_code(L);
+    gpurun_register_type(L, &program_type);
+    luaL_newmetatable(L, COMPILE_OUTPUT);
+    luaL_setfuncs(L, output_metameth, 0);
+    lua_pop(L, 1);
+    gpurun_set_functions(L, module_functions);
 }

@@ -7,6 +7,8 @@
  * Every element takes exactly one 64-bit draw (integers may take more, only
  * to reject a biased draw): random(n, "float64") and random_table(n) from
  * the same seed agree element for element. */
+#include "lrng.h"
+
 #include "lbuffer.h"
 
 #include <limits.h>
@@ -15,10 +17,12 @@
 /* Elements generated per host-to-device copy: bounds the staging memory. */
 #define GENERATE_CHUNK ((size_t)1 << 20)
 
+const struct gpurun_tag gpurun_generator_tag = {"gpurun.Generator"};
+
 struct generator {
+    struct gpurun_object header;
     uint64_t state[4];
     lua_Integer seed;
-    int closed;
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -76,18 +80,15 @@ static inline uint64_t next_below(struct generator *g, uint64_t range)
 
 static struct generator *check_generator(lua_State *L, int index)
 {
-    struct generator *g = luaL_checkudata(L, index, GPURUN_RNG);
-    if (g->closed)
-        gpurun_closed_error(L, GPURUN_RNG);
-    return g;
+    return gpurun_check_open(L, index, &gpurun_generator_tag);
 }
 
 static int check_float_dtype(lua_State *L, int arg, int default_dtype, const char *instead)
 {
     int dtype = gpurun_check_dtype(L, arg, default_dtype);
     if (gpurun_dtypes[dtype].kind != GPURUN_KIND_FLOAT)
-        luaL_argerror(L, arg, lua_pushfstring(L, "float32 or float64 expected, got %s (%s)",
-                                              gpurun_dtypes[dtype].name, instead));
+        gpurun_arg_error(L, arg, "float32 or float64 expected, got %s (%s)",
+                         gpurun_dtypes[dtype].name, instead);
     return dtype;
 }
 
@@ -122,6 +123,10 @@ static void draw_elements(const struct draws *d, void *host, size_t n)
         for (size_t i = 0; i < n; i++)
             ((uint8_t *)host)[i] = (uint8_t)(low + next_below(g, range));
         break;
+    case 2:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)host)[i] = (uint16_t)(low + next_below(g, range));
+        break;
     case 4:
         for (size_t i = 0; i < n; i++)
             ((uint32_t *)host)[i] = (uint32_t)(low + next_below(g, range));
@@ -147,27 +152,20 @@ static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count,
         draw_elements(d, host, n);
         gpurun_write_elements(L, buffer, first, n, host, stream);
     }
-    gpurun_end_host_transfer(L, stream, operation);
+    gpurun_end_transfer(L, stream, operation);
     lua_pop(L, 1); /* the staging: the buffer is left on top */
 }
 
 /* default_rng(seed): any integer seed. */
 static int module_default_rng(lua_State *L)
 {
-    int exact = 0;
-    lua_Integer seed = lua_tointegerx(L, 1, &exact);
-    if (lua_type(L, 1) != LUA_TNUMBER)
-        luaL_typeerror(L, 1, "integer seed");
-    if (!exact)
-        luaL_argerror(L, 1, lua_pushfstring(L, "integer seed expected, got %s",
-                                            luaL_tolstring(L, 1, NULL)));
-    struct generator *g = lua_newuserdatauv(L, sizeof *g, 0);
+    lua_Integer seed = gpurun_check_integer(L, 1, "integer seed");
+    struct generator *g = gpurun_new_object(L, sizeof *g, 0, &gpurun_generator_tag);
     uint64_t x = (uint64_t)seed;
     for (int i = 0; i < 4; i++)
         g->state[i] = splitmix64(&x);
     g->seed = seed;
-    g->closed = 0;
-    luaL_setmetatable(L, GPURUN_RNG);
+    g->header.closed = 0;
     return 1;
 }
 
@@ -189,20 +187,19 @@ static int generator_integers(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
     size_t count = gpurun_check_count(L, 2);
-    lua_Integer low = luaL_checkinteger(L, 3);
-    lua_Integer high = luaL_checkinteger(L, 4);
+    lua_Integer low = gpurun_check_integer(L, 3, NULL);
+    lua_Integer high = gpurun_check_integer(L, 4, NULL);
     int dtype = gpurun_check_dtype(L, 5, GPURUN_INT32);
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
     if (info->kind == GPURUN_KIND_FLOAT)
-        luaL_argerror(L, 5, lua_pushfstring(L, "integer dtype expected, got %s (random() makes "
-                                               "float buffers)", info->name));
+        gpurun_arg_error(L, 5, "integer dtype expected, got %s (random() makes float buffers)",
+                         info->name);
     if (high <= low)
-        luaL_argerror(L, 4, lua_pushfstring(L, "high (%I) must be greater than low (%I)",
-                                            (LUAI_UACINT)high, (LUAI_UACINT)low));
+        gpurun_arg_error(L, 4, "high (%I) must be greater than low (%I)", (LUAI_UACINT)high,
+                         (LUAI_UACINT)low);
     if (low < info->min || high - 1 > info->max)
-        luaL_argerror(L, 4, lua_pushfstring(L, "range [%I, %I) does not fit %s (%s)",
-                                            (LUAI_UACINT)low, (LUAI_UACINT)high, info->name,
-                                            info->range));
+        gpurun_arg_error(L, 4, "range [%I, %I) does not fit %s (%s)", (LUAI_UACINT)low,
+                         (LUAI_UACINT)high, info->name, info->range);
     lua_settop(L, 5);
     struct draws draws = {.g = g, .dtype = dtype, .low = (uint64_t)low,
                           .range = (uint64_t)high - (uint64_t)low};
@@ -218,7 +215,7 @@ static int generator_random_table(lua_State *L)
     size_t count = gpurun_check_count(L, 2);
     int dtype = check_float_dtype(L, 3, GPURUN_FLOAT64, "the values are floats");
     if (count > INT_MAX)
-        luaL_argerror(L, 2, "too many elements for a Lua table");
+        gpurun_arg_error(L, 2, "too many elements for a Lua table");
     lua_createtable(L, (int)count, 0);
     for (size_t i = 0; i < count; i++) {
         lua_pushnumber(L, dtype == GPURUN_FLOAT32 ? (double)next_float32(g) : next_float64(g));
@@ -229,22 +226,22 @@ static int generator_random_table(lua_State *L)
 
 static int generator_close(lua_State *L)
 {
-    struct generator *g = luaL_checkudata(L, 1, GPURUN_RNG);
-    g->closed = 1;
+    struct generator *g = gpurun_check_tagged(L, 1, &gpurun_generator_tag);
+    g->header.closed = 1;
     return 0;
 }
 
 static int generator_tostring(lua_State *L)
 {
-    struct generator *g = luaL_checkudata(L, 1, GPURUN_RNG);
-    if (g->closed)
+    struct generator *g = gpurun_check_tagged(L, 1, &gpurun_generator_tag);
+    if (g->header.closed)
         lua_pushliteral(L, "gpurun.Generator(closed)");
     else
         lua_pushfstring(L, "gpurun.Generator(seed=%I)", (LUAI_UACINT)g->seed);
     return 1;
 }
 
-static const luaL_Reg generator_meth[] = {
+static const luaL_Reg generator_methods[] = {
     {"random", generator_random},
     {"integers", generator_integers},
     {"random_table", generator_random_table},
@@ -252,7 +249,7 @@ static const luaL_Reg generator_meth[] = {
     {NULL, NULL}
 };
 
-static const luaL_Reg generator_metameth[] = {
+static const luaL_Reg generator_metamethods[] = {
     {"__tostring", generator_tostring},
     {"__close", generator_close},
     {"__gc", generator_close},
@@ -264,9 +261,12 @@ static const luaL_Reg module_functions[] = {
     {NULL, NULL}
 };
 
+static const struct gpurun_type generator_type = {
+    &gpurun_generator_tag, generator_methods, generator_metamethods, NULL, NULL,
+};
+
 void gpurun_open_rng(lua_State *L)
 {
-    gpurun_new_type(L, GPURUN_RNG, generator_meth, generator_metameth);
-    lua_pop(L, 1);
-    luaL_setfuncs(L, module_functions, 0);
+    gpurun_register_type(L, &generator_type);
+    gpurun_set_functions(L, module_functions);
 }

@@ -1,54 +1,47 @@
-/* gpurun.Stream and gpurun.Event: ordered GPU work and GPU-side time. */
-#include "gpurun.h"
+/* gpurun.Stream, and the module's current stream (gpurun.set_current_stream,
+ * gpurun.current_stream): where buffer operations without a stream go. */
+#include "lstream.h"
 
-#include <string.h>
+#include "levent.h"
 
-struct event {
-    CUevent handle;
-    int recorded;
-    int closed;
-};
+const struct gpurun_tag gpurun_stream_tag = {"gpurun.Stream"};
 
-static struct gpurun_stream *check_stream(lua_State *L, int index)
+static struct gpurun_stream_object *check_stream_object(lua_State *L, int index)
 {
-    struct gpurun_stream *stream = luaL_checkudata(L, index, GPURUN_STREAM);
-    if (stream->closed)
-        gpurun_closed_error(L, GPURUN_STREAM);
-    return stream;
+    return gpurun_check_open(L, index, &gpurun_stream_tag);
 }
 
-CUstream gpurun_check_stream_handle(lua_State *L, int index)
+struct gpurun_stream *gpurun_check_stream(lua_State *L, int index)
 {
-    return check_stream(L, index)->handle;
+    return &check_stream_object(L, index)->stream;
 }
 
-/* The registry keeps the current stream's object, so the handle in
- * gpurun_runtime can never outlive it. */
-#define CURRENT_STREAM_KEY "gpurun.current_stream"
-
-CUstream gpurun_operation_stream(lua_State *L, int index)
+struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index)
 {
-    if (lua_isnoneornil(L, index))
+    if (index == 0 || lua_isnoneornil(L, index))
         return gpurun_runtime.current_stream;
-    return check_stream(L, index)->handle;
+    return gpurun_check_stream(L, index);
 }
 
-int gpurun_push_new_stream(lua_State *L)
+struct gpurun_stream *gpurun_push_new_stream(lua_State *L, int priority)
 {
-    gpurun_require_context(L);
-    struct gpurun_stream *stream = lua_newuserdatauv(L, sizeof *stream, 0);
-    memset(stream, 0, sizeof *stream);
-    stream->tag = &gpurun_tag_stream;
-    stream->device = gpurun_runtime.current_device;
-    stream->closed = 1;
-    luaL_setmetatable(L, GPURUN_STREAM);
-    CHECK_CUDA(L, "creating a stream", cuStreamCreate, &stream->handle, CU_STREAM_NON_BLOCKING);
-    stream->closed = 0;
-    return 1;
+    CUcontext context = gpurun_require_context(L);
+    struct gpurun_stream_object *object =
+        gpurun_new_object(L, sizeof *object, 0, &gpurun_stream_tag);
+    object->stream.context = context;
+    object->stream.device = gpurun_runtime.current_device;
+    CHECK_CUDA(L, "creating a stream", cuStreamCreateWithPriority, &object->stream.handle,
+               CU_STREAM_NON_BLOCKING, priority);
+    object->header.closed = 0;
+    return &object->stream;
 }
 
-static int stream_is_capturing(lua_State *L, struct gpurun_stream *stream)
+/* Whether the driver sees the stream being captured: by one of gpurun's
+ * builders, or joined to a capture through an event. */
+static int is_capturing(lua_State *L, struct gpurun_stream *stream)
 {
+    if (stream->capture)
+        return 1;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CHECK_CUDA(L, "asking whether the stream is being captured", cuStreamIsCapturing,
                stream->handle, &status);
@@ -57,12 +50,10 @@ static int stream_is_capturing(lua_State *L, struct gpurun_stream *stream)
 
 static int stream_sync(lua_State *L)
 {
-    struct gpurun_stream *stream = check_stream(L, 1);
-    if (stream_is_capturing(L, stream)) {
-        gpurun_abort_captures(L);
-        return luaL_error(L, "Stream:sync: the stream is being captured into a graph "
-                             "(synchronizing is not allowed while building); capture abandoned");
-    }
+    struct gpurun_stream *stream = gpurun_check_stream(L, 1);
+    if (is_capturing(L, stream))
+        return gpurun_error(L, "Stream:sync: the stream is being captured into a graph "
+                               "(synchronizing is not allowed while building); capture abandoned");
     CHECK_CUDA(L, "synchronizing a stream", cuStreamSynchronize, stream->handle);
     return 0;
 }
@@ -70,7 +61,7 @@ static int stream_sync(lua_State *L)
 /* query() -> true when all work on the stream has finished. */
 static int stream_query(lua_State *L)
 {
-    struct gpurun_stream *stream = check_stream(L, 1);
+    struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     CUresult result = CUDA_CALL(cuStreamQuery, stream->handle);
     if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
         gpurun_cuda_error(L, "querying a stream");
@@ -78,208 +69,109 @@ static int stream_query(lua_State *L)
     return 1;
 }
 
-static struct event *check_event(lua_State *L, int index)
-{
-    struct event *event = luaL_checkudata(L, index, GPURUN_EVENT);
-    if (event->closed)
-        gpurun_closed_error(L, GPURUN_EVENT);
-    return event;
-}
-
-static struct event *push_new_event(lua_State *L)
-{
-    gpurun_require_context(L);
-    struct event *event = lua_newuserdatauv(L, sizeof *event, 0);
-    event->handle = NULL;
-    event->recorded = 0;
-    event->closed = 1;
-    luaL_setmetatable(L, GPURUN_EVENT);
-    CHECK_CUDA(L, "creating an event", cuEventCreate, &event->handle, CU_EVENT_DEFAULT);
-    event->closed = 0;
-    return event;
-}
-
 /* record([event]) -> event. Reusing an event keeps timing loops free of
  * allocation. */
 static int stream_record(lua_State *L)
 {
-    struct gpurun_stream *stream = check_stream(L, 1);
-    struct event *event;
+    struct gpurun_stream *stream = gpurun_check_stream(L, 1);
+    struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
-        event = push_new_event(L);
+        event = gpurun_push_new_event(L, CU_EVENT_DEFAULT);
     } else {
-        event = check_event(L, 2);
+        event = gpurun_check_open(L, 2, &gpurun_event_tag);
         lua_settop(L, 2);
     }
     CHECK_CUDA(L, "recording an event", cuEventRecord, event->handle, stream->handle);
     event->recorded = 1;
+    event->capture = stream->capture;
     return 1;
-}
-
-static int stream_create_graph_builder(lua_State *L)
-{
-    check_stream(L, 1);
-    return gpurun_push_graph_builder(L, 1);
 }
 
 static int stream_close(lua_State *L)
 {
-    struct gpurun_stream *stream = luaL_checkudata(L, 1, GPURUN_STREAM);
-    if (stream->closed)
+    struct gpurun_stream_object *object = gpurun_check_tagged(L, 1, &gpurun_stream_tag);
+    struct gpurun_stream *stream = &object->stream;
+    if (object->header.closed)
         return 0;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) == CUDA_SUCCESS
-        && status != CU_STREAM_CAPTURE_STATUS_NONE)
-        gpurun_abort_captures(L);
-    if (gpurun_runtime.current_stream == stream->handle) {
-        gpurun_runtime.current_stream = NULL;
-        lua_pushnil(L);
-        lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
-    }
-    stream->closed = 1;
+    if (stream->capture)
+        gpurun_capture_abort_all(L);
+    if (gpurun_runtime.current_stream == stream)
+        gpurun_set_current_stream(L, 0, NULL);
+    object->header.closed = 1;
     /* Work already queued finishes; the driver frees the stream after it. */
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
     stream->handle = NULL;
     return 0;
 }
 
-static int stream_index(lua_State *L)
+static int stream_handle(lua_State *L)
 {
-    if (gpurun_push_method(L, GPURUN_STREAM))
-        return 1;
-    struct gpurun_stream *stream = check_stream(L, 1);
-    const char *key = luaL_checkstring(L, 2);
-    if (strcmp(key, "handle") == 0)
-        lua_pushinteger(L, (lua_Integer)(uintptr_t)stream->handle);
-    else if (strcmp(key, "device") == 0)
-        lua_pushinteger(L, stream->device);
-    else
-        lua_pushnil(L);
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)check_stream_object(L, 1)->stream.handle);
+    return 1;
+}
+
+static int stream_device(lua_State *L)
+{
+    lua_pushinteger(L, check_stream_object(L, 1)->stream.device);
     return 1;
 }
 
 static int stream_tostring(lua_State *L)
 {
-    struct gpurun_stream *stream = luaL_checkudata(L, 1, GPURUN_STREAM);
-    if (stream->closed)
+    struct gpurun_stream_object *object = gpurun_check_tagged(L, 1, &gpurun_stream_tag);
+    if (object->header.closed)
         lua_pushliteral(L, "gpurun.Stream(closed)");
     else
-        lua_pushfstring(L, "gpurun.Stream(%p)", (void *)stream->handle);
+        lua_pushfstring(L, "gpurun.Stream(%p)", (void *)object->stream.handle);
     return 1;
 }
-
-/* ---- Event -------------------------------------------------------------- */
-
-static int event_sync(lua_State *L)
-{
-    struct event *event = check_event(L, 1);
-    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, event->handle);
-    return 0;
-}
-
-static int event_query(lua_State *L)
-{
-    struct event *event = check_event(L, 1);
-    CUresult result = CUDA_CALL(cuEventQuery, event->handle);
-    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
-        gpurun_cuda_error(L, "querying an event");
-    lua_pushboolean(L, result == CUDA_SUCCESS);
-    return 1;
-}
-
-/* stop:elapsed_ms(start) -> milliseconds from start to stop, both recorded;
- * waits for stop. Also stop - start. */
-static int event_elapsed_ms(lua_State *L)
-{
-    struct event *stop = check_event(L, 1);
-    struct event *start = check_event(L, 2);
-    if (!start->recorded || !stop->recorded)
-        return luaL_error(L, "Event:elapsed_ms: both events must have been recorded on a stream");
-    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, stop->handle);
-    float milliseconds = 0;
-    CHECK_CUDA(L, "measuring the time between two events", cuEventElapsedTime, &milliseconds,
-               start->handle, stop->handle);
-    lua_pushnumber(L, milliseconds);
-    return 1;
-}
-
-static int event_close(lua_State *L)
-{
-    struct event *event = luaL_checkudata(L, 1, GPURUN_EVENT);
-    if (event->closed)
-        return 0;
-    event->closed = 1;
-    (void)CUDA_CALL(cuEventDestroy, event->handle);
-    event->handle = NULL;
-    return 0;
-}
-
-static int event_tostring(lua_State *L)
-{
-    struct event *event = luaL_checkudata(L, 1, GPURUN_EVENT);
-    lua_pushstring(L, event->closed ? "gpurun.Event(closed)" : "gpurun.Event");
-    return 1;
-}
-
-/* ---- module functions --------------------------------------------------- */
 
 /* set_current_stream(stream | nil): buffer operations without an explicit
  * stream go on this one, ordered with the kernels launched on it. */
 static int module_set_current_stream(lua_State *L)
 {
     if (lua_isnoneornil(L, 1)) {
-        gpurun_runtime.current_stream = NULL;
-        lua_pushnil(L);
-    } else {
-        struct gpurun_stream *stream = check_stream(L, 1);
-        if (stream->device != gpurun_runtime.current_device)
-            return luaL_error(L, "set_current_stream: the stream belongs to device %d but "
-                                 "device %d is current", stream->device,
-                              gpurun_runtime.current_device);
-        gpurun_runtime.current_stream = stream->handle;
-        lua_settop(L, 1);
+        gpurun_set_current_stream(L, 0, NULL);
+        return 0;
     }
-    lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+    struct gpurun_stream *stream = gpurun_check_stream(L, 1);
+    if (stream->device != gpurun_runtime.current_device)
+        return gpurun_error(L, "set_current_stream: the stream belongs to device %d but "
+                               "device %d is current", stream->device,
+                            gpurun_runtime.current_device);
+    gpurun_set_current_stream(L, 1, stream);
     return 0;
 }
 
 static int module_current_stream(lua_State *L)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+    gpurun_push_current_stream(L);
     return 1;
 }
 
-static const luaL_Reg stream_meth[] = {
+static const luaL_Reg stream_methods[] = {
     {"sync", stream_sync},
     {"query", stream_query},
     {"record", stream_record},
-    {"create_graph_builder", stream_create_graph_builder},
     {"close", stream_close},
     {NULL, NULL}
 };
 
-static const luaL_Reg stream_metameth[] = {
-    {"__index", stream_index},
+static const luaL_Reg stream_fields[] = {
+    {"handle", stream_handle},
+    {"device", stream_device},
+    {NULL, NULL}
+};
+
+static const luaL_Reg stream_metamethods[] = {
     {"__tostring", stream_tostring},
     {"__close", stream_close},
     {"__gc", stream_close},
     {NULL, NULL}
 };
 
-static const luaL_Reg event_meth[] = {
-    {"sync", event_sync},
-    {"query", event_query},
-    {"elapsed_ms", event_elapsed_ms},
-    {"close", event_close},
-    {NULL, NULL}
-};
-
-static const luaL_Reg event_metameth[] = {
-    {"__sub", event_elapsed_ms},
-    {"__tostring", event_tostring},
-    {"__close", event_close},
-    {"__gc", event_close},
-    {NULL, NULL}
+static const struct gpurun_type stream_type = {
+    &gpurun_stream_tag, stream_methods, stream_metamethods, stream_fields, NULL,
 };
 
 static const luaL_Reg module_functions[] = {
@@ -290,9 +182,6 @@ static const luaL_Reg module_functions[] = {
 
 void gpurun_open_stream(lua_State *L)
 {
-    gpurun_new_type(L, GPURUN_STREAM, stream_meth, stream_metameth);
-    lua_pop(L, 1);
-    gpurun_new_type(L, GPURUN_EVENT, event_meth, event_metameth);
-    lua_pop(L, 1);
-    luaL_setfuncs(L, module_functions, 0);
+    gpurun_register_type(L, &stream_type);
+    gpurun_set_functions(L, module_functions);
 }

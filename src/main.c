@@ -17,9 +17,10 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "gpurun.h"
+#include "cuda_driver.h"
 #include "lua_path.h"
 #include "nvrtc_compile.h"
+#include "version.h"
 
 #define EXIT_SCRIPT_ERROR 1
 #define EXIT_USAGE 2

@@ -178,7 +178,7 @@ local function current_device()
 end
 
 -- Everything fresh objects are made of is made anew too: a kernel or a
--- stream shared between them would reach the calls (plan:kernel(),
+-- stream shared between them would reach the calls (plan.kernel,
 -- builder.stream) and, once a call closed it, no fresh object would work.
 local function gpu_factories()
   function fresh.Device() return current_device() end

@@ -69,6 +69,10 @@ catalog.functions = {
   u64 = { args = { "integer" } },
   f32 = { args = { "number" } },
   f64 = { args = { "number" } },
+  i8 = { args = { "integer" } },
+  u8 = { args = { "integer" } },
+  i16 = { args = { "integer" } },
+  u16 = { args = { "integer" } },
   empty = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
   zeros = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
   full = { args = { "count", "element", "dtype" }, needs = "device", allocates = 1 },
@@ -119,7 +123,6 @@ catalog.methods = {
   },
   LaunchPlan = {
     launch = { args = { "launch_target" } },
-    kernel = { args = {} },
     close = { args = {} },
   },
   LaunchConfig = {},
@@ -148,7 +151,6 @@ catalog.methods = {
   Graph = {
     launch = { args = { "stream" } },
     upload = { args = { "stream" } },
-    node_count = { args = {} },
     close = { args = {} },
   },
 }
@@ -164,13 +166,13 @@ catalog.metamethods = {
   Program = { "__index", "__tostring", "__close" },
   ObjectCode = { "__index", "__tostring", "__close" },
   Kernel = { "__index", "__tostring", "__close" },
-  LaunchPlan = { "__tostring", "__close" },
+  LaunchPlan = { "__index", "__tostring", "__close" },
   LaunchConfig = { "__index", "__tostring" },
   Scalar = { "__index", "__tostring" },
   Buffer = { "__index", "__len", "__tostring", "__close" },
   Generator = { "__tostring", "__close" },
   GraphBuilder = { "__index", "__tostring", "__close" },
-  Graph = { "__tostring", "__close" },
+  Graph = { "__index", "__tostring", "__close" },
 }
 
 -- Sorted string keys, so that anything drawn from the catalog is drawn in the
@@ -220,10 +222,13 @@ function catalog.resolve(gpurun, entry)
   return metatable[entry.name]
 end
 
--- The gpurun type name ("Buffer") of a value, or nil.
+-- The gpurun type name ("Buffer") of a value, or nil. Types written in C are
+-- userdata; ProgramOptions, written in Lua, is a table.
 function catalog.type_of(value)
   local metatable = getmetatable(value)
-  if type(value) ~= "userdata" or type(metatable) ~= "table" then return nil end
+  if (type(value) ~= "userdata" and type(value) ~= "table") or type(metatable) ~= "table" then
+    return nil
+  end
   local name = rawget(metatable, "__name")
   if type(name) ~= "string" then return nil end
   local type_name = name:match("^gpurun%.(%u%w*)$")

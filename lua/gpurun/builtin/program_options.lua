@@ -1,0 +1,300 @@
+-- gpurun.ProgramOptions: a read-only, validated set of NVRTC options, and
+-- the options a compile actually passes (the default arch). Validation is
+-- policy, so it is Lua; NVRTC itself is called from C (Program:compile),
+-- which takes the finished list of option strings from here.
+--
+-- The option strings are built once, in a fixed order, so that equal options
+-- always give the same list, and so the same kernel cache key.
+--
+-- This is a part of the `gpurun` module: the module opener calls the
+-- function it returns with the module table and the internals table
+-- ({ raise = f(message, level) }, which ends any capture in progress as
+-- every gpurun error does), and registers the metatable it returns.
+
+return function(gpurun, internal)
+  local raise = internal.raise
+
+  -- The keys, in the order their NVRTC options appear in as_list().
+  local KEYS = { "std", "arch", "defines", "include_paths", "line_info", "debug",
+                 "use_fast_math", "max_register_count", "relocatable_device_code", "extra" }
+  local KNOWN = {}
+  for _, key in ipairs(KEYS) do KNOWN[key] = true end
+
+  local PREFIX = "gpurun.ProgramOptions: "
+
+  -- The value a message shows: strings quoted, everything else by its type.
+  local function shown(value)
+    if type(value) == "string" then return '"' .. value .. '"' end
+    return type(value)
+  end
+
+  local function bad(key, expected, value)
+    raise(("%s'%s' must be %s, got %s"):format(PREFIX, key, expected, shown(value)))
+  end
+
+  local function is_name(value)
+    return type(value) == "string" and value ~= ""
+  end
+
+  -- Each reader takes the input value, appends options to `list` and returns
+  -- the field's normalised value.
+  local readers = {}
+
+  function readers.std(value, list)
+    if type(value) ~= "string" or not value:match("^c%+%+%d%d$") then
+      bad("std", 'a C++ standard such as "c++17"', value)
+    end
+    list[#list + 1] = "--std=" .. value
+    return value
+  end
+
+  -- "sm_90", "90" (meaning sm_90), "compute_90"; a letter suffix ("sm_90a") is
+  -- kept. An integer 90 is read as "90".
+  function readers.arch(value, list)
+    if math.type(value) == "integer" then value = tostring(value) end
+    local text = type(value) == "string" and value or ""
+    local prefix, digits = text:match("^(sm_)(%d%d+%l?)$")
+    if not prefix then prefix, digits = text:match("^(compute_)(%d%d+%l?)$") end
+    if not prefix and text:match("^%d%d+%l?$") then prefix, digits = "sm_", text end
+    if not prefix then
+      bad("arch", 'an architecture such as "sm_90", "90" or "compute_90"', value)
+    end
+    local arch = prefix .. digits
+    list[#list + 1] = "--gpu-architecture=" .. arch
+    return arch
+  end
+
+  -- {"NAME", "NAME=1", ...} and/or {NAME = "value" | number | true}: the list
+  -- first, in order, then the named ones sorted, so that the options never
+  -- depend on table iteration order.
+  function readers.defines(value, list)
+    if type(value) ~= "table" then
+      bad("defines", "a table of macro names or NAME = value pairs", value)
+    end
+    local copy, names = {}, {}
+    local length = #value
+    for i = 1, length do
+      local name = rawget(value, i)
+      if not is_name(name) then
+        raise(("%s'defines[%d]' must be a macro name (a non-empty string), got %s")
+          :format(PREFIX, i, type(name)))
+      end
+      list[#list + 1] = "-D" .. name
+      copy[i] = name
+    end
+    for key in next, value do
+      if type(key) == "string" then
+        names[#names + 1] = key
+      elseif not (math.type(key) == "integer" and key >= 1 and key <= length) then
+        raise(("%s'defines' keys must be macro names or list positions, got %s key")
+          :format(PREFIX, type(key)))
+      end
+    end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      if name == "" or name:find("=", 1, true) then
+        raise(("%s'defines' has a bad macro name '%s'"):format(PREFIX, name))
+      end
+      local setting = rawget(value, name)
+      if setting == true then
+        list[#list + 1] = "-D" .. name
+      elseif type(setting) == "string" or type(setting) == "number" then
+        list[#list + 1] = "-D" .. name .. "=" .. tostring(setting)
+      else
+        raise(("%s'defines.%s' must be a string, a number or true, got %s")
+          :format(PREFIX, name, type(setting)))
+      end
+      copy[name] = setting
+    end
+    return copy
+  end
+
+  -- A string or a list of strings, each becoming prefix .. string.
+  local function string_list(key, option_prefix)
+    return function(value, list)
+      if type(value) == "string" then value = { value } end
+      if type(value) ~= "table" then bad(key, "a string or a list of strings", value) end
+      local copy = {}
+      for i = 1, #value do
+        local item = rawget(value, i)
+        if not is_name(item) then
+          raise(("%s'%s[%d]' must be a non-empty string, got %s")
+            :format(PREFIX, key, i, type(item)))
+        end
+        list[#list + 1] = option_prefix .. item
+        copy[i] = item
+      end
+      return copy
+    end
+  end
+  readers.include_paths = string_list("include_paths", "--include-path=")
+  readers.extra = string_list("extra", "")
+
+  local function flag(key, option)
+    return function(value, list)
+      if type(value) ~= "boolean" then bad(key, "a boolean", value) end
+      if value then list[#list + 1] = option end
+      return value
+    end
+  end
+  readers.line_info = flag("line_info", "--generate-line-info")
+  readers.debug = flag("debug", "--device-debug")
+  readers.use_fast_math = flag("use_fast_math", "--use_fast_math")
+  readers.relocatable_device_code = flag("relocatable_device_code",
+                                         "--relocatable-device-code=true")
+
+  function readers.max_register_count(value, list)
+    if math.type(value) ~= "integer" or value < 1 or value > 255 then
+      bad("max_register_count", "an integer from 1 to 255", value)
+    end
+    list[#list + 1] = "--maxrregcount=" .. value
+    return value
+  end
+
+  -- The object is an empty proxy; what it holds lives here, out of reach.
+  local state = setmetatable({}, { __mode = "k" })
+  local ProgramOptions = { __name = "gpurun.ProgramOptions" }
+  local methods = {}
+
+  -- What a message calls a value: its type's __name, or its Lua type.
+  local function type_name(count, value)
+    if count == 0 then return "no value" end
+    local mt = getmetatable(value)
+    local name = type(mt) == "table" and rawget(mt, "__name")
+    return type(name) == "string" and name or type(value)
+  end
+
+  local function open_state(options)
+    local held = state[options]
+    if held.closed then
+      raise("attempt to use a closed gpurun.ProgramOptions")
+    end
+    return held
+  end
+
+  -- The ProgramOptions a method ("as_list") or a metamethod ("__index") was
+  -- called on, or the error a C type would give.
+  local function self_of(method, count, options)
+    if state[options] == nil then
+      local got = type_name(count, options)
+      if method:sub(1, 2) == "__" then
+        raise(("bad argument #1 to 'ProgramOptions.%s' (gpurun.ProgramOptions expected, got %s)")
+          :format(method, got))
+      end
+      raise(("calling 'ProgramOptions:%s' on bad self (gpurun.ProgramOptions expected, got %s)")
+        :format(method, got))
+    end
+    return options
+  end
+
+  local function copy(t)
+    local result = {}
+    for key, value in next, t do result[key] = value end
+    return result
+  end
+
+  -- as_list() -> the NVRTC option strings, in order (a fresh table).
+  function methods.as_list(...)
+    local options = self_of("as_list", select("#", ...), ...)
+    return copy(open_state(options).list)
+  end
+
+  function methods.close(...)
+    local options = self_of("close", select("#", ...), ...)
+    state[options].closed = true
+  end
+
+  function ProgramOptions.__index(...)
+    local options, key = ...
+    local method = methods[key]
+    if method then return method end
+    local value = open_state(self_of("__index", select("#", ...), options)).fields[key]
+    if type(value) == "table" then return copy(value) end -- fields are read-only
+    return value
+  end
+
+  function ProgramOptions.__newindex()
+    raise("gpurun.ProgramOptions is read-only: make a new one with the options you want")
+  end
+
+  function ProgramOptions.__tostring(...)
+    local options = self_of("__tostring", select("#", ...), ...)
+    local held = state[options]
+    if held.closed then return "gpurun.ProgramOptions(closed)" end
+    return "gpurun.ProgramOptions(" .. table.concat(held.list, " ") .. ")"
+  end
+
+  function ProgramOptions.__close(...)
+    local options = self_of("__close", select("#", ...), ...)
+    state[options].closed = true
+  end
+  ProgramOptions.methods = methods
+
+  -- ProgramOptions{...} -> a read-only set of NVRTC options.
+  local function new(input)
+    if input == nil then input = {} end
+    if type(input) ~= "table" or getmetatable(input) == ProgramOptions then
+      raise(("bad argument #1 to 'gpurun.ProgramOptions' (table expected, got %s)")
+        :format(type_name(1, input)))
+    end
+    for key in next, input do
+      if not KNOWN[key] then
+        local what = type(key) == "string" and ("'" .. key .. "'") or ("a " .. type(key) .. " key")
+        raise(("%sunknown option %s (known: %s)"):format(PREFIX, what, table.concat(KEYS, ", ")))
+      end
+    end
+    local list, fields = {}, {}
+    for _, key in ipairs(KEYS) do
+      local value = rawget(input, key)
+      if value ~= nil then fields[key] = readers[key](value, list) end
+    end
+    local options = setmetatable({}, ProgramOptions)
+    state[options] = { list = list, fields = fields, closed = false }
+    return options
+  end
+
+  -- What Program() accepts as options: nil, a table of them, or a
+  -- ProgramOptions (open); anything else is argument `arg` of `caller`.
+  local builtin = {}
+  ProgramOptions.builtin = builtin
+
+  function builtin.coerce(value, arg, caller)
+    if value == nil or (type(value) == "table" and getmetatable(value) ~= ProgramOptions) then
+      return new(value)
+    end
+    if getmetatable(value) ~= ProgramOptions then
+      raise(("bad argument #%d to '%s' (gpurun.ProgramOptions or table expected, got %s)")
+        :format(arg, caller, type_name(1, value)))
+    end
+    open_state(value)
+    return value
+  end
+
+  local function names_an_arch(option)
+    return option:find("^%-%-gpu%-architecture") or option:find("^%-arch")
+  end
+
+  -- The options a compile for `target` ("ptx" or "cubin") passes: the
+  -- ProgramOptions' own, with the current device's arch ("90") added when
+  -- they name none.
+  function builtin.compile_options(options, target, device_arch)
+    local list = copy(open_state(options).list)
+    local arch
+    for _, option in ipairs(list) do
+      if names_an_arch(option) then arch = option end
+    end
+    if not arch and device_arch then
+      list[#list + 1] = "--gpu-architecture=sm_" .. device_arch
+    elseif not arch and target == "cubin" then
+      raise("cubin needs an arch: give ProgramOptions{arch=...} or make a device current")
+    elseif arch and target == "cubin" and arch:find("compute_", 1, true) then
+      raise(("cubin needs a real architecture: %s makes only PTX; use sm_XX")
+        :format(arch:match("=(.*)$") or arch))
+    end
+    return list
+  end
+
+  builtin.new = new
+  gpurun.ProgramOptions = new
+  return ProgramOptions
+end

@@ -1,0 +1,101 @@
+/* gpurun.Event: events recorded on streams (Stream:record makes and records
+ * them), timing between two of them, and waiting for one. */
+#include "levent.h"
+
+const struct gpurun_tag gpurun_event_tag = {"gpurun.Event"};
+
+static struct gpurun_event *check_event(lua_State *L, int index)
+{
+    return gpurun_check_open(L, index, &gpurun_event_tag);
+}
+
+struct gpurun_event *gpurun_push_new_event(lua_State *L, unsigned int flags)
+{
+    gpurun_require_context(L);
+    struct gpurun_event *event =
+        gpurun_new_object(L, sizeof *event, 0, &gpurun_event_tag);
+    event->flags = flags;
+    CHECK_CUDA(L, "creating an event", cuEventCreate, &event->handle, flags);
+    event->header.closed = 0;
+    return event;
+}
+
+static int event_sync(lua_State *L)
+{
+    struct gpurun_event *event = check_event(L, 1);
+    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, event->handle);
+    return 0;
+}
+
+/* query() -> true when the work before the event has finished. */
+static int event_query(lua_State *L)
+{
+    struct gpurun_event *event = check_event(L, 1);
+    CUresult result = CUDA_CALL(cuEventQuery, event->handle);
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
+        gpurun_cuda_error(L, "querying an event");
+    lua_pushboolean(L, result == CUDA_SUCCESS);
+    return 1;
+}
+
+/* stop:elapsed_ms(start) -> milliseconds from start to stop, both recorded;
+ * waits for stop. Also stop - start. */
+static int event_elapsed_ms(lua_State *L)
+{
+    struct gpurun_event *stop = check_event(L, 1);
+    struct gpurun_event *start = check_event(L, 2);
+    if (!start->recorded || !stop->recorded)
+        return gpurun_error(L, "Event:elapsed_ms: both events must have been recorded on a stream");
+    if ((start->flags | stop->flags) & CU_EVENT_DISABLE_TIMING)
+        return gpurun_error(L, "Event:elapsed_ms: an event made with timing = false has no time "
+                               "(make both with gpurun.Event{ timing = true })");
+    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, stop->handle);
+    float milliseconds = 0;
+    CHECK_CUDA(L, "measuring the time between two events", cuEventElapsedTime, &milliseconds,
+               start->handle, stop->handle);
+    lua_pushnumber(L, milliseconds);
+    return 1;
+}
+
+static int event_close(lua_State *L)
+{
+    struct gpurun_event *event = gpurun_check_tagged(L, 1, &gpurun_event_tag);
+    if (event->header.closed)
+        return 0;
+    event->header.closed = 1;
+    (void)CUDA_CALL(cuEventDestroy, event->handle);
+    event->handle = NULL;
+    return 0;
+}
+
+static int event_tostring(lua_State *L)
+{
+    struct gpurun_event *event = gpurun_check_tagged(L, 1, &gpurun_event_tag);
+    lua_pushstring(L, event->header.closed ? "gpurun.Event(closed)" : "gpurun.Event");
+    return 1;
+}
+
+static const luaL_Reg event_methods[] = {
+    {"sync", event_sync},
+    {"query", event_query},
+    {"elapsed_ms", event_elapsed_ms},
+    {"close", event_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg event_metamethods[] = {
+    {"__sub", event_elapsed_ms},
+    {"__tostring", event_tostring},
+    {"__close", event_close},
+    {"__gc", event_close},
+    {NULL, NULL}
+};
+
+static const struct gpurun_type event_type = {
+    &gpurun_event_tag, event_methods, event_metamethods, NULL, NULL,
+};
+
+void gpurun_open_event(lua_State *L)
+{
+    gpurun_register_type(L, &event_type);
+}

@@ -1,0 +1,32 @@
+/* gpurun.launch, and the argument checks and packing that launch plans
+ * (llaunch_plan.c) share with it. */
+#ifndef GPURUN_LLAUNCH_H
+#define GPURUN_LLAUNCH_H
+
+#include "runtime.h"
+#include "lbuffer.h"
+#include "lkernel.h"
+#include "llaunch_config.h"
+
+/* The stream a launch goes on: a Stream (refused while a builder captures
+ * it), or a GraphBuilder that is building, which sets *capture. */
+CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
+
+/* The LaunchConfig at index, or an error. */
+const struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index);
+
+/* Raises unless `given` arguments and the config suit the kernel. */
+void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
+                         const struct gpurun_launch_config *config, int given);
+
+/* Writes the Lua value at index as parameter i of the kernel into slot;
+ * returns the Buffer it passed, or NULL for other values. */
+struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
+                                           int i, int index, unsigned char *slot);
+
+/* Raises "<call>: ... while launching kernel 'name'". */
+void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel);
+
+void gpurun_open_launch(lua_State *L);
+
+#endif

@@ -1,0 +1,116 @@
+/* Contexts, the current device and the current stream.
+ *
+ * gpurun uses each device's primary context, retained once per process and
+ * released by the module's state object, whose __gc runs after every other
+ * gpurun object's (it is created first). */
+#include "runtime.h"
+
+#include <time.h>
+
+#define MAX_DEVICES 64
+/* The registry keeps the current stream's object, so the record in
+ * gpurun_runtime can never outlive it. */
+#define CURRENT_STREAM_KEY "gpurun.current_stream"
+#define STATE_KEY "gpurun.runtime"
+
+struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL};
+
+static CUcontext retained_contexts[MAX_DEVICES];
+static CUdevice retained_devices[MAX_DEVICES];
+
+CUcontext gpurun_require_context(lua_State *L)
+{
+    if (gpurun_runtime.current_context == NULL) {
+        if (cuda_driver_load() != CUDA_SUCCESS)
+            gpurun_error(L, "%s", cuda_driver_load_error());
+        gpurun_error(L, "no current CUDA device: call gpurun.Device(id):set_current() first");
+    }
+    return gpurun_runtime.current_context;
+}
+
+CUcontext gpurun_primary_context(lua_State *L, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= MAX_DEVICES)
+        gpurun_error(L, "device ordinal %d out of range", ordinal);
+    if (retained_contexts[ordinal] == NULL) {
+        CUdevice device;
+        CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, ordinal);
+        CUcontext context;
+        CHECK_CUDA(L, "retaining the primary context", cuDevicePrimaryCtxRetain, &context, device);
+        retained_contexts[ordinal] = context;
+        retained_devices[ordinal] = device;
+    }
+    return retained_contexts[ordinal];
+}
+
+void gpurun_make_current(lua_State *L, int ordinal)
+{
+    CUcontext context = gpurun_primary_context(L, ordinal);
+    CHECK_CUDA(L, "making the device's primary context current", cuCtxSetCurrent, context);
+    if (gpurun_runtime.current_device != ordinal) {
+        /* A stream belongs to its device. */
+        gpurun_runtime.current_stream = NULL;
+        lua_pushnil(L);
+        lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+    }
+    gpurun_runtime.current_context = context;
+    gpurun_runtime.current_device = ordinal;
+}
+
+void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream)
+{
+    gpurun_runtime.current_stream = stream;
+    if (stream)
+        lua_pushvalue(L, index);
+    else
+        lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+}
+
+void gpurun_push_current_stream(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+}
+
+static int runtime_close(lua_State *L)
+{
+    (void)L;
+    gpurun_flush_frees();
+    if (cuda.cuDevicePrimaryCtxRelease != NULL) {
+        for (int i = 0; i < MAX_DEVICES; i++) {
+            if (retained_contexts[i] != NULL) {
+                /* At exit a failed release (say after a sticky error) changes
+                 * nothing the user can act on. */
+                (void)CUDA_CALL(cuDevicePrimaryCtxRelease, retained_devices[i]);
+                retained_contexts[i] = NULL;
+            }
+        }
+    }
+    gpurun_runtime.current_context = NULL;
+    gpurun_runtime.current_device = -1;
+    gpurun_runtime.current_stream = NULL;
+    return 0;
+}
+
+void gpurun_open_runtime(lua_State *L)
+{
+    /* Only once per state: the module can be opened again (busted's
+     * insulation drops package.loaded between files), and a second state
+     * object would let the collector release contexts live objects use. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, STATE_KEY) == LUA_TNIL) {
+        lua_newuserdatauv(L, 1, 0);
+        lua_newtable(L);
+        lua_pushcfunction(L, runtime_close);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, STATE_KEY);
+    }
+    lua_pop(L, 1);
+}
+
+double gpurun_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}

@@ -1,0 +1,166 @@
+/* Arguments as values: numbers, integers, strings, dtypes and elements,
+ * each checked one way for every function. The element rules are dtype.c's;
+ * this file turns their verdicts into messages. */
+#include "runtime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int gpurun_exact_integer(lua_State *L, int index, lua_Integer *out)
+{
+    int exact = 0;
+    if (lua_type(L, index) != LUA_TNUMBER)
+        return 0;
+    *out = lua_tointegerx(L, index, &exact);
+    return exact;
+}
+
+lua_Integer gpurun_check_integer(lua_State *L, int arg, const char *expected)
+{
+    lua_Integer value = 0;
+    if (gpurun_exact_integer(L, arg, &value))
+        return value;
+    if (expected == NULL) { /* as luaL_checkinteger says it */
+        if (lua_type(L, arg) != LUA_TNUMBER)
+            gpurun_type_error(L, arg, "number");
+        gpurun_arg_error(L, arg, "number has no integer representation");
+    }
+    const char *got = gpurun_value_text(L, arg);
+    return gpurun_arg_error(L, arg, "%s expected, got %s", expected, got);
+}
+
+lua_Integer gpurun_opt_integer(lua_State *L, int arg, lua_Integer fallback, const char *expected)
+{
+    return lua_isnoneornil(L, arg) ? fallback : gpurun_check_integer(L, arg, expected);
+}
+
+lua_Number gpurun_check_number(lua_State *L, int arg)
+{
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        gpurun_type_error(L, arg, "number");
+    return lua_tonumber(L, arg);
+}
+
+lua_Number gpurun_opt_number(lua_State *L, int arg, lua_Number fallback)
+{
+    return lua_isnoneornil(L, arg) ? fallback : gpurun_check_number(L, arg);
+}
+
+const char *gpurun_check_string(lua_State *L, int arg, size_t *length)
+{
+    /* Numbers pass, as they do for Lua's own string arguments. */
+    const char *text = lua_tolstring(L, arg, length);
+    if (text == NULL)
+        gpurun_type_error(L, arg, "string");
+    return text;
+}
+
+void gpurun_check_table(lua_State *L, int arg)
+{
+    if (lua_type(L, arg) != LUA_TTABLE)
+        gpurun_type_error(L, arg, "table");
+}
+
+int gpurun_check_dtype(lua_State *L, int arg, int fallback)
+{
+    if (lua_isnoneornil(L, arg))
+        return fallback;
+    if (lua_type(L, arg) != LUA_TSTRING)
+        gpurun_type_error(L, arg, "dtype name");
+    const char *name = lua_tostring(L, arg);
+    int dtype = gpurun_dtype_from_name(name);
+    if (dtype < 0)
+        gpurun_arg_error(L, arg, "unknown dtype '%s' (expected one of: %s)", name,
+                         gpurun_dtype_names());
+    return dtype;
+}
+
+size_t gpurun_check_count(lua_State *L, int arg)
+{
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        gpurun_type_error(L, arg, "positive element count");
+    lua_Integer count = 0;
+    if (!gpurun_exact_integer(L, arg, &count)) {
+        double value = lua_tonumber(L, arg);
+        const char *text = gpurun_value_text(L, arg);
+        if (value > 0 && value == floor(value))
+            gpurun_arg_error(L, arg, "element count %s too large", text);
+        gpurun_arg_error(L, arg, "positive element count expected, got %s", text);
+    }
+    if (count <= 0)
+        gpurun_arg_error(L, arg, "positive element count expected, got %I", (LUAI_UACINT)count);
+    return (size_t)count;
+}
+
+const char *gpurun_to_element(lua_State *L, int index, int dtype, void *out)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (lua_type(L, index) != LUA_TNUMBER)
+        return lua_pushfstring(L, "number expected, got %s", gpurun_type_name(L, index));
+    enum gpurun_fit fit = lua_isinteger(L, index)
+        ? gpurun_store_integer(dtype, (int64_t)lua_tointeger(L, index), out)
+        : gpurun_store_float(dtype, (double)lua_tonumber(L, index), out);
+    if (fit == GPURUN_FITS)
+        return NULL;
+    const char *text = gpurun_value_text(L, index);
+    if (fit == GPURUN_NOT_INTEGRAL)
+        return lua_pushfstring(L, "integer expected for %s, got %s", info->name, text);
+    if (info->range == NULL)
+        return lua_pushfstring(L, "%s out of range for %s", text, info->name);
+    return lua_pushfstring(L, "%s out of range for %s (%s)", text, info->name, info->range);
+}
+
+void gpurun_check_element(lua_State *L, int arg, int dtype, void *out)
+{
+    const char *why = gpurun_to_element(L, arg, dtype, out);
+    if (why)
+        gpurun_arg_error(L, arg, "%s", why);
+}
+
+void gpurun_push_element(lua_State *L, int dtype, const void *p)
+{
+    switch (dtype) {
+    case GPURUN_FLOAT32: { float v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
+    case GPURUN_FLOAT64: { double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
+    case GPURUN_INT32: { int32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    case GPURUN_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    case GPURUN_INT64: { int64_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    case GPURUN_UINT64: {
+        /* Lua has no integer above LUA_MAXINTEGER: those come back as floats. */
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        if (v <= (uint64_t)LUA_MAXINTEGER)
+            lua_pushinteger(L, (lua_Integer)v);
+        else
+            lua_pushnumber(L, (lua_Number)v);
+        break;
+    }
+    case GPURUN_INT8: { int8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    case GPURUN_UINT8: { uint8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    case GPURUN_INT16: { int16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    default: { uint16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
+    }
+}
+
+void *gpurun_push_staging(lua_State *L, size_t bytes)
+{
+    return lua_newuserdatauv(L, bytes ? bytes : 1, 0);
+}
+
+const char *gpurun_format_size(char *text, size_t size, size_t bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(text, size, "%zu bytes", bytes);
+        return text;
+    }
+    double scaled = (double)bytes / 1024;
+    size_t unit = 0;
+    while (scaled >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
+        scaled /= 1024;
+        unit++;
+    }
+    snprintf(text, size, "%.2f %s", scaled, units[unit]);
+    return text;
+}
