@@ -26,27 +26,8 @@ local median = require("gpurun.bench").median
 local WARMUP_ITERATIONS = 5
 local BLOCK_SIZE = 256
 
--- The text bench/cudagraphs_c.c compiles, so both sides run identical kernels.
-local KERNEL_SOURCE = [[
-extern "C" __global__ void vec_add(const float *a, const float *b, float *out, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
-}
-extern "C" __global__ void vec_mul(const float *a, const float *b, float *out, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] * b[i];
-}
-extern "C" __global__ void vec_sub(const float *a, const float *b, float *out, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] - b[i];
-}
-]]
+-- The kernels bench/cudagraphs_c.c embeds when it is built: both sides run the same code.
+local KERNEL_SOURCE = require("gpurun.kernels").source("cudagraphs")
 
 -- Exact in float32, and every argument mix-up gives another r3:
 -- (1.5 + 2.25) * 0.5 - 1.5 = 0.375.
@@ -80,6 +61,8 @@ local function parse_options(argv)
     parser:option("--iters", "Timed iterations per path and rep.", "5000")
     parser:flag("--json", "Print one JSON object with every figure instead of the table.")
     parser:option("--c-bench", "The C reference (default: bench/cudagraphs_c next to gpurun).")
+    parser:option("--cpu-launches", "Launches per rep timed on the CPU alone with the GPU held "
+                  .. "busy (0: skip those rows).", "256")
     parser:flag("--startup", "Measure start-up instead (see bench/startup.lua).")
     local ok, options = parser:pparse(argv)
     if not ok then
@@ -95,6 +78,11 @@ local function parse_options(argv)
         return value
     end
     options.reps = positive_integer("--reps", options.reps)
+    options.cpu_launches = math.tointeger(tonumber(options.cpu_launches))
+    if not options.cpu_launches or options.cpu_launches < 0 or options.cpu_launches > 1000 then
+        io.stderr:write(PROGRAM, ": --cpu-launches expects an integer from 0 to 1000\n")
+        os.exit(2)
+    end
     options.iters = positive_integer("--iters", options.iters)
     local sizes = {}
     for item in (options.sizes .. ","):gmatch("([^,]*),") do
@@ -255,13 +243,122 @@ local function measure_size(gpu, elements, options)
     return figures
 end
 
----------------------------------------------------------------------------
--- report
-
 local function summary(values)
     return { median = median(values), min = math.min(table.unpack(values)),
              max = math.max(table.unpack(values)) }
 end
+
+---------------------------------------------------------------------------
+-- the binding's own cost: CPU time per launch with the GPU held busy
+--
+-- Wall-clock loops at small sizes swing 20-30% with the machine; a launch's
+-- CPU cost does not. Each rep launches one long kernel (busy.cu, ~20 ms),
+-- then times N launches that can only queue behind it, so the clock sees
+-- the host's work alone: gpurun's checks and packing plus the driver's.
+
+local function run_c_cpu_rep(c_bench, elements, launches)
+    local command = ("%s --elements %d --cpu-launch %d --reps 1 --json"):format(
+        shell_quote(c_bench), elements, launches)
+    local pipe = assert(io.popen(command, "r"))
+    local output = pipe:read("a")
+    local ok, how, code = pipe:close()
+    if not ok then
+        error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
+    end
+    local decoded, result = pcall(cjson.decode, output)
+    if not decoded or type(result) ~= "table" or type(result.launch_ns) ~= "table" then
+        error(("%s printed no usable JSON: %q"):format(command, output), 0)
+    end
+    return result.launch_ns[1], result.graph_ns[1], result.gpu_stayed_busy
+end
+
+local function measure_cpu_launch(gpu, options)
+    local elements = 4096
+    local device = gpu.device
+    local launches = options.cpu_launches
+    local add = gpu.kernels.add
+    local busy <close> = gpu.busy_code:get_kernel("busy")
+    local one = gpurun.LaunchConfig{ grid = 1, block = 1 }
+    -- About 20 ms of one SM's clock (clock_rate is in kHz).
+    local cycles = gpurun.i64(device:get_attribute(13) * 20)
+    local config = gpurun.LaunchConfig{ grid = (elements + BLOCK_SIZE - 1) // BLOCK_SIZE, block = BLOCK_SIZE }
+    local count = gpurun.u64(elements)
+    local stream = gpu.stream
+    local a <close> = gpurun.zeros(elements, "float32")
+    local b <close> = gpurun.zeros(elements, "float32")
+    local r1 <close> = gpurun.zeros(elements, "float32")
+    local plan <close> = add:bind(config, a, b, r1, count)
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.launch(builder, config, add, a, b, r1, count)
+    gpurun.launch(builder, config, add, a, b, r1, count)
+    gpurun.launch(builder, config, add, a, b, r1, count)
+    builder:end_building()
+    local graph <close> = builder:complete()
+    graph:upload(stream)
+
+    local launch, now_ = gpurun.launch, now
+    local stayed_busy = true
+    local function timed(body)
+        stream:sync()
+        launch(stream, one, busy, cycles)
+        local start = now_()
+        body()
+        local seconds = now_() - start
+        if stream:query() then stayed_busy = false end
+        stream:sync()
+        return seconds * 1e9 / launches
+    end
+    local paths = {
+        launch = function() for _ = 1, launches do launch(stream, config, add, a, b, r1, count) end end,
+        plan = function() for _ = 1, launches do plan:launch(stream) end end,
+        graph = function() for _ = 1, launches do graph:launch(stream) end end,
+    }
+    local figures = { c = { launch = {}, graph = {} }, gpurun = { launch = {}, plan = {}, graph = {} } }
+    io.stderr:write(("measuring CPU time per launch, %d reps of %d launches\n"):format(options.reps, launches))
+    for rep = 1, options.reps do
+        local c_launch, c_graph, c_busy = run_c_cpu_rep(options.c_bench, elements, launches)
+        figures.c.launch[rep], figures.c.graph[rep] = c_launch, c_graph
+        stayed_busy = stayed_busy and c_busy
+        collectgarbage("collect")
+        for _, path in ipairs({ "launch", "plan", "graph" }) do
+            figures.gpurun[path][rep] = timed(paths[path])
+        end
+    end
+    figures.stayed_busy = stayed_busy
+    figures.launches = launches
+    return figures
+end
+
+local function cpu_rows(figures)
+    local rows = {}
+    for _, path in ipairs({ "launch", "plan", "graph" }) do
+        local c = summary(figures.c[path == "plan" and "launch" or path])
+        local g = summary(figures.gpurun[path])
+        rows[#rows + 1] = { path = path, c = c, gpurun = g, difference_ns = g.median - c.median,
+                            ratio = g.median / c.median }
+    end
+    return rows
+end
+
+local function print_cpu_table(figures, rows)
+    io.write(("\nCPU time per launch with the GPU held busy, ns (median / min / max of %d reps "
+              .. "of %d launches at 4096 elements)%s\n\n"):format(#figures.c.launch, figures.launches,
+              figures.stayed_busy and "" or "; WARNING: the GPU went idle in a rep, figures include waiting"))
+    io.write(("%-8s  %8s %8s %8s   %8s %8s %8s   %10s  %8s\n"):format("path", "C", "min", "max",
+        "gpurun", "min", "max", "gpurun - C", "gpurun/C"))
+    for _, row in ipairs(rows) do
+        io.write(("%-8s  %8.1f %8.1f %8.1f   %8.1f %8.1f %8.1f   %10.1f  %8.3f\n"):format(row.path,
+            row.c.median, row.c.min, row.c.max, row.gpurun.median, row.gpurun.min, row.gpurun.max,
+            row.difference_ns, row.ratio))
+    end
+    io.write("(C's launch is one cuLaunchKernel of vec_add; gpurun's launch is gpurun.launch and plan\n"
+             .. "is plan:launch of the same kernel and arguments; graph is a 3-kernel graph's launch)\n")
+end
+
+---------------------------------------------------------------------------
+-- report
+
 
 -- Rows of the table for one size: gpurun path, the C path it stands against.
 local function size_rows(elements, figures)
@@ -358,7 +455,11 @@ local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
 local program_options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }
 local code <close> = gpurun.Program(KERNEL_SOURCE, "c++", program_options):compile("cubin")
+local busy_code <close> = gpurun.Program(require("gpurun.kernels").source("busy"), "c++",
+    program_options):compile("cubin")
 local gpu = {
+    device = device,
+    busy_code = busy_code,
     stream = stream,
     kernels = {
         add = code:get_kernel("vec_add"),
@@ -374,6 +475,12 @@ for i, elements in ipairs(options.sizes) do
                    rows = size_rows(elements, figures) }
 end
 
+local cpu_figures, cpu_table
+if options.cpu_launches > 0 then
+    cpu_figures = measure_cpu_launch(gpu, options)
+    cpu_table = cpu_rows(cpu_figures)
+end
+
 local driver_major, driver_minor = gpurun.driver_version()
 if options.json then
     io.write(cjson.encode({
@@ -387,11 +494,15 @@ if options.json then
         warmup_iterations = WARMUP_ITERATIONS,
         unit = "us/iter",
         sizes = results,
+        cpu_per_launch_ns = cpu_figures and { launches = cpu_figures.launches,
+            gpu_stayed_busy = cpu_figures.stayed_busy, c = cpu_figures.c,
+            gpurun = cpu_figures.gpurun, rows = cpu_table } or nil,
     }), "\n")
 else
     print_table(("%s (sm_%s), CUDA driver %d.%d; %d iterations per rep, %d reps; "
                  .. "microseconds per iteration of add -> mul -> sub"):format(
                     device.name, device.arch, driver_major, driver_minor, options.iters, options.reps),
                 results)
+    if cpu_figures then print_cpu_table(cpu_figures, cpu_table) end
 end
 gpurun.set_current_stream(nil)

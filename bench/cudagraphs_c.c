@@ -31,26 +31,9 @@
 #define BLOCK_SIZE 256
 #define MAX_REPS 1000
 
-/* The same text bench/compare.lua compiles, so both run identical kernels. */
-static const char KERNEL_SOURCE[] =
-    "extern \"C\" __global__ void vec_add(const float *a, const float *b, float *out, size_t n)\n"
-    "{\n"
-    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
-    "         i += (size_t)gridDim.x * blockDim.x)\n"
-    "        out[i] = a[i] + b[i];\n"
-    "}\n"
-    "extern \"C\" __global__ void vec_mul(const float *a, const float *b, float *out, size_t n)\n"
-    "{\n"
-    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
-    "         i += (size_t)gridDim.x * blockDim.x)\n"
-    "        out[i] = a[i] * b[i];\n"
-    "}\n"
-    "extern \"C\" __global__ void vec_sub(const float *a, const float *b, float *out, size_t n)\n"
-    "{\n"
-    "    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;\n"
-    "         i += (size_t)gridDim.x * blockDim.x)\n"
-    "        out[i] = a[i] - b[i];\n"
-    "}\n";
+/* lua/gpurun/kernels/cudagraphs.cu and busy.cu, embedded by CMake: the
+ * same text bench/compare.lua and scripts/cudagraphs.lua compile. */
+#include "bench_kernels.h"
 
 /* ---- error checks --------------------------------------------------------- */
 
@@ -97,9 +80,10 @@ struct options {
     unsigned long reps;
     int json;
     int library;
+    unsigned long cpu_launches; /* --cpu-launch N: time N launches' CPU cost instead */
 };
 
-#define USAGE_LINE "usage: cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library]\n"
+#define USAGE_LINE "usage: cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library] [--cpu-launch N]\n"
 
 static void usage_error(void)
 {
@@ -115,7 +99,10 @@ static void usage(void)
            "  --reps R      times each path is re-timed (default 7, at most %d)\n"
            "  --json        one JSON object: elements, iters, reps, device, launch_api,\n"
            "                individual_us[] and graph_us[] (one figure per rep)\n"
-           "  --library     load with cuLibraryLoadData and launch CUkernel handles, as gpurun does\n",
+           "  --library     load with cuLibraryLoadData and launch CUkernel handles, as gpurun does\n"
+           "  --cpu-launch N  instead, per rep: hold the GPU busy with one long kernel, then time\n"
+           "                N launches of vec_add (and N graph launches) on the CPU alone;\n"
+           "                --json gives launch_ns[] and graph_ns[] (ns per launch, one per rep)\n",
            MAX_REPS);
 }
 
@@ -134,7 +121,7 @@ static unsigned long long parse_count(const char *option, const char *text, unsi
 
 static struct options parse_options(int argc, char **argv)
 {
-    struct options options = {4096, 1000, 7, 0, 0};
+    struct options options = {4096, 1000, 7, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *option = argv[i];
         if (strcmp(option, "--json") == 0) {
@@ -145,7 +132,7 @@ static struct options parse_options(int argc, char **argv)
             usage();
             exit(0);
         } else if (strcmp(option, "--elements") == 0 || strcmp(option, "--iters") == 0 ||
-                   strcmp(option, "--reps") == 0) {
+                   strcmp(option, "--reps") == 0 || strcmp(option, "--cpu-launch") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "cudagraphs_c: %s needs a value\n", option);
                 usage_error();
@@ -155,6 +142,8 @@ static struct options parse_options(int argc, char **argv)
                 options.elements = parse_count(option, value, (unsigned long long)UINT32_MAX * BLOCK_SIZE);
             else if (option[2] == 'i')
                 options.iters = parse_count(option, value, 1000000000ULL);
+            else if (option[2] == 'c')  /* more would fill the launch queue and block */
+                options.cpu_launches = parse_count(option, value, 1000ULL);
             else
                 options.reps = parse_count(option, value, MAX_REPS);
         } else {
@@ -167,7 +156,7 @@ static struct options parse_options(int argc, char **argv)
 
 /* ---- setup ---------------------------------------------------------------- */
 
-static char *compile_cubin(CUdevice device)
+static char *compile_cubin(CUdevice device, const char *source, const char *name)
 {
     int major = 0, minor = 0;
     CU(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
@@ -177,7 +166,7 @@ static char *compile_cubin(CUdevice device)
     const char *compile_options[] = {"--std=c++17", arch_option};
 
     nvrtcProgram program;
-    NVRTC(nvrtcCreateProgram, &program, KERNEL_SOURCE, "cudagraphs_c.cu", 0, NULL, NULL);
+    NVRTC(nvrtcCreateProgram, &program, source, name, 0, NULL, NULL);
     nvrtcResult compiled = nvrtcCompileProgram(program, 2, compile_options);
     if (compiled != NVRTC_SUCCESS) {
         size_t log_size = 0;
@@ -203,12 +192,23 @@ static char *compile_cubin(CUdevice device)
 }
 
 struct kernels {
-    CUfunction add, mul, sub;
+    CUfunction add, mul, sub, busy;
 };
+
+static CUfunction load_busy(CUdevice device)
+{
+    char *cubin = compile_cubin(device, BUSY_SOURCE, "busy.cu");
+    CUmodule module;
+    CUfunction busy;
+    CU(cuModuleLoadData, &module, cubin);
+    CU(cuModuleGetFunction, &busy, module, "busy");
+    free(cubin);
+    return busy;
+}
 
 static struct kernels load_kernels(const char *cubin, int library)
 {
-    struct kernels kernels;
+    struct kernels kernels = {0};
     if (library) {
         CUlibrary loaded;
         CUkernel add, mul, sub;
@@ -304,6 +304,39 @@ static CUgraphExec capture_graph(struct pipeline *p)
     return executable;
 }
 
+/* ---- CPU cost per launch -------------------------------------------------- */
+
+/* Launches the busy kernel for about 20 ms of GPU time: everything launched
+ * behind it queues, so timing those launches times the CPU alone. */
+static void hold_gpu(const struct pipeline *p, long long cycles)
+{
+    void *args[] = {&cycles};
+    CU(cuLaunchKernel, p->kernels.busy, 1, 1, 1, 1, 1, 1, 0, p->stream, args, NULL);
+}
+
+/* Nanoseconds per launch of `count` launches queued behind the busy kernel;
+ * *overlapped is cleared when the busy kernel had finished before the last
+ * launch, which would make the figure include waiting. */
+static double time_cpu_launches(struct pipeline *p, CUgraphExec graph, unsigned long count,
+                                long long cycles, int *overlapped)
+{
+    CU(cuStreamSynchronize, p->stream);
+    hold_gpu(p, cycles);
+    double start = now_seconds();
+    for (unsigned long i = 0; i < count; i++) {
+        if (graph)
+            CU(cuGraphLaunch, graph, p->stream);
+        else
+            CU(cuLaunchKernel, p->kernels.add, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream,
+               p->add_args, NULL);
+    }
+    double seconds = now_seconds() - start;
+    if (cuStreamQuery(p->stream) != CUDA_ERROR_NOT_READY)
+        *overlapped = 0;
+    CU(cuStreamSynchronize, p->stream);
+    return seconds * 1e9 / (double)count;
+}
+
 /* Inputs vary per element so that a kernel reading the wrong index fails the
  * check; the values are exact in float32 and so is every intermediate. */
 static float input_a(size_t i) { return (float)(i % 1024) * 0.25f; }
@@ -390,10 +423,11 @@ int main(int argc, char **argv)
     CU(cuDevicePrimaryCtxRetain, &context, device);
     CU(cuCtxSetCurrent, context);
 
-    char *cubin = compile_cubin(device);
+    char *cubin = compile_cubin(device, CUDAGRAPHS_SOURCE, "cudagraphs.cu");
     struct pipeline p = {0};
     p.kernels = load_kernels(cubin, options.library);
     free(cubin);
+    p.kernels.busy = load_busy(device);
     p.elements = options.elements;
     p.grid = (unsigned int)((options.elements + BLOCK_SIZE - 1) / BLOCK_SIZE);
     CU(cuStreamCreate, &p.stream, CU_STREAM_NON_BLOCKING);
@@ -420,6 +454,32 @@ int main(int argc, char **argv)
     CU(cuGraphLaunch, graph, p.stream);
     verify(&p, host, "a graph launch");
 
+    if (options.cpu_launches) {
+        int clock_khz = 0, overlapped = 1;
+        CU(cuDeviceGetAttribute, &clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device);
+        long long cycles = (long long)clock_khz * 20; /* 20 ms */
+        double launch_ns[MAX_REPS], graph_ns[MAX_REPS];
+        for (unsigned long rep = 0; rep < options.reps; rep++) {
+            launch_ns[rep] = time_cpu_launches(&p, NULL, options.cpu_launches, cycles, &overlapped);
+            graph_ns[rep] = time_cpu_launches(&p, graph, options.cpu_launches, cycles, &overlapped);
+        }
+        if (options.json) {
+            printf("{\"launches\":%lu,\"reps\":%lu,\"gpu_stayed_busy\":%s,", options.cpu_launches,
+                   options.reps, overlapped ? "true" : "false");
+            print_json_array("launch_ns", launch_ns, options.reps);
+            printf(",");
+            print_json_array("graph_ns", graph_ns, options.reps);
+            printf("}\n");
+        } else {
+            printf("%s: CPU time per launch with the GPU busy, median of %lu reps of %lu: "
+                   "cuLaunchKernel %.1f ns, cuGraphLaunch %.1f ns%s\n", device_name, options.reps,
+                   options.cpu_launches, median(launch_ns, options.reps),
+                   median(graph_ns, options.reps),
+                   overlapped ? "" : " (the GPU went idle during a rep: figures include waiting)");
+        }
+        options.reps = 0;
+    }
+
     double individual_us[MAX_REPS], graph_us[MAX_REPS];
     for (unsigned long rep = 0; rep < options.reps; rep++) {
         individual_us[rep] = time_individual(&p, options.iters);
@@ -429,7 +489,9 @@ int main(int argc, char **argv)
                    rep + 1, individual_us[rep], graph_us[rep]);
     }
 
-    if (options.json) {
+    if (options.cpu_launches) {
+        /* reported above */
+    } else if (options.json) {
         printf("{\"elements\":%zu,\"iters\":%lu,\"reps\":%lu,", options.elements, options.iters,
                options.reps);
         print_json_string("device", device_name);

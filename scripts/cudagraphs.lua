@@ -16,28 +16,7 @@ local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 
-local KERNELS = [[
-extern "C" __global__ void vec_add(const float *a, const float *b, float *out, size_t n)
-{
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = a[i] + b[i];
-}
-
-extern "C" __global__ void vec_mul(const float *a, const float *b, float *out, size_t n)
-{
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = a[i] * b[i];
-}
-
-extern "C" __global__ void vec_sub(const float *a, const float *b, float *out, size_t n)
-{
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = a[i] - b[i];
-}
-]]
+local KERNELS = require("gpurun.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5

@@ -31,11 +31,7 @@ static int event_sync(lua_State *L)
 static int event_query(lua_State *L)
 {
     struct gpurun_event *event = check_event(L, 1);
-    CUresult result = CUDA_CALL(cuEventQuery, event->handle);
-    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
-        gpurun_cuda_error(L, "querying an event");
-    lua_pushboolean(L, result == CUDA_SUCCESS);
-    return 1;
+    return gpurun_push_ready(L, CUDA_CALL(cuEventQuery, event->handle), "querying an event");
 }
 
 /* stop:elapsed_ms(start) -> milliseconds from start to stop, both recorded;

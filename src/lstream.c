@@ -62,11 +62,7 @@ static int stream_sync(lua_State *L)
 static int stream_query(lua_State *L)
 {
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
-    CUresult result = CUDA_CALL(cuStreamQuery, stream->handle);
-    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
-        gpurun_cuda_error(L, "querying a stream");
-    lua_pushboolean(L, result == CUDA_SUCCESS);
-    return 1;
+    return gpurun_push_ready(L, CUDA_CALL(cuStreamQuery, stream->handle), "querying a stream");
 }
 
 /* record([event]) -> event. Reusing an event keeps timing loops free of

@@ -128,6 +128,10 @@ int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...);
             gpurun_cuda_error((L), "%s", (what));                        \
     } while (0)
 
+/* For a query (cuStreamQuery, cuEventQuery) that CUDA_CALL made: pushes
+ * whether the work is done, or raises for a real failure. Returns 1. */
+int gpurun_push_ready(lua_State *L, CUresult result, const char *what);
+
 /* Loads the driver or raises the loader's reason. */
 void gpurun_require_driver(lua_State *L);
 

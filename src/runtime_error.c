@@ -130,3 +130,11 @@ void gpurun_require_driver(lua_State *L)
     if (cuda_driver_load() != CUDA_SUCCESS)
         gpurun_error(L, "%s", cuda_driver_load_error());
 }
+
+int gpurun_push_ready(lua_State *L, CUresult result, const char *what)
+{
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)
+        gpurun_cuda_error(L, "%s", what);
+    lua_pushboolean(L, result == CUDA_SUCCESS);
+    return 1;
+}

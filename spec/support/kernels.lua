@@ -39,6 +39,7 @@ extern "C" __global__ void out_of_bounds(float *x) {
   x[(size_t)1 << 40] = 1.0f;
 }
 extern "C" __global__ void traps() { __trap(); }
+extern "C" __global__ void __launch_bounds__(64) bounded(float *x) { x[threadIdx.x] = 1.0f; }
 ]]
 
 local device, module
