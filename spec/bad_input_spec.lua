@@ -489,7 +489,7 @@ row("ObjectCode:get_kernel", A(R.ptx, R.program), arg_error(1, "get_kernel", "st
 row("ObjectCode:get_kernel", A(R.ptx, "k"), NO_DRIVER, { when = "no_driver" })
 row("ObjectCode:get_kernel", A(R.ptx, "k"), ANY(NO_DRIVER, NO_DEVICE), { when = "no_device" })
 row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of program.cu; it has: "
-  .. "byte_flag, fill_double, out_of_bounds, scale_shift, traps, uses_shared, vec_add, vec_mul, write_index_2d")
+  .. "bounded, byte_flag, fill_double, out_of_bounds, scale_shift, traps, uses_shared, vec_add, vec_mul, write_index_2d")
 row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of program.cu")
 row("ObjectCode:get_kernel", A(R.code, "vec_add "), "kernel 'vec_add ' not found")
 

@@ -342,26 +342,26 @@ describe("gpurun.Buffer", function()
     source:fill(9)
     source:copy_to(destination)
     assert.are.same({ 9, 9, 9, 9 }, destination:to_table())
-    assert_error("bad argument #1 to 'copy_from' (gpurun.Buffer of 4 int32 elements expected, got 5 int32 elements)",
+    assert_error("bad argument #1 to 'Buffer:copy_from' (gpurun.Buffer of 4 int32 elements expected, got 5 int32 elements)",
       function() destination:copy_from(gpurun.zeros(5, "int32")) end)
     assert_error("gpurun.Buffer of 4 int32 elements expected, got 4 float32 elements",
       function() destination:copy_from(gpurun.zeros(4, "float32")) end)
-    assert_error("bad argument #1 to 'copy_to' (gpurun.Buffer of 4 int32 elements expected, got 3 int32 elements)",
+    assert_error("bad argument #1 to 'Buffer:copy_to' (gpurun.Buffer of 4 int32 elements expected, got 3 int32 elements)",
       function() source:copy_to(gpurun.zeros(3, "int32")) end)
-    assert_error("bad argument #1 to 'copy_from' (table of 4 elements expected, got 3)",
+    assert_error("bad argument #1 to 'Buffer:copy_from' (table of 4 elements expected, got 3)",
       function() destination:copy_from({ 1, 2, 3 }) end)
-    assert_error("bad argument #1 to 'copy_from' (table or gpurun.Buffer expected, got string)",
+    assert_error("bad argument #1 to 'Buffer:copy_from' (table or gpurun.Buffer expected, got string)",
       function() destination:copy_from("1234") end)
-    assert_error("bad argument #1 to 'copy_to' (gpurun.Buffer expected, got table)",
+    assert_error("bad argument #1 to 'Buffer:copy_to' (gpurun.Buffer expected, got table)",
       function() source:copy_to({}) end)
   end)
 
   it("refuses out-of-range values and leaves the buffer as it was #gpu", function()
     local bytes = gpurun.array({ 1, 2, 3 }, "uint8")
-    assert_error("bad argument #1 to 'fill' (300 out of range for uint8 (0..255))", function() bytes:fill(300) end)
-    assert_error("bad argument #1 to 'copy_from' (element 3: -1 out of range for uint8 (0..255))",
+    assert_error("bad argument #1 to 'Buffer:fill' (300 out of range for uint8 (0..255))", function() bytes:fill(300) end)
+    assert_error("bad argument #1 to 'Buffer:copy_from' (element 3: -1 out of range for uint8 (0..255))",
       function() bytes:copy_from({ 4, 5, -1 }) end)
-    assert_error("bad argument #2 to 'set' (integer expected for uint8, got 0.5)", function() bytes:set(1, 0.5) end)
+    assert_error("bad argument #2 to 'Buffer:set' (integer expected for uint8, got 0.5)", function() bytes:set(1, 0.5) end)
     assert.are.same({ 1, 2, 3 }, bytes:to_table())
     local ints = gpurun.zeros(2, "int32")
     assert_error("integer expected for int32, got 1.5", function() ints:fill(1.5) end)

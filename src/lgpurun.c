@@ -48,11 +48,17 @@ static void (*const openers[])(lua_State *L) = {
 };
 
 /* Parts of the module written in Lua: each module returns a function that
- * is called with the module table and the internals table, and may return
- * a metatable to register under its __name. */
+ * is called, once per Lua state, with the internals table ({ raise = f }),
+ * and returns the functions it adds to the module table; a `metatable`
+ * among them is registered under its __name (so C can recognise its objects)
+ * instead. Opening the module again (busted drops package.loaded between
+ * files) reuses what the first opening made, so objects made before still
+ * belong to the type. */
 static const char *const lua_parts[] = {
     "gpurun.builtin.program_options", /* gpurun.ProgramOptions */
 };
+
+#define LUA_PARTS_KEY "gpurun.lua_parts"
 
 /* internal.raise(message): raises as gpurun's C functions do, ending every
  * capture in progress first, with the position of the first caller outside
@@ -73,19 +79,45 @@ static int internal_raise(lua_State *L)
     return gpurun_error_at(L, level, message ? message : "(no message)");
 }
 
-static void open_lua_part(lua_State *L, int module, const char *name)
+/* Pushes the exports of the Lua part `name`, made once per Lua state. */
+static void push_lua_part(lua_State *L, const char *name)
 {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PARTS_KEY);
+    if (lua_getfield(L, -1, name) == LUA_TTABLE) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
     lua_getglobal(L, "require");
     lua_pushstring(L, name);
     lua_call(L, 1, 1);
-    lua_pushvalue(L, module);
     lua_newtable(L);
     lua_pushcfunction(L, internal_raise);
     lua_setfield(L, -2, "raise");
-    lua_call(L, 2, 1);
-    if (lua_istable(L, -1) && lua_getfield(L, -1, "__name") == LUA_TSTRING) {
-        lua_pushvalue(L, -2);
-        lua_setfield(L, LUA_REGISTRYINDEX, lua_tostring(L, -2));
+    lua_call(L, 1, 1);
+    if (!lua_istable(L, -1))
+        gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);
+    int exports = lua_gettop(L);
+    if (lua_getfield(L, exports, "metatable") == LUA_TTABLE
+        && lua_getfield(L, exports + 1, "__name") == LUA_TSTRING) {
+        lua_pushvalue(L, exports + 1);
+        lua_setfield(L, LUA_REGISTRYINDEX, lua_tostring(L, exports + 2));
+    }
+    lua_settop(L, exports);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    lua_remove(L, -2);
+}
+
+static void open_lua_part(lua_State *L, int module, const char *name)
+{
+    push_lua_part(L, name);
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "metatable") != 0) {
+            lua_pushvalue(L, -2);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, module);
+        }
     }
     lua_settop(L, module);
 }

@@ -91,6 +91,10 @@ static void pack_float(lua_State *L, const struct gpurun_kernel *kernel, int i, 
     if (size != 4 && size != 8)
         gpurun_error(L, "kernel '%s' parameter %d is %d bytes: a float fits only a 4- or 8-byte "
                         "parameter", kernel->name, i + 1, (int)size);
+    if (gpurun_store_float(size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64, value, slot)
+        != GPURUN_FITS)
+        gpurun_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of float range",
+                     kernel->name, i + 1, value);
     /* A float with an integral value (2^20, 4.0) is the one case the subtype
      * does not settle: it may be meant for an integer parameter of the same
      * size, where its float bits would be a wild count or index. */
@@ -98,10 +102,6 @@ static void pack_float(lua_State *L, const struct gpurun_kernel *kernel, int i, 
         gpurun_error(L, "kernel '%s' parameter %d: %f is a float with an integral value; pass "
                         "gpurun.f%d(x) for a floating-point parameter or math.tointeger(x) "
                         "for an integer one", kernel->name, i + 1, value, size == 4 ? 32 : 64);
-    if (gpurun_store_float(size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64, value, slot)
-        != GPURUN_FITS)
-        gpurun_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of float range",
-                     kernel->name, i + 1, value);
 }
 
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,

@@ -7,11 +7,11 @@
 -- always give the same list, and so the same kernel cache key.
 --
 -- This is a part of the `gpurun` module: the module opener calls the
--- function it returns with the module table and the internals table
--- ({ raise = f(message, level) }, which ends any capture in progress as
--- every gpurun error does), and registers the metatable it returns.
+-- function it returns, once per Lua state, with the internals table
+-- ({ raise = f(message) }, which ends any capture in progress as every
+-- gpurun error does), and installs what it returns.
 
-return function(gpurun, internal)
+return function(internal)
   local raise = internal.raise
 
   -- The keys, in the order their NVRTC options appear in as_list().
@@ -295,6 +295,5 @@ return function(gpurun, internal)
   end
 
   builtin.new = new
-  gpurun.ProgramOptions = new
-  return ProgramOptions
+  return { ProgramOptions = new, metatable = ProgramOptions }
 end
