@@ -63,6 +63,13 @@ describe("gpurun.elementwise parameters", function()
     assert.is_nil(kernel.source) -- T is not known until a call
   end)
 
+  it("is what the module itself makes when called", function()
+    local kernel = ew(SAMPLE_IN, SAMPLE_OUT, SAMPLE_OP, "called")
+    assert.are.equal(ew.Kernel, getmetatable(kernel))
+    assert.are.equal("called", kernel.name)
+    assert.matches("^[^\n]*" .. SPEC_FILE .. ":%d+: .*unknown dtype", error_of(ew, "flaot32 a", "float32 r", "r = a"))
+  end)
+
   it("takes no inputs, and defaults the name to 'kernel'", function()
     local kernel = ew.elementwise("", "int32 r", "r = (int)i")
     assert.are.equal("kernel", kernel.name)

@@ -1,6 +1,6 @@
 -- Elementwise kernels in CuPy's shape, and pipelines of them fused into one.
 --
---   local ew = require("gpurun.elementwise")
+--   local ew = require("gpurun.elementwise")   -- ew(...) is ew.elementwise(...)
 --   local axpby = ew.elementwise("float32 x, float32 y, float32 a", "float32 r",
 --                                "r = a * x + y", "axpby")
 --   axpby(stream, x, y, gpurun.f32(2), r)      -- or a graph builder; buffers of one size
@@ -507,4 +507,10 @@ end
 elementwise.Kernel = Kernel
 elementwise.pipeline = require("gpurun.elementwise_pipeline").constructor(elementwise.elementwise)
 
-return elementwise
+-- The module is callable too, so that installed as gpurun.elementwise it is
+-- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).
+return setmetatable(elementwise, {
+  __call = function(_, ...)
+    return elementwise.elementwise(...)
+  end,
+})

@@ -251,6 +251,9 @@ end
 -- then a step of one vector for what is left, then the scalar tail.
 local function vector_kernel(add, kernel, signature, width)
   local unroll = kernel.unroll
+  local function at(u)
+    return u == 0 and "v" or ("v + %d * stride"):format(u)
+  end
   kernel_head(add, kernel, signature, "vec")
   add("    const unsigned long long vectors = n / %d;", width)
   add("    unsigned long long v = first;")
@@ -260,9 +263,9 @@ local function vector_kernel(add, kernel, signature, width)
       if not signature.scalar[index] and (not param.output or param.read) then
         local space = param.output and "out" or "in"
         for u = 0, count - 1 do
-          add("        const _vec<%s, %d> _l_%s_%d = reinterpret_cast<const _vec<%s, %d> *>(_%s_%s)[v + %d * stride];",
+          add("        const _vec<%s, %d> _l_%s_%d = reinterpret_cast<const _vec<%s, %d> *>(_%s_%s)[%s];",
               c_type(signature, index), width, param.name, u, c_type(signature, index), width,
-              space, param.name, u)
+              space, param.name, at(u))
         end
       end
     end
@@ -276,7 +279,7 @@ local function vector_kernel(add, kernel, signature, width)
     for u = 0, count - 1 do
       add("#pragma unroll")
       add("        for (int _k = 0; _k < %d; _k++) {", width)
-      add("            const unsigned long long i = (v + %d * stride) * %d + _k;", u, width)
+      add("            const unsigned long long i = (%s) * %d + _k;", at(u), width)
       element_body(add, kernel, signature, "            ", function(_, param)
         return ("_l_%s_%d.v[_k]"):format(param.name, u)
       end)
@@ -291,8 +294,8 @@ local function vector_kernel(add, kernel, signature, width)
     for index, param in ipairs(kernel.params) do
       if param.output then
         for u = 0, count - 1 do
-          add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[v + %d * stride] = _s_%s_%d;",
-              c_type(signature, index), width, param.name, u, param.name, u)
+          add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
+              c_type(signature, index), width, param.name, at(u), param.name, u)
         end
       end
     end
