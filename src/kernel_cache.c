@@ -5,7 +5,8 @@
  *   header  "GPURUNKC" | u32 format | u32 target | u64 payload length |
  *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
  *   payload u64 n, code | u64 n, log | u64 count, then per name expression:
- *           u64 n, expression | u64 n, lowered name
+ *           u64 n, expression | u64 n, lowered name |
+ *           u64 n, kernel signatures | u64 n, why there are none ("" when there are)
  *
  * Writers build the whole file under a temporary name in the same directory
  * and rename() it into place, so a reader sees a complete entry or none, and
@@ -32,7 +33,7 @@
 #include <unistd.h>
 
 #define ENTRY_MAGIC "GPURUNKC"
-#define ENTRY_FORMAT 1u
+#define ENTRY_FORMAT 2u /* 2: the kernel signatures */
 #define ENTRY_HEADER_SIZE 48
 #define KEY_SIZE 16
 
@@ -281,13 +282,14 @@ static size_t payload_size(const struct nvrtc_request *request, const struct nvr
     size_t size = 8 + output->code_size + 8 + strlen(output->log) + 8;
     for (size_t i = 0; i < output->lowered_name_count; i++)
         size += 8 + strlen(request->name_expressions[i]) + 8 + strlen(output->lowered_names[i]);
-    return size;
+    return size + 8 + output->signatures_size + 8 + strlen(output->signatures_error);
 }
 
 static unsigned char *put_field(unsigned char *p, const void *data, size_t size)
 {
     put_u64(p, size);
-    memcpy(p + 8, data, size);
+    if (size > 0) /* data may be NULL then */
+        memcpy(p + 8, data, size);
     return p + 8 + size;
 }
 
@@ -308,6 +310,8 @@ static unsigned char *encode_entry(const unsigned char key[KEY_SIZE],
         p = put_field(p, request->name_expressions[i], strlen(request->name_expressions[i]));
         p = put_field(p, output->lowered_names[i], strlen(output->lowered_names[i]));
     }
+    p = put_field(p, output->signatures, output->signatures_size);
+    put_field(p, output->signatures_error, strlen(output->signatures_error));
     memcpy(entry, ENTRY_MAGIC, 8);
     put_u32(entry + 8, ENTRY_FORMAT);
     put_u32(entry + 12, (uint32_t)request->target);
@@ -393,6 +397,22 @@ static const char *decode_entry(const unsigned char *entry, size_t size,
         if (!(output->lowered_names[i] = take_field(&r, NULL)))
             return "malformed payload";
         output->lowered_name_count = i + 1;
+    }
+    output->signatures = take_field(&r, &output->signatures_size);
+    char *why_none = output->signatures ? take_field(&r, NULL) : NULL;
+    if (!why_none)
+        return "malformed payload";
+    size_t why_length = strlen(why_none);
+    int consistent = why_length < sizeof output->signatures_error
+                     && (why_length == 0 || output->signatures_size == 0);
+    if (consistent)
+        memcpy(output->signatures_error, why_none, why_length + 1);
+    free(why_none);
+    if (!consistent)
+        return "malformed payload";
+    if (why_length > 0) {
+        free(output->signatures);
+        output->signatures = NULL;
     }
     return r.left == 0 ? NULL : "malformed payload";
 }

@@ -3,6 +3,7 @@
  * cleanup path, so an NVRTC program is never leaked. */
 #define _GNU_SOURCE /* dladdr */
 #include "nvrtc_compile.h"
+#include "ptx_params.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -109,6 +110,60 @@ static int read_code(nvrtcProgram program, enum nvrtc_target target,
     return 1;
 }
 
+/* Keeps the parameter lists of the PTX (ptx_params.h) as compact text. */
+static void keep_signatures(const char *ptx, size_t size, struct nvrtc_output *output)
+{
+    struct ptx_signatures signatures;
+    char why[200];
+    if (!ptx_signatures_parse(ptx, size, &signatures, why, sizeof why)) {
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "the PTX's kernel signatures could not be read: %s", why);
+        return;
+    }
+    output->signatures = ptx_signatures_format(&signatures, &output->signatures_size);
+    ptx_signatures_free(&signatures);
+    if (!output->signatures)
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "out of memory while keeping the kernel signatures");
+}
+
+static void no_ptx(struct nvrtc_output *output, const char *why)
+{
+    snprintf(output->signatures_error, sizeof output->signatures_error,
+             "NVRTC gave no PTX to read the kernel signatures from (%s)", why);
+}
+
+static void read_signatures(nvrtcProgram program, enum nvrtc_target target,
+                            struct nvrtc_output *output)
+{
+    /* With -dlto NVRTC makes NVVM IR and its PTX is one NUL byte. */
+    if (target == NVRTC_TARGET_PTX) {
+        if (output->code_size == 0)
+            no_ptx(output, "empty PTX");
+        else
+            keep_signatures(output->code, output->code_size, output);
+        return;
+    }
+    size_t size = 0;
+    nvrtcResult rc = nvrtcGetPTXSize(program, &size);
+    if (rc != NVRTC_SUCCESS || size <= 1) {
+        no_ptx(output, rc != NVRTC_SUCCESS ? nvrtcGetErrorString(rc) : "empty PTX");
+        return;
+    }
+    char *ptx = malloc(size);
+    if (!ptx) {
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "out of memory while reading the PTX for the kernel signatures");
+        return;
+    }
+    rc = nvrtcGetPTX(program, ptx);
+    if (rc == NVRTC_SUCCESS)
+        keep_signatures(ptx, strnlen(ptx, size), output);
+    else
+        no_ptx(output, nvrtcGetErrorString(rc));
+    free(ptx);
+}
+
 static int read_lowered_names(nvrtcProgram program, const struct nvrtc_request *request,
                               struct nvrtc_output *output)
 {
@@ -162,8 +217,10 @@ static int compile_program(nvrtcProgram program, const struct nvrtc_request *req
         snprintf(output->error, sizeof output->error, "%s", nvrtcGetErrorString(compiled));
         return 0;
     }
-    return read_code(program, request->target, output)
-        && read_lowered_names(program, request, output);
+    if (!read_code(program, request->target, output))
+        return 0;
+    read_signatures(program, request->target, output);
+    return read_lowered_names(program, request, output);
 }
 
 static void free_products(struct nvrtc_output *output)
@@ -176,6 +233,9 @@ static void free_products(struct nvrtc_output *output)
     free(output->lowered_names);
     output->lowered_names = NULL;
     output->lowered_name_count = 0;
+    free(output->signatures);
+    output->signatures = NULL;
+    output->signatures_size = 0;
 }
 
 int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *output)

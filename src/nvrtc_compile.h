@@ -35,6 +35,14 @@ struct nvrtc_output {
     char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing */
     char **lowered_names;   /* one per name expression, same order */
     size_t lowered_name_count;
+    /* The kernels' parameter lists as ptx_signatures_format() text, read
+     * from the PTX for either target (NVRTC gives PTX after a CUBIN compile
+     * too); parse it with ptx_signatures_parse(). NULL when they could not
+     * be read, with signatures_error saying why: a compile never fails
+     * for want of them. */
+    char *signatures;
+    size_t signatures_size;
+    char signatures_error[256];
     char error[512];        /* on failure: which step failed and NVRTC's result */
 };
 

@@ -25,7 +25,15 @@ GPURUN_BUILD_DIR=build-gpu tools/dev.sh test 2>&1 | tee "$logs/specs.log" | tail
 step "gpurun scripts/cudagraphs.lua --elements 4096"
 "$bin" scripts/cudagraphs.lua --elements 4096 2>&1 | tee "$logs/cudagraphs-4096.log"
 echo "exit $?"
+step "ptx_params_test --driver (signatures against cuKernelGetParamInfo)"
+build-gpu/tests/ptx_params_test --driver tests/fixtures/ptx 2>&1 | tee "$logs/ptx-params.log" | tail -n 3
+
+step "gpurun scripts/fused.lua --elements 16777216"
+"$bin" scripts/fused.lua --elements 16777216 2>&1 | tee "$logs/fused-16M.log"
+echo "exit ${PIPESTATUS[0]}"
 if [ "$quick" != "--quick" ]; then
+  step "benchmark: fused elementwise vs CuPy ElementwiseKernel and torch.compile"
+  GPURUN_BIN=$bin bench/fused_compare.sh 2>&1 | tee "$logs/fused-compare.log"
   step "gpurun scripts/cudagraphs.lua --elements 16777216"
   "$bin" scripts/cudagraphs.lua --elements 16777216 2>&1 | tee "$logs/cudagraphs-16M.log"
   echo "exit $?"

@@ -1,0 +1,167 @@
+-- bench/fused.lua: gpurun's generated kernels for r3 = (a + b) * c - a at
+-- several sizes, and the device's copy bandwidth, for bench/fused_compare.sh
+-- (which runs CuPy and torch.compile on the same machine next).
+--
+-- Paths, each timed from a stream sync to a stream sync after warm-up, the
+-- median over --reps repetitions (gpurun.bench):
+--   fused launch      pipe(stream, a, b, c, r3): one fused kernel, argument checks in Lua
+--   fused plan        the same kernel bound once (pipe:bind), plan:launch per iteration
+--   fused graph       a graph of that one kernel, graph:launch per iteration
+--   generated launch  three generated kernels (r1, r2, r3 all written), launched
+--   generated graph   the same three in one graph
+--   copy              one device-to-device copy of --copy-mib MiB (read + write)
+-- Iterations per repetition: enough for about --seconds, from 10 to 5000.
+--
+--   build/gpurun bench/fused.lua [--sizes 4096,65536,1048576,16777216,67108864]
+--       [--reps 15] [--seconds 0.1] [--copy-mib 1024] [--unroll N] [--block N]
+--       [--blocks-per-sm N] [--device ID] [--json]
+
+local gpurun = require("gpurun")
+local args = require("gpurun.args")
+local bench = require("gpurun.bench")
+local ew = require("gpurun.elementwise")
+local cjson = require("cjson")
+
+local INPUTS = "float32 a, float32 b, float32 c"
+local STAGES = { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }
+-- Exact in float32, and any mix-up of arguments gives another r3.
+local A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375
+local WARMUP = 5
+local MIN_ITERS, MAX_ITERS = 10, 5000
+
+local cli = args.new("bench/fused.lua",
+  "gpurun's fused and per-stage elementwise kernels for (a + b) * c - a, and the copy bandwidth.")
+cli.parser:option("--sizes", "Comma-separated element counts.", "4096,65536,1048576,16777216,67108864")
+cli:integer_option("--reps", "Repetitions per path and size (the median is reported).", 15)
+cli:number_option("--seconds", "About how long one repetition runs.", 0.1)
+cli:integer_option("--copy-mib", "Size of the copy that measures the bandwidth, in MiB.", 1024)
+cli:integer_option("--unroll", "gpurun.elementwise's unroll option.", 1)
+cli:integer_option("--block", "Threads per block.", 256)
+cli:integer_option("--blocks-per-sm", "Blocks per multiprocessor (default: a full one).")
+cli:integer_option("--device", "CUDA device id.", 0, 0)
+cli:flag("--json", "Print one JSON object instead of the table.")
+local options = cli:parse(arg)
+local sizes = {}
+for item in (options.sizes .. ","):gmatch("([^,]*),") do
+  local value, why = args.to_integer(item)
+  if not value then
+    cli:usage_error("--sizes: " .. why)
+  end
+  sizes[#sizes + 1] = value
+end
+
+-- bench.run with as many iterations as fill about options.seconds.
+local function measure(stream, step)
+  local probe = bench.run(stream, step, { iters = MIN_ITERS, warmup = WARMUP })
+  local per_iter = math.max(probe.seconds / MIN_ITERS, 1e-7)
+  local iters = math.max(MIN_ITERS, math.min(MAX_ITERS, math.ceil(options.seconds / per_iter)))
+  local result = bench.run(stream, step, { iters = iters, warmup = 0, repeats = options.reps })
+  return { us_per_iter = result.us_per_iter, iters = iters, reps = options.reps,
+           min_us = result.min_seconds * 1e6 / iters }
+end
+
+local function check(stream, buffer, what, n)
+  stream:sync()
+  local summary = gpurun.compare(buffer, EXPECTED, 0, 0)
+  if summary.mismatches > 0 then
+    error(("%s at %d elements: %d of %d elements of r3 are not %g (r3[%d] = %g)"):format(
+          what, n, summary.mismatches, summary.count, EXPECTED, summary.worst_index,
+          summary.worst_actual), 0)
+  end
+end
+
+local function measure_size(stream, n, fused, generated)
+  local a <close> = gpurun.full(n, A, "float32")
+  local b <close> = gpurun.full(n, B, "float32")
+  local c <close> = gpurun.full(n, C, "float32")
+  local r1 <close> = gpurun.empty(n, "float32")
+  local r2 <close> = gpurun.empty(n, "float32")
+  local r3 <close> = gpurun.empty(n, "float32")
+  local figures = { elements = n }
+
+  local function timed(key, step)
+    r3:fill(0.0)
+    figures[key] = measure(stream, step)
+    check(stream, r3, key, n)
+  end
+  local function graph_of(step)
+    return bench.capture(stream, step)
+  end
+
+  local fused_step = function(s) fused(s, a, b, c, r3) end
+  local generated_step = function(s) generated(s, a, b, c, r1, r2, r3) end
+  timed("fused_launch", fused_step)
+  do
+    local plans <close> = fused:bind(a, b, c, r3)
+    timed("fused_plan", function(s) plans:launch(s) end)
+  end
+  do
+    local graph <close> = graph_of(fused_step)
+    timed("fused_graph", function(s) graph:launch(s) end)
+  end
+  timed("generated_launch", generated_step)
+  do
+    local graph <close> = graph_of(generated_step)
+    timed("generated_graph", function(s) graph:launch(s) end)
+  end
+  figures.fused_kernel = fused.kernels[1]:variant(a, b, c, r3).kernel
+  return figures
+end
+
+local function measure_copy(stream)
+  local n = options.copy_mib * (1 << 20) // 4
+  local source <close> = gpurun.full(n, 1.0, "float32")
+  local target <close> = gpurun.empty(n, "float32")
+  local timing = measure(stream, function(s) source:copy_to(target, s) end)
+  return { bytes = 2 * 4 * n, us = timing.us_per_iter,
+           gb_per_s = 2 * 4 * n / (timing.us_per_iter * 1e-6) / 1e9 }
+end
+
+local PATHS = { "fused_launch", "fused_plan", "fused_graph", "generated_launch", "generated_graph" }
+
+local function print_table(device, results, copy)
+  print(("gpurun on %s: us/iter, median of %d repetitions"):format(device.name, options.reps))
+  local header = { ("%-18s"):format("path") }
+  for _, figures in ipairs(results) do
+    header[#header + 1] = ("%12d"):format(figures.elements)
+  end
+  print(table.concat(header))
+  for _, path in ipairs(PATHS) do
+    local row = { ("%-18s"):format(path:gsub("_", " ")) }
+    for _, figures in ipairs(results) do
+      row[#row + 1] = ("%12.2f"):format(figures[path].us_per_iter)
+    end
+    print(table.concat(row))
+  end
+  local row = { ("%-18s"):format("fused graph GB/s") }
+  for _, figures in ipairs(results) do
+    row[#row + 1] = ("%12.0f"):format(16 * figures.elements / (figures.fused_graph.us_per_iter * 1e-6) / 1e9)
+  end
+  print(table.concat(row))
+  print(("copy: %.0f GB/s (%d MiB device to device, read + write counted)"):format(
+        copy.gb_per_s, options.copy_mib))
+end
+
+local function main()
+  local device = cli:open_device(options.device)
+  local stream <close> = device:create_stream()
+  gpurun.set_current_stream(stream)
+  local kernel_options = { unroll = options.unroll, block = options.block,
+                           blocks_per_sm = options.blocks_per_sm }
+  local fused = ew.pipeline(INPUTS, STAGES, "r3", "fused", kernel_options)
+  local generated = ew.pipeline(INPUTS, STAGES, "r1, r2, r3", "generated", kernel_options)
+  local results = {}
+  for index, n in ipairs(sizes) do
+    results[index] = measure_size(stream, n, fused, generated)
+  end
+  local copy = measure_copy(stream)
+  if options.json then
+    print(cjson.encode{ device = device.name, reps = options.reps, options = kernel_options,
+                        sizes = results, copy = copy })
+  else
+    print_table(device, results, copy)
+  end
+  return 0
+end
+
+os.exit(main(), true)

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""bench/fused_compare.py: (a + b) * c - a on float32 vectors in CuPy and
+PyTorch, timed as bench/fused.lua times gpurun, and the device's copy
+bandwidth; with --gpurun FILE (bench/fused.lua --json) one table of both.
+
+Paths, each timed from a device synchronisation to another after warm-up
+(time.perf_counter, as gpurun.bench), the median over --reps repetitions,
+iterations per repetition enough for about --seconds (10 to 5000):
+
+  cupy elementwise        cupy.ElementwiseKernel, output passed in
+  cupy elementwise graph  the same call captured in a CUDA graph (cupy.cuda.Stream.begin_capture)
+  torch eager             torch.add, torch.mul, torch.sub with out=: three kernels
+  torch eager graph       the same three captured in a torch.cuda.CUDAGraph
+  torch.compile           torch.compile(dynamic=False) of the expression: one Triton kernel
+  torch.compile graphs    torch.compile(mode="reduce-overhead"): the same under CUDA graphs
+  copy                    one device-to-device copy (read + write counted)
+
+    python3 bench/fused_compare.py [--sizes 4096,65536,...] [--reps 15]
+        [--seconds 0.1] [--copy-mib 1024] [--gpurun gpurun.json] [--json]
+
+bench/fused_compare.sh runs bench/fused.lua and then this, in one command.
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+EXPRESSION = "r = (a + b) * c - a"
+A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375  # exact in float32, as in bench/fused.lua
+WARMUP = 5
+MIN_ITERS, MAX_ITERS = 10, 5000
+
+
+def measure(step, sync, seconds, reps):
+    """Median microseconds per call of step(), timed as gpurun.bench.run times."""
+    for _ in range(WARMUP):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(MIN_ITERS):
+        step()
+    sync()
+    per_iter = max((time.perf_counter() - start) / MIN_ITERS, 1e-7)
+    iters = max(MIN_ITERS, min(MAX_ITERS, math.ceil(seconds / per_iter)))
+    runs = []
+    for _ in range(reps):
+        sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            step()
+        sync()
+        runs.append((time.perf_counter() - start) * 1e6 / iters)
+    return {"us_per_iter": statistics.median(runs), "min_us": min(runs), "iters": iters, "reps": reps}
+
+
+def check(result, what, n):
+    import torch
+    wrong = int((torch.as_tensor(result, device="cuda") != EXPECTED).sum())
+    if wrong:
+        sys.exit(f"fused_compare.py: {what} at {n} elements: {wrong} of {n} results are not {EXPECTED}")
+
+
+def cupy_paths(n, seconds, reps):
+    import cupy
+    kernel = cupy.ElementwiseKernel("float32 a, float32 b, float32 c", "float32 r", EXPRESSION, "fused")
+    a, b, c = (cupy.full(n, v, dtype=cupy.float32) for v in (A, B, C))
+    r = cupy.zeros(n, dtype=cupy.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    figures = {}
+    with stream:
+        figures["cupy elementwise"] = measure(lambda: kernel(a, b, c, r), stream.synchronize, seconds, reps)
+        check(r, "cupy elementwise", n)
+        r.fill(0)
+        try:
+            stream.begin_capture()
+            kernel(a, b, c, r)
+            graph = stream.end_capture()
+        except Exception as error:  # an older CuPy: the row shows '-'
+            print(f"fused_compare.py: no CuPy graph at {n} elements: {error}", file=sys.stderr)
+            return figures
+        figures["cupy elementwise graph"] = measure(lambda: graph.launch(stream), stream.synchronize,
+                                                    seconds, reps)
+        check(r, "cupy elementwise graph", n)
+    return figures
+
+
+def torch_paths(n, seconds, reps):
+    import torch
+    a, b, c = (torch.full((n,), v, dtype=torch.float32, device="cuda") for v in (A, B, C))
+    r1, r2, r3 = (torch.zeros(n, dtype=torch.float32, device="cuda") for _ in range(3))
+    sync = torch.cuda.synchronize
+    figures = {}
+
+    def eager():
+        torch.add(a, b, out=r1)
+        torch.mul(r1, c, out=r2)
+        torch.sub(r2, a, out=r3)
+
+    figures["torch eager"] = measure(eager, sync, seconds, reps)
+    check(r3, "torch eager", n)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch asks before capture
+        eager()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    r3.zero_()
+    with torch.cuda.graph(graph):
+        eager()
+    figures["torch eager graph"] = measure(graph.replay, sync, seconds, reps)
+    check(r3, "torch eager graph", n)
+
+    def expression(x, y, z):
+        return (x + y) * z - x
+
+    # A fresh start per size: past dynamo's recompile limit it would run eager.
+    torch._dynamo.reset()
+    compiled = torch.compile(expression, dynamic=False)
+    compiled(a, b, c)
+    figures["torch.compile"] = measure(lambda: compiled(a, b, c), sync, seconds, reps)
+    check(compiled(a, b, c), "torch.compile", n)
+    graphed = torch.compile(expression, dynamic=False, mode="reduce-overhead")
+    for _ in range(3):  # reduce-overhead records its graph after a few calls
+        graphed(a, b, c)
+    figures["torch.compile graphs"] = measure(lambda: graphed(a, b, c), sync, seconds, reps)
+    check(graphed(a, b, c), "torch.compile graphs", n)
+    return figures
+
+
+def copy_bandwidth(mib, seconds, reps):
+    import torch
+    n = mib * (1 << 20) // 4
+    source = torch.ones(n, dtype=torch.float32, device="cuda")
+    target = torch.empty_like(source)
+    timing = measure(lambda: target.copy_(source), torch.cuda.synchronize, seconds, reps)
+    return {"bytes": 8 * n, "us": timing["us_per_iter"], "gb_per_s": 8 * n / (timing["us_per_iter"] * 1e-6) / 1e9}
+
+
+GPURUN_ROWS = [("fused_launch", "gpurun fused, launched"), ("fused_plan", "gpurun fused, plan"),
+               ("fused_graph", "gpurun fused, graph"),
+               ("generated_launch", "gpurun 3 generated kernels, launched"),
+               ("generated_graph", "gpurun 3 generated kernels, graph")]
+PYTHON_ROWS = ["cupy elementwise", "cupy elementwise graph", "torch eager", "torch eager graph",
+               "torch.compile", "torch.compile graphs"]
+
+
+def print_table(device, sizes, python, gpurun, copy, reps):
+    width = 38
+    print(f"{device}: (a + b) * c - a on float32, us/iter, median of {reps} repetitions")
+    print("path".ljust(width) + "".join(f"{n:>12}" for n in sizes))
+    rows = []
+    if gpurun:
+        by_size = {figures["elements"]: figures for figures in gpurun["sizes"]}
+        for key, label in GPURUN_ROWS:
+            rows.append((label, [by_size.get(n, {}).get(key, {}).get("us_per_iter") for n in sizes]))
+    for label in PYTHON_ROWS:
+        rows.append((label, [python[n].get(label, {}).get("us_per_iter") for n in sizes]))
+    limit = copy["gb_per_s"]
+    rows.append((f"copy limit, 16 B/element at {limit:.0f} GB/s",
+                 [16 * n / (limit * 1e9) * 1e6 for n in sizes]))
+    for label, values in rows:
+        cells = "".join(f"{v:>12.2f}" if v is not None else f"{'-':>12}" for v in values)
+        print(label.ljust(width) + cells)
+    if gpurun:
+        print(f"copy bandwidth: {limit:.0f} GB/s here, {gpurun['copy']['gb_per_s']:.0f} GB/s from gpurun")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--seconds", type=float, default=0.1)
+    parser.add_argument("--copy-mib", type=int, default=1024)
+    parser.add_argument("--gpurun", help="bench/fused.lua --json output to put in the same table")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    options = parser.parse_args()
+    try:
+        sizes = [int(item) for item in options.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes: comma-separated integers expected, got {options.sizes!r}")
+    if options.reps < 1 or options.seconds <= 0 or any(n < 1 for n in sizes):
+        parser.error("--reps, --seconds and every size must be positive")
+    gpurun = None
+    if options.gpurun:
+        with open(options.gpurun) as file:
+            gpurun = json.load(file)
+
+    import torch
+    device = torch.cuda.get_device_name()
+    python = {}
+    for n in sizes:
+        python[n] = {}
+        python[n].update(cupy_paths(n, options.seconds, options.reps))
+        python[n].update(torch_paths(n, options.seconds, options.reps))
+        torch.cuda.empty_cache()
+    copy = copy_bandwidth(options.copy_mib, options.seconds, options.reps)
+    if options.json:
+        print(json.dumps({"device": device, "reps": options.reps, "sizes": sizes,
+                          "python": {str(n): python[n] for n in sizes}, "copy": copy, "gpurun": gpurun}))
+    else:
+        print_table(device, sizes, python, gpurun, copy, options.reps)
+
+
+if __name__ == "__main__":
+    main()
