@@ -1,7 +1,7 @@
 -- fused.lua: the cudaGraphs sample's pipeline, r1 = a + b, r2 = r1 * c,
 -- r3 = r2 - a, three ways, each as individual launches and as a CUDA graph:
 --
---   sample     the sample's own three kernels (scripts/cudagraphs.lua's)
+--   sample     the sample's own three kernels (lua/gpurun/kernels/cudagraphs.cu)
 --   generated  three kernels from gpurun.elementwise (16-byte loads and
 --              stores, a launch shape chosen from the device)
 --   fused      one gpurun.elementwise kernel for the whole pipeline: a, b
@@ -19,7 +19,6 @@ local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 local ew = require("gpurun.elementwise")
-local shell = require("gpurun.shell")
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5
@@ -27,15 +26,6 @@ local BLOCK = 256
 
 local STAGES = { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }
 local INPUTS = "float32 a, float32 b, float32 c"
-
--- The sample's kernels: the KERNELS text of scripts/cudagraphs.lua.
-local function sample_kernels()
-  local path = shell.dirname(arg[0]) .. "/cudagraphs.lua"
-  local file = assert(io.open(path, "r"))
-  local text = file:read("a")
-  file:close()
-  return assert(text:match("\nlocal KERNELS = %[%[\n(.-)%]%]"), "no KERNELS in " .. path)
-end
 
 local cli = args.new("fused.lua",
   "Times add -> mul -> sub as the sample's kernels, as generated elementwise kernels and as one fused kernel.")
@@ -64,7 +54,7 @@ local function main()
   local stream <close> = device:create_stream()
   gpurun.set_current_stream(stream)
 
-  local program <close> = gpurun.Program(sample_kernels(), "c++",
+  local program <close> = gpurun.Program(require("gpurun.kernels").source("cudagraphs"), "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
   local module <close> = program:compile("cubin")
   local vec_add <close> = module:get_kernel("vec_add")

@@ -383,6 +383,24 @@ end
 row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 out of range for float32"))
 row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 out of range for float32"))
 
+-- ---- elementwise kernels (Lua parts of the module: their own messages) ----------------
+
+local EW = "elementwise kernel 'k'"
+row("gpurun.elementwise", A(), "elementwise kernel 'kernel' in_params: a string such as \"float32 a, float32 b\" expected, got nil")
+row("gpurun.elementwise", A(5, "float32 r", "r = 1", "k"), EW .. " in_params: a string such as")
+row("gpurun.elementwise", A("float32 a"), "out_params: a string such as")
+row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a non-empty string of CUDA C")
+row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
+row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
+row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
+row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
+  "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
+  "elementwise pipeline 'p': output 'r9' is not a stage")
+
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
 local OPTION = "gpurun.ProgramOptions: "
@@ -591,31 +609,40 @@ local function kernel_arg_rows(label, call)
   row(label, args(R.add, b, b, b), "kernel 'vec_add' takes 4 parameters, got 3")
   row(label, args(R.add, b, b, b, 16, 16), "kernel 'vec_add' takes 4 parameters, got 5")
   row(label, args(R.byte_flag, R.buffer_u8, true), "kernel 'byte_flag' takes 3 parameters, got 2")
+  local SCALE, ADD, FLAG = "kernel 'scale_shift' parameter ", "kernel 'vec_add' parameter ",
+    "kernel 'byte_flag' parameter "
   row(label, args(R.scale, b, b, 1, 1),
-    "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer")
+    SCALE .. "2 (.f32): a gpurun.Buffer passes as an 8-byte pointer; this parameter is 4 bytes")
   row(label, args(R.scale, b, 1.5, 1 << 40, 1),
-    "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit")
-  row(label, args(R.scale, b, 1.5, -2147483649, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: integer -2147483649 does not fit")
-  row(label, args(R.scale, b, 1.5, 1, gpurun.u64(1)), "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8")
-  row(label, args(R.scale, b, gpurun.f64(1), 1, 1), "kernel 'scale_shift' parameter 2 is 4 bytes but gpurun.f64 is 8")
-  row(label, args(R.scale, b, 1e39, 1, 1), "kernel 'scale_shift' parameter 2 is a 4-byte value: 1e+39 is out of float range")
-  row(label, args(R.scale, b, 1.5, true, 1), "kernel 'scale_shift' parameter 3 is 4 bytes: a boolean passes as 1 byte")
-  row(label, args(R.add, b, b, b, gpurun.u32(16)), "kernel 'vec_add' parameter 4 is 8 bytes but gpurun.u32 is 4")
-  row(label, args(R.add, gpurun.i32(0), b, b, 16), "kernel 'vec_add' parameter 1 is 8 bytes but gpurun.i32 is 4")
+    SCALE .. "3 (.u32): integer 1099511627776 does not fit a 4-byte parameter")
+  row(label, args(R.scale, b, 1.5, -2147483649, 1),
+    SCALE .. "3 (.u32): integer -2147483649 does not fit a 4-byte parameter")
+  row(label, args(R.scale, b, 1.5, 1, gpurun.u64(1)), SCALE .. "4 (.u32): takes 4 bytes but gpurun.u64 is 8")
+  row(label, args(R.scale, b, gpurun.f64(1), 1, 1), SCALE .. "2 (.f32): takes 4 bytes but gpurun.f64 is 8")
+  row(label, args(R.scale, b, gpurun.i32(1), 1, 1), SCALE .. "2 (.f32): floating-point, but gpurun.i32 is an integer")
+  row(label, args(R.scale, b, 1.5, gpurun.f32(1), 1), SCALE .. "3 (.u32): an integer, but gpurun.f32 is floating-point")
+  row(label, args(R.scale, b, 1e39, 1, 1), SCALE .. "2 (.f32): 1e+39 is out of range for float32")
+  row(label, args(R.scale, b, 1.5, 2.5, 1), SCALE .. "3 (.u32): 2.5 is not an integer (the parameter is an integer)")
+  row(label, args(R.scale, b, 1.5, NAN, 1), P(SCALE:gsub("%p", "%%%0") .. "3 %(%.u32%): %-?nan is not an integer"))
+  row(label, args(R.scale, b, 1.5, INF, 1), SCALE .. "3 (.u32): integer inf does not fit a 4-byte parameter")
+  row(label, args(R.scale, b, 1.5, true, 1),
+    SCALE .. "3 (.u32): a boolean passes as a 1-byte integer; this parameter is 4 bytes")
+  row(label, args(R.scale, b, true, 1, 1),
+    SCALE .. "2 (.f32): a boolean passes as a 1-byte integer; this parameter is 4 bytes and floating-point")
+  row(label, args(R.add, b, b, b, gpurun.u32(16)), ADD .. "4 (.u64): takes 8 bytes but gpurun.u32 is 4")
+  row(label, args(R.add, gpurun.i32(0), b, b, 16), ADD .. "1 (.u64): takes 8 bytes but gpurun.i32 is 4")
   row(label, args(R.add, b, b, b, "16"),
-    "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
-  row(label, args(R.add, b, b, {}, 16), "kernel 'vec_add' parameter 3: number, boolean, gpurun.Buffer or gpurun scalar expected, got table")
-  row(label, args(R.add, b, b, b, nil), "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
-  row(label, args(R.add, R.stream, b, b, 16), "kernel 'vec_add' parameter 1: number, boolean, gpurun.Buffer or gpurun scalar expected")
-  row(label, args(R.add, b, print, b, 16), "kernel 'vec_add' parameter 2: number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
-  row(label, args(R.add, R.closed_buffer, b, b, 16), "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
-  row(label, args(R.add, b, b, b, true), "kernel 'vec_add' parameter 4 is 8 bytes: a boolean passes as 1 byte")
-  row(label, args(R.byte_flag, R.buffer_u8, true, 300), "kernel 'byte_flag' parameter 3 is 1 bytes: integer 300 does not fit")
-  row(label, args(R.byte_flag, R.buffer_u8, true, -129), "kernel 'byte_flag' parameter 3 is 1 bytes: integer -129 does not fit")
-  row(label, args(R.byte_flag, R.buffer_u8, true, 1.5),
-    "kernel 'byte_flag' parameter 3 is 1 bytes: a float fits only a 4- or 8-byte parameter")
-  row(label, args(R.byte_flag, R.buffer_u8, 1.5, 1),
-    "kernel 'byte_flag' parameter 2 is 1 bytes: a float fits only a 4- or 8-byte parameter")
+    ADD .. "4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
+  row(label, args(R.add, b, b, {}, 16), ADD .. "3 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got table")
+  row(label, args(R.add, b, b, b, nil), ADD .. "4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
+  row(label, args(R.add, R.stream, b, b, 16), ADD .. "1 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected")
+  row(label, args(R.add, b, print, b, 16), ADD .. "2 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
+  row(label, args(R.add, R.closed_buffer, b, b, 16), ADD .. "1 (.u64): attempt to use a closed gpurun.Buffer")
+  row(label, args(R.add, b, b, b, true), ADD .. "4 (.u64): a boolean passes as a 1-byte integer; this parameter is 8 bytes")
+  row(label, args(R.byte_flag, R.buffer_u8, true, 300), FLAG .. "3 (.u8): integer 300 does not fit a 1-byte parameter")
+  row(label, args(R.byte_flag, R.buffer_u8, true, -129), FLAG .. "3 (.u8): integer -129 does not fit a 1-byte parameter")
+  row(label, args(R.byte_flag, R.buffer_u8, true, 1.5), FLAG .. "3 (.u8): 1.5 is not an integer")
+  row(label, args(R.byte_flag, R.buffer_u8, 1.5, 1), FLAG .. "2 (.u8): 1.5 is not an integer")
 end
 kernel_arg_rows("gpurun.launch", function(kernel, ...) return A(R.stream, R.config, kernel, ...) end)
 row("gpurun.launch", A(R.stream, R.config_big_shmem, R.add, R.buffer, R.buffer, R.buffer, 16),

@@ -96,11 +96,19 @@ describe("launch", function()
     local add = kernel("vec_add")
     assert.are.equal("vec_add", add.name)
     assert.are.equal(4, add.num_params)
-    assert.are.same({ { offset = 0, size = 8 }, { offset = 8, size = 8 }, { offset = 16, size = 8 },
-      { offset = 24, size = 8 } }, add:params())
-    local scale = kernel("scale_shift")
-    assert.are.same({ 8, 4, 4, 4 }, { scale:params()[1].size, scale:params()[2].size,
-      scale:params()[3].size, scale:params()[4].size })
+    -- sm_90 PTX does not mark pointers: a 64-bit integer parameter may be one.
+    local u64 = function(offset)
+      return { offset = offset, size = 8, type = ".u64", kind = "integer", pointer = "maybe" }
+    end
+    assert.are.same({ u64(0), u64(8), u64(16), u64(24) }, add:params())
+    local scale = kernel("scale_shift") -- (float *x, float scale, int shift, unsigned int n)
+    local params = scale:params()
+    assert.are.same({ 8, 4, 4, 4 }, { params[1].size, params[2].size, params[3].size, params[4].size })
+    assert.are.same({ ".u64", ".f32", ".u32", ".u32" },
+      { params[1].type, params[2].type, params[3].type, params[4].type })
+    assert.are.same({ "integer", "float", "integer", "integer" },
+      { params[1].kind, params[2].kind, params[3].kind, params[4].kind })
+    assert.are.same({ false, false }, { params[2].pointer, params[3].pointer })
     assert.is_true(add.max_threads_per_block >= 256)
   end)
 
@@ -111,7 +119,7 @@ describe("launch", function()
     gpurun.launch(stream, config, kernel("vec_add"), a, b, out, gpurun.u64(n))
     stream:sync()
     assert.is_true(gpurun.allclose(out, 3.5, 0, 0))
-    -- plain Lua numbers where the subtype settles it: a float for float, an integer for int
+    -- plain Lua numbers convert to the parameter's type: a float for float, an integer for int
     gpurun.launch(stream, config, kernel("scale_shift"), out, 2.5, -1, gpurun.u32(n))
     stream:sync()
     assert.is_true(gpurun.allclose(out, 7.75, 0, 0))
@@ -133,6 +141,26 @@ describe("launch", function()
     gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 1 }), kernel("byte_flag"), flag, true, 4)
     stream:sync()
     assert.are.equal(5, flag:get(1))
+  end)
+
+  it("converts plain numbers by the parameter's real type #gpu", function()
+    local n = 1000
+    local out = gpurun.full(n, 1.0, "float32")
+    local config = gpurun.LaunchConfig({ grid = (n + 255) // 256, block = 256 })
+    local scale = kernel("scale_shift") -- x[i] = x[i] * scale + shift, for i < n
+    -- 4.0 and 2^1 are floats with integral values: fine for a float or an int
+    -- parameter now that the types are known; 4 is an integer for a float.
+    gpurun.launch(stream, config, scale, out, 4.0, 2 ^ 1, 2.0 ^ 10 - 24)
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 6.0, 0, 0))
+    gpurun.launch(stream, config, scale, out, 4, 0, n + 0.0)
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 24.0, 0, 0))
+    local add = kernel("vec_add")
+    local a = gpurun.full(n, 1, "float32")
+    gpurun.launch(stream, config, add, a, a, out, 2 ^ 10 - 24) -- size_t n from a float
+    stream:sync()
+    assert.is_true(gpurun.allclose(out, 2.0, 0, 0))
   end)
 
   it("launches 2D grids #gpu", function()
@@ -164,20 +192,25 @@ describe("launch", function()
       { function() gpurun.launch(stream, config, add, a, a, a) end, "kernel 'vec_add' takes 4 parameters, got 3" },
       { function() gpurun.launch(stream, config, add, a, a, a, 1, 2) end, "takes 4 parameters, got 5" },
       { function() gpurun.launch(stream, config, scale, a, a, 1, 1) end,
-        "kernel 'scale_shift' parameter 2 is 4 bytes: a gpurun.Buffer passes as an 8-byte pointer" },
+        "kernel 'scale_shift' parameter 2 (.f32): a gpurun.Buffer passes as an 8-byte pointer; "
+        .. "this parameter is 4 bytes" },
       { function() gpurun.launch(stream, config, scale, a, 1.5, 1 << 40, 1) end,
-        "kernel 'scale_shift' parameter 3 is 4 bytes: integer 1099511627776 does not fit" },
+        "kernel 'scale_shift' parameter 3 (.u32): integer 1099511627776 does not fit a 4-byte parameter" },
       { function() gpurun.launch(stream, config, scale, a, 1.5, 1, gpurun.u64(1)) end,
-        "kernel 'scale_shift' parameter 4 is 4 bytes but gpurun.u64 is 8" },
+        "kernel 'scale_shift' parameter 4 (.u32): takes 4 bytes but gpurun.u64 is 8" },
+      { function() gpurun.launch(stream, config, scale, a, gpurun.u32(1), 1, 1) end,
+        "kernel 'scale_shift' parameter 2 (.f32): floating-point, but gpurun.u32 is an integer" },
+      { function() gpurun.launch(stream, config, scale, a, 1.5, gpurun.f32(1), 1) end,
+        "kernel 'scale_shift' parameter 3 (.u32): an integer, but gpurun.f32 is floating-point" },
+      { function() gpurun.launch(stream, config, scale, a, 1.5, 1.5, 1) end,
+        "kernel 'scale_shift' parameter 3 (.u32): 1.5 is not an integer (the parameter is an integer)" },
       { function() gpurun.launch(stream, config, add, a, a, a, "16") end,
-        "kernel 'vec_add' parameter 4: number, boolean, gpurun.Buffer or gpurun scalar expected, got string" },
-      { function() gpurun.launch(stream, config, add, a, a, {}, 1) end, "parameter 3: number, boolean" },
-      { function() gpurun.launch(stream, config, add, a, a, a, true) end, "a boolean passes as 1 byte" },
-      { function() gpurun.launch(stream, config, scale, a, 1e300, 1, 1) end, "out of float range" },
-      { function() gpurun.launch(stream, config, add, a, a, a, 2 ^ 4) end,
-        "kernel 'vec_add' parameter 4: 16.0 is a float with an integral value; pass gpurun.f64(x) "
-        .. "for a floating-point parameter or math.tointeger(x) for an integer one" },
-      { function() gpurun.launch(stream, config, scale, a, 2.0, 1, 1) end, "pass gpurun.f32(x)" },
+        "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got string" },
+      { function() gpurun.launch(stream, config, add, a, a, {}, 1) end, "parameter 3 (.u64): number, boolean" },
+      { function() gpurun.launch(stream, config, add, a, a, a, true) end,
+        "a boolean passes as a 1-byte integer; this parameter is 8 bytes" },
+      { function() gpurun.launch(stream, config, scale, a, 1e300, 1, 1) end,
+        "kernel 'scale_shift' parameter 2 (.f32): 1e+300 is out of range for float32" },
       { function() gpurun.launch(stream, config, add, a, a, gpurun.LaunchConfig({ grid = 1, block = 1 }), 1) end,
         "parameter 3: number, boolean, gpurun.Buffer or gpurun scalar expected, got gpurun.LaunchConfig" },
       { function() gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 }),
@@ -204,7 +237,7 @@ describe("launch", function()
     local add = kernel("vec_add")
     a:close()
     assert.has_error(function() gpurun.launch(stream, config, add, a, a, a, 16) end,
-      "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+      "kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.Buffer")
     local other = device:create_stream()
     other:close()
     local b = gpurun.zeros(16, "float32")

@@ -56,17 +56,21 @@ static void (*const openers[])(lua_State *L) = {
  * belong to the type. */
 static const char *const lua_parts[] = {
     "gpurun.builtin.program_options", /* gpurun.ProgramOptions */
+    "gpurun.builtin.elementwise",     /* gpurun.elementwise, elementwise_pipeline */
 };
 
 #define LUA_PARTS_KEY "gpurun.lua_parts"
 
-/* internal.raise(message): raises as gpurun's C functions do, ending every
- * capture in progress first, with the position of the first caller outside
+/* internal.raise(message [, level]): raises as gpurun's C functions do,
+ * ending every capture in progress first. The position is level's, counted
+ * as error() counts (0: none), or without a level the first caller outside
  * gpurun's builtin Lua parts (and outside C), where a C function's error
  * would point. */
 static int internal_raise(lua_State *L)
 {
     const char *message = lua_tostring(L, 1);
+    if (lua_isinteger(L, 2))
+        return gpurun_error_at(L, (int)lua_tointeger(L, 2), message ? message : "(no message)");
     lua_Debug ar;
     int level = 1;
     for (; lua_getstack(L, level, &ar); level++) {

@@ -27,6 +27,9 @@ struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
     return kernel;
 }
 
+/* Without a signature, the count is found by asking past the last
+ * parameter (compute-sanitizer reports that call's error: a kernel whose
+ * signature is known is never probed). */
 static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
 {
     int count = 0;
@@ -45,16 +48,46 @@ static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
     return count;
 }
 
+static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx_param *param)
+{
+    switch (param->kind) {
+    case PTX_PARAM_UNSIGNED:
+    case PTX_PARAM_SIGNED:
+        kernel->param_kinds[i] = GPURUN_PARAM_INTEGER;
+        break;
+    case PTX_PARAM_FLOAT:
+        kernel->param_kinds[i] = GPURUN_PARAM_FLOAT;
+        break;
+    case PTX_PARAM_AGGREGATE:
+        kernel->param_kinds[i] = GPURUN_PARAM_AGGREGATE;
+        break;
+    default:
+        kernel->param_kinds[i] = GPURUN_PARAM_UNTYPED;
+        break;
+    }
+    kernel->param_pointer[i] = param->pointer == PTX_POINTER_YES ? GPURUN_POINTER_YES
+                               : param->pointer == PTX_POINTER_UNKNOWN ? GPURUN_POINTER_MAYBE
+                               : GPURUN_POINTER_NO;
+    ptx_param_describe(param, kernel->param_types[i], GPURUN_PARAM_TYPE_SIZE);
+}
+
 /* The kernel's own allocation holds its arrays, its storage and its name. */
-void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name)
+void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
+                        const struct ptx_kernel_signature *signature)
 {
     code_index = lua_absindex(L, code_index);
     gpurun_require_context(L);
     size_t storage_size = 0;
-    int count = count_params(L, handle, &storage_size);
+    int count = signature ? (int)signature->param_count : count_params(L, handle, &storage_size);
     size_t name_length = strlen(name) + 1;
+    size_t per_param = 2 * sizeof(size_t) + sizeof(void *) + 2 + GPURUN_PARAM_TYPE_SIZE;
     size_t arrays = align_up(sizeof(struct gpurun_kernel), 16);
-    size_t storage_at = align_up(arrays + (size_t)count * (2 * sizeof(size_t) + sizeof(void *)), 16);
+    size_t types_at = arrays + (size_t)count * (2 * sizeof(size_t) + sizeof(void *));
+    size_t storage_at = align_up(arrays + (size_t)count * per_param, 16);
+    /* With a signature the storage size is known only once the driver gave
+     * the offsets: reserve what the PTX layout says, which is the same. */
+    if (signature)
+        storage_size = signature->param_bytes;
     size_t name_at = storage_at + align_up(storage_size, 16);
 
     unsigned char *block = gpurun_new_object(L, name_at + name_length, 1, &gpurun_kernel_tag);
@@ -67,6 +100,9 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     kernel->param_offsets = (size_t *)(block + arrays);
     kernel->param_sizes = kernel->param_offsets + count;
     kernel->param_pointers = (void **)(kernel->param_sizes + count);
+    kernel->param_types = (char (*)[GPURUN_PARAM_TYPE_SIZE])(block + types_at);
+    kernel->param_kinds = (unsigned char *)(kernel->param_types + count);
+    kernel->param_pointer = kernel->param_kinds + count;
     kernel->storage = block + storage_at;
     kernel->name = memcpy(block + name_at, name, name_length);
     lua_pushvalue(L, code_index);
@@ -75,7 +111,15 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     for (int i = 0; i < count; i++) {
         CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
                    (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
+        if (kernel->param_offsets[i] + kernel->param_sizes[i] > storage_size)
+            gpurun_error(L, "kernel '%s': the driver places parameter %d past the %d bytes its "
+                            "PTX signature describes", name, i + 1, (int)storage_size);
         kernel->param_pointers[i] = kernel->storage + kernel->param_offsets[i];
+        if (signature && signature->params[i].size == kernel->param_sizes[i])
+            set_param_type(kernel, i, &signature->params[i]);
+        else
+            kernel->param_pointer[i] = kernel->param_sizes[i] == 8 ? GPURUN_POINTER_MAYBE
+                                                                   : GPURUN_POINTER_NO;
     }
     CUdevice device;
     CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, gpurun_runtime.current_device);
@@ -99,17 +143,32 @@ static int kernel_close(lua_State *L)
     return 0;
 }
 
-/* params() -> { {offset=, size=}, ... } as cuKernelGetParamInfo reports. */
+static const char *const kind_names[] = {"untyped", "integer", "float", "aggregate"};
+
+/* params() -> { {offset=, size=, type=, kind=, pointer=}, ... }: offsets and
+ * sizes as cuKernelGetParamInfo reports, the type as the PTX declares it. */
 static int kernel_params(lua_State *L)
 {
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 1);
     lua_createtable(L, kernel->param_count, 0);
     for (int i = 0; i < kernel->param_count; i++) {
-        lua_createtable(L, 0, 2);
+        lua_createtable(L, 0, 5);
         lua_pushinteger(L, (lua_Integer)kernel->param_offsets[i]);
         lua_setfield(L, -2, "offset");
         lua_pushinteger(L, (lua_Integer)kernel->param_sizes[i]);
         lua_setfield(L, -2, "size");
+        if (kernel->param_types[i][0]) {
+            lua_pushstring(L, kernel->param_types[i]);
+            lua_setfield(L, -2, "type");
+        }
+        lua_pushstring(L, kind_names[kernel->param_kinds[i]]);
+        lua_setfield(L, -2, "kind");
+        /* true, false, or "maybe" where the PTX does not mark pointers */
+        if (kernel->param_pointer[i] == GPURUN_POINTER_MAYBE)
+            lua_pushliteral(L, "maybe");
+        else
+            lua_pushboolean(L, kernel->param_pointer[i] == GPURUN_POINTER_YES);
+        lua_setfield(L, -2, "pointer");
         lua_rawseti(L, -2, i + 1);
     }
     return 1;

@@ -7,6 +7,7 @@
 #include "llaunch.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "lgraph_builder.h"
@@ -53,10 +54,23 @@ void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
                      (int)config->shmem_size);
 }
 
-/* The dtypes a parameter of `size` bytes may hold when only its size is
- * known: the signed one, else the unsigned one (so -1 and 4294967295 both
- * pass as 4 bytes). */
-static int signed_dtype(size_t size)
+/* Raises "kernel 'k' parameter 2 (.f32): why". */
+static int param_error(lua_State *L, const struct gpurun_kernel *kernel, int i, const char *fmt,
+                       ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    const char *why = lua_pushvfstring(L, fmt, args);
+    va_end(args);
+    const char *type = kernel->param_types[i];
+    if (type[0])
+        return gpurun_error(L, "kernel '%s' parameter %d (%s): %s", kernel->name, i + 1, type, why);
+    return gpurun_error(L, "kernel '%s' parameter %d: %s", kernel->name, i + 1, why);
+}
+
+/* The integer dtype of `size` bytes, signed (the unsigned one follows it in
+ * the table), or -1. */
+static int integer_dtype(size_t size)
 {
     switch (size) {
     case 1: return GPURUN_INT8;
@@ -67,90 +81,158 @@ static int signed_dtype(size_t size)
     }
 }
 
+/* A number for an integer parameter: an integer or an integral float, in
+ * the range of the signed or the unsigned type of that size (NVRTC's PTX
+ * does not say which the parameter is). */
 static void pack_integer(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
                          unsigned char *slot)
 {
     size_t size = kernel->param_sizes[i];
-    int dtype = signed_dtype(size);
-    int64_t value = (int64_t)lua_tointeger(L, index);
+    int dtype = integer_dtype(size);
     if (dtype < 0)
-        gpurun_error(L, "kernel '%s' parameter %d is %d bytes: integer %I does not fit (pass a "
-                        "gpurun scalar of that size)", kernel->name, i + 1, (int)size,
-                     (LUAI_UACINT)value);
-    if (gpurun_store_integer(dtype, value, slot) != GPURUN_FITS
-        && gpurun_store_integer(dtype + 1, value, slot) != GPURUN_FITS)
-        gpurun_error(L, "kernel '%s' parameter %d is %d bytes: integer %I does not fit",
-                     kernel->name, i + 1, (int)size, (LUAI_UACINT)value);
+        param_error(L, kernel, i, "%s does not fit a %d-byte parameter (pass a gpurun scalar of that size)",
+                    gpurun_value_text(L, index), (int)size);
+    int integer = lua_isinteger(L, index);
+    int64_t value = integer ? (int64_t)lua_tointeger(L, index) : 0;
+    double real = lua_tonumber(L, index);
+    enum gpurun_fit fit = integer ? gpurun_store_integer(dtype, value, slot)
+                                  : gpurun_store_float(dtype, real, slot);
+    if (fit == GPURUN_OUT_OF_RANGE)
+        fit = integer ? gpurun_store_integer(dtype + 1, value, slot)
+                      : gpurun_store_float(dtype + 1, real, slot);
+    if (fit == GPURUN_NOT_INTEGRAL) /* the text only on the way out: it allocates */
+        param_error(L, kernel, i, "%s is not an integer (the parameter is an integer)",
+                    gpurun_value_text(L, index));
+    if (fit != GPURUN_FITS)
+        param_error(L, kernel, i, "integer %s does not fit a %d-byte parameter",
+                    gpurun_value_text(L, index), (int)size);
 }
 
-static void pack_float(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
-                       unsigned char *slot)
+static void pack_real(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                      unsigned char *slot)
 {
+    size_t size = kernel->param_sizes[i];
+    if (size != 4 && size != 8)
+        param_error(L, kernel, i, "a Lua number fits only a 4- or 8-byte floating-point "
+                                  "parameter; this one is %d bytes", (int)size);
+    int dtype = size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64;
+    enum gpurun_fit fit = lua_isinteger(L, index)
+        ? gpurun_store_integer(dtype, (int64_t)lua_tointeger(L, index), slot)
+        : gpurun_store_float(dtype, lua_tonumber(L, index), slot);
+    if (fit != GPURUN_FITS)
+        param_error(L, kernel, i, "%s is out of range for %s", gpurun_value_text(L, index),
+                    gpurun_dtypes[dtype].name);
+}
+
+/* A kernel whose parameter types are unknown: an integer by its size, a
+ * float for a 4- or 8-byte parameter, and a float with an integral value
+ * refused, since it may be meant for an integer of the same size, where its
+ * float bits would be a wild count or index. */
+static void pack_untyped(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                         unsigned char *slot)
+{
+    if (lua_isinteger(L, index)) {
+        pack_integer(L, kernel, i, index, slot);
+        return;
+    }
     size_t size = kernel->param_sizes[i];
     double value = lua_tonumber(L, index);
     if (size != 4 && size != 8)
-        gpurun_error(L, "kernel '%s' parameter %d is %d bytes: a float fits only a 4- or 8-byte "
-                        "parameter", kernel->name, i + 1, (int)size);
-    if (gpurun_store_float(size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64, value, slot)
-        != GPURUN_FITS)
-        gpurun_error(L, "kernel '%s' parameter %d is a 4-byte value: %f is out of float range",
-                     kernel->name, i + 1, value);
-    /* A float with an integral value (2^20, 4.0) is the one case the subtype
-     * does not settle: it may be meant for an integer parameter of the same
-     * size, where its float bits would be a wild count or index. */
+        param_error(L, kernel, i, "a float fits only a 4- or 8-byte parameter; this one is %d "
+                                  "bytes", (int)size);
+    pack_real(L, kernel, i, index, slot);
     if (value == floor(value) && isfinite(value))
-        gpurun_error(L, "kernel '%s' parameter %d: %f is a float with an integral value; pass "
-                        "gpurun.f%d(x) for a floating-point parameter or math.tointeger(x) "
-                        "for an integer one", kernel->name, i + 1, value, size == 4 ? 32 : 64);
+        param_error(L, kernel, i, "%f is a float with an integral value; pass gpurun.f%d(x) for "
+                                  "a floating-point parameter or math.tointeger(x) for an integer "
+                                  "one", value, size == 4 ? 32 : 64);
+}
+
+static void pack_number(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                        unsigned char *slot)
+{
+    switch (kernel->param_kinds[i]) {
+    case GPURUN_PARAM_INTEGER: pack_integer(L, kernel, i, index, slot); break;
+    case GPURUN_PARAM_FLOAT: pack_real(L, kernel, i, index, slot); break;
+    case GPURUN_PARAM_AGGREGATE:
+        param_error(L, kernel, i, "a %d-byte struct or vector takes no number: pass its bytes as a "
+                                  "string of that length", (int)kernel->param_sizes[i]);
+        break;
+    default: pack_untyped(L, kernel, i, index, slot); break;
+    }
+}
+
+static void pack_scalar(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                        const struct gpurun_scalar *scalar, unsigned char *slot)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[scalar->dtype];
+    size_t size = kernel->param_sizes[i];
+    int kind = kernel->param_kinds[i];
+    if (info->size != size)
+        param_error(L, kernel, i, "takes %d bytes but gpurun.%s is %d", (int)size, info->short_name,
+                    (int)info->size);
+    if (kind == GPURUN_PARAM_FLOAT && info->kind != GPURUN_KIND_FLOAT)
+        param_error(L, kernel, i, "floating-point, but gpurun.%s is an integer",
+                    info->short_name);
+    if ((kind == GPURUN_PARAM_INTEGER || kind == GPURUN_PARAM_AGGREGATE)
+        && info->kind == GPURUN_KIND_FLOAT)
+        param_error(L, kernel, i, "an integer, but gpurun.%s is floating-point",
+                    info->short_name);
+    memcpy(slot, scalar->bytes, size);
 }
 
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
                                            int i, int index, unsigned char *slot)
 {
     size_t size = kernel->param_sizes[i];
+    int kind = kernel->param_kinds[i];
     switch (lua_type(L, index)) {
     case LUA_TNUMBER:
-        if (lua_isinteger(L, index))
-            pack_integer(L, kernel, i, index, slot);
-        else
-            pack_float(L, kernel, i, index, slot);
+        pack_number(L, kernel, i, index, slot);
         return NULL;
     case LUA_TBOOLEAN:
-        if (size != 1)
-            gpurun_error(L, "kernel '%s' parameter %d is %d bytes: a boolean passes as 1 byte",
-                         kernel->name, i + 1, (int)size);
+        if (size != 1 || kind == GPURUN_PARAM_FLOAT)
+            param_error(L, kernel, i, "a boolean passes as a 1-byte integer; this parameter is %d "
+                                      "bytes%s", (int)size,
+                        kind == GPURUN_PARAM_FLOAT ? " and floating-point" : "");
         *slot = (unsigned char)lua_toboolean(L, index);
         return NULL;
+    case LUA_TSTRING:
+        if (kind == GPURUN_PARAM_AGGREGATE) {
+            if (lua_rawlen(L, index) != size)
+                param_error(L, kernel, i, "a %d-byte struct or vector: a string of %d bytes "
+                                          "expected, got %d", (int)size, (int)size,
+                            (int)lua_rawlen(L, index));
+            memcpy(slot, lua_tostring(L, index), size);
+            return NULL;
+        }
+        break;
     case LUA_TUSERDATA: {
         struct gpurun_buffer *buffer = gpurun_to_tagged(L, index, &gpurun_buffer_tag);
         if (buffer) {
             if (buffer->header.closed)
-                gpurun_error(L, "kernel '%s' parameter %d: attempt to use a closed gpurun.Buffer",
-                             kernel->name, i + 1);
+                param_error(L, kernel, i, "attempt to use a closed gpurun.Buffer");
             if (size != sizeof(CUdeviceptr))
-                gpurun_error(L, "kernel '%s' parameter %d is %d bytes: a gpurun.Buffer passes as "
-                                "an 8-byte pointer", kernel->name, i + 1, (int)size);
+                param_error(L, kernel, i, "a gpurun.Buffer passes as an 8-byte pointer; this "
+                                          "parameter is %d bytes", (int)size);
+            if (kernel->param_pointer[i] == GPURUN_POINTER_NO)
+                param_error(L, kernel, i, "not a pointer: a gpurun.Buffer passes only as one");
             memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
             return buffer;
         }
         const struct gpurun_scalar *scalar = gpurun_to_tagged(L, index, &gpurun_scalar_tag);
         if (scalar) {
-            const struct gpurun_dtype_info *info = &gpurun_dtypes[scalar->dtype];
-            if (info->size != size)
-                gpurun_error(L, "kernel '%s' parameter %d is %d bytes but gpurun.%s is %d",
-                             kernel->name, i + 1, (int)size, info->short_name, (int)info->size);
-            memcpy(slot, scalar->bytes, size);
+            pack_scalar(L, kernel, i, scalar, slot);
             return NULL;
         }
+        break;
     }
-    /* fallthrough */
-    default: {
-        const char *got = gpurun_type_name(L, index);
-        gpurun_error(L, "kernel '%s' parameter %d: number, boolean, gpurun.Buffer or gpurun "
-                        "scalar expected, got %s", kernel->name, i + 1, got);
-        return NULL;
+    default:
+        break;
     }
-    }
+    const char *got = gpurun_type_name(L, index);
+    param_error(L, kernel, i, "number, boolean, gpurun.Buffer or gpurun scalar expected, got %s",
+                got);
+    return NULL;
 }
 
 void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lkernel.h"
+#include "ptx_params.h"
 
 const struct gpurun_tag gpurun_object_code_tag = {"gpurun.ObjectCode"};
 
@@ -17,6 +18,9 @@ struct object_code {
     CUlibrary library; /* NULL until the first get_kernel loads it */
     enum nvrtc_target target;
     int from_cache;
+    /* The kernels' parameter types from the PTX (kernel_count 0 when the
+     * compile could not give them: the driver's sizes are used then). */
+    struct ptx_signatures signatures;
 };
 
 static struct object_code *check_object_code(lua_State *L, int index)
@@ -31,6 +35,11 @@ void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char 
     struct object_code *code = gpurun_new_object(L, sizeof *code, 4, &gpurun_object_code_tag);
     code->target = target;
     code->from_cache = from_cache;
+    char why[256];
+    if (output->signatures
+        && !ptx_signatures_parse(output->signatures, output->signatures_size, &code->signatures,
+                                 why, sizeof why))
+        memset(&code->signatures, 0, sizeof code->signatures); /* typed by size alone */
     lua_pushlstring(L, output->code, output->code_size);
     lua_setiuservalue(L, -2, 1);
     lua_createtable(L, 0, (int)output->lowered_name_count);
@@ -130,7 +139,7 @@ static int object_code_get_kernel(lua_State *L)
     if (rc != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "looking up kernel '%s' in %s", name,
                                  push_code_description(L, 1));
-    gpurun_push_kernel(L, 1, kernel, name);
+    gpurun_push_kernel(L, 1, kernel, name, ptx_signatures_find(&code->signatures, symbol));
     return 1;
 }
 
@@ -150,6 +159,7 @@ static int object_code_close(lua_State *L)
         (void)CUDA_CALL(cuLibraryUnload, code->library);
     }
     code->library = NULL;
+    ptx_signatures_free(&code->signatures);
     lua_pushnil(L);
     lua_setiuservalue(L, 1, 1); /* the code itself can be large */
     return 0;

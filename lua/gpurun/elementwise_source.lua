@@ -146,17 +146,22 @@ function source.uses(code, names)
   return uses
 end
 
--- error() at the first caller outside gpurun.elementwise's own files, so
+-- How errors are raised: error(), or when the gpurun module installed
+-- these kernels, its own raise, which ends any capture in progress first as
+-- every gpurun error does (lua/gpurun/builtin/elementwise.lua sets it).
+source.fail = error
+
+-- Raises at the first caller outside gpurun.elementwise's own files, so
 -- that a message points at the user's line however deep it was found.
 function source.raise(message)
   local level = 2
   while true do
     local info = debug.getinfo(level, "S")
     if not info then
-      error(message, 0)
+      source.fail(message, 0)
     end
     if not info.source:match("[/\\]gpurun[/\\]elementwise[%w_]*%.lua$") then
-      error(message, level)
+      source.fail(message, level)
     end
     level = level + 1
   end

@@ -80,6 +80,8 @@ catalog.functions = {
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
+  elementwise = { args = { "string", "string", "string", "string" } },
+  elementwise_pipeline = { args = { "string", "any", "string", "string" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
