@@ -15,7 +15,7 @@ local args = require("gpurun.args")
 local check = require("gpurun.check")
 local sweep = require("gpurun.sweep")
 
-local KERNELS = require("gpurun.add_mul_sub").SOURCE -- vec_add, vec_mul, vec_sub
+local add_mul_sub = require("gpurun.add_mul_sub") -- cudagraphs.lua's kernels
 
 -- Exact in float32, and any mix-up of arguments gives another r3:
 -- (1.5 + 2.25) * 0.5 - 1.5 = 0.375. Every path starts from a poisoned r3.
@@ -36,12 +36,8 @@ local function main()
   local stream <close> = device:create_stream()
   gpurun.set_current_stream(stream) -- fills queue behind the launches
 
-  local program <close> = gpurun.Program(KERNELS, "c++",
-    gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
-  local module <close> = program:compile("cubin")
-  local vec_add <close> = module:get_kernel("vec_add")
-  local vec_mul <close> = module:get_kernel("vec_mul")
-  local vec_sub <close> = module:get_kernel("vec_sub")
+  local kernels <close> = add_mul_sub.compile(device)
+  local vec_add, vec_mul, vec_sub = kernels.vec_add, kernels.vec_mul, kernels.vec_sub
   local launch = gpurun.launch
 
   local pipeline = {

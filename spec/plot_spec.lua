@@ -4,28 +4,12 @@
 local plot = require("gpurun.plot")
 local fixture = require("spec.support.sweep_fixture")
 
-local function read(path)
-  local file = io.open(path, "rb")
-  if not file then
-    return nil
-  end
-  local text = file:read("a")
-  file:close()
-  return text
-end
-
-local function temporary_folder()
-  local path = os.tmpname()
-  os.remove(path)
-  assert(os.execute("mkdir -p " .. require("gpurun.shell").quote(path)))
-  return path
-end
-
-local function remove_folder(path)
-  os.execute("rm -rf " .. require("gpurun.shell").quote(path))
-end
+local files = require("spec.support.files")
+local read = files.read
 
 describe("gpurun.plot", function()
+  local folder_of = files.folder_per_spec(before_each, after_each)
+
   it("names the data and the script after the picture", function()
     assert.are.same({ picture = "out/sweep.png", format = "png", data = "out/sweep.dat",
                       script = "out/sweep.gp", folder = "out" }, plot.files("out/sweep.png"))
@@ -40,7 +24,7 @@ describe("gpurun.plot", function()
 
   it("writes one line per size, '-' where a figure is missing", function()
     assert.are.equal(table.concat({
-      "# elements individual_us graph_us graph_speedup",
+      "# elements individual_us_per_iter graph_us_per_iter graph_speedup",
       "4096 13.6 4.06 3.34975",
       "1048576 13.2 11.9 1.10924",
       "16777216 185 182 1.01648",
@@ -98,7 +82,7 @@ describe("gpurun.plot", function()
   end)
 
   it("keeps the data and the script and names the package when gnuplot is missing", function()
-    local folder = temporary_folder()
+    local folder = folder_of()
     local ok, why, kind = plot.render(fixture(), folder .. "/sweep.png",
                                       { gnuplot = folder .. "/no-gnuplot-here" })
     assert.is_nil(ok)
@@ -108,11 +92,10 @@ describe("gpurun.plot", function()
                      :format(folder, folder, folder), why)
     assert.are.equal(plot.data_text(fixture()), read(folder .. "/sweep.dat"))
     assert.is_truthy(read(folder .. "/sweep.gp"))
-    remove_folder(folder)
   end)
 
   it("says in one line that gnuplot failed, keeping the data", function()
-    local folder = temporary_folder()
+    local folder = folder_of()
     local fake = folder .. "/gnuplot"
     local file = assert(io.open(fake, "w"))
     file:write("#!/bin/sh\necho '         line 3: unknown terminal type' >&2\nexit 1\n")
@@ -124,7 +107,6 @@ describe("gpurun.plot", function()
     assert.are.equal(("gnuplot failed (exit 1): line 3: unknown terminal type; the data and "
                       .. "script are in %s/sweep.dat and %s/sweep.gp"):format(folder, folder), why)
     assert.is_truthy(read(folder .. "/sweep.dat"))
-    remove_folder(folder)
   end)
 
   it("refuses a picture name that is neither .png nor .svg, and nothing measured", function()
@@ -141,21 +123,19 @@ describe("gpurun.plot", function()
   local reason = gnuplot and "" or " (gnuplot is not installed: apt-get install gnuplot-nox)"
 
   with_gnuplot("draws the fixture into a PNG" .. reason, function()
-    local folder = temporary_folder()
+    local folder = folder_of()
     assert.is_true((plot.render(fixture(), folder .. "/sweep.png")))
     local picture = read(folder .. "/sweep.png")
     assert.are.equal("\137PNG\r\n\26\n", picture:sub(1, 8))
     assert.is_true(#picture > 10000, "a picture, not an empty canvas")
-    remove_folder(folder)
   end)
 
   with_gnuplot("draws the fixture into an SVG" .. reason, function()
-    local folder = temporary_folder()
+    local folder = folder_of()
     assert.is_true((plot.render(fixture(), folder .. "/sweep.svg")))
     local picture = read(folder .. "/sweep.svg")
     assert.matches("^<%?xml[^>]*>%s*<svg[%s>]", picture)
     assert.matches("</svg>%s*$", picture)
     assert.is_truthy(picture:find("graph replay", 1, true), "the legend is in the picture")
-    remove_folder(folder)
   end)
 end)

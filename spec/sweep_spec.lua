@@ -11,30 +11,8 @@ local process = require("spec.support.process")
 local fixture = require("spec.support.sweep_fixture")
 local q = process.quote
 
-local function read(path)
-  local file = io.open(path, "rb")
-  if not file then
-    return nil
-  end
-  local text = file:read("a")
-  file:close()
-  return text
-end
-
-local function lines_of(text)
-  local lines = {}
-  for line in (text or ""):gmatch("([^\n]*)\n") do
-    lines[#lines + 1] = line
-  end
-  return lines
-end
-
-local function temporary_folder()
-  local path = os.tmpname()
-  os.remove(path)
-  assert(os.execute("mkdir -p " .. q(path)))
-  return path
-end
+local files = require("spec.support.files")
+local read, lines_of, temporary_folder = files.read, files.lines_of, files.temporary_folder
 
 -- A cli whose usage errors raise instead of exiting.
 local function raising_cli()
@@ -231,25 +209,32 @@ describe("gpurun.sweep results", function()
   end)
 end)
 
--- A pipeline of Lua functions: every step takes base_us + 1 ns per element
--- (the graph's base is smaller), on a stream that does nothing.
--- hooks: setup(size), check -> ok, message, step(path, size) per call.
+-- bench.time's clock, moved by the stand-in steps below: their timings
+-- are exact, whatever else the machine is doing.
+local bench = require("gpurun.bench")
+local virtual_now = 0
+local function virtual_clock()
+  return virtual_now
+end
+
+-- A pipeline of Lua functions on a stream that does nothing: an individual
+-- step takes 6 us + 1 ns per element, a graph step 1 us + 1.5 ns (on the
+-- virtual clock), so the graph is ahead at 2^10 (2.76x) and behind from
+-- 2^15 (0.77x). hooks: setup(size), check -> ok, message, step(path, size).
 local function stand_in_pipeline(hooks)
   hooks = hooks or {}
-  local clock = require("gpurun").perf_counter
-  local function spin(seconds)
-    local deadline = clock() + seconds
-    while clock() < deadline do end
+  local function take(seconds)
+    virtual_now = virtual_now + seconds
   end
-  local function path(name, label, base_us)
+  local function path(name, label, base_us, ns_per_element)
     return {
       name = name,
       label = label,
       prepare = function(size)
-        local seconds = base_us * 1e-6 + size.elements * 1e-9
+        local seconds = (base_us * 1e3 + size.elements * ns_per_element) * 1e-9
         return function()
           if hooks.step then hooks.step(name, size) end
-          spin(seconds)
+          take(seconds)
         end
       end,
     }
@@ -262,8 +247,18 @@ local function stand_in_pipeline(hooks)
       if hooks.setup then hooks.setup(size) end
     end,
     check = hooks.check or function() return true end,
-    paths = { path("individual", "individual launches", 6), path("graph", "graph replay", 1) },
+    paths = { path("individual", "individual launches", 6, 1),
+              path("graph", "graph replay", 1, 1.5) },
   }
+end
+
+-- A stand-in pipeline whose path `path_name` raises `message` at `elements`.
+local function failing_pipeline(path_name, elements, message)
+  return stand_in_pipeline{ step = function(name, size)
+    if name == path_name and size.elements == elements then
+      error(message, 0)
+    end
+  end }
 end
 
 -- Runs sweep.main in this process -> exit code, stdout, stderr.
@@ -287,47 +282,52 @@ local function run_main(pipeline, settings, context)
 end
 
 describe("gpurun.sweep.main", function()
-  local folder
+  local folder_of = files.folder_per_spec(before_each, after_each)
+  local real_clock
   before_each(function()
-    folder = temporary_folder()
+    real_clock, bench.clock = bench.clock, virtual_clock
   end)
   after_each(function()
-    os.execute("rm -rf " .. q(folder))
+    bench.clock = real_clock
   end)
 
   it("prints a table as it goes and writes the files after every size", function()
+    local folder = folder_of()
     local json, csv = folder .. "/s.json", folder .. "/s.csv"
     local rows_on_disk = {}
     local pipeline = stand_in_pipeline{ setup = function(size)
       local text = read(json)
       rows_on_disk[#rows_on_disk + 1] = text and #cjson.decode(text).rows or 0
-      assert.are.equal(size.elements, 1024 << (5 * (#rows_on_disk - 1)))
+      assert.are.equal(size.elements, ({ 1024, 32768, 65536 })[#rows_on_disk])
     end }
-    local code, stdout, stderr = run_main(pipeline, { sizes = { 1024, 32768, 1048576 },
-                                                      json = json, csv = csv, repeats = 3 })
+    local code, stdout, stderr = run_main(pipeline, { sizes = { 1024, 32768, 65536 },
+                                                      json = json, csv = csv, iters = 200,
+                                                      repeats = 3 })
     assert.are.equal(0, code, stderr)
     assert.are.equal("", stderr)
     assert.are.same({ 0, 1, 2 }, rows_on_disk, "the file grows a row at a time")
     local lines = lines_of(stdout)
-    assert.are.equal("stand-in on Stand-in GPU (CUDA 0.0 driver), 20 iters, median of 3 "
+    assert.are.equal("stand-in on Stand-in GPU (CUDA 0.0 driver), 200 iters, median of 3 "
                      .. "repeats, us per iteration", lines[1])
     assert.are.equal("    elements  individual us    graph us  graph speedup", lines[2])
-    for i, elements in ipairs{ 1024, 32768, 1048576 } do
+    for i, elements in ipairs{ 1024, 32768, 65536 } do
       assert.matches(("^ +%d +[%%d.]+ +[%%d.]+ +[%%d.]+x"):format(elements), lines[2 + i])
     end
     assert.are.equal("", lines[6])
     assert.matches("^Crossover: graph replay's advantage over individual launches falls below "
-                   .. "5%% at 2%^20 %(1048576 elements%): 1%.0%dx$", lines[7])
-    assert.matches("  <%- crossover: graph replay under 1%.05x$", lines[5])
+                   .. "5%% at 2%^15 %(32768 elements%): 0%.77x$", lines[7])
+    assert.matches("  <%- crossover: graph replay under 1%.05x$", lines[4])
     assert.are.equal(7, #lines)
     local figures = cjson.decode(read(json))
     assert.is_true(figures.complete)
     assert.is_false(figures.interrupted)
     assert.are.equal(3, #figures.rows)
     for _, row in ipairs(figures.rows) do
-      assert.is_true(row.us_per_iter.graph < row.us_per_iter.individual)
+      assert.is_true(row.us_per_iter.graph > 0 and row.us_per_iter.individual > 0)
       assert.are.same({ individual = true, graph = true }, row.checks)
     end
+    assert.is_true(math.abs(figures.rows[1].us_per_iter.individual - 7.024) < 1e-6)
+    assert.is_true(math.abs(figures.rows[1].us_per_iter.graph - 2.536) < 1e-6)
     assert.are.equal(4, #lines_of(read(csv)))
   end)
 
@@ -360,6 +360,7 @@ describe("gpurun.sweep.main", function()
   end)
 
   it("stops at a size that no longer fits, keeping what it measured", function()
+    local folder = folder_of()
     local json = folder .. "/s.json"
     local calls = 0
     local code, _, stderr = run_main(stand_in_pipeline(), { sizes = { 1024, 2048 }, json = json },
@@ -391,12 +392,11 @@ describe("gpurun.sweep.main", function()
   end)
 
   it("keeps what it measured when a path raises, and says why in one line", function()
+    local folder = folder_of()
     local json, csv = folder .. "/s.json", folder .. "/s.csv"
-    local pipeline = stand_in_pipeline{ step = function(name, size)
-      if name == "graph" and size.elements == 32 then
-        error("cuGraphLaunch: CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)", 0)
-      end
-    end }
+    local pipeline = failing_pipeline("graph", 32,
+                                      "cuGraphLaunch: CUDA_ERROR_LAUNCH_FAILED (unspecified "
+                                      .. "launch failure)")
     local code, stdout, stderr = run_main(pipeline, { sizes = { 16, 32, 64 }, json = json,
                                                       csv = csv })
     assert.are.equal(1, code)
@@ -405,17 +405,14 @@ describe("gpurun.sweep.main", function()
     local figures = cjson.decode(read(json))
     assert.are.equal(2, #figures.rows, "the size that failed keeps its individual figure")
     assert.is_nil(figures.rows[2].us_per_iter.graph)
-    assert.matches("\n +32 +[%d.]+ +%- +%-  %(interrupted size%)\n", stdout)
+    assert.matches("\n +32 +[%d.]+ +%- +%-  %(size not finished%)\n", stdout)
     assert.are.equal(3, #lines_of(read(csv)))
   end)
 
   it("writes what it measured and returns 130 when interrupted", function()
+    local folder = folder_of()
     local json, picture = folder .. "/s.json", folder .. "/s.svg"
-    local pipeline = stand_in_pipeline{ step = function(name, size)
-      if name == "individual" and size.elements == 64 then
-        error("interrupted!", 0)
-      end
-    end }
+    local pipeline = failing_pipeline("individual", 64, "interrupted!")
     local fake_gnuplot = folder .. "/gnuplot" -- draws an empty picture where gnuplot would
     assert(shell.write_file(fake_gnuplot, "#!/bin/sh\necho '<svg/>' > s.svg\n"))
     assert(os.execute("chmod +x " .. q(fake_gnuplot)))
@@ -431,6 +428,7 @@ describe("gpurun.sweep.main", function()
   end)
 
   it("keeps the data and names the package when gnuplot is missing", function()
+    local folder = folder_of()
     local json, picture = folder .. "/s.json", folder .. "/s.png"
     local code, stdout, stderr = run_main(stand_in_pipeline(), { sizes = { 8 }, json = json,
       plot = picture }, { gnuplot = folder .. "/none" })
@@ -443,6 +441,7 @@ describe("gpurun.sweep.main", function()
 
   local with_gnuplot = plot.find_gnuplot() and it or pending
   with_gnuplot("draws the picture at the end", function()
+    local folder = folder_of()
     local picture = folder .. "/s.png"
     local code, stdout, stderr = run_main(stand_in_pipeline(), { sizes = { 8, 64, 512 },
                                                                  plot = picture })
@@ -519,7 +518,7 @@ describe("Ctrl-C during a sweep", function()
     assert.is_true(figures.interrupted)
     assert.are.equal(1, #figures.rows)
     assert.is_truthy(figures.rows[1].us_per_iter.graph)
-    os.execute("rm -rf " .. q(folder))
+    files.remove_folder(folder)
   end)
 end)
 
@@ -579,15 +578,10 @@ describe("scripts/sweep.lua and stencil2d.lua --sweep on the command line", func
 end)
 
 describe("scripts/sweep.lua on a GPU", function()
-  local folder
-  before_each(function()
-    folder = temporary_folder()
-  end)
-  after_each(function()
-    os.execute("rm -rf " .. q(folder))
-  end)
+  local folder_of = files.folder_per_spec(before_each, after_each)
 
   it("sweeps a small range and writes its JSON, CSV and picture #gpu", function()
+    local folder = folder_of()
     local json, csv, picture = folder .. "/s.json", folder .. "/s.csv", folder .. "/s.png"
     local result = run_script("scripts/sweep.lua", { "--from", "2^10", "--to", "2^14",
       "--iters", "50", "--repeats", "2", "--json", json, "--csv", csv, "--plot", picture })

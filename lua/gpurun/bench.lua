@@ -22,9 +22,13 @@ local bench = {}
 
 local DEFAULT_WARMUP = 5
 
+-- The clock bench.time reads (specs put a clock of their own here, to time
+-- stand-in steps exactly).
+bench.clock = gpurun.perf_counter
+
 -- Seconds for `iters` calls of step(stream), from a sync to a sync.
 function bench.time(stream, step, iters)
-  local clock = gpurun.perf_counter
+  local clock = bench.clock
   stream:sync()
   local start = clock()
   for _ = 1, iters do

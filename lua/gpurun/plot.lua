@@ -54,7 +54,7 @@ local function quote(text)
 end
 
 -- The paths compared with the baseline, in order.
-local function compared_paths(results)
+function plot.compared_paths(results)
   local compared = {}
   for _, path in ipairs(results.paths) do
     if path.name ~= results.baseline then
@@ -63,23 +63,26 @@ local function compared_paths(results)
   end
   return compared
 end
+local compared_paths = plot.compared_paths
 
--- The data file: one line per size, elements then each path's us/iter then
--- each compared path's speedup; "-" where a figure is missing.
-function plot.data_text(results)
+-- A sweep's figures as a table of text: the header (elements, each path's
+-- "<name>_us_per_iter", each compared path's "<name>_speedup"), then one
+-- row per size, `missing` where a figure is missing. The data file here
+-- and sweep.csv_text both write it.
+function plot.figure_table(results, missing)
   local compared = compared_paths(results)
-  local header = { "# elements" }
+  local header = { "elements" }
   for _, path in ipairs(results.paths) do
-    header[#header + 1] = path.name .. "_us"
+    header[#header + 1] = path.name .. "_us_per_iter"
   end
   for _, path in ipairs(compared) do
     header[#header + 1] = path.name .. "_speedup"
   end
-  local lines = { table.concat(header, " ") }
   local function figure(value)
-    return value and string.format("%.6g", value) or MISSING
+    return value and string.format("%.6g", value) or missing
   end
-  for _, row in ipairs(results.rows) do
+  local rows = {}
+  for i, row in ipairs(results.rows) do
     local fields = { string.format("%d", row.elements) }
     for _, path in ipairs(results.paths) do
       fields[#fields + 1] = figure(row.us_per_iter[path.name])
@@ -87,6 +90,17 @@ function plot.data_text(results)
     for _, path in ipairs(compared) do
       fields[#fields + 1] = figure(row.speedup[path.name])
     end
+    rows[i] = fields
+  end
+  return header, rows
+end
+
+-- The data file: the figure table, space-separated, "-" where a figure is
+-- missing, the header as a comment.
+function plot.data_text(results)
+  local header, rows = plot.figure_table(results, MISSING)
+  local lines = { "# " .. table.concat(header, " ") }
+  for _, fields in ipairs(rows) do
     lines[#lines + 1] = table.concat(fields, " ")
   end
   return table.concat(lines, "\n") .. "\n"
@@ -119,7 +133,8 @@ local function terminal_lines(format)
   }
 end
 
-local function label_of(results, name)
+-- The label of the path called `name` (its name when it has none).
+function plot.label_of(results, name)
   for _, path in ipairs(results.paths) do
     if path.name == name then
       return path.label or path.name
@@ -127,6 +142,7 @@ local function label_of(results, name)
   end
   return name
 end
+local label_of = plot.label_of
 
 -- "2^{20}" for a power of two (gnuplot's enhanced text), else the number.
 local function elements_text(elements)

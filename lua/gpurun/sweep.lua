@@ -315,25 +315,7 @@ function sweep.find_crossover(results)
   return nil
 end
 
-local function label_of(results, name)
-  for _, path in ipairs(results.paths) do
-    if path.name == name then
-      return path.label
-    end
-  end
-  return name
-end
-
--- The paths other than the baseline, whose speedups the table shows.
-local function compared(results)
-  local list = {}
-  for _, path in ipairs(results.paths) do
-    if path.name ~= results.baseline then
-      list[#list + 1] = path.name
-    end
-  end
-  return list
-end
+local label_of = plot.label_of
 
 -- One object with every figure (the JSON file's contents).
 function sweep.json_text(results)
@@ -364,31 +346,16 @@ function sweep.json_text(results)
   }) .. "\n"
 end
 
--- elements, each path's us/iter, each compared path's speedup, whether the
--- size's checks passed; an empty field where a figure is missing.
+-- plot.figure_table as CSV, an empty field where a figure is missing, and
+-- whether the size's checks passed.
 function sweep.csv_text(results)
-  local others = compared(results)
-  local header = { "elements" }
-  for _, path in ipairs(results.paths) do
-    header[#header + 1] = path.name .. "_us_per_iter"
-  end
-  for _, name in ipairs(others) do
-    header[#header + 1] = name .. "_speedup"
-  end
+  local header, rows = plot.figure_table(results, "")
   header[#header + 1] = "checks_passed"
   local lines = { table.concat(header, ",") }
-  local function figure(value)
-    return value and string.format("%.6g", value) or ""
-  end
-  for _, row in ipairs(results.rows) do
-    local fields = { string.format("%d", row.elements) }
+  for i, fields in ipairs(rows) do
     local passed = true
-    for _, path in ipairs(results.paths) do
-      fields[#fields + 1] = figure(row.us_per_iter[path.name])
-      passed = passed and row.checks[path.name] ~= false
-    end
-    for _, name in ipairs(others) do
-      fields[#fields + 1] = figure(row.speedup[name])
+    for _, outcome in pairs(results.rows[i].checks) do
+      passed = passed and outcome
     end
     fields[#fields + 1] = tostring(passed)
     lines[#lines + 1] = table.concat(fields, ",")
@@ -407,9 +374,9 @@ local function columns(results)
     local title = path.name .. " us"
     list[#list + 1] = { title = title, width = math.max(#title, 10), path = path.name, key = "us" }
   end
-  for _, name in ipairs(compared(results)) do
-    local title = name .. " speedup"
-    list[#list + 1] = { title = title, width = math.max(#title, 10), path = name, key = "x" }
+  for _, path in ipairs(plot.compared_paths(results)) do
+    local title = path.name .. " speedup"
+    list[#list + 1] = { title = title, width = math.max(#title, 10), path = path.name, key = "x" }
   end
   return list
 end
@@ -496,16 +463,27 @@ function Size:own(object)
   return object
 end
 
+local function is_interrupt(why)
+  return tostring(why):find("interrupted!", 1, true) ~= nil
+end
+
+-- Everything is closed even when something fails; then the first failure
+-- is raised, or a Ctrl-C that landed here, which must not be lost.
 function Size.__close(size)
-  pcall(size.stream.sync, size.stream) -- nothing in flight on what is freed
-  local first_error
+  local raised
+  local function attempt(operation, ...)
+    local ok, why = pcall(operation, ...)
+    if not ok and (raised == nil or is_interrupt(why)) then
+      raised = why
+    end
+  end
+  attempt(size.stream.sync, size.stream) -- nothing in flight on what is freed
   for i = #size.owned, 1, -1 do
-    local ok, why = pcall(size.owned[i].close, size.owned[i])
-    first_error = first_error or (not ok and why) or nil
+    attempt(size.owned[i].close, size.owned[i])
   end
   size.owned = {}
-  if first_error then
-    error(first_error, 0)
+  if raised then
+    error(raised, 0)
   end
 end
 
@@ -647,10 +625,10 @@ function sweep.main(pipeline, settings, context)
     partial = false
   end
   results.complete = ok
-  results.interrupted = not ok and tostring(failure):find("interrupted!", 1, true) ~= nil
+  results.interrupted = not ok and is_interrupt(failure)
   results.crossover = sweep.find_crossover(results)
   if partial then
-    say(sweep.table_row(results, last) .. "  (interrupted size)")
+    say(sweep.table_row(results, last) .. "  (size not finished)")
   end
 
   local written, problems = write_files(results, settings)
