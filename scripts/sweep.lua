@@ -68,7 +68,8 @@ local function main()
       return check.buffers(label, size.r3, EXPECTED, RTOL, ATOL)
     end,
     -- Each path is one table (see lua/gpurun/sweep.lua); a new one is a
-    -- few lines here. K iterations per graph (issue 11), for instance:
+    -- few lines here. K iterations per graph (issue 11), for instance, with
+    -- local bench = require("gpurun.bench") above:
     --   { name = "per_graph_10", label = "10 iterations per graph", iterations_per_step = 10,
     --     prepare = function(size)
     --       local graph = size:own(bench.capture(size.stream, size.pipeline, { iterations = 10 }))
