@@ -16,12 +16,14 @@
 --       [--reps 15] [--iters 5000] [--json] [--c-bench PATH]
 -- (Individual launches at small sizes vary by 20-30% between reps on a
 -- shared machine; 15 reps of 5000 iterations keep their medians steady.)
+-- On a terminal, and without --json, a progress line on stderr counts the reps.
 --   build/gpurun bench/compare.lua --startup [bench/startup.lua's options]
 
 local gpurun = require("gpurun")
 local argparse = require("argparse")
 local cjson = require("cjson")
 local median = require("gpurun.bench").median
+local progress = require("gpurun.progress")
 
 local WARMUP_ITERATIONS = 5
 local BLOCK_SIZE = 256
@@ -177,8 +179,9 @@ local function check_result(stream, r3, elements, path)
     end
 end
 
--- Times one size; returns the per-rep figures of both sides.
-local function measure_size(gpu, elements, options)
+-- Times one size; returns the per-rep figures of both sides. `line` (a
+-- gpurun.progress line) moves on after each rep.
+local function measure_size(gpu, elements, options, line)
     local stream, kernels = gpu.stream, gpu.kernels
     local add, mul, sub = kernels.add, kernels.mul, kernels.sub
     local config = gpurun.LaunchConfig{ grid = (elements + BLOCK_SIZE - 1) // BLOCK_SIZE, block = BLOCK_SIZE }
@@ -228,8 +231,10 @@ local function measure_size(gpu, elements, options)
         gpurun = { launch_us = {}, plan_us = {}, graph_us = {} },
     }
     local iters = options.iters
+    line:clear()
     io.stderr:write(("measuring %d elements, %d reps\n"):format(elements, options.reps))
     for rep = 1, options.reps do
+        line:begin(("%d elements, rep %d of %d"):format(elements, rep, options.reps))
         figures.c.individual_us[rep], figures.c.graph_us[rep] =
             run_c_rep(options.c_bench, elements, iters)
         -- Whatever reading the C program's output left for the collector goes
@@ -239,6 +244,7 @@ local function measure_size(gpu, elements, options)
             time_launch(stream, iters, config, add, mul, sub, a, b, c, r1, r2, r3, count)
         figures.gpurun.plan_us[rep] = time_plans(stream, iters, plan_add, plan_mul, plan_sub)
         figures.gpurun.graph_us[rep] = time_graph(stream, iters, graph)
+        line:finish_item()
     end
     return figures
 end
@@ -468,12 +474,21 @@ local gpu = {
     },
 }
 
+local rep_sizes = {} -- one entry per rep, for the progress line's estimate
+for _, elements in ipairs(options.sizes) do
+    for _ = 1, options.reps do
+        rep_sizes[#rep_sizes + 1] = elements
+    end
+end
+local line = progress.new{ label = PROGRAM, total = #rep_sizes, sizes = rep_sizes,
+                           enabled = not options.json and progress.is_terminal() }
 local results = {}
 for i, elements in ipairs(options.sizes) do
-    local figures = measure_size(gpu, elements, options)
+    local figures = measure_size(gpu, elements, options, line)
     results[i] = { elements = elements, c = figures.c, gpurun = figures.gpurun,
                    rows = size_rows(elements, figures) }
 end
+line:close()
 
 local cpu_figures, cpu_table
 if options.cpu_launches > 0 then

@@ -7,12 +7,16 @@
 -- timed and checked against a host reference. Then a, b and c are
 -- overwritten in place and the same graph replayed once: a graph holds
 -- pointers, not data, so every element of r3 must be (1 + 2) * 3 - 1 = 8.
+-- With --breakdown, the individual launches' time is split into GPU time
+-- and CPU enqueue time per kernel, and the launch overhead per iteration.
 --
 --   gpurun scripts/cudagraphs.lua [--elements N] [--iters N] [--device ID] [--json]
+--                                 [--breakdown]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
+local breakdown = require("gpurun.breakdown")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 
@@ -25,6 +29,8 @@ local cli = args.new("cudagraphs.lua",
   "Times add -> mul -> sub as individual launches and as a replayed CUDA graph.")
 cli:integer_option("--elements", "Elements per vector (small, to show launch overhead).", 4096)
 cli:common_options{ iters = 1000 }
+cli:flag("--breakdown", "Also measure each kernel's GPU time and CPU enqueue time "
+                        .. "(a separate pass) and report the launch overhead.")
 local options = cli:parse(arg)
 
 -- (a + b) * c - a in double precision from the float32 inputs.
@@ -69,23 +75,35 @@ local function main()
   local size = gpurun.u64(n)
   local launch = gpurun.launch
 
-  -- One pass of the pipeline on a stream, or into a graph while capturing.
+  -- One pass of the pipeline on a stream, or into a graph while capturing,
+  -- a stage (one kernel) at a time.
+  local function add(target) launch(target, config, vec_add, a, b, r1, size) end
+  local function mul(target) launch(target, config, vec_mul, r1, c, r2, size) end
+  local function sub(target) launch(target, config, vec_sub, r2, a, r3, size) end
   local function pipeline(target)
-    launch(target, config, vec_add, a, b, r1, size)
-    launch(target, config, vec_mul, r1, c, r2, size)
-    launch(target, config, vec_sub, r2, a, r3, size)
+    add(target)
+    mul(target)
+    sub(target)
   end
+  local stages = { { name = "vec_add", run = add }, { name = "vec_mul", run = mul },
+                   { name = "vec_sub", run = sub } }
 
-  local individual = bench.run(stream, pipeline, { iters = options.iters, warmup = WARMUP })
+  local individual = bench.run(stream, pipeline, { iters = options.iters, warmup = WARMUP,
+                                                   name = "individual" })
   checks:buffers("individual launches", r3, expected, RTOL, ATOL)
   out:timing("individual", "\nIndividual launches: ", individual)
+  if options.breakdown then
+    out:say("")
+    out:breakdown(breakdown.measure(stream, stages, { iters = options.iters, device = device }),
+                  individual)
+  end
 
   out:say("\nBuilding CUDA graph...")
   local graph <close> = bench.capture(stream, pipeline)
 
   r3:fill(0.0) -- so the graph check sees the graph's own output
   local replay = bench.run(stream, function(s) graph:launch(s) end,
-                           { iters = options.iters, warmup = WARMUP })
+                           { iters = options.iters, warmup = WARMUP, name = "graph" })
   checks:buffers("graph replay", r3, expected, RTOL, ATOL)
   out:timing("graph", "Graph replay:       ", replay)
   out:speedup("Graph speedup: ", individual, replay)

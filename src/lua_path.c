@@ -1,4 +1,5 @@
 #include "lua_path.h"
+#include "lnvtx.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -66,5 +67,7 @@ void gpurun_setup_paths(lua_State *L, const char *argv0, int ignore_env)
     lua_getfield(L, -1, "preload");
     lua_pushcfunction(L, luaopen_gpurun);
     lua_setfield(L, -2, "gpurun");
+    lua_pushcfunction(L, luaopen_gpurun_nvtx); /* gpurun.so exports it too, for Lua's own searcher */
+    lua_setfield(L, -2, "gpurun.nvtx");
     lua_pop(L, 2);
 }

@@ -1,11 +1,12 @@
 #!/bin/bash
 # tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
 # build, the full spec suite (#gpu specs included), the main job at two
-# sizes, and the benchmark against pure C. Logs go to $1 (default gpu-check/).
+# sizes, the size sweep and the breakdown, and the benchmark against pure C.
+# Logs (and the sweep's files) go to $1 (default gpu-check/).
 #
 #   tools/gpu-check.sh [LOG_DIR] [--quick]
 #
-# --quick skips the benchmark and the 16M-element run.
+# --quick skips the benchmark, the sweep and the 16M-element run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-gpu-check}
@@ -36,6 +37,12 @@ if [ "$quick" != "--quick" ]; then
   GPURUN_BIN=$bin bench/fused_compare.sh 2>&1 | tee "$logs/fused-compare.log"
   step "gpurun scripts/cudagraphs.lua --elements 16777216"
   "$bin" scripts/cudagraphs.lua --elements 16777216 2>&1 | tee "$logs/cudagraphs-16M.log"
+  echo "exit $?"
+  step "sweep 2^10..2^26 with its picture, and the breakdown"
+  "$bin" scripts/sweep.lua --json "$logs/sweep.json" --csv "$logs/sweep.csv" \
+    --plot "$logs/sweep.png" 2>&1 | tee "$logs/sweep.log"
+  echo "exit $?"
+  "$bin" scripts/cudagraphs.lua --breakdown 2>&1 | tee "$logs/breakdown.log"
   echo "exit $?"
   step "benchmark: gpurun vs pure C"
   "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"

@@ -85,6 +85,11 @@ local function add_option(cli, flag, description, default, convert)
                            convert_naming_flag)
 end
 
+-- An option whose text convert(text) turns into its value, or nil and why.
+function Cli:converted_option(flag, description, default, convert)
+  return add_option(self, flag, description, default, convert)
+end
+
 function Cli:integer_option(flag, description, default, minimum)
   return add_option(self, flag, description, default,
                     function(text) return args.to_integer(text, minimum or 1) end)

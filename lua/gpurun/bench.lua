@@ -8,16 +8,27 @@
 -- The step is called with the stream and must only enqueue work: the loop
 -- itself allocates nothing and builds no strings, so what it measures is the
 -- launch path and the GPU, not Lua.
+--
+-- Every phase is an NVTX range, so that Nsight Systems shows it by name:
+-- "<name>: warmup" and "<name>: timed" (one per repeat) for bench.run,
+-- "bench.capture: capture", ": complete" and ": upload" for bench.capture.
+-- The ranges open before the first sync and close after the last, outside
+-- the timed interval.
 
 local gpurun = require("gpurun")
+local with_range = require("gpurun.nvtx").with_range
 
 local bench = {}
 
 local DEFAULT_WARMUP = 5
 
+-- The clock bench.time reads (specs put a clock of their own here, to time
+-- stand-in steps exactly).
+bench.clock = gpurun.perf_counter
+
 -- Seconds for `iters` calls of step(stream), from a sync to a sync.
 function bench.time(stream, step, iters)
-  local clock = gpurun.perf_counter
+  local clock = bench.clock
   stream:sync()
   local start = clock()
   for _ = 1, iters do
@@ -41,12 +52,16 @@ function bench.median(values)
 end
 
 -- options: iters (required, > 0), warmup (default 5 calls, 0 for none),
--- repeats (default 1: timed loops to run; the result is their median).
+-- repeats (default 1: timed loops to run; the result is their median),
+-- name (default "bench.run": the NVTX ranges' prefix), progress (a
+-- gpurun.progress line, told after each repeat).
 -- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... } }.
 function bench.run(stream, step, options)
   local iters = options.iters
   local warmup = options.warmup or DEFAULT_WARMUP
   local repeats = options.repeats or 1
+  local name = options.name or "bench.run"
+  local progress = options.progress
   if math.type(iters) ~= "integer" or iters < 1 then
     error("bench.run: options.iters must be a positive integer, got " .. tostring(iters), 2)
   end
@@ -57,11 +72,15 @@ function bench.run(stream, step, options)
     error("bench.run: options.repeats must be a positive integer, got " .. tostring(repeats), 2)
   end
   if warmup > 0 then
-    bench.time(stream, step, warmup)
+    with_range(name .. ": warmup", bench.time, stream, step, warmup)
   end
+  local timed = name .. ": timed"
   local runs = {}
   for r = 1, repeats do
-    runs[r] = bench.time(stream, step, iters)
+    runs[r] = with_range(timed, bench.time, stream, step, iters)
+    if progress then
+      progress:substep(r, repeats)
+    end
   end
   local seconds = bench.median(runs)
   return {
@@ -76,13 +95,17 @@ end
 -- capture(stream, pipeline) -> graph: pipeline(builder) captured on stream's
 -- graph builder, completed and uploaded. The builder is closed on every
 -- path, so an error in the pipeline leaves the stream usable.
-function bench.capture(stream, pipeline)
-  local builder <close> = stream:create_graph_builder()
+local function capture_into(builder, pipeline)
   builder:begin_building()
   pipeline(builder)
   builder:end_building()
-  local graph = builder:complete()
-  graph:upload(stream)
+end
+
+function bench.capture(stream, pipeline)
+  local builder <close> = stream:create_graph_builder()
+  with_range("bench.capture: capture", capture_into, builder, pipeline)
+  local graph = with_range("bench.capture: complete", builder.complete, builder)
+  with_range("bench.capture: upload", graph.upload, graph, stream)
   return graph
 end
 

@@ -7,6 +7,7 @@
 --   out:field("elements", n)              -- a figure for the JSON object only
 --   out:timing("individual", "\nIndividual launches: ", result)
 --   out:speedup("Graph speedup: ", individual, graph)
+--   out:breakdown(stages, individual)     -- where the time goes (gpurun.breakdown)
 --   out:say("\nDone")                     -- text only
 --   return out:finish(checks)             -- writes the JSON; 0 or 1 for os.exit
 
@@ -85,6 +86,54 @@ function Report:speedup(label, base, faster)
   if ratio then
     self:field("speedup", ratio)
     self:say(string.format("%s%.2fx", label, ratio))
+  end
+end
+
+-- The text of a breakdown (gpurun.breakdown.measure's result) against the
+-- timed loop of the same launches (bench.run's result), one line a stage,
+-- then the busy time, the wall time and the launch overhead per iteration.
+function report.breakdown_lines(result, timing)
+  local overhead = require("gpurun.breakdown").overhead(result, timing)
+  local width = #"stage"
+  for _, stage in ipairs(result.stages) do
+    width = math.max(width, #stage.name)
+  end
+  local lines = {
+    string.format("Where the time goes (individual launches; %d launches per stage, "
+                  .. "apart from the timed loop):", result.iters),
+    string.format("  %-" .. width .. "s  %13s  %17s", "stage", "GPU us/launch",
+                  "CPU enqueue us"),
+  }
+  for _, stage in ipairs(result.stages) do
+    lines[#lines + 1] = string.format("  %-" .. width .. "s  %13.2f  %17.2f", stage.name,
+                                      stage.gpu_us, stage.enqueue_us)
+  end
+  lines[#lines + 1] = string.format("GPU busy per iteration:  %8.2f us", overhead.gpu_us_per_iter)
+  lines[#lines + 1] = string.format("Wall time per iteration: %8.2f us", overhead.wall_us_per_iter)
+  local share = overhead.overhead_fraction
+  lines[#lines + 1] = string.format("Launch overhead:         %8.2f us%s",
+                                    overhead.launch_overhead_us, share and string.format(
+                                      " (%.0f%% of the wall time)", share * 100) or "")
+  return lines
+end
+
+-- A breakdown under "breakdown" in JSON, as report.breakdown_lines in text.
+function Report:breakdown(result, timing)
+  local overhead = require("gpurun.breakdown").overhead(result, timing)
+  local stages = {}
+  for i, stage in ipairs(result.stages) do
+    stages[i] = { name = stage.name, gpu_us = stage.gpu_us, enqueue_us = stage.enqueue_us }
+  end
+  self:field("breakdown", {
+    launches_per_stage = result.iters,
+    stages = stages,
+    gpu_us_per_iter = overhead.gpu_us_per_iter,
+    wall_us_per_iter = overhead.wall_us_per_iter,
+    launch_overhead_us = overhead.launch_overhead_us,
+    overhead_fraction = overhead.overhead_fraction,
+  })
+  for _, line in ipairs(report.breakdown_lines(result, timing)) do
+    self:say(line)
   end
 end
 

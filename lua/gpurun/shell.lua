@@ -1,5 +1,6 @@
--- Small helpers for scripts that start other processes: quoting for
--- /bin/sh, paths, and the gpurun binary that runs the calling script.
+-- Small helpers for scripts that start other processes or write files:
+-- quoting for /bin/sh, paths, whole-file writes, and the gpurun binary that
+-- runs the calling script.
 local shell = {}
 
 -- quote(text) -> text as one /bin/sh word.
@@ -16,6 +17,51 @@ function shell.file_exists(path)
   local file = io.open(path, "r")
   if file then file:close() end
   return file ~= nil
+end
+
+-- io.open's message without the temporary file's name in front.
+local function reason(why, temporary)
+  local prefix = temporary .. ": "
+  if why and why:sub(1, #prefix) == prefix then
+    return why:sub(#prefix + 1)
+  end
+  return why
+end
+
+-- write_file(path, text) -> true, or nil and why. Written beside the file
+-- and renamed over it, so a reader (or an interrupted run) never sees half
+-- a file.
+function shell.write_file(path, text)
+  local temporary = path .. ".tmp"
+  local file, why = io.open(temporary, "wb")
+  if not file then
+    return nil, reason(why, temporary)
+  end
+  local written, write_error = file:write(text)
+  local closed, close_error = file:close()
+  if not written or not closed then
+    os.remove(temporary)
+    return nil, reason(write_error or close_error, temporary)
+  end
+  local renamed, rename_error = os.rename(temporary, path)
+  if not renamed then
+    os.remove(temporary)
+    return nil, rename_error
+  end
+  return true
+end
+
+-- writable(path) -> true, or nil and why a file cannot be written there
+-- (shell.write_file's temporary is created and removed to find out).
+function shell.writable(path)
+  local temporary = path .. ".tmp"
+  local file, why = io.open(temporary, "wb")
+  if not file then
+    return nil, reason(why, temporary)
+  end
+  file:close()
+  os.remove(temporary)
+  return true
 end
 
 -- interpreter() -> the gpurun (or lua) binary running this script: the
