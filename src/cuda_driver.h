@@ -43,7 +43,17 @@
     X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020) \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphUpload, 11010) \
     X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) \
-    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000)
+    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000) \
+    X(cuStreamWaitEvent, 3020) X(cuStreamBeginCaptureToGraph, 12030) \
+    X(cuStreamGetCaptureInfo, 12030) X(cuStreamUpdateCaptureDependencies, 12030) \
+    X(cuGraphConditionalHandleCreate, 12030) X(cuGraphAddNode, 12030) \
+    X(cuGraphClone, 10000) X(cuGraphExecUpdate, 12000) X(cuGraphNodeGetType, 10000) \
+    X(cuGraphNodeGetDependencies, 10000) X(cuGraphKernelNodeGetParams, 12000) \
+    X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphNodeSetEnabled, 11060) \
+    X(cuGraphNodeGetEnabled, 11060) X(cuGraphDebugDotPrint, 11030) X(cuFuncGetName, 12030) \
+    X(cuLaunchKernelEx, 11060) X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
+    X(cuOccupancyMaxActiveClusters, 11070) X(cuFuncGetAttribute, 2020) \
+    X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

@@ -38,6 +38,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
             gpurun_transfer_error(L, "waiting for the device before %s", operation);
         return NULL;
     }
+    /* Work that may never end (a graph with a while loop) is waited for so
+     * that Ctrl-C can end the wait; the copies below then wait no longer. */
+    if (stream->unbounded && stream->capture == NULL)
+        gpurun_wait_stream(L, stream, operation);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (stream->capture == NULL
         && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)

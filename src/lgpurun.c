@@ -7,6 +7,7 @@
 
 #include "lbuffer.h"
 #include "lcompare.h"
+#include "lcondition.h"
 #include "ldevice.h"
 #include "levent.h"
 #include "lgraph.h"
@@ -33,7 +34,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_event,         /* gpurun.Event */
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
     gpurun_open_device,        /* gpurun.Device */
-    gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder */
+    gpurun_open_condition,     /* gpurun.Condition */
+    gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
     gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array */
     gpurun_open_rng,           /* gpurun.Generator, default_rng */
     gpurun_open_compare,       /* compare, allclose */

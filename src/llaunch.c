@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "lcondition.h"
 #include "lgraph_builder.h"
 #include "lscalar.h"
 
@@ -33,7 +34,7 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
     return gpurun_builder_stream(L, builder);
 }
 
-const struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index)
+struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index)
 {
     return gpurun_check_tagged(L, index, &gpurun_config_tag);
 }
@@ -180,8 +181,25 @@ static void pack_scalar(lua_State *L, const struct gpurun_kernel *kernel, int i,
     memcpy(slot, scalar->bytes, size);
 }
 
+static void pack_condition(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                           const struct gpurun_condition *condition, unsigned char *slot,
+                           const struct gpurun_capture *capture)
+{
+    if (condition->header.closed)
+        param_error(L, kernel, i, "attempt to use a closed gpurun.Condition");
+    if (kernel->param_sizes[i] != sizeof condition->handle
+        || kernel->param_kinds[i] == GPURUN_PARAM_FLOAT)
+        param_error(L, kernel, i, "a gpurun.Condition passes as an 8-byte integer "
+                                  "(cudaGraphConditionalHandle)");
+    if (capture == NULL || capture->root != condition->root)
+        param_error(L, kernel, i, "a gpurun.Condition is set by kernels of the graph it was made "
+                                  "for: launch on a builder of that capture");
+    memcpy(slot, &condition->handle, sizeof condition->handle);
+}
+
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
-                                           int i, int index, unsigned char *slot)
+                                           int i, int index, unsigned char *slot,
+                                           const struct gpurun_capture *capture)
 {
     size_t size = kernel->param_sizes[i];
     int kind = kernel->param_kinds[i];
@@ -224,6 +242,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
             pack_scalar(L, kernel, i, scalar, slot);
             return NULL;
         }
+        const struct gpurun_condition *condition = gpurun_to_tagged(L, index, &gpurun_condition_tag);
+        if (condition) {
+            pack_condition(L, kernel, i, condition, slot, capture);
+            return NULL;
+        }
         break;
     }
     default:
@@ -235,9 +258,97 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
     return NULL;
 }
 
+/* The device limits a config's attributes must fit, asked of the driver
+ * once per kernel and device. */
+static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
+                             struct gpurun_launch_config *config)
+{
+    CUdevice device;
+    CHECK_CUDA(L, "getting the current device", cuDeviceGet, &device,
+               gpurun_runtime.current_device);
+    int major = 0;
+    CHECK_CUDA(L, "reading the device's compute capability", cuDeviceGetAttribute, &major,
+               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    if ((config->cluster[0] || config->programmatic) && major < 9)
+        gpurun_error(L, "kernel '%s': %s needs a device of compute capability 9.0 or newer; "
+                        "this one is %d.x", kernel->name,
+                     config->cluster[0] ? "a thread block cluster"
+                                        : "programmatic stream serialization", major);
+    unsigned int threads = config->block[0] * config->block[1] * config->block[2];
+    if (config->cooperative) {
+        int supported = 0, per_multiprocessor = 0, multiprocessors = 0;
+        CHECK_CUDA(L, "reading whether the device launches cooperative kernels",
+                   cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                   device);
+        if (!supported)
+            gpurun_error(L, "kernel '%s': this device does not launch cooperative kernels",
+                         kernel->name);
+        CHECK_CUDA(L, "reading the kernel's occupancy", cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                   &per_multiprocessor, kernel->function, (int)threads, config->shmem_size);
+        CHECK_CUDA(L, "reading the device's multiprocessor count", cuDeviceGetAttribute,
+                   &multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+        unsigned long long blocks =
+            (unsigned long long)config->blocks[0] * config->blocks[1] * config->blocks[2];
+        unsigned long long resident = (unsigned long long)per_multiprocessor * multiprocessors;
+        if (blocks > resident)
+            gpurun_error(L, "kernel '%s': a cooperative grid of %llu blocks is more than can be "
+                            "resident at once (%d per multiprocessor x %d multiprocessors = %llu "
+                            "blocks of %d threads)", kernel->name, blocks, per_multiprocessor,
+                         multiprocessors, resident, (int)threads);
+    }
+    if (config->cluster[0]) {
+        CUlaunchConfig launch;
+        memset(&launch, 0, sizeof launch);
+        launch.gridDimX = config->blocks[0];
+        launch.gridDimY = config->blocks[1];
+        launch.gridDimZ = config->blocks[2];
+        launch.blockDimX = config->block[0];
+        launch.blockDimY = config->block[1];
+        launch.blockDimZ = config->block[2];
+        launch.sharedMemBytes = config->shmem_size;
+        launch.attrs = config->attributes; /* the cluster is always the first */
+        launch.numAttrs = 1;
+        int clusters = 0;
+        CUresult result = CUDA_CALL(cuOccupancyMaxActiveClusters, &clusters, kernel->function,
+                                    &launch);
+        if (result != CUDA_SUCCESS || clusters == 0)
+            gpurun_error(L, "kernel '%s': a cluster of %d x %d x %d blocks of %d threads cannot "
+                            "run on this device (at most 8 blocks per cluster are portable)",
+                         kernel->name, (int)config->cluster[0], (int)config->cluster[1],
+                         (int)config->cluster[2], (int)threads);
+    }
+    config->checked_kernel = kernel;
+    config->checked_device = gpurun_runtime.current_device;
+}
+
 void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel)
 {
     gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
+}
+
+void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
+                          struct gpurun_launch_config *config, CUstream stream, void **params)
+{
+    CUresult result;
+    if (config->attribute_count == 0) {
+        result = CUDA_CALL(cuLaunchKernel, function, config->blocks[0], config->blocks[1],
+                           config->blocks[2], config->block[0], config->block[1],
+                           config->block[2], config->shmem_size, stream, params, NULL);
+    } else {
+        if (config->checked_kernel != kernel
+            || config->checked_device != gpurun_runtime.current_device)
+            check_attributes(L, kernel, config);
+        CUlaunchConfig launch = {
+            .gridDimX = config->blocks[0], .gridDimY = config->blocks[1],
+            .gridDimZ = config->blocks[2], .blockDimX = config->block[0],
+            .blockDimY = config->block[1], .blockDimZ = config->block[2],
+            .sharedMemBytes = config->shmem_size, .hStream = stream,
+            .attrs = config->attributes, .numAttrs = config->attribute_count,
+        };
+        result = CUDA_CALL(cuLaunchKernelEx, &launch, function, params, NULL);
+    }
+    if (result != CUDA_SUCCESS)
+        gpurun_launch_failed(L, kernel);
 }
 
 /* launch(stream | builder, config, kernel, args...) */
@@ -245,7 +356,7 @@ static int module_launch(lua_State *L)
 {
     struct gpurun_capture *capture;
     CUstream stream = gpurun_launch_target(L, 1, &capture);
-    const struct gpurun_launch_config *config = gpurun_check_config(L, 2);
+    struct gpurun_launch_config *config = gpurun_check_config(L, 2);
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 3);
     int given = lua_gettop(L) - 3;
     gpurun_check_launch(L, kernel, config, given);
@@ -258,11 +369,9 @@ static int module_launch(lua_State *L)
                 gpurun_capture_keep(L, capture, 4 + i);
     }
     for (int i = 0; i < given; i++)
-        gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
-    if (CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0], config->grid[1],
-                  config->grid[2], config->block[0], config->block[1], config->block[2],
-                  config->shmem_size, stream, kernel->param_pointers, NULL) != CUDA_SUCCESS)
-        gpurun_launch_failed(L, kernel);
+        gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i],
+                             capture);
+    gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
     return 0;
 }
 

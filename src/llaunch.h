@@ -13,16 +13,25 @@
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
 
 /* The LaunchConfig at index, or an error. */
-const struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index);
+struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index);
 
 /* Raises unless `given` arguments and the config suit the kernel. */
 void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
                          const struct gpurun_launch_config *config, int given);
 
 /* Writes the Lua value at index as parameter i of the kernel into slot;
- * returns the Buffer it passed, or NULL for other values. */
+ * returns the Buffer it passed, or NULL for other values. `capture` is the
+ * one the launch records into (NULL: none, or a plan being bound): a
+ * Condition passes only into its own. */
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
-                                           int i, int index, unsigned char *slot);
+                                           int i, int index, unsigned char *slot,
+                                           const struct gpurun_capture *capture);
+
+/* Launches with the config's attributes (through cuLaunchKernelEx when it
+ * has any, after checking them against the kernel and device once), raising
+ * on failure. The packed arguments are `params`. */
+void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
+                          struct gpurun_launch_config *config, CUstream stream, void **params);
 
 /* Raises "<call>: ... while launching kernel 'name'". */
 void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel);

@@ -1,6 +1,8 @@
-/* gpurun.LaunchConfig: grid, block and dynamic shared memory, checked once
- * against the limits every CUDA device shares; the kernel's own limits are
- * checked at launch. */
+/* gpurun.LaunchConfig: grid, block, dynamic shared memory and the launch
+ * attributes (cuda.core's cluster and cooperative launch, and programmatic
+ * stream serialization), checked once against the limits every CUDA device
+ * shares; the kernel's and the device's own limits are checked at launch.
+ * With a cluster, grid counts clusters, as in cuda.core. */
 #include "llaunch_config.h"
 
 #include <string.h>
@@ -57,14 +59,83 @@ static void read_dimensions(lua_State *L, int table, const char *field, unsigned
     lua_pop(L, 1);
 }
 
+static const char *const known_fields[] = {
+    "grid", "block", "shmem_size", "cluster", "is_cooperative", "cooperative_launch",
+    "programmatic_stream_serialization", NULL
+};
+
+static int read_flag(lua_State *L, const char *field)
+{
+    int type = lua_getfield(L, 1, field);
+    if (type != LUA_TNIL && type != LUA_TBOOLEAN)
+        gpurun_error(L, "LaunchConfig: %s must be a boolean, got %s", field,
+                     gpurun_type_name(L, -1));
+    int value = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return value;
+}
+
+static void add_attribute(struct gpurun_launch_config *config, CUlaunchAttributeID id)
+{
+    CUlaunchAttribute *attribute = &config->attributes[config->attribute_count++];
+    memset(attribute, 0, sizeof *attribute);
+    attribute->id = id;
+    switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        attribute->value.clusterDim.x = config->cluster[0];
+        attribute->value.clusterDim.y = config->cluster[1];
+        attribute->value.clusterDim.z = config->cluster[2];
+        break;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        attribute->value.cooperative = 1;
+        break;
+    default: /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
+        attribute->value.programmaticStreamSerializationAllowed = 1;
+        break;
+    }
+}
+
+/* The cluster, if any: grid counts clusters then, and the blocks launched
+ * are grid x cluster on each axis. */
+static void read_cluster(lua_State *L, struct gpurun_launch_config *config)
+{
+    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+        lua_pop(L, 1);
+        memcpy(config->blocks, config->grid, sizeof config->blocks);
+        return;
+    }
+    lua_pop(L, 1);
+    static const lua_Integer cluster_limits[] = {16, 16, 16};
+    read_dimensions(L, 1, "cluster", config->cluster, cluster_limits);
+    unsigned int size = config->cluster[0] * config->cluster[1] * config->cluster[2];
+    if (size > 16)
+        gpurun_error(L, "LaunchConfig: a cluster of %d x %d x %d = %d blocks; at most 16 (8 is "
+                        "the portable size)", (int)config->cluster[0], (int)config->cluster[1],
+                     (int)config->cluster[2], (int)size);
+    for (int axis = 0; axis < 3; axis++) {
+        unsigned long long blocks = (unsigned long long)config->grid[axis] * config->cluster[axis];
+        if (blocks > (unsigned long long)grid_limits[axis])
+            gpurun_error(L, "LaunchConfig: grid.%s of %d clusters of %d blocks is %llu blocks, "
+                            "more than %I", axis_names[axis], (int)config->grid[axis],
+                         (int)config->cluster[axis], blocks, grid_limits[axis]);
+        config->blocks[axis] = (unsigned int)blocks;
+    }
+    add_attribute(config, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+}
+
 static int config_new(lua_State *L)
 {
     gpurun_check_table(L, 1);
     lua_pushnil(L);
     while (lua_next(L, 1)) {
         const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-        if (strcmp(key, "grid") && strcmp(key, "block") && strcmp(key, "shmem_size"))
-            return gpurun_error(L, "LaunchConfig: unknown field %s (grid, block, shmem_size expected)",
+        int known = 0;
+        for (int i = 0; known_fields[i] && !known; i++)
+            known = strcmp(key, known_fields[i]) == 0;
+        if (!known)
+            return gpurun_error(L, "LaunchConfig: unknown field %s (grid, block, shmem_size, "
+                                   "cluster, is_cooperative, programmatic_stream_serialization "
+                                   "expected)",
                                 lua_type(L, -2) == LUA_TSTRING
                                     ? lua_pushfstring(L, "'%s'", key)
                                     : lua_pushfstring(L, "[%s]", luaL_tolstring(L, -2, NULL)));
@@ -95,6 +166,14 @@ static int config_new(lua_State *L)
                                    "has (at most %d)", (LUAI_UACINT)bytes, (int)INT32_MAX);
         config.shmem_size = (unsigned int)bytes;
     }
+    lua_pop(L, 1);
+    read_cluster(L, &config);
+    config.cooperative = read_flag(L, "is_cooperative") || read_flag(L, "cooperative_launch");
+    if (config.cooperative)
+        add_attribute(&config, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+    config.programmatic = read_flag(L, "programmatic_stream_serialization");
+    if (config.programmatic)
+        add_attribute(&config, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
     struct gpurun_launch_config *result =
         gpurun_new_object(L, sizeof *result, 0, &gpurun_config_tag);
     config.header = result->header;
@@ -135,6 +214,27 @@ static int config_shmem_size(lua_State *L)
     return 1;
 }
 
+static int config_cluster(lua_State *L)
+{
+    if (self(L)->cluster[0] == 0)
+        lua_pushnil(L);
+    else
+        push_dimensions(L, self(L)->cluster);
+    return 1;
+}
+
+static int config_is_cooperative(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->cooperative);
+    return 1;
+}
+
+static int config_programmatic(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->programmatic);
+    return 1;
+}
+
 static int config_tostring(lua_State *L)
 {
     const struct gpurun_launch_config *c = gpurun_check_tagged(L, 1, &gpurun_config_tag);
@@ -148,6 +248,10 @@ static const luaL_Reg config_fields[] = {
     {"grid", config_grid},
     {"block", config_block},
     {"shmem_size", config_shmem_size},
+    {"cluster", config_cluster},
+    {"is_cooperative", config_is_cooperative},
+    {"cooperative_launch", config_is_cooperative},
+    {"programmatic_stream_serialization", config_programmatic},
     {NULL, NULL}
 };
 

@@ -52,7 +52,7 @@ static int kernel_bind(lua_State *L)
     for (int i = 0; i < given; i++) {
         unsigned char *slot = plan->storage + kernel->param_offsets[i];
         plan->param_pointers[i] = slot;
-        struct gpurun_buffer *buffer = gpurun_pack_argument(L, kernel, i, 3 + i, slot);
+        struct gpurun_buffer *buffer = gpurun_pack_argument(L, kernel, i, 3 + i, slot, NULL);
         if (buffer) {
             plan->buffers[plan->buffer_count++] = buffer;
             lua_pushvalue(L, 3 + i);
@@ -86,7 +86,7 @@ static void keep_plan(lua_State *L, struct gpurun_capture *capture)
 /* plan:launch(stream | builder) */
 static int plan_launch(lua_State *L)
 {
-    const struct plan *plan = gpurun_check_open(L, 1, &plan_tag);
+    struct plan *plan = gpurun_check_open(L, 1, &plan_tag);
     gpurun_check_kernel_open(L, plan->kernel);
     struct gpurun_capture *capture;
     CUstream stream = gpurun_launch_target(L, 2, &capture);
@@ -99,11 +99,8 @@ static int plan_launch(lua_State *L)
         if (plan->buffers[i]->header.closed)
             return gpurun_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
                                    "closed after bind", plan->kernel->name);
-    const struct gpurun_launch_config *config = &plan->config;
-    if (CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0], config->grid[1],
-                  config->grid[2], config->block[0], config->block[1], config->block[2],
-                  config->shmem_size, stream, plan->param_pointers, NULL) != CUDA_SUCCESS)
-        gpurun_launch_failed(L, plan->kernel);
+    gpurun_launch_kernel(L, plan->kernel, plan->function, &plan->config, stream,
+                         plan->param_pointers);
     return 0;
 }
 

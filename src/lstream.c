@@ -54,7 +54,7 @@ static int stream_sync(lua_State *L)
     if (is_capturing(L, stream))
         return gpurun_error(L, "Stream:sync: the stream is being captured into a graph "
                                "(synchronizing is not allowed while building); capture abandoned");
-    CHECK_CUDA(L, "synchronizing a stream", cuStreamSynchronize, stream->handle);
+    gpurun_wait_stream(L, stream, "synchronizing a stream");
     return 0;
 }
 
@@ -79,7 +79,52 @@ static int stream_record(lua_State *L)
     }
     CHECK_CUDA(L, "recording an event", cuEventRecord, event->handle, stream->handle);
     event->recorded = 1;
-    event->capture = stream->capture;
+    event->capture = stream->capture ? stream->capture->root : NULL;
+    return 1;
+}
+
+/* wait(event | stream) -> self: work queued on this stream from now on
+ * starts after the event (or after what is queued on the other stream now).
+ * Captures wait on their builders instead (GraphBuilder:wait), so that a
+ * graph never holds work on a stream gpurun does not see as captured. */
+static int stream_wait(lua_State *L)
+{
+    struct gpurun_stream *stream = gpurun_check_stream(L, 1);
+    if (stream->capture)
+        return gpurun_error(L, "Stream:wait: the stream is being captured by a GraphBuilder: "
+                               "wait on the builder (builder:wait(...)) instead");
+    struct gpurun_event *event = gpurun_to_tagged(L, 2, &gpurun_event_tag);
+    if (event) {
+        event = gpurun_check_open(L, 2, &gpurun_event_tag);
+        if (!event->recorded)
+            return gpurun_arg_error(L, 2, "a recorded gpurun.Event expected: this one was never "
+                                          "recorded");
+        if (event->capture)
+            return gpurun_arg_error(L, 2, "the event was recorded during a graph capture: wait "
+                                          "for it on a GraphBuilder of that capture");
+        CHECK_CUDA(L, "making a stream wait for an event", cuStreamWaitEvent, stream->handle,
+                   event->handle, 0);
+    } else if (gpurun_to_tagged(L, 2, &gpurun_stream_tag)) {
+        struct gpurun_stream *other = gpurun_check_stream(L, 2);
+        if (other->capture)
+            return gpurun_arg_error(L, 2, "the stream is being captured by a GraphBuilder: wait "
+                                          "for it on a builder of that capture");
+        if (other->context != stream->context)
+            return gpurun_arg_error(L, 2, "a stream of device %d expected (this one's), got one "
+                                          "of device %d", stream->device, other->device);
+        if (other->order_event == NULL)
+            CHECK_CUDA(L, "creating a stream's ordering event", cuEventCreate, &other->order_event,
+                       CU_EVENT_DISABLE_TIMING);
+        CHECK_CUDA(L, "recording a stream's ordering event", cuEventRecord, other->order_event,
+                   other->handle);
+        CHECK_CUDA(L, "making a stream wait for another", cuStreamWaitEvent, stream->handle,
+                   other->order_event, 0);
+        /* Unbounded work there may now hold this stream up too. */
+        stream->unbounded |= other->unbounded;
+    } else {
+        return gpurun_type_error(L, 2, "gpurun.Event or gpurun.Stream");
+    }
+    lua_settop(L, 1);
     return 1;
 }
 
@@ -97,6 +142,9 @@ static int stream_close(lua_State *L)
     /* Work already queued finishes; the driver frees the stream after it. */
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
     stream->handle = NULL;
+    if (stream->order_event)
+        (void)CUDA_CALL(cuEventDestroy, stream->order_event);
+    stream->order_event = NULL;
     return 0;
 }
 
@@ -149,6 +197,7 @@ static const luaL_Reg stream_methods[] = {
     {"sync", stream_sync},
     {"query", stream_query},
     {"record", stream_record},
+    {"wait", stream_wait},
     {"close", stream_close},
     {NULL, NULL}
 };

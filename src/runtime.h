@@ -200,12 +200,20 @@ struct gpurun_stream {
      * on a captured stream are refused, so that a graph never holds work
      * whose buffers it does not keep. */
     struct gpurun_capture *capture;
+    /* Work queued since the last completed wait may never end (a graph with
+     * a while loop): waits poll, so that Ctrl-C can end them. */
+    int unbounded;
+    CUevent order_event; /* recorded when another stream waits for this one */
 };
 
 struct gpurun_runtime {
     CUcontext current_context;  /* set by Device:set_current(), NULL before */
     int current_device;         /* ordinal, -1 before set_current */
     struct gpurun_stream *current_stream; /* for buffer operations; NULL: none */
+    /* A wait was interrupted with GPU work still running (a replay whose
+     * while loop never ends): memory and contexts are then left to the
+     * driver at exit rather than freed under that work. */
+    int abandoned;
 };
 extern struct gpurun_runtime gpurun_runtime;
 
@@ -225,6 +233,15 @@ void gpurun_make_current(lua_State *L, int ordinal);
 void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream);
 void gpurun_push_current_stream(lua_State *L);
 
+/* Waits for the stream's work (a failed wait raises, naming `what`). Where
+ * that work may never end, polls, and an interrupt noted meanwhile raises
+ * "interrupted!" instead. */
+void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what);
+
+/* Called from the host's SIGINT handler (async-signal-safe): a wait that
+ * polls gives up at once. */
+void gpurun_note_interrupt(void);
+
 /* Creates the state object whose __gc releases the contexts: the first
  * gpurun userdata, so the last one collected. Once per Lua state. */
 void gpurun_open_runtime(lua_State *L);
@@ -235,40 +252,68 @@ double gpurun_now(void);
 /* ---- captures (runtime_capture.c) --------------------------------------- */
 
 enum gpurun_capture_state {
-    GPURUN_CAPTURE_IDLE, GPURUN_CAPTURE_BUILDING, GPURUN_CAPTURE_BUILT, GPURUN_CAPTURE_ABANDONED
+    GPURUN_CAPTURE_IDLE, GPURUN_CAPTURE_BUILDING, GPURUN_CAPTURE_BUILT, GPURUN_CAPTURE_ABANDONED,
+    GPURUN_CAPTURE_JOINED
 };
+
+/* ORIGIN: a capture begun on a stream (begin_building), which makes a graph.
+ * FORK: a stream joined into an origin's capture (builder:split), recording
+ * into the same graph until it is joined back. BODY: a conditional node's
+ * body graph, recorded on a stream of its own (cuStreamBeginCaptureToGraph);
+ * the graph belongs to the conditional node. */
+enum gpurun_capture_role { GPURUN_CAPTURE_ORIGIN, GPURUN_CAPTURE_FORK, GPURUN_CAPTURE_BODY };
 
 /* A capture of one stream into a graph; a GraphBuilder holds one. */
 struct gpurun_capture {
     struct gpurun_stream *stream;
     enum gpurun_capture_state state;
-    CUgraph graph;               /* what end captured, until released */
+    enum gpurun_capture_role role;
+    struct gpurun_capture *root; /* the origin whose graph this records into (itself for one) */
+    CUgraph graph;               /* origin: what end captured, until released; body: its graph */
     int owner;                   /* registry reference to the owner while building */
-    int kept;                    /* registry reference to { object = true }: what it keeps */
+    int kept;                    /* origin: registry reference to { object = true } */
+    int open_forks;              /* origin: forks not joined back yet */
+    int open_bodies;             /* origin: conditional bodies (at any depth) still building */
+    int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
 
 const char *gpurun_capture_state_name(enum gpurun_capture_state state);
 
-/* Ready to capture `stream`; nothing held. */
+/* Ready to capture `stream` as an origin; nothing held. */
 void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *stream);
 
-/* Starts capturing the stream of the owner at owner_index. Drops whatever an
- * earlier capture left. Returns the driver's result. */
+/* Starts capturing the stream of the owner at owner_index: an origin (drops
+ * whatever an earlier capture left) or a body (into capture->graph, set by
+ * gpurun_capture_add_conditional). Returns the driver's result. */
 CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index);
 
-/* Ends the capture: BUILT with capture->graph set, or ABANDONED with what
- * it kept let go. Returns the driver's result. */
+/* Makes `fork`, whose stream is new and idle, record into parent's capture
+ * from here on (an event recorded on the parent's stream, waited on by the
+ * fork's). Returns the driver's result. */
+CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
+                             struct gpurun_capture *parent, int owner_index);
+
+/* What `from` recorded joins `into` (both building, of one graph): into's
+ * stream waits for from's. A joined fork is done (JOINED). */
+CUresult gpurun_capture_join(struct gpurun_capture *into, struct gpurun_capture *from);
+
+/* Ends the capture: an origin BUILT with capture->graph set (or ABANDONED,
+ * with what it kept let go), a body BUILT. An origin with forks not joined or
+ * bodies still building is not ended: CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+ * for the caller to explain. Returns the driver's result. */
 CUresult gpurun_capture_end(lua_State *L, struct gpurun_capture *capture);
 
-/* Ends every capture in progress and discards what each captured. */
+/* Ends every capture in progress and discards what each captured (forks are
+ * joined first, so the driver ends every stream's capture). */
 void gpurun_capture_abort_all(lua_State *L);
 
 /* Whether any capture is in progress. */
 int gpurun_capture_in_progress(void);
 
 /* The capture keeps the gpurun object at index alive (and counts as its
- * user) until released. Allocates: callers keep the value anchored. */
+ * user) until released; forks and bodies keep into their origin. Allocates:
+ * callers keep the value anchored. */
 void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index);
 
 /* Pushes a sequence of what the capture kept, each counted once more as used
@@ -277,6 +322,19 @@ void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture);
 
 /* Lets go of what it kept and of its graph; abandons it if building. */
 void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture);
+
+/* A conditional handle for the graph the capture records into, with a
+ * default value set at each launch of the graph. */
+CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
+                                         CUgraphConditionalHandle *handle);
+
+/* Adds a conditional node of `type` with `count` bodies after the work
+ * captured so far, and sets bodies[i] to their graphs (owned by the node);
+ * what is captured next depends on the node. */
+CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
+                                        CUgraphConditionalHandle handle,
+                                        CUgraphConditionalNodeType type, unsigned int count,
+                                        CUgraph *bodies);
 
 /* For each gpurun object in the sequence at index: one user fewer. */
 void gpurun_release_users(lua_State *L, int index);

@@ -3,15 +3,21 @@
  * error is raised (gpurun_capture_abort_all, which runtime_error.c calls
  * before raising anything).
  *
- * A capture keeps each gpurun object it used (buffers, kernels) in a table
- * and counts as its user, so that closing one explicitly is refused while a
- * graph may still touch it; the Graph completed from it takes its own copy
- * of the list. Nothing here raises: callers turn results into errors. */
+ * An origin capture (begin_building on a stream) makes one graph. Forks
+ * (builder:split) are other streams recording into the same graph until
+ * they are joined back; bodies are conditional nodes' graphs, each recorded
+ * on a stream of its own. The origin keeps each gpurun object any of them
+ * used (buffers, kernels) in a table and counts as its user, so closing one
+ * explicitly is refused while a graph may still touch it; the Graph
+ * completed from it takes its own copy of the list. Nothing here raises:
+ * callers turn results into errors. */
 #include "runtime.h"
+
+#include <string.h>
 
 static struct gpurun_capture *capturing;
 
-static const char *const state_names[] = {"idle", "building", "built", "abandoned"};
+static const char *const state_names[] = {"idle", "building", "built", "abandoned", "joined"};
 
 const char *gpurun_capture_state_name(enum gpurun_capture_state state)
 {
@@ -22,9 +28,14 @@ void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *s
 {
     capture->stream = stream;
     capture->state = GPURUN_CAPTURE_IDLE;
+    capture->role = GPURUN_CAPTURE_ORIGIN;
+    capture->root = capture;
     capture->graph = NULL;
     capture->owner = LUA_NOREF;
     capture->kept = LUA_NOREF;
+    capture->open_forks = 0;
+    capture->open_bodies = 0;
+    capture->has_loop = 0;
     capture->next = NULL;
 }
 
@@ -56,6 +67,15 @@ static void drop_kept(lua_State *L, struct gpurun_capture *capture)
     capture->kept = LUA_NOREF;
 }
 
+static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
+{
+    lua_pushvalue(L, owner_index); /* a building owner is never collected */
+    capture->owner = luaL_ref(L, LUA_REGISTRYINDEX);
+    capture->stream->capture = capture;
+    capture->next = capturing;
+    capturing = capture;
+}
+
 static void unlink_capture(lua_State *L, struct gpurun_capture *capture)
 {
     for (struct gpurun_capture **link = &capturing; *link; link = &(*link)->next) {
@@ -71,56 +91,138 @@ static void unlink_capture(lua_State *L, struct gpurun_capture *capture)
     capture->owner = LUA_NOREF;
 }
 
-static void destroy_graph(struct gpurun_capture *capture)
+/* The forks of an origin stay listed (and their streams refuse plain work)
+ * until the origin's capture ends, since the driver keeps them in it until
+ * then; this lets them all go, as `state`, those still open included. */
+static void unlink_forks(lua_State *L, struct gpurun_capture *origin, enum gpurun_capture_state open)
 {
-    if (capture->graph) {
-        (void)CUDA_CALL(cuGraphDestroy, capture->graph);
-        capture->graph = NULL;
+    for (struct gpurun_capture *c = capturing, *next; c; c = next) {
+        next = c->next;
+        if (c->role == GPURUN_CAPTURE_FORK && c->root == origin) {
+            if (c->state == GPURUN_CAPTURE_BUILDING)
+                c->state = open;
+            unlink_capture(L, c);
+        }
     }
+    origin->open_forks = 0;
 }
 
-/* Ends the capture on the driver's side, discarding what it recorded. */
+static void destroy_graph(struct gpurun_capture *capture)
+{
+    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->graph)
+        (void)CUDA_CALL(cuGraphDestroy, capture->graph);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        capture->graph = NULL;
+}
+
+/* An event of the `from` stream's work so far, waited on by `into`: the way
+ * streams are forked into and joined back to a capture. */
+static CUresult order_after(struct gpurun_stream *into, struct gpurun_stream *from)
+{
+    CUevent event = NULL;
+    CUresult result = CUDA_CALL(cuEventCreate, &event, CU_EVENT_DISABLE_TIMING);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuEventRecord, event, from->handle);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuStreamWaitEvent, into->handle, event, 0);
+    if (event)
+        (void)CUDA_CALL(cuEventDestroy, event);
+    return result;
+}
+
+/* Ends the capture on the driver's side, discarding what it recorded. A
+ * body's graph belongs to its conditional node and goes with the origin's. */
 static void abandon(lua_State *L, struct gpurun_capture *capture)
 {
     CUgraph partial = NULL;
-    if (capture->stream->handle
+    if (capture->role == GPURUN_CAPTURE_ORIGIN) {
+        /* Every fork joined first: ending a capture with unjoined streams
+         * fails and can leave them in it. */
+        for (struct gpurun_capture *c = capturing; c; c = c->next)
+            if (c->role == GPURUN_CAPTURE_FORK && c->root == capture
+                && c->state == GPURUN_CAPTURE_BUILDING && c->stream->handle)
+                (void)order_after(capture->stream, c->stream);
+        unlink_forks(L, capture, GPURUN_CAPTURE_ABANDONED);
+    }
+    if (capture->role != GPURUN_CAPTURE_FORK && capture->stream->handle
         && CUDA_CALL(cuStreamEndCapture, capture->stream->handle, &partial) == CUDA_SUCCESS
-        && partial)
+        && partial && capture->role == GPURUN_CAPTURE_ORIGIN)
         (void)CUDA_CALL(cuGraphDestroy, partial);
+    if (capture->role == GPURUN_CAPTURE_BODY && capture->root->open_bodies > 0)
+        capture->root->open_bodies--;
     unlink_capture(L, capture);
-    drop_kept(L, capture);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        drop_kept(L, capture);
     capture->state = GPURUN_CAPTURE_ABANDONED;
 }
 
 CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index)
 {
     owner_index = lua_absindex(L, owner_index);
-    gpurun_capture_release(L, capture);
-    lua_newtable(L);
-    capture->kept = luaL_ref(L, LUA_REGISTRYINDEX);
     /* Thread-local mode: a call that is unsafe during capture (an allocation,
      * a synchronize) fails instead of silently breaking the graph. */
-    CUresult result = CUDA_CALL(cuStreamBeginCapture, capture->stream->handle,
-                                CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    if (result != CUDA_SUCCESS) {
-        drop_kept(L, capture);
-        return result;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    CUresult result;
+    if (capture->role == GPURUN_CAPTURE_BODY) {
+        result = CUDA_CALL(cuStreamBeginCaptureToGraph, capture->stream->handle, capture->graph,
+                           NULL, NULL, 0, mode);
+        if (result != CUDA_SUCCESS)
+            return result;
+        capture->root->open_bodies++;
+    } else {
+        gpurun_capture_release(L, capture);
+        lua_newtable(L);
+        capture->kept = luaL_ref(L, LUA_REGISTRYINDEX);
+        result = CUDA_CALL(cuStreamBeginCapture, capture->stream->handle, mode);
+        if (result != CUDA_SUCCESS) {
+            drop_kept(L, capture);
+            return result;
+        }
+        capture->has_loop = 0;
     }
     capture->state = GPURUN_CAPTURE_BUILDING;
-    capture->stream->capture = capture;
-    lua_pushvalue(L, owner_index); /* a building owner is never collected */
-    capture->owner = luaL_ref(L, LUA_REGISTRYINDEX);
-    capture->next = capturing;
-    capturing = capture;
+    link_capture(L, capture, owner_index);
     return CUDA_SUCCESS;
+}
+
+CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
+                             struct gpurun_capture *parent, int owner_index)
+{
+    CUresult result = order_after(fork->stream, parent->stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    fork->role = GPURUN_CAPTURE_FORK;
+    fork->root = parent->root;
+    fork->state = GPURUN_CAPTURE_BUILDING;
+    fork->root->open_forks++;
+    link_capture(L, fork, lua_absindex(L, owner_index));
+    return CUDA_SUCCESS;
+}
+
+CUresult gpurun_capture_join(struct gpurun_capture *into, struct gpurun_capture *from)
+{
+    CUresult result = order_after(into->stream, from->stream);
+    if (result == CUDA_SUCCESS && from->role == GPURUN_CAPTURE_FORK) {
+        from->state = GPURUN_CAPTURE_JOINED;
+        from->root->open_forks--;
+    }
+    return result;
 }
 
 CUresult gpurun_capture_end(lua_State *L, struct gpurun_capture *capture)
 {
-    unlink_capture(L, capture);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN
+        && (capture->open_forks > 0 || capture->open_bodies > 0))
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     CUgraph graph = NULL;
     CUresult result = CUDA_CALL(cuStreamEndCapture, capture->stream->handle, &graph);
-    if (result != CUDA_SUCCESS) {
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        unlink_forks(L, capture, GPURUN_CAPTURE_JOINED);
+    unlink_capture(L, capture);
+    if (capture->role == GPURUN_CAPTURE_BODY) {
+        capture->root->open_bodies--;
+        capture->state = result == CUDA_SUCCESS ? GPURUN_CAPTURE_BUILT : GPURUN_CAPTURE_ABANDONED;
+    } else if (result != CUDA_SUCCESS) {
         if (graph)
             (void)CUDA_CALL(cuGraphDestroy, graph);
         drop_kept(L, capture);
@@ -138,14 +240,28 @@ void gpurun_capture_abort_all(lua_State *L)
 {
     if (!capturing)
         return;
-    while (capturing)
-        abandon(L, capturing);
+    /* Bodies first, newest (innermost) first: their graphs go with the
+     * origin's, which must not be ended under them. */
+    for (struct gpurun_capture *c = capturing, *next; c; c = next) {
+        next = c->next;
+        if (c->role == GPURUN_CAPTURE_BODY) {
+            abandon(L, c);
+            next = capturing;
+        }
+    }
+    while (capturing) {
+        struct gpurun_capture *c = capturing;
+        while (c && c->role != GPURUN_CAPTURE_ORIGIN)
+            c = c->next;
+        abandon(L, c ? c : capturing);
+    }
     gpurun_flush_frees();
 }
 
 void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index)
 {
     index = lua_absindex(L, index);
+    capture = capture->root;
     lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
     lua_pushvalue(L, index);
     if (lua_rawget(L, -2) == LUA_TNIL) {
@@ -176,10 +292,15 @@ void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture)
 
 void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture)
 {
-    if (capture->state == GPURUN_CAPTURE_BUILDING)
-        abandon(L, capture);
+    if (capture->state == GPURUN_CAPTURE_BUILDING) {
+        if (capture->role == GPURUN_CAPTURE_FORK)
+            gpurun_capture_abort_all(L); /* a fork cannot end alone */
+        else
+            abandon(L, capture);
+    }
     destroy_graph(capture);
-    drop_kept(L, capture);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        drop_kept(L, capture);
     if (!capturing)
         gpurun_flush_frees();
 }
@@ -193,6 +314,56 @@ void gpurun_release_users(lua_State *L, int index)
         adjust_users(L, -1, -1);
         lua_pop(L, 1);
     }
+}
+
+/* ---- conditional nodes ---------------------------------------------------- */
+
+CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
+                                         CUgraphConditionalHandle *handle)
+{
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
+                                &graph, NULL, NULL, NULL);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return CUDA_CALL(cuGraphConditionalHandleCreate, handle, graph, capture->stream->context,
+                     default_value, CU_GRAPH_COND_ASSIGN_DEFAULT);
+}
+
+CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
+                                        CUgraphConditionalHandle handle,
+                                        CUgraphConditionalNodeType type, unsigned int count,
+                                        CUgraph *bodies)
+{
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    const CUgraphNode *dependencies = NULL;
+    size_t dependency_count = 0;
+    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
+                                &graph, &dependencies, NULL, &dependency_count);
+    if (result != CUDA_SUCCESS)
+        return result;
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.conditional.handle = handle;
+    params.conditional.type = type;
+    params.conditional.size = count;
+    params.conditional.ctx = capture->stream->context;
+    CUgraphNode node = NULL;
+    result = CUDA_CALL(cuGraphAddNode, &node, graph, dependencies, NULL, dependency_count, &params);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = CUDA_CALL(cuStreamUpdateCaptureDependencies, capture->stream->handle, &node, NULL, 1,
+                       CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    if (result != CUDA_SUCCESS)
+        return result;
+    for (unsigned int i = 0; i < count; i++)
+        bodies[i] = params.conditional.phGraph_out[i];
+    if (type == CU_GRAPH_COND_TYPE_WHILE)
+        capture->root->has_loop = 1;
+    return CUDA_SUCCESS;
 }
 
 /* ---- deferred frees ------------------------------------------------------ */
@@ -211,8 +382,9 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
 {
     CUcontext current = gpurun_runtime.current_context;
     /* No current context means the runtime has been closed at exit, and
-     * releasing the primary contexts freed everything in them. */
-    if (current == NULL)
+     * releasing the primary contexts freed everything in them; abandoned
+     * work (a replay interrupted by Ctrl-C) may still use the memory. */
+    if (current == NULL || gpurun_runtime.abandoned)
         return CUDA_SUCCESS;
     if (context == current)
         return CUDA_CALL(cuMemFree, pointer);

@@ -5,6 +5,7 @@
  * gpurun object's (it is created first). */
 #include "runtime.h"
 
+#include <signal.h>
 #include <time.h>
 
 #define MAX_DEVICES 64
@@ -13,7 +14,9 @@
 #define CURRENT_STREAM_KEY "gpurun.current_stream"
 #define STATE_KEY "gpurun.runtime"
 
-struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL};
+struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL, 0};
+
+static volatile sig_atomic_t interrupt_noted;
 
 static CUcontext retained_contexts[MAX_DEVICES];
 static CUdevice retained_devices[MAX_DEVICES];
@@ -72,10 +75,47 @@ void gpurun_push_current_stream(lua_State *L)
     lua_getfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
 }
 
+void gpurun_note_interrupt(void)
+{
+    interrupt_noted = 1;
+}
+
+void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what)
+{
+    if (!stream->unbounded) {
+        CHECK_CUDA(L, what, cuStreamSynchronize, stream->handle);
+        return;
+    }
+    interrupt_noted = 0;
+    long pause_ns = 1000;
+    for (;;) {
+        CUresult result = CUDA_CALL(cuStreamQuery, stream->handle);
+        if (result == CUDA_SUCCESS)
+            break;
+        if (result != CUDA_ERROR_NOT_READY)
+            gpurun_cuda_error(L, "%s", what);
+        if (interrupt_noted) {
+            interrupt_noted = 0;
+            gpurun_runtime.abandoned = 1;
+            gpurun_error(L, "interrupted! (while %s: the GPU was still running a graph with a "
+                            "while loop; its memory is left to the driver at exit)", what);
+        }
+        /* Up to a millisecond between polls: a loop that ends is seen soon,
+         * one that does not costs no CPU. */
+        struct timespec pause = {0, pause_ns};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 1000000)
+            pause_ns *= 2;
+    }
+    stream->unbounded = 0;
+}
+
 static int runtime_close(lua_State *L)
 {
     (void)L;
     gpurun_flush_frees();
+    if (gpurun_runtime.abandoned)
+        cuda.cuDevicePrimaryCtxRelease = NULL; /* the driver tears them down at exit */
     if (cuda.cuDevicePrimaryCtxRelease != NULL) {
         for (int i = 0; i < MAX_DEVICES; i++) {
             if (retained_contexts[i] != NULL) {
