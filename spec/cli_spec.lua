@@ -28,7 +28,7 @@ describe("gpurun command line", function()
   end)
 
   it("puts the interpreter and its options at negative indices", function()
-    local path = script("print(arg[-1], arg[-2], arg[-3] == " .. ("%q"):format(process.gpurun_bin()) .. ", arg[-4])")
+    local path = script("print(arg[-1], arg[-2], arg[-3] == 'gpurun', arg[-4])")
     local result = process.gpurun("-e 'x=1' " .. q(path))
     assert.are.equal(0, result.code, result.stderr)
     assert.are.equal("x=1\t-e\ttrue\tnil\n", result.stdout)
@@ -67,14 +67,14 @@ describe("gpurun command line", function()
     assert.are.equal("42\n", result.stdout)
   end)
 
-  it("runs an interactive session with -i, continuing unfinished statements", function()
-    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\nx\nfor i = 1, 2 do\nprint('line', i)\nend\n"
-      .. ("-- " .. ("long "):rep(2000) .. "\n") .. "error('oops')\n" })
+  it("runs an interactive session with -i after its version lines, lines of any length", function()
+    local long_comment = "-- " .. ("long "):rep(2000)
+    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\n" .. long_comment .. "\nx\n" })
     assert.are.equal(0, result.code, result.stderr)
-    assert.matches("^gpurun %d", result.stdout)
-    assert.matches("> >> > 42\n", result.stdout)
-    assert.matches("line\t1\nline\t2\n", result.stdout)
-    assert.matches("gpurun: stdin:1: oops", result.stderr)
+    assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4", result.stdout)
+    local session = "\n> x = 6 *\n>> 7\n> " .. long_comment .. "\n> x\n42\n> \n"
+    assert.are.equal(session, result.stdout:sub(-#session))
+    assert.are.equal("", result.stderr)
   end)
 
   it("stops handling options at --", function()
@@ -89,7 +89,8 @@ describe("gpurun command line", function()
     for _, flag in ipairs({ "-v", "--version" }) do
       local result = process.gpurun(flag)
       assert.are.equal(0, result.code, result.stderr)
-      assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4%.%d+\nNVRTC %d+%.%d+\n", result.stdout)
+      assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4%.%d+  Copyright %(C%) 1994%-%d+ Lua%.org, PUC%-Rio\n"
+        .. "NVRTC %d+%.%d+\n", result.stdout)
       assert.matches("CUDA driver", result.stdout)
     end
   end)
@@ -168,11 +169,24 @@ describe("gpurun command line", function()
     os.execute("rm -rf " .. q(dir))
   end)
 
-  it("finds require('gpurun') and its Lua modules from any working directory", function()
+  it("finds require('gpurun') and its Lua library from any working directory", function()
     local result = process.run("cd / && " .. q(process.gpurun_bin())
-      .. " -e 'print(require(\"gpurun\").version, package.searchpath(\"gpurun.bench\", package.path) ~= nil)'")
+      .. " -e 'print(require(\"gpurun\").version, select(2, require(\"gpurun.bench\")))'")
     assert.are.equal(0, result.code, result.stderr)
-    assert.matches("^%d+%.%d+%.%d+\ttrue\n$", result.stdout)
+    local source_dir = assert(os.getenv("PWD"))
+    assert.are.equal(require("gpurun").version .. "\t" .. source_dir .. "/lua/gpurun/bench.lua\n",
+      result.stdout)
+  end)
+
+  it("finds its Lua library through a searcher, leaving package.path as lua sets it", function()
+    local result = process.gpurun("-l gpurun.check -e 'print(package.path)'",
+      { env = { LUA_PATH = "/nowhere/?.lua" } })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("/nowhere/?.lua\n", result.stdout)
+    local from_env = process.gpurun("-e 'print(select(2, require(\"gpurun.check\")))'",
+      { env = { GPURUN_LUA_DIR = "/nowhere" } })
+    assert.are.equal(1, from_env.code)
+    assert.matches("no file '/nowhere/gpurun/check.lua'", from_env.stderr, 1, true)
   end)
 
   it("finds its Lua modules after cmake --install, from any directory", function()
@@ -182,10 +196,10 @@ describe("gpurun command line", function()
     local install = process.run("cmake --install " .. q(build_dir) .. " --prefix " .. q(prefix))
     assert.are.equal(0, install.code, install.stderr)
     local result = process.run("cd / && env -u GPURUN_LUA_DIR " .. q(prefix .. "/bin/gpurun")
-      .. " -e 'require(\"gpurun\"); print(package.searchpath(\"gpurun.bench\", package.path))'")
+      .. " -e 'print(select(2, require(\"gpurun.bench\")))'")
     os.execute("rm -rf " .. q(prefix))
     assert.are.equal(0, result.code, result.stderr)
-    assert.are.equal(prefix .. "/bin/../share/gpurun/lua/gpurun/bench.lua\n", result.stdout)
+    assert.are.equal(prefix .. "/share/lua/5.4/gpurun/bench.lua\n", result.stdout)
   end)
 
   it("loads Lua C modules installed on the system", function()
@@ -197,7 +211,7 @@ describe("gpurun command line", function()
 
   it("turns Ctrl-C into an 'interrupted!' error and exits 1", function()
     -- kill from a shell rather than timeout(1), which changes how the child sees SIGINT
-    local result = process.run("{ " .. q(process.gpurun_bin())
+    local result = process.run("{ " .. process.gpurun_command()
       .. " -e 'local t <close> = setmetatable({}, {__close = function() print(\"closed\") end}) "
       .. "while true do end' & pid=$!; sleep 0.5; kill -INT $pid; wait $pid; }")
     assert.are.equal(1, result.code)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "module_open.h"
 #include "nvrtc_compile.h"
 
 #define MAX_DEVICES 64
@@ -219,6 +220,7 @@ static const luaL_Reg module_functions[] = {
 
 int luaopen_gpurun(lua_State *L)
 {
+    gpurun_module_prologue(L);
     /* The state object first: as the oldest gpurun userdata, its __gc runs
      * last when the Lua state closes, after every buffer, stream and graph.
      * Only once: the module can be opened again (busted's insulation drops

@@ -66,9 +66,19 @@ function process.run(command_line, options)
   }
 end
 
--- gpurun(args [, options]): process.run with the gpurun binary in front.
+-- The shell words that run the binary under test by its name, found on
+-- PATH, as a user runs it: its messages then begin with "gpurun:" (the
+-- command line prefixes them with argv[0], as lua does). `wrapper` (say
+-- "timeout 60") goes between PATH and the name.
+function process.gpurun_command(wrapper)
+  local dir, name = process.gpurun_bin():match("^(.*)/([^/]+)$")
+  return ("PATH=%s:\"$PATH\" %s%s"):format(shell_quote(dir),
+    wrapper and wrapper .. " " or "", shell_quote(name))
+end
+
+-- gpurun(args [, options]): process.run with the gpurun command in front.
 function process.gpurun(args, options)
-  return process.run(shell_quote(process.gpurun_bin()) .. " " .. (args or ""), options)
+  return process.run(process.gpurun_command() .. " " .. (args or ""), options)
 end
 
 return process
