@@ -2,10 +2,7 @@
 # module folder and the Lua library in Lua 5.4's module folder, where any
 # Lua 5.4 on the system finds them. cpack -G DEB packs the same files.
 
-# luarocks installs the module and the Lua library only (the rockspec).
-option(GPURUN_INSTALL_EXECUTABLE "Install the gpurun executable and its man page" ON)
-
-if(GPURUN_INSTALL_EXECUTABLE)
+if(GPURUN_EXECUTABLE)
   install(TARGETS gpurun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   # Debian installs man pages compressed.
   set(man_page ${CMAKE_BINARY_DIR}/gpurun.1.gz)
@@ -28,14 +25,16 @@ set(CPACK_PACKAGE_VENDOR gpurun)
 set(CPACK_PACKAGE_CONTACT "gpurun <dev@gpurun.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "Lua 5.4 interpreter and module that drive NVIDIA GPUs (CUDA driver API, NVRTC)")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}
-gpurun is a superset of the lua5.4 command line with a built-in module,
+# The long description; Debian's first line is the summary above.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+"gpurun is a superset of the lua5.4 command line with a built-in module,
 gpurun, that compiles CUDA C kernels with NVRTC, launches them, captures
 them into CUDA graphs, replays and times them. The same module loads into
-any Lua 5.4 as require(\"gpurun\").
+any Lua 5.4: lua5.4 -l gpurun.
 .
 The CUDA driver (libcuda.so.1) is opened at run time; libnvrtc comes from
 the CUDA toolkit, found through the RUNPATH the binaries carry.")
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION interpreters)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # Shared libraries from dpkg-shlibdeps (libc6, liblua5.4-0, libreadline8;
