@@ -1,12 +1,13 @@
--- gpurun's command line against Debian's lua5.4 (5.4.4): each case runs the
--- same command through both, each started as `lua` from PATH (so argv[0],
--- the prefix of their messages, is the same word), and compares stdout,
--- stderr and the exit code. The deliberate differences, listed in the
--- README, have cases of their own that pin down what each one does.
+-- gpurun's command line against Debian's lua5.4 (5.4.4, the first on PATH):
+-- each case runs the same command through both, each started as `lua` from
+-- PATH (so argv[0], the prefix of their messages, is the same word), and
+-- compares stdout, stderr and the exit code. The deliberate differences,
+-- listed in the README, have cases of their own that pin down what each
+-- one does.
 local process = require("spec.support.process")
 local q = process.quote
 
-local LUA = "/usr/bin/lua5.4"
+local LUA = process.lua54() or "lua5.4"
 
 -- A folder per interpreter, each holding a link named `lua` to it.
 local dirs = {}
@@ -97,8 +98,7 @@ describe("gpurun as lua5.4", function()
   local root
 
   lazy_setup(function()
-    assert(process.run("test -x " .. q(LUA)).code == 0,
-      LUA .. " is missing (apt-get install lua5.4): these specs compare gpurun with it")
+    assert(process.lua54(), "lua5.4 is not on PATH (apt-get install lua5.4): these specs compare gpurun with it")
     root = os.tmpname()
     os.remove(root)
     dirs["lua5.4"], dirs.gpurun = root .. "/lua5.4", root .. "/gpurun"

@@ -3,7 +3,7 @@
 local process = require("spec.support.process")
 local q = process.quote
 
-local LUA = "/usr/bin/lua5.4"
+local LUA = process.lua54() or "lua5.4"
 local build_dir = process.gpurun_bin():match("^(.*)/[^/]*$")
 local source_dir = assert(os.getenv("PWD"))
 

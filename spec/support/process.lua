@@ -27,6 +27,15 @@ function process.gpurun_bin()
   return bin
 end
 
+-- Debian's lua5.4, which specs compare gpurun with and load gpurun.so
+-- into: the one on PATH, else nil.
+function process.lua54()
+  local pipe = io.popen("command -v lua5.4")
+  local path = pipe and pipe:read("l")
+  if pipe then pipe:close() end
+  return path ~= "" and path or nil
+end
+
 local function read_file(path)
   local file = io.open(path, "rb")
   if not file then return "" end
