@@ -210,10 +210,9 @@ describe("gpurun command line", function()
   end)
 
   it("turns Ctrl-C into an 'interrupted!' error and exits 1", function()
-    -- kill from a shell rather than timeout(1), which changes how the child sees SIGINT
-    local result = process.run("{ " .. process.gpurun_command()
+    local result = process.interrupt(process.gpurun_command()
       .. " -e 'local t <close> = setmetatable({}, {__close = function() print(\"closed\") end}) "
-      .. "while true do end' & pid=$!; sleep 0.5; kill -INT $pid; wait $pid; }")
+      .. "while true do end' & pid=$!; sleep 0.5")
     assert.are.equal(1, result.code)
     assert.matches("^gpurun: interrupted!\nstack traceback:", result.stderr)
     assert.are.equal("closed\n", result.stdout)

@@ -66,32 +66,22 @@ local function write_file(text, suffix)
   return path
 end
 
--- Sends SIGINT after half a second to `lua <args>` and times how long it
--- then takes to end. With `blocked_read`, its stdin is a FIFO that stays
--- open and silent (a pipe from another job of the shell, so that `wait`
--- waits for lua alone).
+-- Interrupts `lua <args>` half a second after it started. With
+-- `blocked_read`, its stdin is a FIFO that another job of the shell keeps
+-- open and silent (an explicit redirection: a background job's stdin is
+-- /dev/null otherwise).
 local function interrupted(which, args, blocked_read)
-  local elapsed = os.tmpname()
-  local result = process.run(([[{
-    fifo=%s.fifo
-    input=/dev/null
-    if [ -n "%s" ]; then mkfifo "$fifo"; sleep 10 >"$fifo" & feeder=$!; input=$fifo; fi
-    PATH=%s:"$PATH" lua %s <"$input" & pid=$!
-    sleep 0.5
-    start=$(date +%%s%%N)
-    kill -INT $pid
-    wait $pid
-    code=$?
-    echo $(( ($(date +%%s%%N) - start) / 1000000 )) > %s
-    if [ -n "%s" ]; then kill $feeder; rm -f "$fifo"; fi
-    exit $code
-  }]]):format(q(elapsed), blocked_read and "yes" or "", q(dirs[which]), args, q(elapsed),
-    blocked_read and "yes" or ""))
-  local file = io.open(elapsed)
-  result.elapsed_ms = file and tonumber(file:read("l")) or math.huge
-  if file then file:close() end
-  os.remove(elapsed)
-  return result
+  local input = "/dev/null"
+  local feed = ""
+  if blocked_read then
+    local fifo = os.tmpname()
+    os.remove(fifo)
+    input = '"$fifo"'
+    feed = ("fifo=%s; mkfifo \"$fifo\"; sleep 10 >\"$fifo\" & feeder=$!\n"
+      .. "trap 'kill $feeder; rm -f \"$fifo\"' EXIT\n"):format(q(fifo))
+  end
+  return process.interrupt(("%sPATH=%s:\"$PATH\" lua %s <%s & pid=$!; sleep 0.5")
+    :format(feed, q(dirs[which]), args, input))
 end
 
 describe("gpurun as lua5.4", function()

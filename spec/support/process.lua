@@ -75,6 +75,29 @@ function process.run(command_line, options)
   }
 end
 
+-- interrupt(start [, options]): runs the shell fragment `start`, which
+-- starts a process in the background and sets $pid (and may leave an EXIT
+-- trap to clean up), then sends that process SIGINT from the shell (not
+-- timeout(1): it changes how the child sees SIGINT) and waits for it.
+-- Returns process.run's result plus elapsed_ms, from SIGINT to the end.
+function process.interrupt(start, options)
+  local elapsed = os.tmpname()
+  local result = process.run(([[{
+    %s
+    started=$(date +%%s%%N)
+    kill -INT $pid
+    wait $pid
+    code=$?
+    echo $(( ($(date +%%s%%N) - started) / 1000000 )) > %s
+    exit $code
+  }]]):format(start, shell_quote(elapsed)), options)
+  local file = io.open(elapsed)
+  result.elapsed_ms = file and tonumber(file:read("l")) or math.huge
+  if file then file:close() end
+  os.remove(elapsed)
+  return result
+end
+
 -- The shell words that run the binary under test by its name, found on
 -- PATH, as a user runs it: its messages then begin with "gpurun:" (the
 -- command line prefixes them with argv[0], as lua does). `wrapper` (say
