@@ -367,6 +367,13 @@ describe("gpurun as lua5.4", function()
       assert.are.same(without_version(expected).stdout, without_version(actual).stdout)
     end)
 
+    it("an error object that is not a string reaching the top: named so, where lua prints (null)", function()
+      local input = "_PROMPT = setmetatable({}, {__tostring = function() error({}) end})\n"
+      local expected, actual = both("-i", { stdin = input })
+      assert.are.same({ "(null)\n", 1 }, { expected.stderr, expected.code })
+      assert.are.same({ "(error object is not a string)\n", 1 }, { actual.stderr, actual.code })
+    end)
+
     it("one more searcher, second, for gpurun.*, and gpurun in package.preload", function()
       local count = "-e 'print(#package.searchers, package.preload.gpurun ~= nil)'"
       local expected, actual = both(count)
