@@ -27,8 +27,8 @@ liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/run
 lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so
 libreadline-dev:/usr/include/readline/readline.h lua5.4:/usr/bin/lua5.4"
 # For `package` only: dpkg-shlibdeps for the .deb's Depends, luarocks and
-# the make its CMake back-end drives.
-packaging="dpkg-dev:dpkg-shlibdeps luarocks:luarocks make:make"
+# the make its CMake back-end drives, groff to check the man page.
+packaging="dpkg-dev:dpkg-shlibdeps luarocks:luarocks make:make groff-base:groff"
 
 command=${1:-build}
 [ $# -gt 0 ] && shift
