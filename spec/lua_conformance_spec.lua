@@ -313,6 +313,24 @@ describe("gpurun as lua5.4", function()
       same_session("print('last')")
     end)
 
+    it("starts after the version when stdin is a terminal and there is nothing else to do", function()
+      -- script(1) gives lua a terminal; the input comes once readline waits
+      -- for it (an end of input typed before that could go unseen)
+      local function on_terminal(which)
+        local result = process.run(("{ (sleep 1; printf 'x = 1\\nx + 1\\n') | timeout 20 script -qec %s /dev/null; }")
+          :format(q(("PATH=%s:\"$PATH\" lua"):format(q(dirs[which])))))
+        local kept = {}
+        for line in result.stdout:gmatch("[^\n]*\n?") do
+          if not is_version_line(line) then kept[#kept + 1] = line end
+        end
+        result.stdout = table.concat(kept)
+        return result
+      end
+      local expected, actual = on_terminal("lua5.4"), on_terminal("gpurun")
+      assert.matches("> x %+ 1\r\n[^\n]*2\r\n", expected.stdout)
+      assert.are.same(expected, actual)
+    end)
+
     it("prints the version first, lua's banner among gpurun's lines", function()
       local expected, actual = both("-i", { stdin = "" })
       local banner = expected.stdout:match("^([^\n]*)\n")
