@@ -522,7 +522,7 @@ local config_cases = {
   { {}, CONFIG .. "grid and block are required" },
   { { grid = 1 }, CONFIG .. "grid and block are required" },
   { { block = 1 }, CONFIG .. "grid and block are required" },
-  { { grid = 1, block = 1, shmem = 4 }, CONFIG .. "unknown field 'shmem' (grid, block, shmem_size expected)" },
+  { { grid = 1, block = 1, shmem = 4 }, CONFIG .. "unknown field 'shmem' (grid, block, shmem_size, cluster, is_cooperative, programmatic_stream_serialization expected)" },
   { { grid = 1, block = 1, [1] = 2 }, CONFIG .. "unknown field" },
   { { grid = 0, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 0" },
   { { grid = -1, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got -1" },

@@ -22,6 +22,7 @@
 #include "lscalar.h"
 #include "lstream.h"
 #include "lsystem.h"
+#include "module_open.h"
 
 int luaopen_gpurun(lua_State *L);
 
@@ -57,8 +58,17 @@ static void (*const openers[])(lua_State *L) = {
  * files) reuses what the first opening made, so objects made before still
  * belong to the type. */
 static const char *const lua_parts[] = {
-    "gpurun.builtin.program_options", /* gpurun.ProgramOptions */
-    "gpurun.builtin.elementwise",     /* gpurun.elementwise, elementwise_pipeline */
+    "program_options", /* gpurun.ProgramOptions */
+    "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
+};
+
+/* Their text, compiled in from lua/gpurun/builtin/ (CMakeLists.txt), so that
+ * the module opens without any file of the Lua library. */
+static const struct {
+    const char *name;
+    const char *source;
+} builtin_sources[] = {
+#include "builtin_lua.h"
 };
 
 #define LUA_PARTS_KEY "gpurun.lua_parts"
@@ -94,9 +104,17 @@ static void push_lua_part(lua_State *L, const char *name)
         return;
     }
     lua_pop(L, 1);
-    lua_getglobal(L, "require");
-    lua_pushstring(L, name);
-    lua_call(L, 1, 1);
+    const char *source = NULL;
+    for (size_t i = 0; i < sizeof builtin_sources / sizeof builtin_sources[0]; i++)
+        if (strcmp(builtin_sources[i].name, name) == 0)
+            source = builtin_sources[i].source;
+    if (source == NULL)
+        gpurun_error(L, "gpurun was built without its Lua part %s", name);
+    lua_pushfstring(L, "@lua/gpurun/builtin/%s.lua", name);
+    if (luaL_loadbufferx(L, source, strlen(source), lua_tostring(L, -1), "t") != LUA_OK)
+        gpurun_error(L, "%s", lua_tostring(L, -1)); /* a syntax error in gpurun itself */
+    lua_remove(L, -2);
+    lua_call(L, 0, 1);
     lua_newtable(L);
     lua_pushcfunction(L, internal_raise);
     lua_setfield(L, -2, "raise");
@@ -130,7 +148,9 @@ static void open_lua_part(lua_State *L, int module, const char *name)
 
 int luaopen_gpurun(lua_State *L)
 {
-    luaL_checkversion(L);
+    /* The version check and the one-state guard, before the runtime's state
+     * object, so that the guard's __gc runs after the runtime's. */
+    gpurun_module_prologue(L);
     gpurun_open_runtime(L);
     lua_newtable(L);
     int module = lua_gettop(L);

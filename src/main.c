@@ -6,7 +6,8 @@
  * "interrupted!" at the next Lua instruction, so that a GPU call in progress
  * finishes and to-be-closed objects are released on the way out.
  *
- * Exit codes: 0 success, 1 script error, 2 usage error. */
+ * Messages begin with argv[0], as lua's do. Exit codes: 0 success, 1 script
+ * error, 2 usage error. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,16 +19,15 @@
 #include <lualib.h>
 
 #include "cuda_driver.h"
-#include "lua_path.h"
+#include "runtime.h"
+#include "host.h"
+#include "searcher.h"
 #include "nvrtc_compile.h"
-#include "version.h"
 
 #define EXIT_SCRIPT_ERROR 1
 #define EXIT_USAGE 2
 
-int luaopen_gpurun(lua_State *L);
-
-static const char *progname = "gpurun";
+const char *host_progname = "gpurun";
 static lua_State *signalled_state = NULL;
 
 /* ---- Ctrl-C ------------------------------------------------------------- */
@@ -36,32 +36,43 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
-    /* No position prefix: where the hook lands is an accident of timing. */
-    lua_pushliteral(L, "interrupted!");
-    lua_error(L);
+    luaL_error(L, "interrupted!");
+}
+
+/* Without SA_RESTART, as lua: a blocking read (io.read) ends at once. */
+static void set_signal(int sig, void (*handler)(int))
+{
+    struct sigaction action;
+    action.sa_handler = handler;
+    action.sa_flags = 0;
+    sigemptyset(&action.sa_mask);
+    sigaction(sig, &action, NULL);
 }
 
 static void on_sigint(int sig)
 {
     /* A second Ctrl-C while the first is pending kills the process. */
-    signal(sig, SIG_DFL);
+    set_signal(sig, SIG_DFL);
+    gpurun_note_interrupt(); /* a wait for a graph that may never end gives up */
     lua_sethook(signalled_state, interrupt_hook,
                 LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
 /* ---- reporting ---------------------------------------------------------- */
 
-static void print_message(const char *message)
+void host_message(const char *message)
 {
-    fprintf(stderr, "%s: %s\n", progname, message);
+    if (host_progname)
+        fprintf(stderr, "%s: ", host_progname);
+    fprintf(stderr, "%s\n", message);
     fflush(stderr);
 }
 
-static int report(lua_State *L, int status)
+int host_report(lua_State *L, int status)
 {
     if (status != LUA_OK) {
         const char *message = lua_tostring(L, -1);
-        print_message(message ? message : "(error object is not a string)");
+        host_message(message ? message : "(error object is not a string)");
         lua_pop(L, 1);
     }
     return status;
@@ -79,17 +90,15 @@ static int message_handler(lua_State *L)
     return 1;
 }
 
-/* Runs the function below `nargs` arguments under the message handler, with
- * Ctrl-C armed for its duration. */
-static int docall(lua_State *L, int nargs, int nresults)
+int host_docall(lua_State *L, int nargs, int nresults)
 {
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, message_handler);
     lua_insert(L, base);
     signalled_state = L;
-    signal(SIGINT, on_sigint);
+    set_signal(SIGINT, on_sigint);
     int status = lua_pcall(L, nargs, nresults, base);
-    signal(SIGINT, SIG_DFL);
+    set_signal(SIGINT, SIG_DFL);
     lua_remove(L, base);
     return status;
 }
@@ -97,8 +106,8 @@ static int docall(lua_State *L, int nargs, int nresults)
 static int dochunk(lua_State *L, int status)
 {
     if (status == LUA_OK)
-        status = docall(L, 0, 0);
-    return report(L, status);
+        status = host_docall(L, 0, 0);
+    return host_report(L, status);
 }
 
 static int dostring(lua_State *L, const char *chunk, const char *name)
@@ -117,10 +126,10 @@ static int dolibrary(lua_State *L, char *spec)
         module = spec;
     lua_getglobal(L, "require");
     lua_pushstring(L, module);
-    int status = docall(L, 1, 1);
+    int status = host_docall(L, 1, 1);
     if (status == LUA_OK)
         lua_setglobal(L, global);
-    return report(L, status);
+    return host_report(L, status);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -140,14 +149,16 @@ static void print_usage(FILE *out)
             "  -h        show this help\n"
             "  --        stop handling options\n"
             "  -         stop handling options and execute stdin\n",
-            progname);
+            host_progname);
 }
 
 static void print_version(void)
 {
     int nvrtc_major = 0, nvrtc_minor = 0;
     nvrtc_compile_version(&nvrtc_major, &nvrtc_minor);
-    printf("gpurun %s\n%s\nNVRTC %d.%d\n", GPURUN_VERSION, LUA_RELEASE, nvrtc_major, nvrtc_minor);
+    /* Lua's line is lua -v's, word for word. */
+    printf("gpurun %s\n%s\nNVRTC %d.%d\n", GPURUN_VERSION, LUA_COPYRIGHT, nvrtc_major,
+           nvrtc_minor);
     if (cuda_driver_load() == CUDA_SUCCESS) {
         int version = 0;
         if (CUDA_CALL(cuDriverGetVersion, &version) == CUDA_SUCCESS)
@@ -274,9 +285,9 @@ static int run_script(lua_State *L, char **argv, int script)
     int status = luaL_loadfile(L, name);
     if (status == LUA_OK) {
         int n = push_script_args(L);
-        status = docall(L, n, LUA_MULTRET);
+        status = host_docall(L, n, LUA_MULTRET);
     }
-    return report(L, status);
+    return host_report(L, status);
 }
 
 static int handle_init(lua_State *L)
@@ -294,85 +305,6 @@ static int handle_init(lua_State *L)
     return dostring(L, init, name);
 }
 
-/* ---- interactive mode (plain, no readline) ------------------------------ */
-
-/* A chunk that fails to compile only because it ended too soon (its message
- * ends in "<eof>") wants more lines, as in lua.c. */
-static int incomplete(lua_State *L, int status)
-{
-    if (status != LUA_ERRSYNTAX)
-        return 0;
-    size_t length;
-    const char *message = lua_tolstring(L, -1, &length);
-    static const char eof_mark[] = "<eof>";
-    size_t mark = sizeof eof_mark - 1;
-    return length >= mark && strcmp(message + length - mark, eof_mark) == 0;
-}
-
-/* Reads one line of any length; NULL at end of input. */
-static char *read_line(const char *prompt, char **line, size_t *capacity)
-{
-    fputs(prompt, stdout);
-    fflush(stdout);
-    if (getline(line, capacity, stdin) < 0)
-        return NULL;
-    return *line;
-}
-
-/* Compiles the next statement: "return <line>" first, so that an expression
- * prints its value, then the lines as a chunk, reading more while the chunk
- * is incomplete. Leaves the function (or the error) on the stack. */
-static int load_statement(lua_State *L, char **line, size_t *capacity)
-{
-    if (read_line("> ", line, capacity) == NULL)
-        return -1;
-    const char *expression = lua_pushfstring(L, "return %s", *line);
-    int status = luaL_loadbuffer(L, expression, strlen(expression), "=stdin");
-    lua_remove(L, -2);
-    if (status == LUA_OK)
-        return status;
-    lua_pop(L, 1);
-    lua_pushstring(L, *line);
-    for (;;) {
-        size_t length;
-        const char *chunk = lua_tolstring(L, -1, &length);
-        status = luaL_loadbuffer(L, chunk, length, "=stdin");
-        if (!incomplete(L, status))
-            break;
-        lua_pop(L, 1);
-        if (read_line(">> ", line, capacity) == NULL)
-            break;
-        lua_pushstring(L, *line);
-        lua_concat(L, 2);
-    }
-    lua_remove(L, -2);
-    return status;
-}
-
-static void interactive(lua_State *L)
-{
-    char *line = NULL;
-    size_t capacity = 0;
-    int status;
-    lua_settop(L, 0);
-    while ((status = load_statement(L, &line, &capacity)) != -1) {
-        if (status == LUA_OK)
-            status = docall(L, 0, LUA_MULTRET);
-        if (status == LUA_OK && lua_gettop(L) > 0) {
-            lua_getglobal(L, "print");
-            lua_insert(L, 1);
-            if (lua_pcall(L, lua_gettop(L) - 1, 0, 0) != LUA_OK)
-                print_message(lua_tostring(L, -1));
-        } else {
-            report(L, status);
-        }
-        lua_settop(L, 0);
-    }
-    free(line);
-    lua_settop(L, 0);
-    fputc('\n', stdout);
-}
-
 /* ---- pmain -------------------------------------------------------------- */
 
 static int pmain(lua_State *L)
@@ -381,13 +313,14 @@ static int pmain(lua_State *L)
     char **argv = (char **)lua_touserdata(L, 2);
     int script = argc;
     int flags = collect_options(argv, argc, &script);
+    luaL_checkversion(L);
 
     if (flags & HAS_ERROR) {
         const char *bad = argv[script];
         if (bad[1] == 'e' || bad[1] == 'l')
-            fprintf(stderr, "%s: '%s' needs argument\n", progname, bad);
+            fprintf(stderr, "%s: '%s' needs argument\n", host_progname, bad);
         else
-            fprintf(stderr, "%s: unrecognized option '%s'\n", progname, bad);
+            fprintf(stderr, "%s: unrecognized option '%s'\n", host_progname, bad);
         print_usage(stderr);
         lua_pushinteger(L, EXIT_USAGE);
         return 1;
@@ -405,7 +338,7 @@ static int pmain(lua_State *L)
         lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
     }
     luaL_openlibs(L);
-    gpurun_setup_paths(L, argv[0], (flags & HAS_UPPER_E) != 0);
+    gpurun_setup_paths(L);
     create_arg_table(L, argv, argc, script);
     lua_gc(L, LUA_GCRESTART);
     lua_gc(L, LUA_GCGEN, 0, 0);
@@ -418,11 +351,11 @@ static int pmain(lua_State *L)
     if (ok && script < argc && run_script(L, argv, script) != LUA_OK)
         ok = 0;
     if (ok && (flags & HAS_I))
-        interactive(L);
+        host_repl(L);
     else if (ok && script == argc && !(flags & (HAS_E | HAS_V))) {
         if (isatty(STDIN_FILENO)) {
             print_version();
-            interactive(L);
+            host_repl(L);
         } else if (dochunk(L, luaL_loadfile(L, NULL)) != LUA_OK) {
             ok = 0;
         }
@@ -433,9 +366,11 @@ static int pmain(lua_State *L)
 
 int main(int argc, char **argv)
 {
+    if (argc > 0 && argv[0][0] != '\0')
+        host_progname = argv[0];
     lua_State *L = luaL_newstate();
     if (L == NULL) {
-        print_message("cannot create state: not enough memory");
+        host_message("cannot create state: not enough memory");
         return EXIT_SCRIPT_ERROR;
     }
     lua_gc(L, LUA_GCSTOP);
@@ -447,7 +382,7 @@ int main(int argc, char **argv)
     if (status == LUA_OK)
         code = (int)lua_tointeger(L, -1);
     else
-        report(L, status);
+        host_report(L, status);
     /* Closing the state runs every pending __close/__gc, which releases GPU
      * objects in reverse order of creation and the contexts last. */
     lua_close(L);

@@ -4,6 +4,12 @@
 #   tools/dev.sh run  [script args]   build, then run the main job
 #                                     (gpurun scripts/cudagraphs.lua --elements 4096)
 #   tools/dev.sh test [busted args]   build, then run the spec suite through gpurun
+#   tools/dev.sh test-module [args]   build, then run the specs of the bindings and the
+#                                     Lua library with stock busted on lua5.4, which
+#                                     loads build/gpurun.so (not the command-line specs)
+#   tools/dev.sh package              build, then build and try the installs: the .deb
+#                                     (cpack) and the rock (luarocks make), in
+#                                     temporary folders (tools/package-check.sh)
 #   tools/dev.sh build                configure and build only (into build/, or $GPURUN_BUILD_DIR)
 #
 # Missing Debian packages are installed when run as root, or named for you
@@ -19,7 +25,15 @@ build_dir=${GPURUN_BUILD_DIR:-build}
 required="cmake:cmake gcc:gcc
 liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
 lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so
-gnuplot-nox:gnuplot"
+libreadline-dev:/usr/include/readline/readline.h lua5.4:/usr/bin/lua5.4
+gnuplot-nox:gnuplot graphviz:dot"
+# For `package` only: dpkg-shlibdeps for the .deb's Depends, luarocks and
+# the make its CMake back-end drives, groff to check the man page.
+packaging="dpkg-dev:dpkg-shlibdeps luarocks:luarocks make:make groff-base:groff"
+
+command=${1:-build}
+[ $# -gt 0 ] && shift
+[ "$command" = package ] && required="$required $packaging"
 
 missing=""
 for entry in $required; do
@@ -59,20 +73,26 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 cmake --build "$build_dir" --parallel >&2
 
-command=${1:-build}
-[ $# -gt 0 ] && shift
 case "$command" in
   build) ;;
   run)
     [ $# -gt 0 ] || set -- --elements 4096
     exec "$build_dir/gpurun" scripts/cudagraphs.lua "$@" ;;
-  test)
+  test|test-module)
     GPURUN_BIN="$root/$build_dir/gpurun"
     # The suite's compiles go to a cache of its own, not the user's.
     GPURUN_CACHE_DIR=${GPURUN_TEST_CACHE_DIR:-$root/$build_dir/test-kernel-cache}
     export GPURUN_BIN GPURUN_CACHE_DIR
-    exec "$GPURUN_BIN" spec/run.lua "$@" ;;
+    [ "$command" = test ] && exec "$GPURUN_BIN" spec/run.lua "$@"
+    # The module first on lua5.4's C path; ";;" (the default) unless the
+    # caller's own path says otherwise.
+    LUA_CPATH_5_4="$root/$build_dir/?.so;${LUA_CPATH_5_4:-${LUA_CPATH:-;}}"
+    export LUA_CPATH_5_4
+    exec busted --lua=lua5.4 --exclude-pattern=cli_spec --exclude-pattern=lua_conformance_spec \
+      --exclude-pattern=scripts_spec --exclude-pattern=fuzz_spec "$@" ;;
+  package)
+    exec tools/package-check.sh "$build_dir" ;;
   *)
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,16p' "$0" >&2
     exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
-# build, the full spec suite (#gpu specs included), the main job at two
-# sizes, the size sweep and the breakdown, and the benchmark against pure C.
+# build, the full spec suite (#gpu specs included), the specs of the
+# bindings again through lua5.4 and gpurun.so, the main job at two sizes,
+# the size sweep and the breakdown, and the benchmark against pure C.
 # Logs (and the sweep's files) go to $1 (default gpu-check/).
 #
 #   tools/gpu-check.sh [LOG_DIR] [--quick]
@@ -22,6 +23,9 @@ bin=build-gpu/gpurun
 
 step "spec suite"
 GPURUN_BUILD_DIR=build-gpu tools/dev.sh test 2>&1 | tee "$logs/specs.log" | tail -n 60
+
+step "the specs of the bindings through lua5.4 and build-gpu/gpurun.so (stock busted)"
+GPURUN_BUILD_DIR=build-gpu tools/dev.sh test-module 2>&1 | tee "$logs/specs-module.log" | tail -n 30
 
 step "gpurun scripts/cudagraphs.lua --elements 4096"
 "$bin" scripts/cudagraphs.lua --elements 4096 2>&1 | tee "$logs/cudagraphs-4096.log"

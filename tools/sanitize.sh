@@ -195,6 +195,7 @@ broken:compile('cubin')"
   valgrind_check "error object with __tostring" 1 "$no_driver" -- \
     -e "error(setmetatable({}, { __tostring = function() return 'custom' end }))"
   valgrind_check "-v without a CUDA driver" 0 "$no_driver" -- -v
+  valgrind_check "the interactive mode (readline) at the end of input" 0 "$no_driver" -- -i
   valgrind_check "system Lua C modules and gpurun's Lua library" 0 "$no_driver" -- \
     -e "require('lfs'); require('cjson'); require('gpurun.bench')"
   rm -rf "$cache"

@@ -27,6 +27,15 @@ function process.gpurun_bin()
   return bin
 end
 
+-- Debian's lua5.4, which specs compare gpurun with and load gpurun.so
+-- into: the one on PATH, else nil.
+function process.lua54()
+  local pipe = io.popen("command -v lua5.4")
+  local path = pipe and pipe:read("l")
+  if pipe then pipe:close() end
+  return path ~= "" and path or nil
+end
+
 local function read_file(path)
   local file = io.open(path, "rb")
   if not file then return "" end
@@ -66,9 +75,42 @@ function process.run(command_line, options)
   }
 end
 
--- gpurun(args [, options]): process.run with the gpurun binary in front.
+-- interrupt(start [, options]): runs the shell fragment `start`, which
+-- starts a process in the background and sets $pid (and may leave an EXIT
+-- trap to clean up), then sends that process SIGINT from the shell (not
+-- timeout(1): it changes how the child sees SIGINT) and waits for it.
+-- Returns process.run's result plus elapsed_ms, from SIGINT to the end.
+function process.interrupt(start, options)
+  local elapsed = os.tmpname()
+  local result = process.run(([[{
+    %s
+    started=$(date +%%s%%N)
+    kill -INT $pid
+    wait $pid
+    code=$?
+    echo $(( ($(date +%%s%%N) - started) / 1000000 )) > %s
+    exit $code
+  }]]):format(start, shell_quote(elapsed)), options)
+  local file = io.open(elapsed)
+  result.elapsed_ms = file and tonumber(file:read("l")) or math.huge
+  if file then file:close() end
+  os.remove(elapsed)
+  return result
+end
+
+-- The shell words that run the binary under test by its name, found on
+-- PATH, as a user runs it: its messages then begin with "gpurun:" (the
+-- command line prefixes them with argv[0], as lua does). `wrapper` (say
+-- "timeout 60") goes between PATH and the name.
+function process.gpurun_command(wrapper)
+  local dir, name = process.gpurun_bin():match("^(.*)/([^/]+)$")
+  return ("PATH=%s:\"$PATH\" %s%s"):format(shell_quote(dir),
+    wrapper and wrapper .. " " or "", shell_quote(name))
+end
+
+-- gpurun(args [, options]): process.run with the gpurun command in front.
 function process.gpurun(args, options)
-  return process.run(shell_quote(process.gpurun_bin()) .. " " .. (args or ""), options)
+  return process.run(process.gpurun_command() .. " " .. (args or ""), options)
 end
 
 return process

@@ -1,0 +1,156 @@
+#!/bin/bash
+# tools/package-check.sh BUILD_DIR — the two packaged installs, built and
+# tried in temporary folders (run by `tools/dev.sh package`, which builds
+# BUILD_DIR first and installs the tools):
+#
+#   .deb   cpack -G DEB in BUILD_DIR; its Depends; dpkg -x into a temporary
+#          root; from there gpurun -v, a script that loads the Lua library,
+#          and lua5.4 loading the unpacked gpurun.so
+#   rock   luarocks make (on a copy of the source tree) into a temporary
+#          tree; lua5.4 loading the module and the library from that tree
+#
+# Ends with the closing line "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$(pwd)
+build_dir=$(cd "${1:-build}" && pwd) || exit 1
+
+passed=0 failed=0 skipped=0
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# check NAME COMMAND...: one check, passed when COMMAND succeeds.
+check() {
+  local name=$1
+  shift
+  local output
+  if output=$("$@" 2>&1); then
+    echo "ok: $name"
+    passed=$((passed + 1))
+  else
+    echo "FAILED: $name"
+    printf '%s\n' "$output" | tail -n 30 | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+# expect_output EXPECTED COMMAND...: COMMAND succeeds and prints EXPECTED.
+expect_output() {
+  local expected=$1
+  shift
+  local actual
+  actual=$("$@") || return 1
+  [ "$actual" = "$expected" ] || { printf 'expected: %s\n     got: %s\n' "$expected" "$actual"; return 1; }
+}
+
+version=$("$build_dir/gpurun" -e 'io.write(require("gpurun").version)')
+
+# ---- the .deb ---------------------------------------------------------------
+
+echo "== package-check: cpack -G DEB in $build_dir"
+make_deb() {
+  rm -f "$build_dir"/gpurun_*.deb
+  (cd "$build_dir" && cpack -G DEB) && ls "$build_dir"/gpurun_"$version"_*.deb
+}
+check "cpack -G DEB builds gpurun_${version}_<arch>.deb" make_deb
+deb=$(ls "$build_dir"/gpurun_*.deb 2>/dev/null | head -n 1)
+deb_root=$scratch/deb-root
+
+has_depends() {
+  local depends
+  depends=$(dpkg-deb -f "$deb" Depends) || return 1
+  echo "Depends: $depends"
+  local package
+  for package in liblua5.4-0 libreadline8 libc6 lua-argparse lua-cjson; do
+    [[ ", $depends," == *", $package"[\ ,]* ]] || { echo "no $package"; return 1; }
+  done
+}
+check "its Depends name Lua 5.4, readline, libc, lua-argparse and lua-cjson" has_depends
+
+unpack() {
+  dpkg -x "$deb" "$deb_root" || return 1
+  local file
+  for file in usr/bin/gpurun usr/lib/lua/5.4/gpurun.so usr/share/lua/5.4/gpurun/bench.lua \
+              usr/share/man/man1/gpurun.1.gz; do
+    [ -f "$deb_root/$file" ] || { echo "missing /$file"; return 1; }
+  done
+}
+check "dpkg -x unpacks gpurun, gpurun.so, the Lua library and the man page" unpack
+
+deb_version() {
+  local output
+  output=$(env -u GPURUN_LUA_DIR "$deb_root/usr/bin/gpurun" -v) || return 1
+  echo "$output"
+  [[ "$output" == "gpurun $version"$'\n'"Lua 5.4."*"  Copyright (C) "* ]]
+}
+check "the unpacked gpurun -v" deb_version
+
+cat >"$scratch/short.lua" <<'EOF'
+-- loads the module and the Lua library, and says where the library came from
+local gpurun = require("gpurun")
+local check = require("gpurun.check")
+local _, from = require("gpurun.bench")
+assert(type(gpurun.device_count()) == "number" and type(check) == "table")
+print(from)
+EOF
+check "a short script run by the unpacked gpurun uses the unpacked Lua library" \
+  expect_output "$deb_root/usr/share/lua/5.4/gpurun/bench.lua" \
+  env -u GPURUN_LUA_DIR "$deb_root/usr/bin/gpurun" "$scratch/short.lua"
+check "lua5.4 loads the unpacked gpurun.so, which finds the unpacked Lua library" \
+  expect_output "$deb_root/usr/share/lua/5.4/gpurun/bench.lua" \
+  env -u GPURUN_LUA_DIR LUA_CPATH_5_4="$deb_root/usr/lib/lua/5.4/?.so;;" lua5.4 "$scratch/short.lua"
+
+man_page() {
+  local warnings
+  warnings=$(zcat "$deb_root/usr/share/man/man1/gpurun.1.gz" | groff -man -Tutf8 -ww -z 2>&1) || return 1
+  [ -z "$warnings" ] || { echo "$warnings"; return 1; }
+}
+if command -v groff >/dev/null 2>&1; then
+  check "the man page formats without warnings" man_page
+else
+  echo "skipped: the man page (groff is not installed)"
+  skipped=$((skipped + 1))
+fi
+
+# ---- the rock ---------------------------------------------------------------
+
+echo "== package-check: luarocks make into a temporary tree"
+rock_source=$scratch/source
+tree=$scratch/tree
+copy_source() {
+  mkdir -p "$rock_source" || return 1
+  if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+    git -C "$root" ls-files -z --cached --others --exclude-standard \
+      | (cd "$root" && xargs -0 cp --parents -t "$rock_source")
+  else
+    tar -C "$root" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$rock_source" -xf -
+  fi
+}
+# Debian's lua-argparse and lua-cjson serve the rock's dependencies: luarocks
+# cannot see them, hence --deps-mode=none.
+rock_make() {
+  copy_source || return 1
+  (cd "$rock_source" && luarocks make --lua-version=5.4 --tree="$tree" --deps-mode=none \
+    "gpurun-$version-1.rockspec")
+}
+check "luarocks make builds and installs gpurun-$version-1.rockspec" rock_make
+
+rock_files() {
+  local file
+  for file in lib/lua/5.4/gpurun.so share/lua/5.4/gpurun/bench.lua; do
+    [ -f "$tree/$file" ] || { echo "missing $file"; return 1; }
+  done
+  [ ! -e "$tree/bin/gpurun" ] || { echo "the rock installed the executable"; return 1; }
+}
+check "the tree has gpurun.so and the Lua library, not the executable" rock_files
+
+rock_one_liner() {
+  eval "$(luarocks --lua-version=5.4 --tree="$tree" path)" || return 1
+  cd / && env -u GPURUN_LUA_DIR lua5.4 -e \
+    'local g = require("gpurun") print(g.version, g.device_count() >= 0, select(2, require("gpurun.args")))'
+}
+check "lua5.4 -e 'require(\"gpurun\")' with the tree's luarocks path" \
+  expect_output "$version"$'\t'"true"$'\t'"$tree/share/lua/5.4/gpurun/args.lua" rock_one_liner
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
