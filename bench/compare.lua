@@ -63,6 +63,8 @@ local function parse_options(argv)
     parser:option("--iters", "Timed iterations per path and rep.", "5000")
     parser:flag("--json", "Print one JSON object with every figure instead of the table.")
     parser:option("--c-bench", "The C reference (default: bench/cudagraphs_c next to gpurun).")
+    parser:option("--per-graph", "Passes of the pipeline per graph to time, plain and with "
+                  .. "programmatic dependent launch (empty: skip those rows).", "1,10,100")
     parser:option("--cpu-launches", "Launches per rep timed on the CPU alone with the GPU held "
                   .. "busy (0: skip those rows).", "256")
     parser:flag("--startup", "Measure start-up instead (see bench/startup.lua).")
@@ -80,6 +82,11 @@ local function parse_options(argv)
         return value
     end
     options.reps = positive_integer("--reps", options.reps)
+    local passes = {}
+    for item in options.per_graph:gmatch("[^,]+") do
+        passes[#passes + 1] = positive_integer("--per-graph", item)
+    end
+    options.per_graph = passes
     options.cpu_launches = math.tointeger(tonumber(options.cpu_launches))
     if not options.cpu_launches or options.cpu_launches < 0 or options.cpu_launches > 1000 then
         io.stderr:write(PROGRAM, ": --cpu-launches expects an integer from 0 to 1000\n")
@@ -252,6 +259,93 @@ end
 local function summary(values)
     return { median = median(values), min = math.min(table.unpack(values)),
              max = math.max(table.unpack(values)) }
+end
+
+---------------------------------------------------------------------------
+-- K passes per graph, plain and with programmatic dependent launch (PDL)
+--
+-- One graph launch has a cost of its own; a graph of K passes spreads it
+-- over K iterations. With PDL (cudagraphs_pdl.cu, launched with
+-- programmatic_stream_serialization), each kernel may start while the one
+-- before it runs and waits for it on the device. C builds the same graphs
+-- (cudagraphs_c --per-graph), in one process for all its reps.
+
+local function run_c_per_graph(c_bench, elements, iters, reps, passes)
+    local command = ("%s --elements %d --iters %d --reps %d --per-graph %s --json"):format(
+        shell_quote(c_bench), elements, iters, reps, table.concat(passes, ","))
+    local pipe = assert(io.popen(command, "r"))
+    local output = pipe:read("a")
+    local ok, how, code = pipe:close()
+    if not ok then
+        error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
+    end
+    local decoded, result = pcall(cjson.decode, output)
+    if not decoded or type(result) ~= "table" or type(result.per_graph) ~= "table" then
+        error(("%s printed no usable JSON: %q"):format(command, output), 0)
+    end
+    local figures = {}
+    for _, entry in ipairs(result.per_graph) do
+        figures[entry.k .. (entry.pdl and " pdl" or "")] = entry.us
+    end
+    return figures
+end
+
+local function measure_per_graph(gpu, elements, options)
+    local stream, kernels = gpu.stream, gpu.kernels
+    local grid = (elements + BLOCK_SIZE - 1) // BLOCK_SIZE
+    local plain = gpurun.LaunchConfig{ grid = grid, block = BLOCK_SIZE }
+    local pdl = gpurun.LaunchConfig{ grid = grid, block = BLOCK_SIZE,
+                                     programmatic_stream_serialization = true }
+    local count = gpurun.u64(elements)
+    local a <close> = gpurun.full(elements, A, "float32")
+    local b <close> = gpurun.full(elements, B, "float32")
+    local c <close> = gpurun.full(elements, C, "float32")
+    local r1 <close> = gpurun.empty(elements, "float32")
+    local r2 <close> = gpurun.empty(elements, "float32")
+    local r3 <close> = gpurun.empty(elements, "float32")
+    local bench_module = require("gpurun.bench")
+    local c_figures = run_c_per_graph(options.c_bench, elements, options.iters, options.reps,
+                                      options.per_graph)
+    local rows = {}
+    for _, k in ipairs(options.per_graph) do
+        for _, with_pdl in ipairs({ false, true }) do
+            local config = with_pdl and pdl or plain
+            local add = with_pdl and kernels.pdl_add or kernels.add
+            local mul = with_pdl and kernels.pdl_mul or kernels.mul
+            local sub = with_pdl and kernels.pdl_sub or kernels.sub
+            local graph <close> = bench_module.capture(stream, function(builder)
+                gpurun.launch(builder, config, add, a, b, r1, count)
+                gpurun.launch(builder, config, mul, r1, c, r2, count)
+                gpurun.launch(builder, config, sub, r2, a, r3, count)
+            end, { iterations = k })
+            r3:fill(POISON)
+            graph:launch(stream)
+            check_result(stream, r3, elements, ("graph of %d%s"):format(k, with_pdl and " PDL" or ""))
+            local launches = (options.iters + k - 1) // k
+            local us = {}
+            for rep = 1, options.reps do
+                us[rep] = time_graph(stream, launches, graph) / k
+            end
+            local key = k .. (with_pdl and " pdl" or "")
+            local c_row = summary(c_figures[key])
+            local g_row = summary(us)
+            rows[#rows + 1] = { elements = elements, per_graph = k, pdl = with_pdl, c = c_row,
+                                gpurun = g_row, ratio = g_row.median / c_row.median,
+                                c_us = c_figures[key], gpurun_us = us }
+        end
+    end
+    return rows
+end
+
+local function print_per_graph_table(rows)
+    io.write("\nK passes of add -> mul -> sub per graph, us per iteration (median / min / max of the reps)\n\n")
+    io.write(("%10s  %5s  %-4s  %8s %8s %8s   %8s %8s %8s   %8s\n"):format("elements", "K", "PDL",
+        "C", "min", "max", "gpurun", "min", "max", "gpurun/C"))
+    for _, row in ipairs(rows) do
+        io.write(("%10d  %5d  %-4s  %8.2f %8.2f %8.2f   %8.2f %8.2f %8.2f   %8.3f\n"):format(
+            row.elements, row.per_graph, row.pdl and "yes" or "no", row.c.median, row.c.min,
+            row.c.max, row.gpurun.median, row.gpurun.min, row.gpurun.max, row.ratio))
+    end
 end
 
 ---------------------------------------------------------------------------
@@ -490,6 +584,22 @@ for i, elements in ipairs(options.sizes) do
 end
 line:close()
 
+local per_graph_rows = {}
+if #options.per_graph > 0 then
+    local pdl_code <close> = gpurun.Program(require("gpurun.kernels").source("cudagraphs_pdl"), "c++",
+        program_options):compile("cubin")
+    gpu.kernels.pdl_add = pdl_code:get_kernel("pdl_vec_add")
+    gpu.kernels.pdl_mul = pdl_code:get_kernel("pdl_vec_mul")
+    gpu.kernels.pdl_sub = pdl_code:get_kernel("pdl_vec_sub")
+    for _, elements in ipairs(options.sizes) do
+        io.stderr:write(("measuring %d elements, graphs of %s passes\n"):format(elements,
+            table.concat(options.per_graph, ", ")))
+        for _, row in ipairs(measure_per_graph(gpu, elements, options)) do
+            per_graph_rows[#per_graph_rows + 1] = row
+        end
+    end
+end
+
 local cpu_figures, cpu_table
 if options.cpu_launches > 0 then
     cpu_figures = measure_cpu_launch(gpu, options)
@@ -509,6 +619,7 @@ if options.json then
         warmup_iterations = WARMUP_ITERATIONS,
         unit = "us/iter",
         sizes = results,
+        per_graph = per_graph_rows,
         cpu_per_launch_ns = cpu_figures and { launches = cpu_figures.launches,
             gpu_stayed_busy = cpu_figures.stayed_busy, c = cpu_figures.c,
             gpurun = cpu_figures.gpurun, rows = cpu_table } or nil,
@@ -518,6 +629,7 @@ else
                  .. "microseconds per iteration of add -> mul -> sub"):format(
                     device.name, device.arch, driver_major, driver_minor, options.iters, options.reps),
                 results)
+    if #per_graph_rows > 0 then print_per_graph_table(per_graph_rows) end
     if cpu_figures then print_cpu_table(cpu_figures, cpu_table) end
 end
 gpurun.set_current_stream(nil)

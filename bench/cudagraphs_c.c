@@ -81,9 +81,10 @@ struct options {
     int json;
     int library;
     unsigned long cpu_launches; /* --cpu-launch N: time N launches' CPU cost instead */
+    const char *per_graph;      /* --per-graph 1,10,100: graphs of K passes, plain and PDL */
 };
 
-#define USAGE_LINE "usage: cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library] [--cpu-launch N]\n"
+#define USAGE_LINE "usage: cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library] [--cpu-launch N] [--per-graph K,...]\n"
 
 static void usage_error(void)
 {
@@ -102,7 +103,10 @@ static void usage(void)
            "  --library     load with cuLibraryLoadData and launch CUkernel handles, as gpurun does\n"
            "  --cpu-launch N  instead, per rep: hold the GPU busy with one long kernel, then time\n"
            "                N launches of vec_add (and N graph launches) on the CPU alone;\n"
-           "                --json gives launch_ns[] and graph_ns[] (ns per launch, one per rep)\n",
+           "                --json gives launch_ns[] and graph_ns[] (ns per launch, one per rep)\n"
+           "  --per-graph K,...  also time graphs of K passes of the pipeline, with plain\n"
+           "                launches and with programmatic dependent launch (cudagraphs_pdl.cu);\n"
+           "                --json adds per_graph: [{k, pdl, us[]}] (us per pipeline iteration)\n",
            MAX_REPS);
 }
 
@@ -121,13 +125,19 @@ static unsigned long long parse_count(const char *option, const char *text, unsi
 
 static struct options parse_options(int argc, char **argv)
 {
-    struct options options = {4096, 1000, 7, 0, 0, 0};
+    struct options options = {4096, 1000, 7, 0, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *option = argv[i];
         if (strcmp(option, "--json") == 0) {
             options.json = 1;
         } else if (strcmp(option, "--library") == 0) {
             options.library = 1;
+        } else if (strcmp(option, "--per-graph") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "cudagraphs_c: --per-graph needs a value\n");
+                usage_error();
+            }
+            options.per_graph = argv[++i];
         } else if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) {
             usage();
             exit(0);
@@ -163,11 +173,12 @@ static char *compile_cubin(CUdevice device, const char *source, const char *name
     CU(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
     char arch_option[64];
     snprintf(arch_option, sizeof arch_option, "--gpu-architecture=sm_%d%d", major, minor);
-    const char *compile_options[] = {"--std=c++17", arch_option};
+    const char *compile_options[] = {"--std=c++17", arch_option,
+                                     "--include-path=" CUDA_INCLUDE_DIR};
 
     nvrtcProgram program;
     NVRTC(nvrtcCreateProgram, &program, source, name, 0, NULL, NULL);
-    nvrtcResult compiled = nvrtcCompileProgram(program, 2, compile_options);
+    nvrtcResult compiled = nvrtcCompileProgram(program, 3, compile_options);
     if (compiled != NVRTC_SUCCESS) {
         size_t log_size = 0;
         NVRTC(nvrtcGetProgramLogSize, program, &log_size);
@@ -193,6 +204,7 @@ static char *compile_cubin(CUdevice device, const char *source, const char *name
 
 struct kernels {
     CUfunction add, mul, sub, busy;
+    CUfunction pdl_add, pdl_mul, pdl_sub; /* cudagraphs_pdl.cu's */
 };
 
 static CUfunction load_busy(CUdevice device)
@@ -204,6 +216,17 @@ static CUfunction load_busy(CUdevice device)
     CU(cuModuleGetFunction, &busy, module, "busy");
     free(cubin);
     return busy;
+}
+
+static void load_pdl(CUdevice device, struct kernels *kernels)
+{
+    char *cubin = compile_cubin(device, CUDAGRAPHS_PDL_SOURCE, "cudagraphs_pdl.cu");
+    CUmodule module;
+    CU(cuModuleLoadData, &module, cubin);
+    CU(cuModuleGetFunction, &kernels->pdl_add, module, "pdl_vec_add");
+    CU(cuModuleGetFunction, &kernels->pdl_mul, module, "pdl_vec_mul");
+    CU(cuModuleGetFunction, &kernels->pdl_sub, module, "pdl_vec_sub");
+    free(cubin);
 }
 
 static struct kernels load_kernels(const char *cubin, int library)
@@ -258,6 +281,28 @@ static void launch_three(struct pipeline *p)
     CU(cuLaunchKernel, p->kernels.add, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->add_args, NULL);
     CU(cuLaunchKernel, p->kernels.mul, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->mul_args, NULL);
     CU(cuLaunchKernel, p->kernels.sub, p->grid, 1, 1, BLOCK_SIZE, 1, 1, 0, p->stream, p->sub_args, NULL);
+}
+
+/* One pass with programmatic dependent launch: each kernel may start while
+ * the one before it runs, and waits for it on the device. */
+static void launch_three_pdl(struct pipeline *p)
+{
+    CUlaunchAttribute attribute;
+    memset(&attribute, 0, sizeof attribute);
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config;
+    memset(&config, 0, sizeof config);
+    config.gridDimX = p->grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = BLOCK_SIZE;
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = p->stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    CU(cuLaunchKernelEx, &config, p->kernels.pdl_add, p->add_args, NULL);
+    CU(cuLaunchKernelEx, &config, p->kernels.pdl_mul, p->mul_args, NULL);
+    CU(cuLaunchKernelEx, &config, p->kernels.pdl_sub, p->sub_args, NULL);
 }
 
 static double now_seconds(void)
@@ -335,6 +380,25 @@ static double time_cpu_launches(struct pipeline *p, CUgraphExec graph, unsigned 
         *overlapped = 0;
     CU(cuStreamSynchronize, p->stream);
     return seconds * 1e9 / (double)count;
+}
+
+/* A graph of `passes` passes of the pipeline, plain or with PDL. */
+static CUgraphExec capture_passes(struct pipeline *p, unsigned long passes, int pdl)
+{
+    CUgraph graph;
+    CUgraphExec executable;
+    CU(cuStreamBeginCapture, p->stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    for (unsigned long i = 0; i < passes; i++) {
+        if (pdl)
+            launch_three_pdl(p);
+        else
+            launch_three(p);
+    }
+    CU(cuStreamEndCapture, p->stream, &graph);
+    CU(cuGraphInstantiate, &executable, graph, 0);
+    CU(cuGraphDestroy, graph);
+    CU(cuGraphUpload, executable, p->stream);
+    return executable;
 }
 
 /* Inputs vary per element so that a kernel reading the wrong index fails the
@@ -478,6 +542,48 @@ int main(int argc, char **argv)
                    overlapped ? "" : " (the GPU went idle during a rep: figures include waiting)");
         }
         options.reps = 0;
+    }
+
+    if (options.per_graph) {
+        load_pdl(device, &p.kernels);
+        if (options.json)
+            printf("{\"elements\":%zu,\"iters\":%lu,\"reps\":%lu,\"per_graph\":[", options.elements,
+                   options.iters, options.reps);
+        int first = 1;
+        for (const char *item = options.per_graph; *item;) {
+            char *end = NULL;
+            unsigned long passes = strtoul(item, &end, 10);
+            if (end == item || passes == 0 || passes > 10000) {
+                fprintf(stderr, "cudagraphs_c: --per-graph expects counts from 1 to 10000, got '%s'\n",
+                        options.per_graph);
+                exit(2);
+            }
+            item = *end == ',' ? end + 1 : end;
+            for (int pdl = 0; pdl <= 1; pdl++) {
+                CUgraphExec batch = capture_passes(&p, passes, pdl);
+                poison_results(&p);
+                CU(cuGraphLaunch, batch, p.stream);
+                verify(&p, host, pdl ? "a graph of PDL passes" : "a graph of passes");
+                unsigned long launches = (options.iters + passes - 1) / passes;
+                double us[MAX_REPS];
+                for (unsigned long rep = 0; rep < options.reps; rep++)
+                    us[rep] = time_graph(&p, batch, launches) / (double)passes;
+                CU(cuGraphExecDestroy, batch);
+                if (options.json) {
+                    printf("%s{\"k\":%lu,\"pdl\":%s,", first ? "" : ",", passes, pdl ? "true" : "false");
+                    print_json_array("us", us, options.reps);
+                    printf("}");
+                } else {
+                    printf("%lu per graph%s: %.3f us/iter (median of %lu reps)\n", passes,
+                           pdl ? " with PDL" : "", median(us, options.reps), options.reps);
+                }
+                first = 0;
+            }
+        }
+        if (options.json)
+            printf("]}\n");
+        options.reps = 0;
+        options.cpu_launches = 1; /* nothing else is reported */
     }
 
     double individual_us[MAX_REPS], graph_us[MAX_REPS];

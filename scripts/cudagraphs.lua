@@ -9,9 +9,11 @@
 -- pointers, not data, so every element of r3 must be (1 + 2) * 3 - 1 = 8.
 -- With --breakdown, the individual launches' time is split into GPU time
 -- and CPU enqueue time per kernel, and the launch overhead per iteration.
+-- With --per-graph K, a third timing: a graph holding K passes of the
+-- pipeline, so that one graph launch is spread over K iterations.
 --
 --   gpurun scripts/cudagraphs.lua [--elements N] [--iters N] [--device ID] [--json]
---                                 [--breakdown]
+--                                 [--breakdown] [--per-graph K]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -31,6 +33,7 @@ cli:integer_option("--elements", "Elements per vector (small, to show launch ove
 cli:common_options{ iters = 1000 }
 cli:flag("--breakdown", "Also measure each kernel's GPU time and CPU enqueue time "
                         .. "(a separate pass) and report the launch overhead.")
+cli:integer_option("--per-graph", "Also time a graph of K passes of the pipeline (us per iteration).")
 local options = cli:parse(arg)
 
 -- (a + b) * c - a in double precision from the float32 inputs.
@@ -107,6 +110,19 @@ local function main()
   checks:buffers("graph replay", r3, expected, RTOL, ATOL)
   out:timing("graph", "Graph replay:       ", replay)
   out:speedup("Graph speedup: ", individual, replay)
+
+  if options.per_graph then
+    local k = options.per_graph
+    local batched <close> = bench.capture(stream, pipeline, { iterations = k })
+    r3:fill(0.0)
+    local calls = (options.iters + k - 1) // k
+    local result = bench.run(stream, function(s) batched:launch(s) end,
+                             { iters = calls, warmup = WARMUP, per_step = k, name = "per graph" })
+    checks:buffers(("graph of %d passes"):format(k), r3, expected, RTOL, ATOL)
+    out:field("per_graph_iterations", k)
+    out:timing("per_graph", ("Graph replay (%d per graph): "):format(k),
+               { iters = calls * k, seconds = result.seconds, us_per_iter = result.us_per_iter })
+  end
 
   a:fill(1.0)
   b:fill(2.0)

@@ -82,12 +82,13 @@ local CLOSED = {
   ProgramOptions = "closed_options", Program = "closed_program", ObjectCode = "closed_ptx",
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
+  Condition = "closed_condition",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
   Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
-  LaunchPlan = "kernel", Graph = "node_count",
+  LaunchPlan = "kernel", Graph = "node_count", Condition = "default",
   LaunchConfig = "grid", Scalar = "value",
 }
 
@@ -824,6 +825,109 @@ for _, method in ipairs({ "launch", "upload" }) do
   row(label, A(R.graph, R.event), arg_error(1, method, "gpurun.Stream expected, got gpurun.Event"))
   row(label, A(R.graph, R.closed_stream), "attempt to use a closed gpurun.Stream")
 end
+
+-- ---- graphs as DAGs: forks, joins, events, conditionals, nodes ------------------------------
+
+for _, method in ipairs({ "split", "record", "wait", "create_condition", "if_then", "if_else",
+    "switch", "while_loop" }) do
+  row("GraphBuilder:" .. method, A(R.builder, R.condition),
+    "GraphBuilder:" .. method .. ": not building (it is idle)")
+  row("GraphBuilder:" .. method, A(R.built, R.condition),
+    "GraphBuilder:" .. method .. ": not building (it is built)")
+end
+for _, count in ipairs({ 1, 0, -1, 65 }) do
+  row("GraphBuilder:split", A(R.building, count),
+    arg_error(1, "split", "a count from 2 to 64 expected, got " .. count))
+end
+row("GraphBuilder:split", A(R.building), arg_error(1, "split", "integer count expected, got no value"))
+row("GraphBuilder:split", A(R.building, 2.5), arg_error(1, "split", "integer count expected, got 2.5"))
+row("GraphBuilder:split", A(R.body), "GraphBuilder:split: not building (it is idle)")
+row("gpurun.join", A(), "gpurun.join: at least two GraphBuilders expected, got 0", { gpu = false })
+row("gpurun.join", A(1, 2), arg_error(1, "gpurun.join", "gpurun.GraphBuilder expected, got number"))
+row("gpurun.join", A(R.building), "gpurun.join: at least two GraphBuilders expected, got 1")
+row("gpurun.join", A(R.building, R.building), arg_error(2, "gpurun.join",
+  "each builder once: this one is also argument #1"))
+row("gpurun.join", A(R.building, R.other_building), arg_error(2, "gpurun.join",
+  "a builder of the same capture expected: this one builds another graph"))
+row("gpurun.join", A(R.building, R.builder), "gpurun.join: builder #2 is not building (it is idle)")
+row("gpurun.join", A(R.building, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
+row("GraphBuilder:record", A(R.building, 5), arg_error(1, "record", "gpurun.Event expected, got number"))
+row("GraphBuilder:record", A(R.building, R.closed_event), "attempt to use a closed gpurun.Event")
+row("GraphBuilder:wait", A(R.building), arg_error(1, "wait",
+  "gpurun.Event or gpurun.GraphBuilder expected, got no value"))
+row("GraphBuilder:wait", A(R.building, R.stream), arg_error(1, "wait",
+  "gpurun.Event or gpurun.GraphBuilder expected, got gpurun.Stream"))
+row("GraphBuilder:wait", A(R.building, R.event), arg_error(1, "wait",
+  "an event recorded in this capture expected: this one was recorded outside a capture"))
+row("GraphBuilder:wait", A(R.building, R.closed_event), "attempt to use a closed gpurun.Event")
+row("GraphBuilder:wait", A(R.building, R.other_building), arg_error(1, "wait",
+  "a builder of the same capture expected: this one builds another graph"))
+row("Stream:wait", A(R.stream), arg_error(1, "wait",
+  "gpurun.Event or gpurun.Stream expected, got no value"))
+row("Stream:wait", A(R.stream, R.builder), arg_error(1, "wait",
+  "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
+row("Stream:wait", A(R.stream, R.closed_event), "attempt to use a closed gpurun.Event")
+row("Stream:wait", A(R.stream, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("Stream:wait", A(R.stream, R.building), arg_error(1, "wait",
+  "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
+row("Stream:wait", A(R.other_stream, R.stream), "Stream:wait: the stream is being captured by a "
+  .. "GraphBuilder: wait on the builder (builder:wait(...)) instead", { before = { "building" } })
+for _, method in ipairs({ "create_condition", "create_conditional_handle" }) do
+  for _, value in ipairs({ -1, 4294967296 }) do
+    row("GraphBuilder:" .. method, A(R.building, value),
+      arg_error(1, method, "a default from 0 to 4294967295 expected, got " .. value))
+  end
+  row("GraphBuilder:" .. method, A(R.building, "x"),
+    arg_error(1, method, "integer default value expected, got string"))
+end
+for _, method in ipairs({ "if_then", "if_cond", "if_else", "switch", "while_loop" }) do
+  row("GraphBuilder:" .. method, A(R.building), arg_error(1, method, "gpurun.Condition expected, got no value"))
+  row("GraphBuilder:" .. method, A(R.building, 1), arg_error(1, method, "gpurun.Condition expected, got number"))
+  row("GraphBuilder:" .. method, A(R.building, R.closed_condition, 2), "attempt to use a closed gpurun.Condition")
+  row("GraphBuilder:" .. method, A(R.building, R.other_condition, 2), arg_error(1, method,
+    "a condition of this capture expected: it was made for another graph"))
+end
+for _, count in ipairs({ 0, 257 }) do
+  row("GraphBuilder:switch", A(R.building, R.condition, count),
+    arg_error(2, "switch", "a case count from 1 to 256 expected, got " .. count))
+end
+row("GraphBuilder:switch", A(R.building, R.condition),
+  arg_error(2, "switch", "integer case count expected, got no value"))
+row("GraphBuilder:debug_dot_print", A(R.building, "/nonexistent-gpurun/g.dot"),
+  "GraphBuilder:debug_dot_print: nothing built (it is building): end_building() first")
+row("GraphBuilder:debug_dot_print", A(R.built), arg_error(1, "debug_dot_print", "string expected, got no value"))
+row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", 5),
+  arg_error(2, "debug_dot_print", "table expected, got number"))
+row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", { nope = true }),
+  arg_error(2, "debug_dot_print", "unknown option 'nope'"))
+row("GraphBuilder:debug_dot_print", A(R.built, "/nonexistent-gpurun/g.dot"), "writing the graph's DOT file")
+row("GraphBuilder:complete", A(R.body), "GraphBuilder:complete: a conditional body builder's work is "
+  .. "part of the graph of the builder it came from: complete that one")
+row("Graph:update", A(R.graph), arg_error(1, "update", "gpurun.GraphBuilder expected, got no value"))
+row("Graph:update", A(R.graph, R.builder), arg_error(1, "update",
+  "a GraphBuilder that has ended building expected (it is idle)"))
+row("Graph:update", A(R.graph, R.building), arg_error(1, "update",
+  "a GraphBuilder that has ended building expected (it is building)"))
+row("Graph:update", A(R.graph, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
+row("Graph:update", A(R.graph, R.builder_closed_stream), "attempt to use a closed gpurun.Stream")
+for _, method in ipairs({ "set_args", "set_config", "set_enabled" }) do
+  row("Graph:" .. method, A(R.graph), arg_error(1, method, "integer node index expected, got no value"))
+  row("Graph:" .. method, A(R.graph, 0, true), arg_error(1, method, "node index 0 out of range (1..1)"))
+  row("Graph:" .. method, A(R.graph, 2, true), arg_error(1, method, "node index 2 out of range (1..1)"))
+  row("Graph:" .. method, A(R.graph, 1.5, true), arg_error(1, method, "integer node index expected, got 1.5"))
+end
+row("Graph:set_args", A(R.graph, 1, R.buffer), "kernel 'vec_add' takes 4 parameters, got 1")
+row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.buffer, "x"),
+  "kernel 'vec_add' parameter 4")
+row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.closed_buffer, 16), "attempt to use a closed gpurun.Buffer")
+row("Graph:set_config", A(R.graph, 1), arg_error(2, "set_config", "gpurun.LaunchConfig expected, got no value"))
+row("Graph:set_config", A(R.graph, 1, R.config_big_shmem), "bytes of dynamic shared memory")
+row("Graph:set_enabled", A(R.graph, 1), arg_error(2, "set_enabled", "boolean expected, got no value"))
+row("Graph:set_enabled", A(R.graph, 1, 1), arg_error(2, "set_enabled", "boolean expected, got number"))
+row("Graph:to_dot", A(R.graph, 5), arg_error(1, "to_dot", "table of options expected, got number"))
+row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title must be a string, got number"))
+row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
+row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 

@@ -132,13 +132,18 @@ static void write_table(lua_State *L, struct gpurun_buffer *buffer, int table_in
 static void copy_buffer(lua_State *L, struct gpurun_buffer *self, struct gpurun_buffer *other,
                         int self_is_destination, int stream_index, const char *operation)
 {
+    struct gpurun_capture *capture;
     if (other->count != self->count || other->dtype != self->dtype)
         gpurun_arg_error(L, 2, "gpurun.Buffer of %I %s elements expected, got %I %s elements",
                          (LUAI_UACINT)self->count, gpurun_dtypes[self->dtype].name,
                          (LUAI_UACINT)other->count, gpurun_dtypes[other->dtype].name);
     const struct gpurun_buffer *source = self_is_destination ? other : self;
     const struct gpurun_buffer *destination = self_is_destination ? self : other;
-    CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
+    CUstream stream = gpurun_begin_device_transfer(L, stream_index, operation, &capture);
+    if (capture) {
+        gpurun_capture_keep(L, capture, 1);
+        gpurun_capture_keep(L, capture, 2);
+    }
     if (CUDA_CALL(cuMemcpyDtoDAsync, destination->pointer, source->pointer,
                   source->count * source->element_size, stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying between gpurun.Buffers");
@@ -171,11 +176,15 @@ static int read_one(lua_State *L, struct gpurun_buffer *buffer, size_t index, in
     return 1;
 }
 
+/* The buffer to fill is at 1 when a builder may be at stream_index. */
 static void fill(lua_State *L, struct gpurun_buffer *buffer, const unsigned char *pattern,
                  int stream_index, const char *operation)
 {
-    CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
-    gpurun_fill_elements(L, buffer, pattern, stream);
+    struct gpurun_capture *capture;
+    CUstream stream = gpurun_begin_device_transfer(L, stream_index, operation, &capture);
+    if (capture)
+        gpurun_capture_keep(L, capture, 1);
+    gpurun_fill_elements(L, buffer, pattern, stream, capture != NULL);
     gpurun_end_transfer(L, stream, operation);
 }
 

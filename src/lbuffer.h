@@ -38,6 +38,12 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
 CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *operation);
 void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation);
 
+/* For operations a graph can hold (fills, copies between buffers): the
+ * Stream or, while it builds, the GraphBuilder at stream_index (then
+ * *capture is set, and the operation becomes a memset or memcpy node). */
+CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char *operation,
+                                      struct gpurun_capture **capture);
+
 /* The same with the current stream, for functions that take none. */
 CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation);
 
@@ -48,9 +54,10 @@ void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t fi
 void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size_t first,
                           size_t count, void *host, CUstream stream);
 
-/* Sets every element to the element at pattern. */
+/* Sets every element to the element at pattern; `capturing`: into a graph
+ * (memset nodes only). */
 void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
-                          const unsigned char *pattern, CUstream stream);
+                          const unsigned char *pattern, CUstream stream, int capturing);
 
 /* gpurun_cuda_error, saying what to do instead when the call failed because
  * a graph is being captured. */

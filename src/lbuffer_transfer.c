@@ -2,6 +2,8 @@
  * the copies between host memory and buffers, and fills. */
 #include "lbuffer.h"
 
+#include "lgraph_builder.h"
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -47,9 +49,11 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
         && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "asking whether the stream is being captured");
     if (stream->capture || status != CU_STREAM_CAPTURE_STATUS_NONE)
-        gpurun_error(L, "%s: the stream is being captured into a graph, and buffer "
-                        "operations are not captured (do them before begin_building or "
-                        "after end_building); capture abandoned", operation);
+        gpurun_error(L, "%s: the stream is being captured into a graph: pass its GraphBuilder "
+                        "for a fill or a copy between buffers to become a graph node (host "
+                        "data is read when the call is made, so copies to or from Lua tables "
+                        "happen before begin_building or after end_building); capture "
+                        "abandoned", operation);
     return stream->handle;
 }
 
@@ -57,6 +61,19 @@ void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 {
     if (stream == NULL && CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "waiting for %s to finish", operation);
+}
+
+CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char *operation,
+                                      struct gpurun_capture **capture)
+{
+    *capture = NULL;
+    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
+        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
+        CUstream stream = gpurun_builder_stream(L, builder);
+        *capture = &builder->capture;
+        return stream;
+    }
+    return gpurun_begin_transfer(L, stream_index, operation);
 }
 
 CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)
@@ -107,7 +124,7 @@ static void fill_by_doubling(lua_State *L, struct gpurun_buffer *buffer,
 }
 
 void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
-                          const unsigned char *pattern, CUstream stream)
+                          const unsigned char *pattern, CUstream stream, int capturing)
 {
     size_t n = buffer->count;
     CUresult result = CUDA_SUCCESS;
@@ -130,6 +147,10 @@ void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
     default: {
         unsigned int halves[2];
         memcpy(halves, pattern, sizeof halves);
+        if (halves[0] != halves[1] && capturing)
+            gpurun_error(L, "Buffer:fill: a graph's fill is a memset of 1, 2 or 4-byte words, and "
+                            "the two halves of this 8-byte value differ: fill before "
+                            "begin_building, or launch a kernel that fills (capture abandoned)");
         if (halves[0] != halves[1])
             fill_by_doubling(L, buffer, pattern, stream);
         else

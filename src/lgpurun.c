@@ -60,6 +60,7 @@ static void (*const openers[])(lua_State *L) = {
 static const char *const lua_parts[] = {
     "program_options", /* gpurun.ProgramOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
+    "graph_dot",       /* Graph:to_dot */
 };
 
 /* Their text, compiled in from lua/gpurun/builtin/ (CMakeLists.txt), so that
@@ -95,6 +96,17 @@ static int internal_raise(lua_State *L)
     return gpurun_error_at(L, level, message ? message : "(no message)");
 }
 
+/* internal.methods(type) -> the methods table of gpurun.<type>, for a Lua
+ * part that gives a C type a method written in Lua (Graph:to_dot). */
+static int internal_methods(lua_State *L)
+{
+    lua_pushfstring(L, "gpurun.%s", lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "");
+    if (luaL_getmetatable(L, lua_tostring(L, -1)) != LUA_TTABLE)
+        return gpurun_error(L, "no type %s", lua_tostring(L, -2));
+    lua_getfield(L, -1, "methods");
+    return 1;
+}
+
 /* Pushes the exports of the Lua part `name`, made once per Lua state. */
 static void push_lua_part(lua_State *L, const char *name)
 {
@@ -118,6 +130,8 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_newtable(L);
     lua_pushcfunction(L, internal_raise);
     lua_setfield(L, -2, "raise");
+    lua_pushcfunction(L, internal_methods);
+    lua_setfield(L, -2, "methods");
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))
         gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);

@@ -175,7 +175,10 @@ static int module_join(lua_State *L)
         return gpurun_error(L, "gpurun.join: at least two GraphBuilders expected, got %d", count);
     int into = 0;
     for (int i = 1; i <= count; i++) {
-        struct gpurun_graph_builder *builder = check_building(L, i, "join");
+        struct gpurun_graph_builder *builder = gpurun_check_builder(L, i);
+        if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
+            return gpurun_error(L, "gpurun.join: builder #%d is not building (it is %s)", i,
+                                gpurun_capture_state_name(builder->capture.state));
         if (into == 0 && builder->capture.role != GPURUN_CAPTURE_FORK)
             into = i;
     }
@@ -326,6 +329,8 @@ static int builder_if_else(lua_State *L)
  * condition's value runs, none when it is n or more. */
 static int builder_switch(lua_State *L)
 {
+    check_building(L, 1, "switch");
+    gpurun_check_open(L, 2, &gpurun_condition_tag);
     lua_Integer count = gpurun_check_integer(L, 3, "integer case count");
     if (count < 1 || count > 256)
         return gpurun_arg_error(L, 3, "a case count from 1 to 256 expected, got %I",

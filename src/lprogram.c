@@ -9,6 +9,7 @@
 #include "lprogram.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernel_cache.h"
 #include "lobject_code.h"
@@ -83,6 +84,17 @@ static void push_current_arch(lua_State *L)
     lua_pushfstring(L, "%d%d", major, minor);
 }
 
+/* Pushes the CUDA toolkit's include folder, or nil when it is not there
+ * (a gpurun installed without the toolkit's headers). */
+static void push_cuda_include_dir(lua_State *L)
+{
+    struct stat info;
+    if (stat(GPURUN_CUDA_INCLUDE_DIR, &info) == 0 && S_ISDIR(info.st_mode))
+        lua_pushliteral(L, GPURUN_CUDA_INCLUDE_DIR);
+    else
+        lua_pushnil(L);
+}
+
 /* The NVRTC options of the ProgramOptions at options_index for `target`,
  * as a C array whose strings stay anchored on the stack. */
 static const char **collect_options(lua_State *L, int options_index, enum nvrtc_target target,
@@ -92,7 +104,8 @@ static const char **collect_options(lua_State *L, int options_index, enum nvrtc_
     lua_pushvalue(L, options_index);
     lua_pushstring(L, nvrtc_target_name(target));
     push_current_arch(L);
-    lua_call(L, 3, 1);
+    push_cuda_include_dir(L);
+    lua_call(L, 4, 1);
     int list = lua_gettop(L);
     size_t n = (size_t)lua_rawlen(L, list);
     const char **options = gpurun_push_staging(L, (n + 1) * sizeof *options);

@@ -100,11 +100,11 @@ void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *
             gpurun_error(L, "interrupted! (while %s: the GPU was still running a graph with a "
                             "while loop; its memory is left to the driver at exit)", what);
         }
-        /* Up to a millisecond between polls: a loop that ends is seen soon,
+        /* Up to 0.2 ms between polls: a loop that ends is seen soon,
          * one that does not costs no CPU. */
         struct timespec pause = {0, pause_ns};
         nanosleep(&pause, NULL);
-        if (pause_ns < 1000000)
+        if (pause_ns < 200000)
             pause_ns *= 2;
     }
     stream->unbounded = 0;

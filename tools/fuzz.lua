@@ -363,8 +363,27 @@ end
 -- A launch (gpurun.launch or Kernel:bind) whose target, configuration
 -- and kernel are live and whose arguments fit the kernel's parameters, so
 -- that launches really run (the guard still skips the unsafe ones).
+-- Graph:set_args: a graph and one of its kernel nodes, or nil.
+local function kernel_node()
+  local graph = pool:object("Graph")
+  if catalog.type_of(graph) ~= "Graph" then return nil end
+  local ok, nodes = pcall(graph.nodes, graph)
+  if not ok then return nil end
+  local kernel_nodes = {}
+  for _, node in ipairs(nodes) do
+    if node.kernel then kernel_nodes[#kernel_nodes + 1] = node end
+  end
+  if #kernel_nodes == 0 then return nil end
+  return graph, pool:pick(kernel_nodes)
+end
+
 local function well_formed_launch(entry)
-  local kernel = pool:object("Kernel")
+  local graph, node
+  if entry.label == "Graph:set_args" then
+    graph, node = kernel_node()
+    if not graph then return nil end
+  end
+  local kernel = node and node.kernel or pool:object("Kernel")
   local ok, name = pcall(function() return kernel.name end)
   local model = ok and guard.KERNELS[name]
   if not model then return nil end
@@ -373,7 +392,10 @@ local function well_formed_launch(entry)
     args.n = args.n + 1
     args[args.n] = value
   end
-  if entry.label == "gpurun.launch" then
+  if graph then
+    push(graph)
+    push(node.index)
+  elseif entry.label == "gpurun.launch" then
     push(pool:object(random() < 0.8 and "Stream" or "GraphBuilder"))
     push(pool:object("LaunchConfig"))
     push(kernel)
@@ -483,6 +505,7 @@ while counts.calls < options.calls do
   local entry = pick_entry()
   local args = draw_args(entry)
   guard.cap_sizes(entry.spec, args, entry.kind == "function" and 0 or 1)
+  guard.tame(entry.spec, args, entry.kind == "function" and 0 or 1)
   -- A guard that raises (a finalizer closed what it looked at) skips too.
   local judged, allowed = true, true
   if options.gpu then judged, allowed = pcall(guard.allowed, entry, args, args.n) end

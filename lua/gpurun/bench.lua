@@ -53,15 +53,22 @@ end
 
 -- options: iters (required, > 0), warmup (default 5 calls, 0 for none),
 -- repeats (default 1: timed loops to run; the result is their median),
--- name (default "bench.run": the NVTX ranges' prefix), progress (a
+-- per_step (default 1: pipeline iterations one call of step does, as a
+-- graph of K passes does; us_per_iter is per pipeline iteration), name
+-- (default "bench.run": the NVTX ranges' prefix), progress (a
 -- gpurun.progress line, told after each repeat).
--- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... } }.
+-- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... },
+-- per_step }: iters counts calls of step.
 function bench.run(stream, step, options)
   local iters = options.iters
   local warmup = options.warmup or DEFAULT_WARMUP
   local repeats = options.repeats or 1
   local name = options.name or "bench.run"
   local progress = options.progress
+  local per_step = options.per_step or 1
+  if math.type(per_step) ~= "integer" or per_step < 1 then
+    error("bench.run: options.per_step must be a positive integer, got " .. tostring(per_step), 2)
+  end
   if math.type(iters) ~= "integer" or iters < 1 then
     error("bench.run: options.iters must be a positive integer, got " .. tostring(iters), 2)
   end
@@ -86,24 +93,34 @@ function bench.run(stream, step, options)
   return {
     iters = iters,
     seconds = seconds,
-    us_per_iter = seconds * 1e6 / iters,
+    us_per_iter = seconds * 1e6 / (iters * per_step),
     min_seconds = math.min(table.unpack(runs)),
     runs = runs,
+    per_step = per_step,
   }
 end
 
--- capture(stream, pipeline) -> graph: pipeline(builder) captured on stream's
--- graph builder, completed and uploaded. The builder is closed on every
--- path, so an error in the pipeline leaves the stream usable.
-local function capture_into(builder, pipeline)
+-- capture(stream, pipeline [, { iterations = K }]) -> graph: pipeline(builder)
+-- captured K times (default 1) on stream's graph builder, completed and
+-- uploaded: one graph:launch then runs K passes, which spreads the graph's
+-- launch cost over K iterations. The builder is closed on every path, so an
+-- error in the pipeline leaves the stream usable.
+local function capture_into(builder, pipeline, iterations)
   builder:begin_building()
-  pipeline(builder)
+  for _ = 1, iterations do
+    pipeline(builder)
+  end
   builder:end_building()
 end
 
-function bench.capture(stream, pipeline)
+function bench.capture(stream, pipeline, options)
+  local iterations = options and options.iterations or 1
+  if math.type(iterations) ~= "integer" or iterations < 1 then
+    error("bench.capture: options.iterations must be a positive integer, got "
+          .. tostring(iterations), 2)
+  end
   local builder <close> = stream:create_graph_builder()
-  with_range("bench.capture: capture", capture_into, builder, pipeline)
+  with_range("bench.capture: capture", capture_into, builder, pipeline, iterations)
   local graph = with_range("bench.capture: complete", builder.complete, builder)
   with_range("bench.capture: upload", graph.upload, graph, stream)
   return graph

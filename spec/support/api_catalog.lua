@@ -19,7 +19,13 @@
 --   cuda_result   a CUresult number
 --   and the types: stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
---   kernel_arg (what a launch passes: Buffer, scalar, number, boolean).
+--   kernel_arg (what a launch passes: Buffer, scalar, number, boolean),
+--   builder, condition, event_or_builder (GraphBuilder:wait),
+--   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
+--   output_path (a file gpurun writes: the fuzzer keeps it in a temporary
+--   folder), dot_flags (debug_dot_print's options), dot_options (to_dot's),
+--   condition_default (the fuzzer keeps it 0: a while loop whose body never
+--   clears its condition replays forever).
 -- A trailing "..." entry means any number of the kind before it.
 local catalog = {}
 
@@ -28,6 +34,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
+  "Condition",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -39,7 +46,7 @@ catalog.internal_types = {
 -- any machine).
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
-  Buffer = true, GraphBuilder = true, Graph = true,
+  Buffer = true, GraphBuilder = true, Graph = true, Condition = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
@@ -82,6 +89,7 @@ catalog.functions = {
   default_rng = { args = { "seed" } },
   elementwise = { args = { "string", "string", "string", "string" } },
   elementwise_pipeline = { args = { "string", "any", "string", "string" } },
+  join = { args = { "builder", "builder", "builder", "..." } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -97,6 +105,7 @@ catalog.methods = {
     sync = { args = {} },
     query = { args = {} },
     record = { args = { "event" } },
+    wait = { args = { "event_or_stream" } },
     create_graph_builder = { args = {} },
     close = { args = {} },
   },
@@ -148,11 +157,31 @@ catalog.methods = {
     begin_building = { args = {} },
     end_building = { args = {} },
     complete = { args = {} },
+    split = { args = { "integer" }, forks = 1 },
+    record = { args = { "event" } },
+    wait = { args = { "event_or_builder" } },
+    create_condition = { args = { "condition_default" }, condition_default = 1 },
+    create_conditional_handle = { args = { "condition_default" }, condition_default = 1 },
+    if_then = { args = { "condition" } },
+    if_cond = { args = { "condition" } },
+    if_else = { args = { "condition" } },
+    switch = { args = { "condition", "integer" } },
+    while_loop = { args = { "condition" } },
+    debug_dot_print = { args = { "output_path", "dot_flags" }, writes = 1 },
     close = { args = {} },
   },
   Graph = {
     launch = { args = { "stream" } },
     upload = { args = { "stream" } },
+    update = { args = { "builder" } },
+    nodes = { args = {} },
+    set_args = { args = { "node_index", "kernel_arg", "..." }, launches = true },
+    set_config = { args = { "node_index", "config" } },
+    set_enabled = { args = { "node_index", "boolean" } },
+    to_dot = { args = { "dot_options" } },
+    close = { args = {} },
+  },
+  Condition = {
     close = { args = {} },
   },
 }
@@ -175,6 +204,7 @@ catalog.metamethods = {
   Generator = { "__tostring", "__close" },
   GraphBuilder = { "__index", "__tostring", "__close" },
   Graph = { "__index", "__tostring", "__close" },
+  Condition = { "__index", "__tostring", "__close" },
 }
 
 -- Sorted string keys, so that anything drawn from the catalog is drawn in the

@@ -160,6 +160,17 @@ GPU_FACTORIES = {
     env.other_stream:close()
     return builder
   end,
+  other_building = function(env) -- a second capture, on another stream
+    local builder = env.other_stream:create_graph_builder()
+    builder:begin_building()
+    return builder
+  end,
+  condition = function(env) return env.building:create_condition() end,
+  closed_condition = function(env) return closed(env.building:create_condition()) end,
+  other_condition = function(env) return env.other_building:create_condition() end,
+  body = function(env) -- an idle conditional body of `building`
+    return env.building:if_then(env.condition)
+  end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
 }
@@ -196,7 +207,10 @@ end
 
 -- Objects that start a capture are made last: nothing may be allocated
 -- while a graph is being built.
-local CAPTURING = { building = true }
+local CAPTURING = {
+  building = true, other_building = true, condition = true, closed_condition = true,
+  other_condition = true, body = true,
+}
 
 -- Makes the objects a row names (its markers and `before`) in a safe order.
 local function make_objects(env, row)

@@ -49,6 +49,29 @@ function guard.cap_sizes(spec, args, self_offset)
   end
 end
 
+-- Where GraphBuilder:debug_dot_print may write: one file in the temporary
+-- folder, whatever path was drawn (a bad folder stays bad, to be refused).
+guard.OUTPUT_PATH = (os.getenv("TMPDIR") or "/tmp") .. "/gpurun-fuzz-graph.dot"
+
+-- Rewrites what a call could do beyond the process: files it writes go to
+-- OUTPUT_PATH, and a condition's default is never positive (a while loop
+-- whose body never clears it would replay forever).
+function guard.tame(spec, args, self_offset)
+  if spec.writes then
+    local at = spec.writes + self_offset
+    local path = args[at]
+    if type(path) == "number" or (type(path) == "string" and path ~= ""
+        and not path:find("^/nonexistent")) then
+      args[at] = guard.OUTPUT_PATH
+    end
+  end
+  if spec.condition_default then
+    local at = spec.condition_default + self_offset
+    local value = tonumber(args[at])
+    if value and value > 0 then args[at] = 0 end
+  end
+end
+
 -- ---- launches -----------------------------------------------------------------
 
 -- How each shared test kernel uses its parameters: "ptr" (a device pointer
@@ -149,14 +172,15 @@ end
 -- Whether a launch of `kernel` with `config` and the arguments
 -- args[first..n] may go ahead: true when gpurun would refuse it, or when it
 -- would run safely; false when it would run outside its buffers, or with a
--- kernel the guard does not know, or with too many blocks.
-function guard.launch_allowed(kernel, config_value, args, first, n)
+-- kernel the guard does not know, or with too many blocks. config_is_shape:
+-- config_value is already { grid, block, shmem_size } (a graph node's).
+function guard.launch_allowed(kernel, config_value, args, first, n, config_is_shape)
   if catalog.type_of(kernel) ~= "Kernel" then return true end
   local name = field(kernel, "name")
   if name == nil then return true end -- closed: refused
   local model = KERNELS[name]
   if model == nil then return false end
-  local config = config_of(config_value)
+  local config = config_is_shape and config_value or config_of(config_value)
   if config == nil then return true end
   local params = kernel:params()
   if n - first + 1 ~= #params then return true end
@@ -183,12 +207,41 @@ function guard.launch_allowed(kernel, config_value, args, first, n)
   return model.limit(values, config)
 end
 
+-- The node graph:nodes() lists at `index`, or nil (gpurun refuses the call).
+local function graph_node(graph, index)
+  if catalog.type_of(graph) ~= "Graph" or math.type(index) ~= "integer" then return nil end
+  local ok, nodes = pcall(graph.nodes, graph)
+  return ok and nodes[index] or nil
+end
+
+-- Graph:set_args changes what a kernel node's replays touch, under the
+-- node's own configuration; Graph:set_config changes how many threads run
+-- with the node's arguments unchanged, so only a shape no larger (and
+-- shared memory no smaller) may go ahead.
+local function node_change_allowed(entry, args, n)
+  local node = graph_node(args[1], args[2])
+  if node == nil or node.kernel == nil then return true end
+  if entry.name == "set_args" then
+    return guard.launch_allowed(node.kernel, node, args, 3, n, true)
+  end
+  local config = config_of(args[3])
+  if config == nil then return true end
+  for axis = 1, 3 do
+    if config.grid[axis] > node.grid[axis] or config.block[axis] > node.block[axis] then
+      return false
+    end
+  end
+  return config.shmem_size >= node.shmem_size
+end
+
 -- Whether the call `entry` with args (n of them) may go ahead on a GPU.
 function guard.allowed(entry, args, n)
   if entry.label == "gpurun.launch" then
     return guard.launch_allowed(args[3], args[2], args, 4, n)
   elseif entry.label == "Kernel:bind" then
     return guard.launch_allowed(args[1], args[2], args, 3, n)
+  elseif entry.label == "Graph:set_args" or entry.label == "Graph:set_config" then
+    return node_change_allowed(entry, args, n)
   end
   return true
 end

@@ -360,6 +360,20 @@ draws = {
     return draws.number(p)
   end,
   kernel_arg = Pool.kernel_arg,
+  builder = function(p) return p:typed("GraphBuilder") end,
+  condition = function(p) return p:typed("Condition") end,
+  event_or_builder = function(p) return p:typed(p:chance(0.5) and "Event" or "GraphBuilder") end,
+  event_or_stream = function(p) return p:typed(p:chance(0.5) and "Event" or "Stream") end,
+  node_index = from({ 1, 2, 3, 4, 0, -1, 100, 1.5, "1", math.maxinteger }),
+  boolean = from({ true, false }, 0.9, { 1, "true", 0 }),
+  -- fuzz_guard.tame puts every path it can write under a temporary folder.
+  output_path = from({ "graph.dot", "" }, 0.8, { "/nonexistent-gpurun-fuzz/graph.dot", 5 }),
+  dot_flags = from({ nil, {}, { verbose = true }, { handles = true, kernel_node_params = false } },
+    0.7, { { nope = true }, { [1] = true }, "verbose" }),
+  dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
+    { { title = 5 }, { name = {} }, "title" }),
+  -- Never a positive default: see api_catalog.lua.
+  condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",

@@ -276,8 +276,10 @@ return function(internal)
 
   -- The options a compile for `target` ("ptx" or "cubin") passes: the
   -- ProgramOptions' own, with the current device's arch ("90") added when
-  -- they name none.
-  function builtin.compile_options(options, target, device_arch)
+  -- they name none, and the CUDA toolkit's include folder last, so that
+  -- <cuda_device_runtime_api.h> (cudaGraphSetConditional,
+  -- cudaGridDependencySynchronize) and the toolkit's other headers are found.
+  function builtin.compile_options(options, target, device_arch, cuda_include_dir)
     local list = copy(open_state(options).list)
     local arch
     for _, option in ipairs(list) do
@@ -290,6 +292,9 @@ return function(internal)
     elseif arch and target == "cubin" and arch:find("compute_", 1, true) then
       raise(("cubin needs a real architecture: %s makes only PTX; use sm_XX")
         :format(arch:match("=(.*)$") or arch))
+    end
+    if cuda_include_dir then
+      list[#list + 1] = "--include-path=" .. cuda_include_dir
     end
     return list
   end

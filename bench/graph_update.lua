@@ -1,0 +1,154 @@
+-- bench/graph_update.lua: what changing one scalar of a graph costs, three
+-- ways, in microseconds (median over repetitions): a new graph (capture,
+-- complete, upload), a new capture of the same pipeline updated into the
+-- graph (graph:update), and the one kernel node's arguments set in place
+-- (graph:set_args). The pipeline is scripts/dag.lua's shape: two branches,
+-- a copy node and a join, five nodes. Each way's result is checked.
+--
+--   build/gpurun bench/graph_update.lua [--elements N] [--reps N] [--json]
+
+local gpurun = require("gpurun")
+local argparse = require("argparse")
+local cjson = require("cjson")
+local bench = require("gpurun.bench")
+
+local KERNELS = [[
+extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = alpha * in[i];
+}
+extern "C" __global__ void shift(const float *in, float *out, float beta, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + beta;
+}
+extern "C" __global__ void combine(const float *x, const float *y, float *out, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+]]
+
+local parser = argparse("graph_update.lua", "The cost of changing one scalar of a graph.")
+parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)
+parser:option("--reps", "Repetitions of each way.", "200"):convert(math.tointeger)
+parser:flag("--json", "One JSON object instead of the table.")
+local options = parser:parse(arg)
+if gpurun.device_count() == 0 then
+  io.stderr:write("graph_update.lua: no CUDA GPU: ", gpurun.driver_error() or "no device", "\n")
+  os.exit(1)
+end
+
+local device = gpurun.Device(0):set_current()
+local stream <close> = device:create_stream()
+gpurun.set_current_stream(stream)
+local code <close> = gpurun.Program(KERNELS, "c++",
+  gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
+local scale, shift, combine = code:get_kernel("scale"), code:get_kernel("shift"), code:get_kernel("combine")
+local n = options.elements
+local a <close> = gpurun.full(n, 1.0, "float32")
+local b <close> = gpurun.full(n, 2.0, "float32")
+local b_copy <close> = gpurun.empty(n, "float32")
+local x <close> = gpurun.empty(n, "float32")
+local y <close> = gpurun.empty(n, "float32")
+local r <close> = gpurun.empty(n, "float32")
+local config = gpurun.LaunchConfig{ grid = (n + 255) // 256, block = 256 }
+
+local function pipeline(builder, alpha)
+  local side
+  builder, side = builder:split(2)
+  b_copy:copy_from(b, side)
+  gpurun.launch(side, config, shift, b_copy, y, 0.5, n)
+  gpurun.launch(builder, config, scale, a, x, alpha, n)
+  gpurun.join(builder, side)
+  gpurun.launch(builder, config, combine, x, y, r, n)
+end
+
+local function captured(alpha)
+  local builder = stream:create_graph_builder()
+  builder:begin_building()
+  pipeline(builder, alpha)
+  builder:end_building()
+  return builder
+end
+
+-- Runs the graph and checks r = alpha * 1 + (2 + 0.5).
+local function check(graph, alpha, way)
+  graph:launch(stream)
+  stream:sync()
+  if not gpurun.allclose(r, alpha + 2.5, 1e-6, 0) then
+    error(("%s: wrong result for alpha %g"):format(way, alpha), 0)
+  end
+end
+
+local clock = gpurun.perf_counter
+local function time_us(step)
+  local values = {}
+  for rep = 1, options.reps do
+    local alpha = rep % 7 + 1.0
+    stream:sync()
+    local start = clock()
+    step(alpha)
+    values[rep] = (clock() - start) * 1e6
+  end
+  return values
+end
+
+local graph = bench.capture(stream, function(builder) pipeline(builder, 1.0) end)
+local scale_node
+for _, node in ipairs(graph:nodes()) do
+  if node.name == "scale" then scale_node = node.index end
+end
+
+local recapture = time_us(function(alpha)
+  local builder <close> = captured(alpha)
+  local fresh = builder:complete()
+  fresh:upload(stream)
+  graph:close()
+  graph = fresh
+end)
+local last_alpha = options.reps % 7 + 1.0
+check(graph, last_alpha, "a new graph")
+for _, node in ipairs(graph:nodes()) do
+  if node.name == "scale" then scale_node = node.index end
+end
+
+local update = time_us(function(alpha)
+  local builder <close> = captured(alpha)
+  graph:update(builder)
+end)
+check(graph, last_alpha, "graph:update")
+
+local set_args = time_us(function(alpha)
+  graph:set_args(scale_node, a, x, alpha, n)
+end)
+check(graph, last_alpha, "graph:set_args")
+
+local median = bench.median
+local results = {
+  device = device.name,
+  elements = n,
+  reps = options.reps,
+  nodes = graph.node_count,
+  unit = "us",
+  new_graph = median(recapture),
+  update = median(update),
+  set_args = median(set_args),
+}
+results.update_speedup = results.new_graph / results.update
+results.set_args_speedup = results.new_graph / results.set_args
+graph:close()
+gpurun.set_current_stream(nil)
+
+if options.json then
+  io.write(cjson.encode(results), "\n")
+else
+  io.write(("%s, a %d-node graph, %d elements; median of %d reps, microseconds\n\n"):format(
+    results.device, results.nodes, n, options.reps))
+  io.write(("  capture + complete + upload (a new graph)   %9.1f\n"):format(results.new_graph))
+  io.write(("  capture + graph:update                       %9.1f   %5.1fx cheaper\n"):format(
+    results.update, results.update_speedup))
+  io.write(("  graph:set_args on the scale node             %9.1f   %5.1fx cheaper\n"):format(
+    results.set_args, results.set_args_speedup))
+end

@@ -1,0 +1,74 @@
+-- Graph:to_dot([options]) -> a Graphviz DOT text of the graph: one box per
+-- node (its index, and the kernel's name for kernel nodes), one arrow per
+-- dependency. Drawing is policy, so it is Lua, over graph:nodes().
+-- options: { title = "...", name = "graph" }. With Graphviz installed:
+--   dot -Tsvg graph.dot -o graph.svg
+-- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
+return function(internal)
+  local methods = internal.methods("Graph")
+
+  local COLOURS = {
+    kernel = "#cfe2ff", memcpy = "#d1e7dd", memset = "#fff3cd", conditional = "#f8d7da",
+    event_record = "#e2e3e5", wait_event = "#e2e3e5", empty = "#ffffff",
+  }
+
+  local function quoted(text)
+    return '"' .. tostring(text):gsub('[\\"]', "\\%0"):gsub("\n", "\\n") .. '"'
+  end
+
+  local function option(options, key, kind)
+    local value = options[key]
+    if value ~= nil and type(value) ~= kind then
+      internal.raise(("bad argument #1 to 'Graph:to_dot' (%s must be a %s, got %s)")
+        :format(key, kind, type(value)))
+    end
+    return value
+  end
+
+  -- What a value is called in messages: a gpurun type's name, or its Lua type.
+  local function kind_of(value)
+    local metatable = getmetatable(value)
+    local name = type(metatable) == "table" and rawget(metatable, "__name")
+    if type(name) == "string" and name:find("^gpurun%.") then return name end
+    return type(value)
+  end
+
+  function methods.to_dot(...)
+    local graph, options = ...
+    local given = select("#", ...)
+    if given == 0 or kind_of(graph) ~= "gpurun.Graph" or type(graph) ~= "userdata" then
+      internal.raise(("calling 'Graph:to_dot' on bad self (gpurun.Graph expected, got %s)")
+        :format(given == 0 and "no value" or kind_of(graph)))
+    end
+    if options ~= nil and type(options) ~= "table" then
+      internal.raise(("bad argument #1 to 'Graph:to_dot' (table of options expected, got %s)")
+        :format(type(options)))
+    end
+    options = options or {}
+    local name = option(options, "name", "string") or "gpurun_graph"
+    local title = option(options, "title", "string")
+    local nodes = graph:nodes()
+    local lines = { "digraph " .. quoted(name) .. " {" }
+    lines[#lines + 1] = '  node [shape=box, style="rounded,filled", fontname="Helvetica"];'
+    if title then
+      lines[#lines + 1] = "  labelloc=t; label=" .. quoted(title) .. ";"
+    end
+    for _, node in ipairs(nodes) do
+      local label = ("%d: %s"):format(node.index, node.name or node.kind)
+      if node.name then label = label .. "\n(" .. node.kind .. ")" end
+      if node.enabled == false then label = label .. "\ndisabled" end
+      lines[#lines + 1] = ("  n%d [label=%s, fillcolor=%s%s];"):format(node.index, quoted(label),
+        quoted(COLOURS[node.kind] or "#f0f0f0"),
+        node.enabled == false and ', style="rounded,filled,dashed"' or "")
+    end
+    for _, node in ipairs(nodes) do
+      for _, from in ipairs(node.dependencies) do
+        lines[#lines + 1] = ("  n%d -> n%d;"):format(from, node.index)
+      end
+    end
+    lines[#lines + 1] = "}"
+    return table.concat(lines, "\n") .. "\n"
+  end
+
+  return {}
+end
