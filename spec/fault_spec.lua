@@ -283,7 +283,50 @@ local function interrupt_benchmark(mode)
   return result
 end
 
+-- A graph whose while loop never ends: its body never clears the condition.
+local ENDLESS_LOOP = [[
+local gpurun = require("gpurun")
+local marker = ...
+local device = gpurun.Device(0)
+device:set_current()
+local code = gpurun.Program('extern "C" __global__ void spin(int *x) { *x += 1; }', "c++",
+  gpurun.ProgramOptions({ arch = "sm_" .. device.arch })):compile("cubin")
+local stream = device:create_stream()
+local x = gpurun.zeros(1, "int32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+local body = builder:while_loop(builder:create_condition(1))
+body:begin_building()
+gpurun.launch(body, gpurun.LaunchConfig({ grid = 1, block = 1 }), code:get_kernel("spin"), x)
+body:end_building()
+builder:end_building()
+local graph = builder:complete()
+graph:launch(stream)
+local file = assert(io.open(marker, "w"))
+file:write("replaying\n")
+file:close()
+stream:sync()
+print("the endless loop ended")
+]]
+
 describe("Ctrl-C during GPU work", function()
+  it("ends a wait for a replay that never finishes, and exits cleanly #gpu", function()
+    local script, marker = write_file(ENDLESS_LOOP), os.tmpname()
+    os.remove(marker)
+    local result = process.interrupt(([[
+      %s %s %s & pid=$!
+      tries=0
+      while [ ! -s %s ] && [ $tries -lt 600 ] && kill -0 $pid 2>/dev/null; do
+        sleep 0.1; tries=$((tries + 1))
+      done
+      sleep 0.5]]):format(process.gpurun_command(), q(script), q(marker), q(marker)))
+    for _, path in ipairs({ script, marker }) do os.remove(path) end
+    assert.are.equal(1, result.code, result.stderr)
+    assert.matches("^gpurun: [^\n]*interrupted!\nstack traceback:", result.stderr)
+    assert.are.equal("", result.stdout)
+    assert.is_true(result.elapsed_ms < 5000, "ended " .. result.elapsed_ms .. " ms after SIGINT")
+  end)
+
   it("stops a loop of kernel launches promptly and releases its objects #gpu", function()
     local result = interrupt_benchmark("launch")
     assert.are.equal(1, result.code, result.stderr)

@@ -34,6 +34,11 @@ int gpurun_transfer_error(lua_State *L, const char *what_fmt, ...)
 
 CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *operation)
 {
+    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag))
+        gpurun_error(L, "%s: a copy to or from Lua values cannot be a graph node: the host "
+                        "data is read or written when the call is made, not at each replay; "
+                        "call it before begin_building or after end_building (capture "
+                        "abandoned)", operation);
     struct gpurun_stream *stream = gpurun_operation_stream(L, stream_index);
     if (stream == NULL) {
         if (CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)

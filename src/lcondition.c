@@ -13,7 +13,8 @@ struct gpurun_condition *gpurun_push_condition(lua_State *L, struct gpurun_captu
 {
     struct gpurun_condition *condition =
         gpurun_new_object(L, sizeof *condition, 0, &gpurun_condition_tag);
-    if (gpurun_capture_create_condition(capture, default_value, &condition->handle)
+    if (gpurun_capture_create_condition(capture, default_value, &condition->handle,
+                                        &condition->graph)
         != CUDA_SUCCESS)
         gpurun_cuda_error(L, "creating a graph condition");
     condition->root = capture->root;

@@ -11,6 +11,7 @@ struct gpurun_condition {
     struct gpurun_object header;
     CUgraphConditionalHandle handle;  /* what a kernel parameter receives */
     struct gpurun_capture *root;      /* the capture whose graph it belongs to */
+    CUgraph graph;                    /* the level its nodes must be added to */
     unsigned int default_value;
 };
 

@@ -292,6 +292,14 @@ static int add_conditional(lua_State *L, const char *method, CUgraphConditionalN
     if (condition->root != builder->capture.root)
         return gpurun_arg_error(L, 2, "a condition of this capture expected: it was made for "
                                       "another graph");
+    CUgraph level = NULL;
+    if (gpurun_capture_current_graph(&builder->capture, &level) != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "reading a graph capture's graph");
+    if (level != condition->graph)
+        return gpurun_arg_error(L, 2, "a condition made on this builder (or one split from it) "
+                                      "expected: a conditional body's nodes take conditions "
+                                      "made on the body's builder, and the outer graph's on "
+                                      "the outer builders");
     lua_pushfstring(L, "GraphBuilder:%s", method);
     require_driver_version(L, needed_driver, lua_tostring(L, -1));
     lua_settop(L, 2);

@@ -291,10 +291,10 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
             (unsigned long long)config->blocks[0] * config->blocks[1] * config->blocks[2];
         unsigned long long resident = (unsigned long long)per_multiprocessor * multiprocessors;
         if (blocks > resident)
-            gpurun_error(L, "kernel '%s': a cooperative grid of %llu blocks is more than can be "
-                            "resident at once (%d per multiprocessor x %d multiprocessors = %llu "
-                            "blocks of %d threads)", kernel->name, blocks, per_multiprocessor,
-                         multiprocessors, resident, (int)threads);
+            gpurun_error(L, "kernel '%s': a cooperative grid of %I blocks is more than can be "
+                            "resident at once (%d per multiprocessor x %d multiprocessors = %I "
+                            "blocks of %d threads)", kernel->name, (LUAI_UACINT)blocks,
+                         per_multiprocessor, multiprocessors, (LUAI_UACINT)resident, (int)threads);
     }
     if (config->cluster[0]) {
         CUlaunchConfig launch;

@@ -115,9 +115,10 @@ static void read_cluster(lua_State *L, struct gpurun_launch_config *config)
     for (int axis = 0; axis < 3; axis++) {
         unsigned long long blocks = (unsigned long long)config->grid[axis] * config->cluster[axis];
         if (blocks > (unsigned long long)grid_limits[axis])
-            gpurun_error(L, "LaunchConfig: grid.%s of %d clusters of %d blocks is %llu blocks, "
+            gpurun_error(L, "LaunchConfig: grid.%s of %d clusters of %d blocks is %I blocks, "
                             "more than %I", axis_names[axis], (int)config->grid[axis],
-                         (int)config->cluster[axis], blocks, grid_limits[axis]);
+                         (int)config->cluster[axis], (LUAI_UACINT)blocks,
+                         (LUAI_UACINT)grid_limits[axis]);
         config->blocks[axis] = (unsigned int)blocks;
     }
     add_attribute(config, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);

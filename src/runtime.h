@@ -323,10 +323,13 @@ void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture);
 /* Lets go of what it kept and of its graph; abandons it if building. */
 void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture);
 
-/* A conditional handle for the graph the capture records into, with a
- * default value set at each launch of the graph. */
+/* The graph the capture records into now (a conditional body's own). */
+CUresult gpurun_capture_current_graph(const struct gpurun_capture *capture, CUgraph *graph);
+
+/* A conditional handle for the graph the capture records into (set in
+ * *graph), with a default value set at each launch of the graph. */
 CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
-                                         CUgraphConditionalHandle *handle);
+                                         CUgraphConditionalHandle *handle, CUgraph *graph);
 
 /* Adds a conditional node of `type` with `count` bodies after the work
  * captured so far, and sets bodies[i] to their graphs (owned by the node);

@@ -318,16 +318,21 @@ void gpurun_release_users(lua_State *L, int index)
 
 /* ---- conditional nodes ---------------------------------------------------- */
 
-CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
-                                         CUgraphConditionalHandle *handle)
+CUresult gpurun_capture_current_graph(const struct gpurun_capture *capture, CUgraph *graph)
 {
     CUstreamCaptureStatus status;
-    CUgraph graph = NULL;
-    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
-                                &graph, NULL, NULL, NULL);
+    *graph = NULL;
+    return CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL, graph, NULL,
+                     NULL, NULL);
+}
+
+CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
+                                         CUgraphConditionalHandle *handle, CUgraph *graph)
+{
+    CUresult result = gpurun_capture_current_graph(capture, graph);
     if (result != CUDA_SUCCESS)
         return result;
-    return CUDA_CALL(cuGraphConditionalHandleCreate, handle, graph, capture->stream->context,
+    return CUDA_CALL(cuGraphConditionalHandleCreate, handle, *graph, capture->stream->context,
                      default_value, CU_GRAPH_COND_ASSIGN_DEFAULT);
 }
 
