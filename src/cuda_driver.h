@@ -43,7 +43,8 @@
     X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020) \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphUpload, 11010) \
     X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) \
-    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000)
+    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000) \
+    X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

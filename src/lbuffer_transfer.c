@@ -38,6 +38,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
             gpurun_transfer_error(L, "waiting for the device before %s", operation);
         return NULL;
     }
+    if (stream->device != gpurun_runtime.current_device)
+        gpurun_error(L, "%s: the stream belongs to device %d but device %d is current (buffer "
+                        "operations go on streams of the current device)", operation,
+                     stream->device, gpurun_runtime.current_device);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (stream->capture == NULL
         && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)
@@ -53,6 +57,16 @@ void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 {
     if (stream == NULL && CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "waiting for %s to finish", operation);
+}
+
+void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
+                              const char *operation)
+{
+    CUcontext previous = gpurun_enter_context(buffer->context);
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for device %d around %s", buffer->device, operation);
 }
 
 CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)

@@ -13,6 +13,8 @@ struct graph {
     struct gpurun_object header;
     CUgraphExec exec;
     size_t node_count;
+    CUcontext context; /* the captured stream's: the graph replays on its device only */
+    int device;
 };
 
 /* builder:complete() -> Graph */
@@ -28,8 +30,13 @@ static int builder_complete(lua_State *L)
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, capture->graph, NULL, &node_count);
     struct graph *graph = gpurun_new_object(L, sizeof *graph, 1, &gpurun_graph_tag);
     graph->node_count = node_count;
-    CHECK_CUDA(L, "instantiating a graph", cuGraphInstantiateWithFlags, &graph->exec,
-               capture->graph, 0);
+    graph->context = capture->stream->context;
+    graph->device = capture->stream->device;
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, capture->graph, 0);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "instantiating a graph");
     gpurun_capture_push_kept(L, capture);
     lua_setiuservalue(L, -2, 1);
     graph->header.closed = 0;
@@ -37,19 +44,22 @@ static int builder_complete(lua_State *L)
 }
 
 /* The replay path: identity tags, no metatable look-ups. */
-static CUstream replay_stream(lua_State *L, int index)
+static CUstream replay_stream(lua_State *L, const struct graph *graph, int index)
 {
     const struct gpurun_stream_object *object = gpurun_check_open(L, index, &gpurun_stream_tag);
     if (object->stream.capture)
         gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the builder, "
                         "so that the graph keeps what it uses (capture abandoned)");
+    if (object->stream.device != graph->device)
+        gpurun_error(L, "the graph was captured on device %d and replays only there; the stream "
+                        "belongs to device %d", graph->device, object->stream.device);
     return object->stream.handle;
 }
 
 static int graph_launch(lua_State *L)
 {
     const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
-    CUstream stream = replay_stream(L, 2);
+    CUstream stream = replay_stream(L, graph, 2);
     if (CUDA_CALL(cuGraphLaunch, graph->exec, stream) != CUDA_SUCCESS)
         gpurun_cuda_error(L, "launching a graph");
     return 0;
@@ -58,7 +68,7 @@ static int graph_launch(lua_State *L)
 static int graph_upload(lua_State *L)
 {
     const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
-    CUstream stream = replay_stream(L, 2);
+    CUstream stream = replay_stream(L, graph, 2);
     CHECK_CUDA(L, "uploading a graph", cuGraphUpload, graph->exec, stream);
     return 0;
 }
@@ -69,7 +79,9 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
+    CUcontext previous = gpurun_enter_context(graph->context);
     (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
+    gpurun_leave_context(previous);
     graph->exec = NULL;
     if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE)
         gpurun_release_users(L, -1);
@@ -82,6 +94,12 @@ static int graph_close(lua_State *L)
 static int graph_node_count(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)((struct graph *)lua_touserdata(L, 1))->node_count);
+    return 1;
+}
+
+static int graph_device(lua_State *L)
+{
+    lua_pushinteger(L, ((struct graph *)lua_touserdata(L, 1))->device);
     return 1;
 }
 
@@ -104,6 +122,7 @@ static const luaL_Reg graph_methods[] = {
 
 static const luaL_Reg graph_fields[] = {
     {"node_count", graph_node_count},
+    {"device", graph_device},
     {NULL, NULL}
 };
 

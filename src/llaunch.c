@@ -32,6 +32,13 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
     return gpurun_builder_stream(L, builder);
 }
 
+void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
+                                const struct gpurun_capture *capture)
+{
+    const struct gpurun_stream_object *object = lua_touserdata(L, index);
+    gpurun_check_kernel_device(L, kernel, capture ? capture->stream->device : object->stream.device);
+}
+
 const struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index)
 {
     return gpurun_check_tagged(L, index, &gpurun_config_tag);
@@ -130,6 +137,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
             if (size != sizeof(CUdeviceptr))
                 gpurun_error(L, "kernel '%s' parameter %d is %d bytes: a gpurun.Buffer passes as "
                                 "an 8-byte pointer", kernel->name, i + 1, (int)size);
+            if (!gpurun_peer_enabled(kernel->device, buffer->device))
+                gpurun_error(L, "kernel '%s' parameter %d: the gpurun.Buffer lives on device %d, "
+                                "which the kernel's device %d cannot reach (enable peer access "
+                                "first, or copy the buffer over)", kernel->name, i + 1,
+                             buffer->device, kernel->device);
             memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
             return buffer;
         }
@@ -165,6 +177,7 @@ static int module_launch(lua_State *L)
     CUstream stream = gpurun_launch_target(L, 1, &capture);
     const struct gpurun_launch_config *config = gpurun_check_config(L, 2);
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 3);
+    gpurun_check_launch_device(L, kernel, 1, capture);
     int given = lua_gettop(L) - 3;
     gpurun_check_launch(L, kernel, config, given);
     if (capture) {

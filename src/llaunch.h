@@ -12,6 +12,11 @@
  * it), or a GraphBuilder that is building, which sets *capture. */
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
 
+/* Raises unless the kernel can run on the launch target at index (already
+ * checked by gpurun_launch_target; capture is what it set). */
+void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
+                                const struct gpurun_capture *capture);
+
 /* The LaunchConfig at index, or an error. */
 const struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index);
 
