@@ -14,8 +14,21 @@ if not gpu_tag.available then
       return nil, true
     end, { priority = 1 })
     busted.subscribe({ "register", "it" }, function(name)
-      if gpu_tag.has_tag(name) then
+      if gpu_tag.has_tag(name) and not gpu_tag.has_multi_tag(name) then
         gpu_tag.excluded = gpu_tag.excluded + 1
+        return nil, false
+      end
+      return nil, true
+    end, { priority = 1 })
+    return nil, true
+  end)
+end
+
+if not gpu_tag.multi_available then
+  busted.subscribe({ "suite", "start" }, function()
+    busted.subscribe({ "register", "it" }, function(name)
+      if gpu_tag.has_multi_tag(name) then
+        gpu_tag.multi_excluded = gpu_tag.multi_excluded + 1
         return nil, false
       end
       return nil, true
