@@ -303,3 +303,47 @@ print(dist.info().uses_mpi, dist.size(), gpurun.allclose(x, 2, 0, 0))
     assert.are.equal("true\t1\ttrue\n", result.stdout)
   end)
 end)
+
+describe("scripts/distributed.lua", function()
+  local SMALL = " --elements 65536 --iterations 20"
+
+  local function expect_report(result, ranks)
+    local output = result.stdout .. result.stderr
+    assert.are.equal(0, result.code, output)
+    assert.matches("^ranks: " .. ranks .. " %(", result.stdout)
+    assert.matches("\nrank 0 on device 0 %(.-%): 20 iters in %d+%.%d+s  %(%d+%.%d%d us/iter%)\n", result.stdout)
+    assert.matches("\nslowest rank: %d+%.%d%d us/iter\n", result.stdout)
+    assert.matches("\none process, every slice on rank 0's GPU: 20 iters in ", result.stdout)
+    assert.matches("\nscaling: %d+%.%d%dx with " .. ranks .. " rank", result.stdout)
+    assert.matches("\nchecksum: %-?%d+%.%d+ %(host %-?%d+%.%d+, one process %-?%d+%.%d+%): OK\n$", result.stdout)
+  end
+
+  it("refuses a bad option with exit status 2", function()
+    local result = process.gpurun("scripts/distributed.lua --elements 0")
+    assert.are.equal(2, result.code)
+    assert.matches("--elements: expected a positive integer", result.stderr, 1, true)
+  end)
+
+  it("runs as a world of one without mpirun #gpu", function()
+    expect_report(process.gpurun("scripts/distributed.lua" .. SMALL), 1)
+  end)
+
+  it("runs under `mpirun -np 1`, with its figures as JSON #gpu", function()
+    require_mpirun()
+    local result = process.run(mpirun_command(1) .. " " .. gpurun_bin() .. " scripts/distributed.lua" .. SMALL)
+    expect_report(result, 1)
+    assert.matches("Open MPI", result.stdout, 1, true)
+    local json = process.run(mpirun_command(1) .. " " .. gpurun_bin() .. " scripts/distributed.lua" .. SMALL .. " --json")
+    assert.are.equal(0, json.code, json.stderr)
+    local figures = require("cjson").decode(json.stdout)
+    assert.are.equal(1, figures.ranks)
+    assert.is_true(figures.checks_passed)
+    assert.is_true(figures.scaling > 0)
+  end)
+
+  it("runs under `mpirun -np 2`, one GPU per rank #multigpu", function()
+    require_mpirun()
+    expect_report(process.run(mpirun_command(2) .. " " .. gpurun_bin() .. " scripts/distributed.lua"
+      .. " --elements 1048576 --iterations 20"), 2)
+  end)
+end)

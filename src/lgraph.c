@@ -60,7 +60,10 @@ static int graph_launch(lua_State *L)
 {
     const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     CUstream stream = replay_stream(L, graph, 2);
-    if (CUDA_CALL(cuGraphLaunch, graph->exec, stream) != CUDA_SUCCESS)
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = CUDA_CALL(cuGraphLaunch, graph->exec, stream);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "launching a graph");
     return 0;
 }
@@ -69,7 +72,11 @@ static int graph_upload(lua_State *L)
 {
     const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     CUstream stream = replay_stream(L, graph, 2);
-    CHECK_CUDA(L, "uploading a graph", cuGraphUpload, graph->exec, stream);
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = CUDA_CALL(cuGraphUpload, graph->exec, stream);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "uploading a graph");
     return 0;
 }
 

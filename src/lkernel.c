@@ -69,6 +69,7 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     struct gpurun_kernel *kernel = (struct gpurun_kernel *)block;
     kernel->handle = handle;
     kernel->device = gpurun_runtime.current_device;
+    kernel->context = gpurun_runtime.current_context;
     kernel->code = lua_touserdata(L, code_index);
     kernel->header.counts_for = kernel->code;
     kernel->param_count = count;

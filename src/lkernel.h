@@ -11,7 +11,8 @@ struct gpurun_kernel {
     struct gpurun_object header;  /* counts_for: its ObjectCode, whose library holds the code */
     CUkernel handle;
     CUfunction function;          /* the kernel in the context current at get_kernel */
-    int device;                   /* that context's device: launches go on its streams */
+    CUcontext context;            /* that context, made current around a launch from another */
+    int device;                   /* its device: launches go on its streams */
     struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
     int param_count;
     int max_threads_per_block;

@@ -190,9 +190,13 @@ static int module_launch(lua_State *L)
     }
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
-    if (CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0], config->grid[1],
-                  config->grid[2], config->block[0], config->block[1], config->block[2],
-                  config->shmem_size, stream, kernel->param_pointers, NULL) != CUDA_SUCCESS)
+    CUcontext previous = gpurun_enter_context(kernel->context);
+    CUresult result = CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0],
+                                config->grid[1], config->grid[2], config->block[0],
+                                config->block[1], config->block[2], config->shmem_size, stream,
+                                kernel->param_pointers, NULL);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
         gpurun_launch_failed(L, kernel);
     return 0;
 }

@@ -101,9 +101,13 @@ static int plan_launch(lua_State *L)
             return gpurun_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
                                    "closed after bind", plan->kernel->name);
     const struct gpurun_launch_config *config = &plan->config;
-    if (CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0], config->grid[1],
-                  config->grid[2], config->block[0], config->block[1], config->block[2],
-                  config->shmem_size, stream, plan->param_pointers, NULL) != CUDA_SUCCESS)
+    CUcontext previous = gpurun_enter_context(plan->kernel->context);
+    CUresult result = CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0],
+                                config->grid[1], config->grid[2], config->block[0],
+                                config->block[1], config->block[2], config->shmem_size, stream,
+                                plan->param_pointers, NULL);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
         gpurun_launch_failed(L, plan->kernel);
     return 0;
 }
