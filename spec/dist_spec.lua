@@ -11,12 +11,15 @@ local process = require("spec.support.process")
 -- check but LeakSanitizer's: Open MPI leaks by design in MPI_Init, from
 -- components it unloads before LeakSanitizer looks, whose frames no
 -- suppression can name (docs/reliability.md).
-local function mpirun_command(ranks)
-  local words = { "timeout", "120", "mpirun", "--oversubscribe", "-np", tostring(ranks) }
+local function without_leak_checks()
   local asan = os.getenv("ASAN_OPTIONS")
-  if asan and asan ~= "" then
-    table.insert(words, 1, "ASAN_OPTIONS=" .. process.quote(asan .. ":detect_leaks=0"))
-  end
+  if asan and asan ~= "" then return "ASAN_OPTIONS=" .. process.quote(asan .. ":detect_leaks=0") .. " " end
+  return ""
+end
+
+local function mpirun_command(ranks)
+  local words = { without_leak_checks() .. "timeout", "120", "mpirun", "--oversubscribe", "-np",
+    tostring(ranks) }
   local id = io.popen("id -u")
   if id:read("l") == "0" then words[#words + 1] = "--allow-run-as-root" end
   id:close()
@@ -352,5 +355,31 @@ describe("scripts/distributed.lua", function()
     require_mpirun()
     expect_report(process.run(mpirun_command(2) .. " " .. gpurun_bin() .. " scripts/distributed.lua"
       .. " --elements 1048576 --iterations 20"), 2)
+  end)
+end)
+
+describe("gpurun.dist under MPICH", function()
+  it("runs the rank specs in every rank of MPICH's `mpiexec -n 2`, finding MPICH by itself", function()
+    if os.execute("command -v mpiexec.mpich >/dev/null 2>&1") ~= true then
+      -- CI has it (tools/dev.sh installs mpich); a GPU host may not.
+      pending("mpiexec.mpich not found: MPICH is not installed here (tools/dev.sh installs mpich)")
+      return
+    end
+    local shared = os.tmpname()
+    os.remove(shared)
+    assert(os.execute("mkdir -p " .. process.quote(shared)))
+    local result = process.run(without_leak_checks() .. "timeout 120 mpiexec.mpich -n 2 " .. process.quote(process.gpurun_bin())
+      .. " spec/run.lua -o spec/support/summary_output.lua -p _in_world spec/mpi",
+      { env = { GPURUN_RANKS_DIR = shared, GPURUN_MPI_LIBRARY = "" } })
+    os.execute("rm -rf " .. process.quote(shared))
+    local output = result.stdout .. result.stderr
+    assert.are.equal(0, result.code, output)
+    local closing = 0
+    for passed, failed in output:gmatch("(%d+) passed, (%d+) failed") do
+      closing = closing + 1
+      assert.are.equal("0", failed, output)
+      assert.is_true(tonumber(passed) >= 5, output)
+    end
+    assert.are.equal(2, closing, output)
   end)
 end)

@@ -113,9 +113,16 @@ static void *open_library(char *why, size_t size)
             snprintf(why, size, "%s", dlerror());
         return library;
     }
-    static const char *const names[] = {"libmpi.so.40", "libmpi.so.12", "libmpich.so.12"};
+    /* Under a PMI launcher that is not Open MPI's (MPICH's Hydra, Intel
+     * MPI, srun), an MPICH-ABI library first: the launcher can only start
+     * its own kind. */
+    static const char *const open_mpi_first[] = {"libmpi.so.40", "libmpi.so.12", "libmpich.so.12"};
+    static const char *const mpich_first[] = {"libmpi.so.12", "libmpich.so.12", "libmpi.so.40"};
+    int pmi = getenv("OMPI_COMM_WORLD_SIZE") == NULL
+              && (getenv("PMI_SIZE") != NULL || getenv("PMI_RANK") != NULL);
+    const char *const *names = pmi ? mpich_first : open_mpi_first;
     why[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    for (size_t i = 0; i < 3; i++) {
         void *library = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
         if (library)
             return library;
@@ -123,7 +130,8 @@ static void *open_library(char *why, size_t size)
             snprintf(why, size, "%s", dlerror());
     }
     size_t used = strlen(why);
-    snprintf(why + used, size - used, "; nor libmpi.so.12 or libmpich.so.12 (MPICH)");
+    snprintf(why + used, size - used, pmi ? "; nor libmpich.so.12 or libmpi.so.40 (Open MPI)"
+                                          : "; nor libmpi.so.12 or libmpich.so.12 (MPICH)");
     return NULL;
 }
 

@@ -27,7 +27,8 @@ enum mpi_flavour { MPI_FLAVOUR_NONE, MPI_FLAVOUR_OPEN_MPI, MPI_FLAVOUR_MPICH };
     X(MPI_Get_library_version)
 
 /* Opens the library ($GPURUN_MPI_LIBRARY, else libmpi.so.40, libmpi.so.12,
- * libmpich.so.12) and fills the table, once per process. 0 on success; on
+ * libmpich.so.12; MPICH's first under a PMI launcher other than Open MPI's)
+ * and fills the table, once per process. 0 on success; on
  * failure -1 and the reason in mpi_loader_error(). */
 int mpi_loader_load(void);
 const char *mpi_loader_error(void);

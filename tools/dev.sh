@@ -19,7 +19,8 @@ build_dir=${GPURUN_BUILD_DIR:-build}
 required="cmake:cmake gcc:gcc
 liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
 lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so
-openmpi-bin:mpirun libopenmpi-dev:/usr/lib/x86_64-linux-gnu/libmpi.so"
+openmpi-bin:mpirun libopenmpi-dev:/usr/lib/x86_64-linux-gnu/libmpi.so
+mpich:mpiexec.mpich"
 
 missing=""
 for entry in $required; do
