@@ -49,6 +49,22 @@ local function figures(seconds, iterations, elements)
   }
 end
 
+-- The pipeline over buffers s.a .. s.r3 of s.count elements, captured on
+-- s.stream with the kernels { add, mul, sub }.
+local function capture(s, kernels)
+  local add, mul, sub = table.unpack(kernels)
+  local config = gpurun.LaunchConfig{ grid = math.min((s.count + 255) // 256, 65535), block = 256 }
+  local size = gpurun.u64(s.count)
+  local builder <close> = s.stream:create_graph_builder()
+  builder:begin_building()
+  gpurun.launch(builder, config, add, s.a, s.b, s.r1, size)
+  gpurun.launch(builder, config, mul, s.r1, s.c, s.r2, size)
+  gpurun.launch(builder, config, sub, s.r2, s.a, s.r3, size)
+  builder:end_building()
+  s.graph = builder:complete()
+  s.graph:upload(s.stream)
+end
+
 -- The device's kernels, stream and its slice's buffers; the pipeline's graph.
 local function prepare(ordinal, first, count, seed)
   local device = gpurun.Device(ordinal)
@@ -57,21 +73,11 @@ local function prepare(ordinal, first, count, seed)
   slice.stream = device:create_stream()
   local code = gpurun.Program(KERNELS, "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
-  local add, mul, sub = code:get_kernel("vec_add"), code:get_kernel("vec_mul"), code:get_kernel("vec_sub")
+  slice.kernels = { code:get_kernel("vec_add"), code:get_kernel("vec_mul"), code:get_kernel("vec_sub") }
   local rng = gpurun.default_rng(seed)
   slice.a, slice.b, slice.c = rng:random(count), rng:random(count), rng:random(count)
   slice.r1, slice.r2, slice.r3 = gpurun.empty(count), gpurun.empty(count), gpurun.empty(count)
-  local config = gpurun.LaunchConfig{ grid = math.min((count + 255) // 256, 65535), block = 256 }
-  local size = gpurun.u64(count)
-  local builder <close> = slice.stream:create_graph_builder()
-  builder:begin_building()
-  gpurun.launch(builder, config, add, slice.a, slice.b, slice.r1, size)
-  gpurun.launch(builder, config, mul, slice.r1, slice.c, slice.r2, size)
-  gpurun.launch(builder, config, sub, slice.r2, slice.a, slice.r3, size)
-  builder:end_building()
-  slice.graph = builder:complete()
-  slice.graph:upload(slice.stream)
-  slice.kernels = { add, mul, sub, config = config }
+  capture(slice, slice.kernels)
   return slice
 end
 
@@ -85,16 +91,7 @@ local function on_device_zero(slice, zero)
   copy.b = gpurun.empty(slice.count):copy_from(slice.b)
   copy.c = gpurun.empty(slice.count):copy_from(slice.c)
   copy.r1, copy.r2, copy.r3 = gpurun.empty(slice.count), gpurun.empty(slice.count), gpurun.empty(slice.count)
-  local add, mul, sub = table.unpack(zero.kernels)
-  local size = gpurun.u64(slice.count)
-  local config = gpurun.LaunchConfig{ grid = math.min((slice.count + 255) // 256, 65535), block = 256 }
-  local builder <close> = copy.stream:create_graph_builder()
-  builder:begin_building()
-  gpurun.launch(builder, config, add, copy.a, copy.b, copy.r1, size)
-  gpurun.launch(builder, config, mul, copy.r1, copy.c, copy.r2, size)
-  gpurun.launch(builder, config, sub, copy.r2, copy.a, copy.r3, size)
-  builder:end_building()
-  copy.graph = builder:complete()
+  capture(copy, zero.kernels)
   return copy
 end
 

@@ -56,28 +56,29 @@ static CUstream replay_stream(lua_State *L, const struct graph *graph, int index
     return object->stream.handle;
 }
 
-static int graph_launch(lua_State *L)
+typedef CUresult (*replay_call)(CUgraphExec, CUstream);
+
+/* graph:launch(stream) and graph:upload(stream), in the graph's context. */
+static int replay(lua_State *L, replay_call call, const char *name, const char *what)
 {
     const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     CUstream stream = replay_stream(L, graph, 2);
     CUcontext previous = gpurun_enter_context(graph->context);
-    CUresult result = CUDA_CALL(cuGraphLaunch, graph->exec, stream);
+    CUresult result = cuda_checked(call(graph->exec, stream), name);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
-        gpurun_cuda_error(L, "launching a graph");
+        gpurun_cuda_error(L, "%s", what);
     return 0;
+}
+
+static int graph_launch(lua_State *L)
+{
+    return replay(L, cuda.cuGraphLaunch, "cuGraphLaunch", "launching a graph");
 }
 
 static int graph_upload(lua_State *L)
 {
-    const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
-    CUstream stream = replay_stream(L, graph, 2);
-    CUcontext previous = gpurun_enter_context(graph->context);
-    CUresult result = CUDA_CALL(cuGraphUpload, graph->exec, stream);
-    gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
-        gpurun_cuda_error(L, "uploading a graph");
-    return 0;
+    return replay(L, cuda.cuGraphUpload, "cuGraphUpload", "uploading a graph");
 }
 
 static int graph_close(lua_State *L)

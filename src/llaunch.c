@@ -165,9 +165,17 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
     }
 }
 
-void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel)
+void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
+                          const struct gpurun_launch_config *config, CUstream stream,
+                          void **params)
 {
-    gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
+    CUcontext previous = gpurun_enter_context(kernel->context);
+    CUresult result = CUDA_CALL(cuLaunchKernel, function, config->grid[0], config->grid[1],
+                                config->grid[2], config->block[0], config->block[1],
+                                config->block[2], config->shmem_size, stream, params, NULL);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
 }
 
 /* launch(stream | builder, config, kernel, args...) */
@@ -190,14 +198,7 @@ static int module_launch(lua_State *L)
     }
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i]);
-    CUcontext previous = gpurun_enter_context(kernel->context);
-    CUresult result = CUDA_CALL(cuLaunchKernel, kernel->function, config->grid[0],
-                                config->grid[1], config->grid[2], config->block[0],
-                                config->block[1], config->block[2], config->shmem_size, stream,
-                                kernel->param_pointers, NULL);
-    gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
-        gpurun_launch_failed(L, kernel);
+    gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
     return 0;
 }
 

@@ -29,8 +29,12 @@ void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
                                            int i, int index, unsigned char *slot);
 
-/* Raises "<call>: ... while launching kernel 'name'". */
-void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel);
+/* cuLaunchKernel of `function` with the packed parameters, in the kernel's
+ * context (made current around the call when another device is); raises
+ * "<call>: ... while launching kernel 'name'" when it fails. */
+void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
+                          const struct gpurun_launch_config *config, CUstream stream,
+                          void **params);
 
 void gpurun_open_launch(lua_State *L);
 

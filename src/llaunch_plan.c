@@ -100,15 +100,8 @@ static int plan_launch(lua_State *L)
         if (plan->buffers[i]->header.closed)
             return gpurun_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
                                    "closed after bind", plan->kernel->name);
-    const struct gpurun_launch_config *config = &plan->config;
-    CUcontext previous = gpurun_enter_context(plan->kernel->context);
-    CUresult result = CUDA_CALL(cuLaunchKernel, plan->function, config->grid[0],
-                                config->grid[1], config->grid[2], config->block[0],
-                                config->block[1], config->block[2], config->shmem_size, stream,
-                                plan->param_pointers, NULL);
-    gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
-        gpurun_launch_failed(L, plan->kernel);
+    gpurun_launch_kernel(L, plan->kernel, plan->function, &plan->config, stream,
+                         plan->param_pointers);
     return 0;
 }
 

@@ -231,20 +231,8 @@ void gpurun_make_current(lua_State *L, int ordinal);
  * call fails with the driver's own error). Callers make their call, leave,
  * and only then raise, so that an error never leaves another device's
  * context current. */
-CUcontext gpurun_switch_context(CUcontext context);
-void gpurun_restore_context(CUcontext previous);
-
-/* Inline: the launch and replay paths pay one compare when nothing switches. */
-static inline CUcontext gpurun_enter_context(CUcontext context)
-{
-    return context == gpurun_runtime.current_context ? NULL : gpurun_switch_context(context);
-}
-
-static inline void gpurun_leave_context(CUcontext previous)
-{
-    if (previous != NULL)
-        gpurun_restore_context(previous);
-}
+CUcontext gpurun_enter_context(CUcontext context);
+void gpurun_leave_context(CUcontext previous);
 
 /* Peer access that Device:enable_peer_access turned on: whether kernels on
  * device `from` may touch memory of device `to` (always for from == to). */
