@@ -332,10 +332,10 @@ static void check_buffers(lua_State *L, int first, int last)
         check_nccl_type(L, i, gpurun_check_buffer(L, i));
 }
 
-/* After the communicator is pushed (at the top): the buffers and the stream
- * on its device; the capture keeps the communicator and the buffers (and
- * the buffers are checked again: keeping allocates, and a finalizer could
- * close one); with no stream, the device is waited for. */
+/* Pushes the communicator (made on first use), then: the buffers and the
+ * stream on its device; the capture keeps the communicator and the
+ * buffers; the buffers are checked again (making and keeping allocate, and
+ * a finalizer could close one); with no stream, the device is waited for. */
 static struct communicator *begin_collective(lua_State *L, int first, int last,
                                              struct target *target)
 {
@@ -359,9 +359,9 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
         gpurun_capture_keep(L, target->capture, communicator_index);
         for (int i = first; i <= last; i++)
             gpurun_capture_keep(L, target->capture, i);
-        for (int i = first; i <= last; i++)
-            gpurun_check_buffer(L, i);
     }
+    for (int i = first; i <= last; i++)
+        gpurun_check_buffer(L, i);
     if (target->whole_device) {
         target->stream = NULL;
         CUcontext previous = gpurun_enter_context(c->context);
@@ -409,8 +409,8 @@ static int core_all_reduce(lua_State *L)
 static int core_broadcast(lua_State *L)
 {
     check_buffers(L, 1, 1);
-    lua_settop(L, 3);
     lua_Integer root = gpurun_check_integer(L, 2, "root rank");
+    lua_settop(L, 3);
     struct target target = resolve_target(L, 3);
     require_started(L);
     if (root < 0 || root >= world.size)
