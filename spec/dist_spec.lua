@@ -176,6 +176,7 @@ describe("gpurun.dist collectives in a world of one", function()
     if not gpurun.device_count or gpurun.device_count() == 0 then return end
     device, _, kernel = require("spec.support.kernels").setup()
     dist = require("gpurun.dist").init()
+    gpurun.set_current_stream(nil) -- "no stream" must mean none, whatever other specs set
     stream = device:create_stream()
   end)
 
