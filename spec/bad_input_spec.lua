@@ -88,7 +88,7 @@ local CLOSED = {
 local FIELD = {
   Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
-  LaunchPlan = "kernel", Graph = "node_count", Condition = "default",
+  LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value",
 }
 
@@ -341,6 +341,13 @@ for _, id in ipairs({ -1, 64, 1000, math.maxinteger, math.mininteger }) do
   row("gpurun.Device", A(id), ANY(("CUDA device %d not found: "):format(id), NO_DRIVER))
 end
 row("gpurun.Device", A(0), NO_DRIVER, { when = "no_driver" })
+for _, method in ipairs({ "can_access_peer", "enable_peer_access" }) do
+  local label = "Device:" .. method
+  row(label, A(R.device), arg_error(1, method, "gpurun.Device expected, got no value"))
+  row(label, A(R.device, 0), arg_error(1, method, "gpurun.Device expected, got number"))
+  row(label, A(R.device, R.stream), arg_error(1, method, "gpurun.Device expected, got gpurun.Stream"))
+  row(label, A(R.device, R.closed_device), "attempt to use a closed gpurun.Device")
+end
 row("gpurun.driver_version", A(), NO_DRIVER, { when = "no_driver" })
 row("gpurun.mem_info", A(), NO_DEVICE, { when = "no_device" })
 
@@ -929,6 +936,62 @@ row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title mus
 row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
+-- ---- gpurun.dist ------------------------------------------------------------------------------
+
+-- Every argument is checked before the world's communicator is made (which
+-- would be collective work across ranks), so the type errors need no GPU.
+row("dist.init", A(5), arg_error(1, "dist.init", "table of options or nil expected, got number"))
+row("dist.init", A("x"), arg_error(1, "dist.init", "table of options or nil expected, got string"))
+row("dist.init", A({ devise = 1 }), "dist.init: unknown option 'devise' (known: device)")
+row("dist.init", A({ [1] = true }), "dist.init: unknown option a number key (known: device)")
+row("dist.init", A({ device = 1.5 }), "dist.init: 'device' must be a device ordinal or false, got 1.5")
+row("dist.init", A({ device = "0" }), "dist.init: 'device' must be a device ordinal or false, got string")
+row("dist.init", A({ device = true }), "dist.init: 'device' must be a device ordinal or false, got boolean")
+local COLLECTIVES = { all_reduce = 1, broadcast = 1, all_gather = 2, reduce_scatter = 2 }
+for _, name in ipairs(catalog.sorted_keys(COLLECTIVES)) do
+  local label = "dist." .. name
+  row(label, A(), arg_error(1, label, "gpurun.Buffer expected, got no value"))
+  row(label, A(5), arg_error(1, label, "gpurun.Buffer expected, got number"))
+  row(label, A({ 1, 2 }), arg_error(1, label, "gpurun.Buffer expected, got table"))
+  row(label, A(R.options), arg_error(1, label, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
+  row(label, A(R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
+  row(label, A(R.buffer_i16, R.buffer_i16), arg_error(1, label,
+    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8 and uint8)"))
+  if COLLECTIVES[name] == 2 then
+    row(label, A(R.buffer), arg_error(2, label, "gpurun.Buffer expected, got no value"))
+    row(label, A(R.buffer, "x"), arg_error(2, label, "gpurun.Buffer expected, got string"))
+    row(label, A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+  end
+end
+for _, name in ipairs({ "all_reduce", "reduce_scatter" }) do
+  local label, at = "dist." .. name, name == "all_reduce" and 2 or 3
+  local args = name == "all_reduce" and { R.buffer } or { R.buffer, R.buffer }
+  local function with(...) local a = A(table.unpack(args)); for _, v in ipairs({ ... }) do a.n = a.n + 1; a[a.n] = v end; return a end
+  row(label, with("bogus"), arg_error(at, label,
+    "unknown reduction op 'bogus' (expected one of: sum, prod, max, min, avg)"))
+  row(label, with("SUM"), arg_error(at, label, "unknown reduction op 'SUM'"))
+  row(label, with(1), arg_error(at, label, "reduction op name (sum, prod, max, min, avg) expected, got number"))
+  row(label, with("sum", 5), arg_error(at + 1, label, "gpurun.Stream or gpurun.GraphBuilder expected, got number"))
+  row(label, with("sum", R.event), arg_error(at + 1, label, "gpurun.Stream or gpurun.GraphBuilder expected, got gpurun.Event"))
+  row(label, with("sum", R.closed_stream), "attempt to use a closed gpurun.Stream")
+  row(label, with("sum", R.builder), "GraphBuilder is not building (it is idle): call begin_building() first")
+end
+row("dist.broadcast", A(R.buffer), arg_error(2, "dist.broadcast", "root rank expected, got no value"))
+row("dist.broadcast", A(R.buffer, 1.5), arg_error(2, "dist.broadcast", "root rank expected, got 1.5"))
+row("dist.broadcast", A(R.buffer, "0"), arg_error(2, "dist.broadcast", "root rank expected, got string"))
+row("dist.broadcast", A(R.buffer, 1), arg_error(2, "dist.broadcast", "root rank 1 out of range (0..0)"),
+  { before = { "dist" } })
+row("dist.broadcast", A(R.buffer, -1), arg_error(2, "dist.broadcast", "root rank -1 out of range (0..0)"),
+  { before = { "dist" } })
+row("dist.all_gather", A(R.buffer, R.buffer8), arg_error(1, "dist.all_gather",
+  "the output must hold size (1) x 8 = 8 elements, it holds 16"), { before = { "dist" } })
+row("dist.all_gather", A(R.buffer, R.buffer_f64), arg_error(2, "dist.all_gather",
+  "gpurun.Buffer of float32 expected (the output's dtype), got float64"), { before = { "dist" } })
+row("dist.reduce_scatter", A(R.buffer8, R.buffer), arg_error(2, "dist.reduce_scatter",
+  "the input must hold size (1) x 8 = 8 elements, it holds 16"), { before = { "dist" } })
+row("dist.reduce_scatter", A(R.buffer_i32, R.buffer), arg_error(2, "dist.reduce_scatter",
+  "gpurun.Buffer of int32 expected (the output's dtype), got float32"), { before = { "dist" } })
+
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 
 local ACCEPTING = {
@@ -1132,6 +1195,14 @@ describe("bad input", function()
       if entry.kind ~= "metamethod" and not labels[entry.label] then
         local takes_nothing = entry.kind == "function" and ACCEPTING[entry.name]
         if not takes_nothing then problems[#problems + 1] = entry.label .. " has no bad-input rows" end
+      end
+    end
+    for _, problem in ipairs(catalog.dist_differences(require("gpurun.dist"))) do
+      problems[#problems + 1] = problem
+    end
+    for _, name in ipairs(catalog.sorted_keys(catalog.dist)) do
+      if not catalog.dist[name].takes_nothing and not labels["dist." .. name] then
+        problems[#problems + 1] = "dist." .. name .. " has no bad-input rows"
       end
     end
     for name in pairs(ACCEPTING) do

@@ -53,7 +53,8 @@
     X(cuGraphNodeGetEnabled, 11060) X(cuGraphDebugDotPrint, 11030) X(cuFuncGetName, 12030) \
     X(cuLaunchKernelEx, 11060) X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
     X(cuOccupancyMaxActiveClusters, 11070) X(cuFuncGetAttribute, 2020) \
-    X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000)
+    X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000) \
+    X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

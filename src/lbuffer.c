@@ -139,14 +139,28 @@ static void copy_buffer(lua_State *L, struct gpurun_buffer *self, struct gpurun_
                          (LUAI_UACINT)other->count, gpurun_dtypes[other->dtype].name);
     const struct gpurun_buffer *source = self_is_destination ? other : self;
     const struct gpurun_buffer *destination = self_is_destination ? self : other;
+    size_t bytes = source->count * source->element_size;
     CUstream stream = gpurun_begin_device_transfer(L, stream_index, operation, &capture);
     if (capture) {
         gpurun_capture_keep(L, capture, 1);
         gpurun_capture_keep(L, capture, 2);
     }
-    if (CUDA_CALL(cuMemcpyDtoDAsync, destination->pointer, source->pointer,
-                  source->count * source->element_size, stream) != CUDA_SUCCESS)
-        gpurun_transfer_error(L, "copying between gpurun.Buffers");
+    if (source->context == destination->context) {
+        if (CUDA_CALL(cuMemcpyDtoDAsync, destination->pointer, source->pointer, bytes, stream)
+            != CUDA_SUCCESS)
+            gpurun_transfer_error(L, "copying between gpurun.Buffers");
+    } else {
+        /* Another device's buffer: direct over peer access or NVLink where
+         * there is one, staged by the driver where not. */
+        if (stream == NULL)
+            gpurun_sync_other_device(L, other, operation);
+        if (CUDA_CALL(cuMemcpyPeerAsync, destination->pointer, destination->context,
+                      source->pointer, source->context, bytes, stream) != CUDA_SUCCESS)
+            gpurun_transfer_error(L, "copying from device %d to device %d", source->device,
+                                  destination->device);
+        if (stream == NULL)
+            gpurun_sync_other_device(L, other, operation);
+    }
     gpurun_end_transfer(L, stream, operation);
 }
 
@@ -208,7 +222,7 @@ static int buffer_copy_from(lua_State *L)
     lua_settop(L, 3);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag))
-        copy_buffer(L, buffer, gpurun_check_live_buffer(L, 2), 1, 3, "Buffer:copy_from");
+        copy_buffer(L, buffer, gpurun_check_buffer(L, 2), 1, 3, "Buffer:copy_from");
     else if (lua_type(L, 2) == LUA_TTABLE)
         write_table(L, buffer, 2, 3, "Buffer:copy_from");
     else
@@ -223,7 +237,7 @@ static int buffer_copy_to(lua_State *L)
     lua_settop(L, 3);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     gpurun_check_tagged(L, 2, &gpurun_buffer_tag);
-    copy_buffer(L, buffer, gpurun_check_live_buffer(L, 2), 0, 3, "Buffer:copy_to");
+    copy_buffer(L, buffer, gpurun_check_buffer(L, 2), 0, 3, "Buffer:copy_to");
     lua_settop(L, 1);
     return 1;
 }

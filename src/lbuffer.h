@@ -47,6 +47,11 @@ CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char
 /* The same with the current stream, for functions that take none. */
 CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation);
 
+/* With no stream, a copy that involves another device's buffer waits for
+ * that device too, before and after. */
+void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
+                              const char *operation);
+
 /* Copies count elements from first on, to or from host memory; each returns
  * once its copy is done, so that the host memory can be reused. */
 void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t first,

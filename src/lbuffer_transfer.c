@@ -45,6 +45,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
             gpurun_transfer_error(L, "waiting for the device before %s", operation);
         return NULL;
     }
+    if (stream->device != gpurun_runtime.current_device)
+        gpurun_error(L, "%s: the stream belongs to device %d but device %d is current (buffer "
+                        "operations go on streams of the current device)", operation,
+                     stream->device, gpurun_runtime.current_device);
     /* Work that may never end (a graph with a while loop) is waited for so
      * that Ctrl-C can end the wait; the copies below then wait no longer. */
     if (stream->unbounded && stream->capture == NULL)
@@ -79,6 +83,16 @@ CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char
         return stream;
     }
     return gpurun_begin_transfer(L, stream_index, operation);
+}
+
+void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
+                              const char *operation)
+{
+    CUcontext previous = gpurun_enter_context(buffer->context);
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for device %d around %s", buffer->device, operation);
 }
 
 CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)

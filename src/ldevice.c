@@ -74,10 +74,58 @@ static int device_set_current(lua_State *L)
 static struct device *check_current_device(lua_State *L, int index, const char *method)
 {
     struct device *device = check_device(L, index);
-    if (gpurun_runtime.current_device != device->ordinal)
-        gpurun_error(L, "Device:%s: device %d is not current; call :set_current() first",
-                     method, device->ordinal);
+    if (gpurun_runtime.current_device != device->ordinal) {
+        if (gpurun_runtime.current_device < 0)
+            gpurun_error(L, "Device:%s: device %d is not current; call :set_current() first",
+                         method, device->ordinal);
+        gpurun_error(L, "Device:%s: device %d is not current (device %d is); call "
+                        ":set_current() first", method, device->ordinal,
+                     gpurun_runtime.current_device);
+    }
     return device;
+}
+
+/* can_access_peer(other) -> whether kernels on this device can read and
+ * write other's memory directly (true for the device itself). */
+static int device_can_access_peer(lua_State *L)
+{
+    struct device *device = check_device(L, 1);
+    struct device *peer = check_device(L, 2);
+    int can = 1;
+    if (peer != device)
+        CHECK_CUDA(L, "asking whether one device can access another's memory",
+                   cuDeviceCanAccessPeer, &can, device->handle, peer->handle);
+    lua_pushboolean(L, can);
+    return 1;
+}
+
+/* enable_peer_access(other) -> self: kernels on this device may use
+ * other's buffers from now on. Idempotent; a no-op for the device itself. */
+static int device_enable_peer_access(lua_State *L)
+{
+    struct device *device = check_device(L, 1);
+    struct device *peer = check_device(L, 2);
+    lua_settop(L, 2);
+    if (peer == device || gpurun_peer_enabled(device->ordinal, peer->ordinal)) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    CUcontext context = gpurun_primary_context(L, device->ordinal);
+    CUcontext peer_context = gpurun_primary_context(L, peer->ordinal);
+    CUcontext previous = gpurun_enter_context(context);
+    CUresult result = CUDA_CALL(cuCtxEnablePeerAccess, peer_context, 0);
+    gpurun_leave_context(previous);
+    if (result == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+        return gpurun_error(L, "Device:enable_peer_access: device %d cannot access device %d's "
+                               "memory (no peer path between them; Buffer:copy_from still "
+                               "copies, staged through the host)", device->ordinal,
+                            peer->ordinal);
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+        return gpurun_cuda_error(L, "enabling access from device %d to device %d's memory",
+                                 device->ordinal, peer->ordinal);
+    gpurun_record_peer_access(device->ordinal, peer->ordinal);
+    lua_settop(L, 1);
+    return 1;
 }
 
 static int device_sync(lua_State *L)
@@ -176,6 +224,8 @@ static const luaL_Reg device_methods[] = {
     {"sync", device_sync},
     {"create_stream", device_create_stream},
     {"get_attribute", device_get_attribute},
+    {"can_access_peer", device_can_access_peer},
+    {"enable_peer_access", device_enable_peer_access},
     {"close", device_close},
     {NULL, NULL}
 };

@@ -9,15 +9,27 @@ static struct gpurun_event *check_event(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_event_tag);
 }
 
-struct gpurun_event *gpurun_push_new_event(lua_State *L, unsigned int flags)
+struct gpurun_event *gpurun_push_event_on(lua_State *L, unsigned int flags, CUcontext context,
+                                          int device)
 {
-    gpurun_require_context(L);
     struct gpurun_event *event =
         gpurun_new_object(L, sizeof *event, 0, &gpurun_event_tag);
     event->flags = flags;
-    CHECK_CUDA(L, "creating an event", cuEventCreate, &event->handle, flags);
+    event->context = context;
+    event->device = device;
+    CUcontext previous = gpurun_enter_context(context);
+    CUresult result = CUDA_CALL(cuEventCreate, &event->handle, flags);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "creating an event");
     event->header.closed = 0;
     return event;
+}
+
+struct gpurun_event *gpurun_push_new_event(lua_State *L, unsigned int flags)
+{
+    CUcontext context = gpurun_require_context(L);
+    return gpurun_push_event_on(L, flags, context, gpurun_runtime.current_device);
 }
 
 static int event_sync(lua_State *L)
@@ -42,6 +54,10 @@ static int event_elapsed_ms(lua_State *L)
     struct gpurun_event *start = check_event(L, 2);
     if (!start->recorded || !stop->recorded)
         return gpurun_error(L, "Event:elapsed_ms: both events must have been recorded on a stream");
+    if (start->device != stop->device)
+        return gpurun_error(L, "Event:elapsed_ms: the events belong to different devices (%d "
+                               "and %d); time events recorded on streams of one device",
+                            start->device, stop->device);
     if ((start->flags | stop->flags) & CU_EVENT_DISABLE_TIMING)
         return gpurun_error(L, "Event:elapsed_ms: an event made with timing = false has no time "
                                "(make both with gpurun.Event{ timing = true })");
@@ -59,10 +75,23 @@ static int event_close(lua_State *L)
     if (event->header.closed)
         return 0;
     event->header.closed = 1;
+    CUcontext previous = gpurun_enter_context(event->context);
     (void)CUDA_CALL(cuEventDestroy, event->handle);
+    gpurun_leave_context(previous);
     event->handle = NULL;
     return 0;
 }
+
+static int event_device(lua_State *L)
+{
+    lua_pushinteger(L, ((struct gpurun_event *)lua_touserdata(L, 1))->device);
+    return 1;
+}
+
+static const luaL_Reg event_fields[] = {
+    {"device", event_device},
+    {NULL, NULL}
+};
 
 static int event_tostring(lua_State *L)
 {
@@ -88,7 +117,7 @@ static const luaL_Reg event_metamethods[] = {
 };
 
 static const struct gpurun_type event_type = {
-    &gpurun_event_tag, event_methods, event_metamethods, NULL, NULL,
+    &gpurun_event_tag, event_methods, event_metamethods, event_fields, NULL,
 };
 
 void gpurun_open_event(lua_State *L)

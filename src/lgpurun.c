@@ -9,6 +9,7 @@
 #include "lcompare.h"
 #include "lcondition.h"
 #include "ldevice.h"
+#include "ldist.h"
 #include "levent.h"
 #include "lgraph.h"
 #include "lgraph_builder.h"
@@ -48,6 +49,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch,        /* launch */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
+    gpurun_open_dist,          /* the C side of require("gpurun.dist") */
 };
 
 /* Parts of the module written in Lua: each module returns a function that
@@ -84,16 +86,7 @@ static int internal_raise(lua_State *L)
     const char *message = lua_tostring(L, 1);
     if (lua_isinteger(L, 2))
         return gpurun_error_at(L, (int)lua_tointeger(L, 2), message ? message : "(no message)");
-    lua_Debug ar;
-    int level = 1;
-    for (; lua_getstack(L, level, &ar); level++) {
-        lua_getinfo(L, "S", &ar);
-        if (ar.what[0] != 'C' && !strstr(ar.source, "/gpurun/builtin/"))
-            break;
-    }
-    if (!lua_getstack(L, level, &ar))
-        level = 0;
-    return gpurun_error_at(L, level, message ? message : "(no message)");
+    return gpurun_error_outside(L, "/gpurun/builtin/", message ? message : "(no message)");
 }
 
 /* internal.methods(type) -> the methods table of gpurun.<type>, for a Lua

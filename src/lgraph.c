@@ -31,6 +31,8 @@ struct graph {
     size_t node_count;
     CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
     int has_loop;          /* a while loop: a replay may not end */
+    CUcontext context; /* the captured stream's: the graph replays on its device only */
+    int device;
 };
 
 /* A kernel node's launch as it now stands: set_args and set_config change
@@ -113,6 +115,8 @@ static int builder_complete(lua_State *L)
                             gpurun_capture_state_name(capture->state));
     struct graph *graph = gpurun_new_object(L, sizeof *graph, 3, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
+    graph->context = capture->stream->context;
+    graph->device = capture->stream->device;
     CHECK_CUDA(L, "copying the captured graph", cuGraphClone, &graph->source, capture->graph);
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL,
                &graph->node_count);
@@ -120,8 +124,11 @@ static int builder_complete(lua_State *L)
     lua_setiuservalue(L, graph_index, NODES_VALUE);
     size_t count = graph->node_count;
     CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes, &count);
-    CHECK_CUDA(L, "instantiating a graph", cuGraphInstantiateWithFlags, &graph->exec,
-               graph->source, 0);
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source, 0);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "instantiating a graph");
     gpurun_capture_push_kept(L, capture);
     push_kernel_nodes(L, graph->nodes, graph->node_count, -1);
     lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
@@ -132,31 +139,46 @@ static int builder_complete(lua_State *L)
 }
 
 /* The replay path: identity tags, no metatable look-ups. */
-static struct gpurun_stream *replay_stream(lua_State *L, int index)
+static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *graph, int index)
 {
     struct gpurun_stream_object *object = gpurun_check_open(L, index, &gpurun_stream_tag);
     if (object->stream.capture)
         gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the builder, "
                         "so that the graph keeps what it uses (capture abandoned)");
+    if (object->stream.device != graph->device)
+        gpurun_error(L, "the graph was captured on device %d and replays only there; the stream "
+                        "belongs to device %d", graph->device, object->stream.device);
     return &object->stream;
+}
+
+typedef CUresult (*replay_call)(CUgraphExec, CUstream);
+
+/* graph:launch(stream) (runs = 1) and graph:upload(stream), in the graph's
+ * context. */
+static int replay(lua_State *L, replay_call call, const char *name, const char *what,
+                  int runs)
+{
+    const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
+    struct gpurun_stream *stream = replay_stream(L, graph, 2);
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = cuda_checked(call(graph->exec, stream->handle), name);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "%s", what);
+    /* A while loop may never end: waits for this stream become interruptible. */
+    if (runs)
+        stream->unbounded |= graph->has_loop;
+    return 0;
 }
 
 static int graph_launch(lua_State *L)
 {
-    const struct graph *graph = check_graph(L, 1);
-    struct gpurun_stream *stream = replay_stream(L, 2);
-    if (CUDA_CALL(cuGraphLaunch, graph->exec, stream->handle) != CUDA_SUCCESS)
-        gpurun_cuda_error(L, "launching a graph");
-    stream->unbounded |= graph->has_loop;
-    return 0;
+    return replay(L, cuda.cuGraphLaunch, "cuGraphLaunch", "launching a graph", 1);
 }
 
 static int graph_upload(lua_State *L)
 {
-    const struct graph *graph = check_graph(L, 1);
-    struct gpurun_stream *stream = replay_stream(L, 2);
-    CHECK_CUDA(L, "uploading a graph", cuGraphUpload, graph->exec, stream->handle);
-    return 0;
+    return replay(L, cuda.cuGraphUpload, "cuGraphUpload", "uploading a graph", 0);
 }
 
 /* ---- update ------------------------------------------------------------- */
@@ -476,7 +498,9 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
+    CUcontext previous = gpurun_enter_context(graph->context);
     (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
+    gpurun_leave_context(previous);
     graph->exec = NULL;
     if (graph->source)
         (void)CUDA_CALL(cuGraphDestroy, graph->source);
@@ -501,6 +525,12 @@ static int graph_node_count(lua_State *L)
 static int graph_has_loop(lua_State *L)
 {
     lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_loop);
+    return 1;
+}
+
+static int graph_device(lua_State *L)
+{
+    lua_pushinteger(L, ((struct graph *)lua_touserdata(L, 1))->device);
     return 1;
 }
 
@@ -529,6 +559,7 @@ static const luaL_Reg graph_methods[] = {
 static const luaL_Reg graph_fields[] = {
     {"node_count", graph_node_count},
     {"has_loop", graph_has_loop},
+    {"device", graph_device},
     {NULL, NULL}
 };
 

@@ -20,6 +20,14 @@ void gpurun_check_kernel_open(lua_State *L, const struct gpurun_kernel *kernel)
         gpurun_closed_error(L, kernel->code->tag->type_name);
 }
 
+void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel, int device)
+{
+    if (__builtin_expect(device != kernel->device, 0))
+        gpurun_error(L, "kernel '%s' belongs to device %d (get_kernel ran with it current) but "
+                        "the launch goes to a stream of device %d: call get_kernel again with "
+                        "device %d current", kernel->name, kernel->device, device, device);
+}
+
 struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
 {
     struct gpurun_kernel *kernel = gpurun_check_tagged(L, index, &gpurun_kernel_tag);
@@ -93,6 +101,8 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     unsigned char *block = gpurun_new_object(L, name_at + name_length, 1, &gpurun_kernel_tag);
     struct gpurun_kernel *kernel = (struct gpurun_kernel *)block;
     kernel->handle = handle;
+    kernel->device = gpurun_runtime.current_device;
+    kernel->context = gpurun_runtime.current_context;
     kernel->code = lua_touserdata(L, code_index);
     kernel->header.counts_for = kernel->code;
     kernel->param_count = count;
@@ -206,6 +216,12 @@ static int kernel_max_dynamic_shared_size(lua_State *L)
     return 1;
 }
 
+static int kernel_device(lua_State *L)
+{
+    lua_pushinteger(L, self(L)->device);
+    return 1;
+}
+
 static int kernel_handle(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)(uintptr_t)self(L)->handle);
@@ -232,6 +248,7 @@ static const luaL_Reg kernel_fields[] = {
     {"max_threads_per_block", kernel_max_threads_per_block},
     {"max_dynamic_shared_size", kernel_max_dynamic_shared_size},
     {"handle", kernel_handle},
+    {"device", kernel_device},
     {NULL, NULL}
 };
 

@@ -25,6 +25,8 @@ struct gpurun_kernel {
     struct gpurun_object header;  /* counts_for: its ObjectCode, whose library holds the code */
     CUkernel handle;
     CUfunction function;          /* the kernel in the context current at get_kernel */
+    CUcontext context;            /* that context, made current around a launch from another */
+    int device;                   /* its device: launches go on its streams */
     struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
     int param_count;
     int max_threads_per_block;
@@ -45,6 +47,10 @@ struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index);
 
 /* Raises "attempt to use a closed ..." when the kernel or its code is closed. */
 void gpurun_check_kernel_open(lua_State *L, const struct gpurun_kernel *kernel);
+
+/* Raises unless a launch on a stream of `device` can run the kernel (its
+ * function belongs to the device current when it was made). */
+void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel, int device);
 
 /* Makes a Kernel for `handle` of the ObjectCode at code_index (kept alive
  * by the Kernel), reading its parameter layout once, and pushes it. The

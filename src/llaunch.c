@@ -34,6 +34,13 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
     return gpurun_builder_stream(L, builder);
 }
 
+void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
+                                const struct gpurun_capture *capture)
+{
+    const struct gpurun_stream_object *object = lua_touserdata(L, index);
+    gpurun_check_kernel_device(L, kernel, capture ? capture->stream->device : object->stream.device);
+}
+
 struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index)
 {
     return gpurun_check_tagged(L, index, &gpurun_config_tag);
@@ -234,6 +241,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
                                           "parameter is %d bytes", (int)size);
             if (kernel->param_pointer[i] == GPURUN_POINTER_NO)
                 param_error(L, kernel, i, "not a pointer: a gpurun.Buffer passes only as one");
+            if (!gpurun_peer_enabled(kernel->device, buffer->device))
+                param_error(L, kernel, i, "the gpurun.Buffer lives on device %d, which the "
+                                          "kernel's device %d cannot reach (enable peer access "
+                                          "first, or copy the buffer over)", buffer->device,
+                            kernel->device);
             memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
             return buffer;
         }
@@ -321,15 +333,11 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
     config->checked_device = gpurun_runtime.current_device;
 }
 
-void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel)
-{
-    gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
-}
-
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
                           struct gpurun_launch_config *config, CUstream stream, void **params)
 {
     CUresult result;
+    CUcontext previous = gpurun_enter_context(kernel->context);
     if (config->attribute_count == 0) {
         result = CUDA_CALL(cuLaunchKernel, function, config->blocks[0], config->blocks[1],
                            config->blocks[2], config->block[0], config->block[1],
@@ -347,8 +355,9 @@ void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfu
         };
         result = CUDA_CALL(cuLaunchKernelEx, &launch, function, params, NULL);
     }
+    gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
-        gpurun_launch_failed(L, kernel);
+        gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
 }
 
 /* launch(stream | builder, config, kernel, args...) */
@@ -358,6 +367,7 @@ static int module_launch(lua_State *L)
     CUstream stream = gpurun_launch_target(L, 1, &capture);
     struct gpurun_launch_config *config = gpurun_check_config(L, 2);
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 3);
+    gpurun_check_launch_device(L, kernel, 1, capture);
     int given = lua_gettop(L) - 3;
     gpurun_check_launch(L, kernel, config, given);
     if (capture) {

@@ -12,6 +12,11 @@
  * it), or a GraphBuilder that is building, which sets *capture. */
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
 
+/* Raises unless the kernel can run on the launch target at index (already
+ * checked by gpurun_launch_target; capture is what it set). */
+void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
+                                const struct gpurun_capture *capture);
+
 /* The LaunchConfig at index, or an error. */
 struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index);
 
@@ -28,13 +33,12 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
                                            const struct gpurun_capture *capture);
 
 /* Launches with the config's attributes (through cuLaunchKernelEx when it
- * has any, after checking them against the kernel and device once), raising
- * on failure. The packed arguments are `params`. */
+ * has any, after checking them against the kernel and device once), in the
+ * kernel's context (made current around the call when another device is),
+ * raising "<call>: ... while launching kernel 'name'" on failure. The packed
+ * arguments are `params`. */
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
                           struct gpurun_launch_config *config, CUstream stream, void **params);
-
-/* Raises "<call>: ... while launching kernel 'name'". */
-void gpurun_launch_failed(lua_State *L, const struct gpurun_kernel *kernel);
 
 void gpurun_open_launch(lua_State *L);
 

@@ -90,6 +90,7 @@ static int plan_launch(lua_State *L)
     gpurun_check_kernel_open(L, plan->kernel);
     struct gpurun_capture *capture;
     CUstream stream = gpurun_launch_target(L, 2, &capture);
+    gpurun_check_launch_device(L, plan->kernel, 2, capture);
     if (capture)
         keep_plan(L, capture);
     /* Checked after keeping, which allocates and can run finalizers. */

@@ -72,12 +72,20 @@ static int stream_record(lua_State *L)
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
-        event = gpurun_push_new_event(L, CU_EVENT_DEFAULT);
+        event = gpurun_push_event_on(L, CU_EVENT_DEFAULT, stream->context, stream->device);
     } else {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
         lua_settop(L, 2);
+        if (event->device != stream->device)
+            return gpurun_error(L, "Stream:record: the event belongs to device %d but the "
+                                   "stream to device %d (an event is recorded on streams of "
+                                   "its own device)", event->device, stream->device);
     }
-    CHECK_CUDA(L, "recording an event", cuEventRecord, event->handle, stream->handle);
+    CUcontext previous = gpurun_enter_context(stream->context);
+    CUresult result = CUDA_CALL(cuEventRecord, event->handle, stream->handle);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "recording an event");
     event->recorded = 1;
     event->capture = stream->capture ? stream->capture->root : NULL;
     return 1;
@@ -140,7 +148,9 @@ static int stream_close(lua_State *L)
         gpurun_set_current_stream(L, 0, NULL);
     object->header.closed = 1;
     /* Work already queued finishes; the driver frees the stream after it. */
+    CUcontext previous = gpurun_enter_context(stream->context);
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
+    gpurun_leave_context(previous);
     stream->handle = NULL;
     if (stream->order_event)
         (void)CUDA_CALL(cuEventDestroy, stream->order_event);

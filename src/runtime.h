@@ -106,6 +106,11 @@ int gpurun_error(lua_State *L, const char *fmt, ...);
  * 0: none) instead of the running function's caller. */
 int gpurun_error_at(lua_State *L, int level, const char *message);
 
+/* The same at the first Lua caller whose source does not contain `inside`
+ * ("/gpurun/builtin/"): where a C function's error would point, for errors
+ * raised by gpurun's own Lua code. */
+int gpurun_error_outside(lua_State *L, const char *inside, const char *message);
+
 /* "bad argument #n to 'Type:method' (why)": the name is the running
  * function's; a method's arguments count from after self, as in a colon
  * call, and a bad self says "calling 'Type:method' on bad self (why)". */
@@ -227,6 +232,21 @@ CUcontext gpurun_primary_context(lua_State *L, int ordinal);
 
 /* Makes device `ordinal` current. */
 void gpurun_make_current(lua_State *L, int ordinal);
+
+/* For a call on an object of another device: makes `context` current and
+ * returns the context to restore with gpurun_leave_context (NULL when it
+ * was current already, or could not be made current, in which case the
+ * call fails with the driver's own error). Callers make their call, leave,
+ * and only then raise, so that an error never leaves another device's
+ * context current. */
+CUcontext gpurun_enter_context(CUcontext context);
+void gpurun_leave_context(CUcontext previous);
+
+/* Peer access that Device:enable_peer_access turned on: whether kernels on
+ * device `from` may touch memory of device `to` (always for from == to). */
+#define GPURUN_MAX_DEVICES 64
+int gpurun_peer_enabled(int from, int to);
+void gpurun_record_peer_access(int from, int to);
 
 /* The stream object at index becomes the current stream (nil: none); the
  * registry keeps it, so the record cannot outlive its object. */

@@ -39,6 +39,20 @@ int gpurun_error_at(lua_State *L, int level, const char *message)
     return lua_error(L);
 }
 
+int gpurun_error_outside(lua_State *L, const char *inside, const char *message)
+{
+    lua_Debug ar;
+    int level = 1;
+    for (; lua_getstack(L, level, &ar); level++) {
+        lua_getinfo(L, "S", &ar);
+        if (ar.what[0] != 'C' && !strstr(ar.source, inside))
+            break;
+    }
+    if (!lua_getstack(L, level, &ar))
+        level = 0;
+    return gpurun_error_at(L, level, message);
+}
+
 /* The running function's name when gpurun registered it ("Buffer:fill",
  * "gpurun.empty"), else NULL. */
 static const char *function_name(lua_State *L)

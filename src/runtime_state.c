@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <time.h>
 
-#define MAX_DEVICES 64
+#define MAX_DEVICES GPURUN_MAX_DEVICES
 /* The registry keeps the current stream's object, so the record in
  * gpurun_runtime can never outlive it. */
 #define CURRENT_STREAM_KEY "gpurun.current_stream"
@@ -58,6 +58,39 @@ void gpurun_make_current(lua_State *L, int ordinal)
     }
     gpurun_runtime.current_context = context;
     gpurun_runtime.current_device = ordinal;
+}
+
+CUcontext gpurun_enter_context(CUcontext context)
+{
+    CUcontext current = gpurun_runtime.current_context;
+    if (context == current || CUDA_CALL(cuCtxSetCurrent, context) != CUDA_SUCCESS)
+        return NULL;
+    return current;
+}
+
+void gpurun_leave_context(CUcontext previous)
+{
+    /* Fails only for a context already destroyed, which no later call of
+     * gpurun's uses. */
+    if (previous != NULL)
+        (void)CUDA_CALL(cuCtxSetCurrent, previous);
+}
+
+static unsigned long long peer_access[MAX_DEVICES];
+
+int gpurun_peer_enabled(int from, int to)
+{
+    if (from == to)
+        return 1;
+    if (from < 0 || to < 0 || from >= MAX_DEVICES || to >= MAX_DEVICES)
+        return 0;
+    return (peer_access[from] >> to) & 1;
+}
+
+void gpurun_record_peer_access(int from, int to)
+{
+    if (from >= 0 && to >= 0 && from < MAX_DEVICES && to < MAX_DEVICES)
+        peer_access[from] |= 1ULL << to;
 }
 
 void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream)

@@ -26,6 +26,14 @@ required="cmake:cmake gcc:gcc
 liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
 lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so
 libreadline-dev:/usr/include/readline/readline.h lua5.4:/usr/bin/lua5.4
+openmpi-bin:mpirun"
+# Installed where CI runs (CI=true); elsewhere only named: a GPU host has its
+# own MPI and no package access, and the specs that need these say so.
+# libopenmpi-dev: Open MPI's headers and mpicc, for MPI programs beside
+# gpurun; mpich: the rank specs under MPICH's ABI and launcher; gnuplot-nox
+# and graphviz: the sweep's picture and graph drawings (their specs are
+# pending where they are absent).
+optional="libopenmpi-dev:/usr/lib/x86_64-linux-gnu/libmpi.so mpich:mpiexec.mpich
 gnuplot-nox:gnuplot graphviz:dot"
 # For `package` only: dpkg-shlibdeps for the .deb's Depends, luarocks and
 # the make its CMake back-end drives, groff to check the man page.
@@ -35,15 +43,26 @@ command=${1:-build}
 [ $# -gt 0 ] && shift
 [ "$command" = package ] && required="$required $packaging"
 
-missing=""
-for entry in $required; do
-  package=${entry%%:*}
-  probe=${entry#*:}
-  case "$probe" in
-    /*) [ -e "$probe" ] ;;
-    *) command -v "$probe" >/dev/null 2>&1 ;;
-  esac || missing="$missing $package"
-done
+# missing_of "package:probe ..." -> the packages whose probe fails
+missing_of() {
+  for entry in $1; do
+    package=${entry%%:*}
+    probe=${entry#*:}
+    case "$probe" in
+      /*) [ -e "$probe" ] ;;
+      *) command -v "$probe" >/dev/null 2>&1 ;;
+    esac || printf ' %s' "$package"
+  done
+}
+missing=$(missing_of "$required")
+missing_optional=$(missing_of "$optional")
+if [ -n "$missing_optional" ]; then
+  if [ "${CI:-}" = true ]; then
+    missing="$missing$missing_optional"
+  else
+    echo "dev.sh: optional Debian packages not installed:$missing_optional (CI installs them)" >&2
+  fi
+fi
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "dev.sh: installing Debian packages:$missing" >&2

@@ -17,7 +17,7 @@
 --   compile_args  compile()'s table    config_table   LaunchConfig{...} input
 --   kernel_name   a kernel's name      cuda_call  a driver call's name
 --   cuda_result   a CUresult number
---   and the types: stream, event, buffer, config, kernel, launch_target
+--   and the types: device, stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
 --   kernel_arg (what a launch passes: Buffer, scalar, number, boolean),
 --   builder, condition, event_or_builder (GraphBuilder:wait),
@@ -40,6 +40,7 @@ catalog.types = {
 -- Metatables gpurun registers for itself that no script ever holds.
 catalog.internal_types = {
   CompileOutput = "NVRTC's output during a compile, freed by the collector",
+  Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
 }
 
 -- Types that need a current device to make one (the others can be made on
@@ -99,6 +100,8 @@ catalog.methods = {
     sync = { args = {} },
     create_stream = { args = {} },
     get_attribute = { args = { "attribute" } },
+    can_access_peer = { args = { "device" } },
+    enable_peer_access = { args = { "device" } },
     close = { args = {} },
   },
   Stream = {
@@ -192,7 +195,7 @@ catalog.methods = {
 catalog.metamethods = {
   Device = { "__index", "__tostring", "__close" },
   Stream = { "__index", "__tostring", "__close" },
-  Event = { "__sub", "__tostring", "__close" },
+  Event = { "__index", "__sub", "__tostring", "__close" },
   ProgramOptions = { "__index", "__newindex", "__tostring", "__close" },
   Program = { "__index", "__tostring", "__close" },
   ObjectCode = { "__index", "__tostring", "__close" },
@@ -206,6 +209,47 @@ catalog.metamethods = {
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
 }
+
+-- require("gpurun.dist"), after torch.distributed: its functions, with
+-- what kind of value every argument is (the kinds above, and dist_options:
+-- init's table, op: a reduction op name, rank: a root rank, collective_target:
+-- nil, a Stream or a GraphBuilder). takes_nothing: no argument it could
+-- refuse (dist_spec.lua covers them). The fuzzer leaves them alone: one
+-- dist.init would start a world for the rest of its run.
+catalog.dist = {
+  init = { args = { "dist_options" } },
+  launcher = { args = {}, takes_nothing = true },
+  info = { args = {}, takes_nothing = true },
+  is_initialized = { args = {}, takes_nothing = true },
+  rank = { args = {}, takes_nothing = true },
+  size = { args = {}, takes_nothing = true },
+  local_rank = { args = {}, takes_nothing = true },
+  barrier = { args = {}, takes_nothing = true },
+  device = { args = {}, takes_nothing = true },
+  nccl_version = { args = {}, takes_nothing = true },
+  all_reduce = { args = { "buffer", "op", "collective_target" } },
+  broadcast = { args = { "buffer", "rank", "collective_target" } },
+  all_gather = { args = { "buffer", "buffer", "collective_target" } },
+  reduce_scatter = { args = { "buffer", "buffer", "op", "collective_target" } },
+}
+
+-- What the dist module really holds, compared with catalog.dist: a list of
+-- lines naming each difference.
+function catalog.dist_differences(dist)
+  local problems = {}
+  for name, value in pairs(dist) do
+    if type(value) == "function" and not catalog.dist[name] then
+      problems[#problems + 1] = ("dist.%s is not in spec/support/api_catalog.lua"):format(name)
+    end
+  end
+  for name in pairs(catalog.dist) do
+    if type(dist[name]) ~= "function" then
+      problems[#problems + 1] = ("the catalog lists dist.%s, which gpurun.dist does not have"):format(name)
+    end
+  end
+  table.sort(problems)
+  return problems
+end
 
 -- Sorted string keys, so that anything drawn from the catalog is drawn in the
 -- same order on every run (pairs() order changes between processes).

@@ -122,6 +122,11 @@ GPU_FACTORIES = {
   buffer_f64 = function() current_device(); return gpurun.zeros(16, "float64") end,
   buffer_i32 = function() current_device(); return gpurun.zeros(16, "int32") end,
   buffer_u8 = function() current_device(); return gpurun.zeros(4, "uint8") end,
+  buffer_i16 = function() current_device(); return gpurun.zeros(16, "int16") end,
+  dist = function() -- the world of one, started once for the process
+    current_device()
+    return require("gpurun.dist").init()
+  end,
   closed_buffer = function() current_device(); return closed(gpurun.zeros(16, "float32")) end,
   plan = function(env) return env.add:bind(env.config, env.buffer, env.buffer, env.buffer, gpurun.u64(16)) end,
   closed_plan = function(env)
@@ -265,8 +270,13 @@ local function caller(label, any_self)
   local module_function = label:match("^gpurun%.([%w_]+)$")
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
+  local dist_function = label:match("^dist%.([%w_]+)$")
   local chunk, upvalue
-  if module_function then
+  if dist_function then
+    chunk = ("local dist = ...; return function(...) local r = table.pack(dist.%s(...)); return r end")
+      :format(dist_function)
+    upvalue = require("gpurun.dist")
+  elseif module_function then
     chunk = ("local gpurun = ...; return function(...) local r = table.pack(gpurun.%s(...)); return r end")
       :format(module_function)
     upvalue = gpurun

@@ -343,6 +343,7 @@ draws = {
   kernel_name = from(KERNEL_NAMES),
   cuda_call = from({ "cuMemAlloc", "cuLaunchKernel", "", "x" }),
   cuda_result = from({ 0, 1, 2, 200, 700, 999, 100000, -1, 1 << 31, math.maxinteger, 1.5 }),
+  device = function(p) return p:typed("Device") end,
   stream = function(p) return p:typed("Stream") end,
   event = function(p) return p:typed("Event") end,
   buffer = function(p) return p:typed("Buffer") end,

@@ -15,4 +15,14 @@ function gpu_tag.has_tag(name)
   return type(name) == "string" and name:find("#gpu", 1, true) ~= nil
 end
 
+-- Specs that need two or more devices carry `#multigpu` (and may carry
+-- #gpu too); with fewer visible they are excluded and counted apart.
+gpu_tag.multi_excluded = 0
+gpu_tag.multi_available = gpu_tag.device_count >= 2
+gpu_tag.multi_reason = ("%d CUDA device(s) visible, these need 2 or more"):format(gpu_tag.device_count)
+
+function gpu_tag.has_multi_tag(name)
+  return type(name) == "string" and name:find("#multigpu", 1, true) ~= nil
+end
+
 return gpu_tag

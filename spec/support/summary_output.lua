@@ -11,7 +11,11 @@ return function(options)
   local function summary()
     local passed = handler.successesCount
     local failed = handler.failuresCount + handler.errorsCount
-    local skipped = handler.pendingsCount + gpu_tag.excluded
+    local skipped = handler.pendingsCount + gpu_tag.excluded + gpu_tag.multi_excluded
+    if gpu_tag.multi_excluded > 0 then
+      io.write(("%d spec(s) tagged #multigpu excluded: %s\n")
+        :format(gpu_tag.multi_excluded, gpu_tag.multi_reason))
+    end
     if gpu_tag.excluded > 0 then
       io.write(("%d spec(s) tagged #gpu excluded: no usable CUDA GPU (%s)\n")
         :format(gpu_tag.excluded, gpu_tag.reason))
