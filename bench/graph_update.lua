@@ -3,7 +3,7 @@
 -- complete, upload), a new capture of the same pipeline updated into the
 -- graph (graph:update), and the one kernel node's arguments set in place
 -- (graph:set_args). The pipeline is scripts/dag.lua's shape: two branches,
--- a copy node and a join, five nodes. Each way's result is checked.
+-- a copy node and a join, four nodes. Each way's result is checked.
 --
 --   build/gpurun bench/graph_update.lua [--elements N] [--reps N] [--json]
 

@@ -130,7 +130,7 @@ describe("device-side control", function()
       assert.are.equal(3, cases.n)
       for i = 1, 3 do
         cases[i]:begin_building()
-        gpurun.launch(cases[i], ONE, kernel("add"), y, 10 ^ (i - 1) // 1)
+        gpurun.launch(cases[i], ONE, kernel("add"), y, math.tointeger(10 ^ (i - 1)))
         cases[i]:end_building()
       end
     end)

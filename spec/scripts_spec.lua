@@ -180,3 +180,101 @@ describe("scripts/stencil2d.lua", function()
     end)
   end
 end)
+
+describe("scripts/cudagraphs.lua --per-graph", function()
+  it("adds a third timing line for K passes per graph, and the figure to the JSON #gpu", function()
+    local result = run_script("scripts/cudagraphs.lua", { "--elements", "4096", "--iters", "50",
+      "--per-graph", "10" })
+    assert.are.equal(0, result.code, result.stderr)
+    local patterns = expected_shape(50)
+    patterns[#patterns + 1] = "^Graph replay %(10 per graph%): " .. 50 .. TIMING
+    table.move(CUDAGRAPHS_TAIL, 1, #CUDAGRAPHS_TAIL, #patterns + 1, patterns)
+    assert_lines(patterns, result.stdout)
+    local json = run_script("scripts/cudagraphs.lua", { "--elements", "4096", "--iters", "20",
+      "--per-graph", "10", "--json" })
+    assert.are.equal(0, json.code, json.stderr)
+    local figures = cjson.decode(json.stdout)
+    assert.are.equal(10, figures.per_graph_iterations)
+    assert_timing(figures, "per_graph", 20)
+    assert.is_true(figures.checks_passed)
+  end)
+
+  it("refuses a K below 1", function()
+    local result = run_script("scripts/cudagraphs.lua", { "--per-graph", "0" })
+    assert.are.equal(2, result.code)
+    assert.matches("%-%-per%-graph", result.stderr)
+  end)
+end)
+
+describe("scripts/dag.lua", function()
+  it("runs two branches on two streams and as one graph, and updates the graph in place #gpu", function()
+    local folder = os.tmpname()
+    os.remove(folder)
+    local dot = folder .. ".dot"
+    local result = run_script("scripts/dag.lua", { "--elements", "10000", "--iters", "20", "--dot", dot })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    assert_lines({
+      "^Device: %S.*$",
+      "^Compute Capability: %d+%.%d+$",
+      "^$",
+      "^Two streams:   20" .. TIMING,
+      "^Graph replay:  20" .. TIMING,
+      "^Graph speedup: %d+%.%d%dx$",
+      "^Graph: 4 nodes %(.*memcpy.*%)$",
+      "^$",
+      "^Graph updated in place from a new capture: alpha 2 %-> 6, verified$",
+      "^Graph's scale node set in place: alpha %-> 0%.5, verified$",
+      "^Graph drawn: " .. dot:gsub("%p", "%%%0") .. "$",
+      "^$",
+      "^Done$",
+    }, result.stdout)
+    local file = assert(io.open(dot))
+    local text = file:read("a")
+    file:close()
+    os.remove(dot)
+    assert.matches("^digraph", text)
+    for _, name in ipairs({ "scale", "shift", "combine", "memcpy" }) do
+      assert.truthy(text:find(name, 1, true), name)
+    end
+  end)
+
+  it("writes its figures as JSON #gpu", function()
+    local result = run_script("scripts/dag.lua", { "--elements", "1000", "--iters", "5", "--json" })
+    assert.are.equal(0, result.code, result.stderr)
+    local figures = cjson.decode(result.stdout)
+    assert.are.equal(4, figures.graph_nodes)
+    assert_timing(figures, "individual", 5)
+    assert_timing(figures, "graph", 5)
+    assert.is_true(figures.checks_passed)
+  end)
+end)
+
+describe("scripts/converge.lua", function()
+  it("iterates to the tolerance in one graph and from Lua, with the same steps #gpu", function()
+    local result = run_script("scripts/converge.lua", { "--points", "16", "--tol", "1e-3", "--iters", "2" })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    local steps = result.stdout:match("\n16 points, tolerance 0%.001: (%d+) steps on the device")
+    assert.truthy(steps, result.stdout)
+    assert.matches("One graph %(while node%):  2" .. TIMING:sub(1, -2), result.stdout)
+    assert.matches("Lua loop, a read a step: 2" .. TIMING:sub(1, -2), result.stdout)
+    assert.matches("\nDone\n$", result.stdout)
+  end)
+
+  it("stops at --max-iters and agrees with the host there too #gpu", function()
+    local result = run_script("scripts/converge.lua", { "--points", "64", "--tol", "1e-9",
+      "--max-iters", "50", "--iters", "1", "--json" })
+    assert.are.equal(0, result.code, result.stderr)
+    local figures = cjson.decode(result.stdout)
+    assert.are.equal(50, figures.steps)
+    assert.are.equal(50, figures.host_steps)
+    assert.is_true(figures.checks_passed)
+  end)
+
+  it("refuses a tolerance that is not positive", function()
+    local result = run_script("scripts/converge.lua", { "--tol", "0" })
+    assert.are.equal(2, result.code)
+    assert.matches("%-%-tol: expected a positive number, got 0", result.stderr)
+  end)
+end)
