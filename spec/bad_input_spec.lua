@@ -969,7 +969,8 @@ for _, name in ipairs({ "all_reduce", "reduce_scatter" }) do
   local function with(...) local a = A(table.unpack(args)); for _, v in ipairs({ ... }) do a.n = a.n + 1; a[a.n] = v end; return a end
   row(label, with("bogus"), arg_error(at, label,
     "unknown reduction op 'bogus' (expected one of: sum, prod, max, min, avg)"))
-  row(label, with("SUM"), arg_error(at, label, "unknown reduction op 'SUM'"))
+  row(label, with("SUM"), arg_error(at, label,
+    "unknown reduction op 'SUM' (expected one of: sum, prod, max, min, avg)"))
   row(label, with(1), arg_error(at, label, "reduction op name (sum, prod, max, min, avg) expected, got number"))
   row(label, with("sum", 5), arg_error(at + 1, label, "gpurun.Stream or gpurun.GraphBuilder expected, got number"))
   row(label, with("sum", R.event), arg_error(at + 1, label, "gpurun.Stream or gpurun.GraphBuilder expected, got gpurun.Event"))

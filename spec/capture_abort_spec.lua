@@ -68,7 +68,7 @@ describe("an error raised while a builder is capturing", function()
   end)
 
   it("a wrong argument in a parameter's place #gpu", function()
-    abandoned_by("parameter 4 (.u64): takes 8 bytes but gpurun.i32 is 4", function(builder)
+    abandoned_by("parameter 4 %(%.u64%): takes 8 bytes but gpurun%.i32 is 4", function(builder)
       gpurun.launch(builder, config, kernel("vec_add"), a, a, a, gpurun.i32(1))
     end)
   end)

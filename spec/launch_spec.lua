@@ -212,7 +212,7 @@ describe("launch", function()
       { function() gpurun.launch(stream, config, scale, a, 1e300, 1, 1) end,
         "kernel 'scale_shift' parameter 2 (.f32): 1e+300 is out of range for float32" },
       { function() gpurun.launch(stream, config, add, a, a, gpurun.LaunchConfig({ grid = 1, block = 1 }), 1) end,
-        "parameter 3: number, boolean, gpurun.Buffer or gpurun scalar expected, got gpurun.LaunchConfig" },
+        "parameter 3 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got gpurun.LaunchConfig" },
       { function() gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 }),
           add, a, a, a, 1) end, "may use at most" },
       { function() gpurun.launch(config, config, add) end, "gpurun.Stream or gpurun.GraphBuilder expected" },

@@ -48,7 +48,7 @@
     X(cuStreamGetCaptureInfo, 12030) X(cuStreamUpdateCaptureDependencies, 12030) \
     X(cuGraphConditionalHandleCreate, 12030) X(cuGraphAddNode, 12030) \
     X(cuGraphClone, 10000) X(cuGraphExecUpdate, 12000) X(cuGraphNodeGetType, 10000) \
-    X(cuGraphNodeGetDependencies, 10000) X(cuGraphKernelNodeGetParams, 12000) \
+    X(cuGraphNodeGetDependencies, 12030) X(cuGraphKernelNodeGetParams, 12000) \
     X(cuGraphExecKernelNodeSetParams, 12000) X(cuGraphNodeSetEnabled, 11060) \
     X(cuGraphNodeGetEnabled, 11060) X(cuGraphDebugDotPrint, 11030) X(cuFuncGetName, 12030) \
     X(cuLaunchKernelEx, 11060) X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \

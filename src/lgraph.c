@@ -117,7 +117,17 @@ static int builder_complete(lua_State *L)
     int graph_index = lua_gettop(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
-    CHECK_CUDA(L, "copying the captured graph", cuGraphClone, &graph->source, capture->graph);
+    /* A copy, so that the builder can build again; the driver does not copy
+     * graphs with conditional nodes, which the Graph then takes over (the
+     * builder is idle again). */
+    if (capture->has_conditional) {
+        graph->source = capture->graph;
+        capture->graph = NULL;
+        capture->state = GPURUN_CAPTURE_IDLE;
+    } else {
+        CHECK_CUDA(L, "copying the captured graph", cuGraphClone, &graph->source,
+                   capture->graph);
+    }
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL,
                &graph->node_count);
     graph->nodes = lua_newuserdatauv(L, (graph->node_count + 1) * sizeof(CUgraphNode), 0);
@@ -349,10 +359,10 @@ static int graph_nodes(lua_State *L)
         }
         size_t count = 0;
         CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   NULL, &count);
+                   NULL, NULL, &count);
         CUgraphNode *dependencies = gpurun_push_staging(L, (count + 1) * sizeof *dependencies);
         CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, &count);
+                   dependencies, NULL, &count);
         lua_createtable(L, (int)count, 0);
         for (size_t d = 0; d < count; d++) {
             lua_pushinteger(L, (lua_Integer)node_index(graph, dependencies[d]));

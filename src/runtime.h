@@ -295,6 +295,7 @@ struct gpurun_capture {
     int open_forks;              /* origin: forks not joined back yet */
     int open_bodies;             /* origin: conditional bodies (at any depth) still building */
     int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
+    int has_conditional;         /* origin: its graph holds a conditional node (no clone) */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
 

@@ -36,6 +36,7 @@ void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *s
     capture->open_forks = 0;
     capture->open_bodies = 0;
     capture->has_loop = 0;
+    capture->has_conditional = 0;
     capture->next = NULL;
 }
 
@@ -179,6 +180,7 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
             return result;
         }
         capture->has_loop = 0;
+        capture->has_conditional = 0;
     }
     capture->state = GPURUN_CAPTURE_BUILDING;
     link_capture(L, capture, owner_index);
@@ -366,6 +368,7 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
         return result;
     for (unsigned int i = 0; i < count; i++)
         bodies[i] = params.conditional.phGraph_out[i];
+    capture->root->has_conditional = 1;
     if (type == CU_GRAPH_COND_TYPE_WHILE)
         capture->root->has_loop = 1;
     return CUDA_SUCCESS;

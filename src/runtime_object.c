@@ -87,14 +87,24 @@ static int type_index(lua_State *L)
 void gpurun_register_type(lua_State *L, const struct gpurun_type *type)
 {
     const char *name = short_name(type->tag);
-    luaL_newmetatable(L, type->tag->type_name);
+    /* Opened again (busted drops package.loaded between files): the same
+     * tables, so that methods a Lua part added the first time stay. */
+    int reopened = !luaL_newmetatable(L, type->tag->type_name);
     set_named(L, type->metamethods, name, ".");
 
-    lua_newtable(L);
+    if (!reopened || lua_getfield(L, -1, "methods") != LUA_TTABLE) {
+        if (reopened)
+            lua_pop(L, 1);
+        lua_newtable(L);
+    }
     set_named(L, type->methods, name, ":");
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, "methods");
-    lua_newtable(L);
+    if (!reopened || lua_getfield(L, -2, "fields") != LUA_TTABLE) {
+        if (reopened)
+            lua_pop(L, 1);
+        lua_newtable(L);
+    }
     for (const luaL_Reg *field = type->fields; field && field->name; field++) {
         lua_pushcfunction(L, field->func);
         lua_setfield(L, -2, field->name);
