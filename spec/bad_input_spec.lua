@@ -85,7 +85,7 @@ local CLOSED = {
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
-  Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
+  Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count",
   LaunchConfig = "grid", Scalar = "value",
@@ -141,7 +141,8 @@ for _, type_name in ipairs(catalog.types) do
 end
 
 -- The same methods when a part of the object was closed under it.
-for _, method in ipairs({ "params", "bind" }) do
+for _, method in ipairs({ "params", "bind", "occupancy", "max_potential_block_size",
+    "set_max_dynamic_shared_size_bytes" }) do
   row("Kernel:" .. method, A(R.orphan_kernel), "attempt to use a closed gpurun.ObjectCode")
 end
 row("Kernel.__index", A(R.orphan_kernel, "name"), "attempt to use a closed gpurun.ObjectCode")
@@ -638,14 +639,19 @@ row("LaunchPlan:launch", A(R.plan, R.builder), "GraphBuilder is not building (it
 
 -- ---- devices, streams, events ---------------------------------------------------------
 
-row("Device:get_attribute", A(R.device), arg_error(1, "get_attribute", "number expected, got no value"))
-row("Device:get_attribute", A(R.device, "x"), arg_error(1, "get_attribute", "number expected, got string"))
-row("Device:get_attribute", A(R.device, {}), arg_error(1, "get_attribute", "number expected, got table"))
+row("Device:get_attribute", A(R.device), arg_error(1, "get_attribute", "attribute name or number expected, got no value"))
+row("Device:get_attribute", A(R.device, true), arg_error(1, "get_attribute", "attribute name or number expected, got boolean"))
+row("Device:get_attribute", A(R.device, {}), arg_error(1, "get_attribute", "attribute name or number expected, got table"))
+for _, name in ipairs({ "x", "", "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", "CU_DEVICE_ATTRIBUTE_WARP_SIZE", "max" }) do
+  row("Device:get_attribute", A(R.device, name), arg_error(1, "get_attribute", ("unknown device attribute '%s' "
+    .. "(the names are cuda.h's CU_DEVICE_ATTRIBUTE_* in lower case without the prefix, such as "
+    .. "'max_shared_memory_per_block_optin')"):format(name)))
+end
 for _, value in ipairs({ 1.5, NAN, INF, BIG_FLOAT }) do
   row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "number has no integer representation"))
 end
 for _, value in ipairs({ 0, -1, 100000, math.maxinteger, math.mininteger }) do
-  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "CU_DEVICE_ATTRIBUTE_* value expected"))
+  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "CU_DEVICE_ATTRIBUTE_* value expected, got " .. value))
 end
 
 row("Stream:record", A(R.stream, "x"), arg_error(1, "record", "gpurun.Event expected, got string"))
@@ -797,6 +803,85 @@ for _, method in ipairs({ "launch", "upload" }) do
   row(label, A(R.graph, R.event), arg_error(1, method, "gpurun.Stream expected, got gpurun.Event"))
   row(label, A(R.graph, R.closed_stream), "attempt to use a closed gpurun.Stream")
 end
+
+-- ---- event and stream options ----------------------------------------------------------
+
+local EVENT_KNOWN = "(known: timing, blocking)"
+row("gpurun.Event", A(5), arg_error(1, "Event", "table of options expected, got number"))
+row("gpurun.Event", A("timing"), arg_error(1, "Event", "table of options expected, got string"))
+row("gpurun.Event", A(R.config), arg_error(1, "Event", "table of options expected, got gpurun.LaunchConfig"))
+row("gpurun.Event", A({ nope = true }), arg_error(1, "Event", "unknown option 'nope' " .. EVENT_KNOWN))
+row("gpurun.Event", A({ [1] = false }), arg_error(1, "Event", "unknown option: a number key " .. EVENT_KNOWN))
+row("gpurun.Event", A({ timing = 1 }), arg_error(1, "Event", "option 'timing' must be a boolean, got number"))
+row("gpurun.Event", A({ blocking = "yes" }), arg_error(1, "Event", "option 'blocking' must be a boolean, got string"))
+row("gpurun.Event", A(), NO_DRIVER, { when = "no_driver" })
+row("gpurun.Event", A({ timing = false }), NO_DEVICE, { when = "no_device" })
+row("Event:elapsed_ms", nil, "Event:elapsed_ms: an event made with timing = false has no time", { gpu = true,
+  call = function(env)
+    local untimed = gpurun.Event({ timing = false })
+    env.stream:record(untimed)
+    return env.stream:record():elapsed_ms(untimed)
+  end })
+row("Event:elapsed_ms", nil, "Event:elapsed_ms: both events must have been recorded on a stream", { gpu = true,
+  call = function(env) return env.stream:record():elapsed_ms(gpurun.Event()) end })
+
+local PRIORITY_RANGE = "out of range: this device's stream priorities run from 0 (least, the default) to "
+row("Device:create_stream", A(R.device, 5), arg_error(1, "create_stream", "table of options expected, got number"))
+row("Device:create_stream", A(R.device, { prio = 1 }),
+  arg_error(1, "create_stream", "unknown option 'prio' (known: priority)"))
+row("Device:create_stream", A(R.device, { priority = 0.5 }),
+  arg_error(1, "create_stream", "option 'priority' must be an integer, got 0.5"))
+row("Device:create_stream", A(R.device, { priority = "high" }),
+  arg_error(1, "create_stream", "option 'priority' must be an integer, got string"))
+for _, priority in ipairs({ 1, 1000, -1000, math.mininteger }) do
+  row("Device:create_stream", A(R.device, { priority = priority }),
+    "bad argument #1 to 'Device:create_stream' (priority " .. priority .. " " .. PRIORITY_RANGE)
+end
+
+-- ---- kernel attributes and occupancy --------------------------------------------------------
+
+local SET_SHARED = "set_max_dynamic_shared_size_bytes"
+row("Kernel:" .. SET_SHARED, A(R.add), arg_error(1, SET_SHARED, "integer number of bytes expected, got no value"))
+row("Kernel:" .. SET_SHARED, A(R.add, "1024"), arg_error(1, SET_SHARED, "integer number of bytes expected, got string"))
+row("Kernel:" .. SET_SHARED, A(R.add, 1.5), arg_error(1, SET_SHARED, "integer number of bytes expected, got 1.5"))
+for _, bytes in ipairs({ -1, 1 << 30, math.maxinteger }) do
+  row("Kernel:" .. SET_SHARED, A(R.add, bytes), P("bad argument #1 to 'Kernel:" .. SET_SHARED .. "' %(kernel "
+    .. "'vec_add' can use from 0 to %d+ bytes of dynamic shared memory on device 0 %(max_shared_memory_per_block_optin "
+    .. "%d+ less its 0 static bytes%), got " .. bytes .. "%)"))
+end
+
+local BLOCK_OPTION = "option 'block' must be the threads per block, from 1 to 1024 for kernel 'vec_add', got "
+row("Kernel:occupancy", A(R.add), arg_error(1, "occupancy", "table { block = , shmem_size = } expected, got no value"))
+row("Kernel:occupancy", A(R.add, 256), arg_error(1, "occupancy", "table { block = , shmem_size = } expected, got number"))
+row("Kernel:occupancy", A(R.add, { block = 256, nope = 1 }),
+  arg_error(1, "occupancy", "unknown option 'nope' (known: block, shmem_size)"))
+for _, case in ipairs({ { nil, "nil" }, { 0, "0" }, { 2048, "2048" }, { 1.5, "1.5" }, { "256", "string" },
+    { { 32, 64 }, "{x, y, z} of 2048 threads" }, { {}, "a table that is not {x [, y [, z]]}" },
+    { { 1, 2, 3, 4 }, "a table that is not {x [, y [, z]]}" }, { { 0 }, "a table that is not {x [, y [, z]]}" } }) do
+  row("Kernel:occupancy", A(R.add, { block = case[1] }), arg_error(1, "occupancy", BLOCK_OPTION .. case[2]))
+end
+row("Kernel:occupancy", A(R.bounded, { block = 128 }), arg_error(1, "occupancy",
+  "option 'block' must be the threads per block, from 1 to 64 for kernel 'bounded', got 128"))
+local SHMEM_OPTION = "option 'shmem_size' must be from 0 to %d+ bytes for kernel 'vec_add' %(its limit: raise it "
+  .. "with set_max_dynamic_shared_size_bytes%), got "
+for _, bytes in ipairs({ -1, 1 << 30 }) do
+  row("Kernel:occupancy", A(R.add, { block = 256, shmem_size = bytes }),
+    P("bad argument #1 to 'Kernel:occupancy' %(" .. SHMEM_OPTION .. bytes .. "%)"))
+  row("Kernel:max_potential_block_size", A(R.add, { shmem_size = bytes }),
+    P("bad argument #1 to 'Kernel:max_potential_block_size' %(" .. SHMEM_OPTION .. bytes .. "%)"))
+end
+row("Kernel:occupancy", A(R.add, { block = 256, shmem_size = 0.5 }),
+  arg_error(1, "occupancy", "option 'shmem_size' must be an integer number of bytes, got 0.5"))
+row("Kernel:max_potential_block_size", A(R.add, 5),
+  arg_error(1, "max_potential_block_size", "table of options expected, got number"))
+row("Kernel:max_potential_block_size", A(R.add, { block = 256 }),
+  arg_error(1, "max_potential_block_size", "unknown option 'block' (known: shmem_size, block_size_limit)"))
+for _, limit in ipairs({ -1, 1025 }) do
+  row("Kernel:max_potential_block_size", A(R.add, { block_size_limit = limit }),
+    arg_error(1, "max_potential_block_size", "option 'block_size_limit' must be from 0 (none) to 1024, got " .. limit))
+end
+row("Kernel:max_potential_block_size", A(R.add, { block_size_limit = 1.5 }),
+  arg_error(1, "max_potential_block_size", "option 'block_size_limit' must be an integer, got 1.5"))
 
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 

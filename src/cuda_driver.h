@@ -43,7 +43,12 @@
     X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020) \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphUpload, 11010) \
     X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) \
-    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000)
+    X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000) \
+    X(cuFuncGetAttribute, 2020) X(cuFuncSetAttribute, 9000) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
+    X(cuOccupancyMaxPotentialBlockSize, 6050) X(cuMemHostAlloc, 2020) \
+    X(cuMemFreeHost, 2000) X(cuCtxGetStreamPriorityRange, 5050) \
+    X(cuStreamGetPriority, 5050) X(cuStreamWaitEvent, 3020)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

@@ -163,6 +163,19 @@ void gpurun_check_table(lua_State *L, int arg);
 /* The value at index as an exact integer: 1 and *out set, or 0. */
 int gpurun_exact_integer(lua_State *L, int index, lua_Integer *out);
 
+/* Options tables (Event{...}, create_stream{...}, kernel:occupancy{...}):
+ * nil or none means no options; a table may hold only the keys in `known`
+ * (NULL-terminated), else "unknown option 'x' (known: a, b)". Returns
+ * whether a table is there. Reads are raw: no metamethod runs. */
+int gpurun_check_options(lua_State *L, int arg, const char *const *known);
+
+/* The field of the options table at arg (checked by gpurun_check_options;
+ * nil there: fallback), as a boolean, or as an integer (expected: what the
+ * message says it must be, "an integer number of bytes"). */
+int gpurun_opt_boolean_field(lua_State *L, int arg, const char *key, int fallback);
+lua_Integer gpurun_opt_integer_field(lua_State *L, int arg, const char *key, lua_Integer fallback,
+                                     const char *expected);
+
 /* The dtype named by the optional string at arg (fallback when absent). */
 int gpurun_check_dtype(lua_State *L, int arg, int fallback);
 

@@ -62,6 +62,70 @@ void gpurun_check_table(lua_State *L, int arg)
         gpurun_type_error(L, arg, "table");
 }
 
+int gpurun_check_options(lua_State *L, int arg, const char *const *known)
+{
+    if (lua_isnoneornil(L, arg))
+        return 0;
+    if (lua_type(L, arg) != LUA_TTABLE)
+        gpurun_type_error(L, arg, "table of options");
+    for (lua_pushnil(L); lua_next(L, arg); lua_pop(L, 1)) {
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        const char *const *name = known;
+        while (key && *name && strcmp(*name, key) != 0)
+            name++;
+        if (key && *name)
+            continue;
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (name = known; *name; name++) {
+            if (name != known)
+                luaL_addstring(&b, ", ");
+            luaL_addstring(&b, *name);
+        }
+        luaL_pushresult(&b);
+        if (key)
+            gpurun_arg_error(L, arg, "unknown option '%s' (known: %s)", key, lua_tostring(L, -1));
+        gpurun_arg_error(L, arg, "unknown option: a %s key (known: %s)", luaL_typename(L, -3),
+                         lua_tostring(L, -1));
+    }
+    return 1;
+}
+
+/* Pushes the raw field `key` of the table at arg, or nil when arg is none. */
+static int push_option(lua_State *L, int arg, const char *key)
+{
+    if (lua_type(L, arg) != LUA_TTABLE) {
+        lua_pushnil(L);
+        return LUA_TNIL;
+    }
+    lua_pushstring(L, key);
+    return lua_rawget(L, arg);
+}
+
+int gpurun_opt_boolean_field(lua_State *L, int arg, const char *key, int fallback)
+{
+    int type = push_option(L, arg, key);
+    int value = type == LUA_TNIL ? fallback : lua_toboolean(L, -1);
+    if (type != LUA_TNIL && type != LUA_TBOOLEAN) {
+        const char *got = gpurun_type_name(L, -1);
+        gpurun_arg_error(L, arg, "option '%s' must be a boolean, got %s", key, got);
+    }
+    lua_pop(L, 1);
+    return value;
+}
+
+lua_Integer gpurun_opt_integer_field(lua_State *L, int arg, const char *key, lua_Integer fallback,
+                                     const char *expected)
+{
+    lua_Integer value = fallback;
+    if (push_option(L, arg, key) != LUA_TNIL && !gpurun_exact_integer(L, -1, &value)) {
+        const char *got = gpurun_value_text(L, -1);
+        gpurun_arg_error(L, arg, "option '%s' must be %s, got %s", key, expected, got);
+    }
+    lua_pop(L, 1);
+    return value;
+}
+
 int gpurun_check_dtype(lua_State *L, int arg, int fallback)
 {
     if (lua_isnoneornil(L, arg))

@@ -17,6 +17,8 @@
 --   compile_args  compile()'s table    config_table   LaunchConfig{...} input
 --   kernel_name   a kernel's name      cuda_call  a driver call's name
 --   cuda_result   a CUresult number
+--   event_options  gpurun.Event{...} input   stream_options  create_stream{...} input
+--   occupancy_options  kernel:occupancy{...} / max_potential_block_size{...} input
 --   and the types: stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
 --   kernel_arg (what a launch passes: Buffer, scalar, number, boolean).
@@ -80,6 +82,7 @@ catalog.functions = {
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
+  Event = { args = { "event_options" }, needs = "device" },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -87,7 +90,7 @@ catalog.methods = {
   Device = {
     set_current = { args = {} },
     sync = { args = {} },
-    create_stream = { args = {} },
+    create_stream = { args = { "stream_options" } },
     get_attribute = { args = { "attribute" } },
     close = { args = {} },
   },
@@ -119,6 +122,9 @@ catalog.methods = {
   Kernel = {
     params = { args = {} },
     bind = { args = { "config", "kernel_arg", "..." }, launches = true },
+    set_max_dynamic_shared_size_bytes = { args = { "integer" } },
+    occupancy = { args = { "occupancy_options" } },
+    max_potential_block_size = { args = { "occupancy_options" } },
     close = { args = {} },
   },
   LaunchPlan = {
@@ -161,7 +167,7 @@ catalog.methods = {
 catalog.metamethods = {
   Device = { "__index", "__tostring", "__close" },
   Stream = { "__index", "__tostring", "__close" },
-  Event = { "__sub", "__tostring", "__close" },
+  Event = { "__index", "__sub", "__tostring", "__close" },
   ProgramOptions = { "__index", "__newindex", "__tostring", "__close" },
   Program = { "__index", "__tostring", "__close" },
   ObjectCode = { "__index", "__tostring", "__close" },
