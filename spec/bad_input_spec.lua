@@ -82,18 +82,20 @@ local CLOSED = {
   ProgramOptions = "closed_options", Program = "closed_program", ObjectCode = "closed_ptx",
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
+  PinnedBuffer = "closed_pinned",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
   Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count",
-  LaunchConfig = "grid", Scalar = "value",
+  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size",
 }
 
 local SETTOP_FIRST = {
   ["Buffer:fill"] = true, ["Buffer:copy_from"] = true, ["Buffer:copy_to"] = true,
   ["Buffer:to_table"] = true, ["Buffer:get"] = true, ["Buffer:set"] = true,
+  ["Buffer:to_bytes"] = true,
 }
 
 for _, type_name in ipairs(catalog.types) do
@@ -688,9 +690,9 @@ row("Buffer:fill", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpu
 row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured into a graph",
   { before = { "building" } })
 
-row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got nil"))
-row("Buffer:copy_from", A(R.buffer, 5), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got number"))
-row("Buffer:copy_from", A(R.buffer, R.stream), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
+row("Buffer:copy_from", A(R.buffer, 5), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got number"))
+row("Buffer:copy_from", A(R.buffer, R.stream), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got gpurun.Stream"))
 row("Buffer:copy_from", A(R.buffer, { 1, 2 }), arg_error(1, "copy_from", "table of 16 elements expected, got 2"))
 row("Buffer:copy_from", A(R.buffer, {}), arg_error(1, "copy_from", "table of 16 elements expected, got 0"))
 local sixteen_strings, sixteen_huge = {}, {}
@@ -704,14 +706,15 @@ row("Buffer:copy_from", A(R.buffer, R.buffer_i32),
 row("Buffer:copy_from", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
 row("Buffer:copy_from", A(R.buffer, R.buffer, "s"), arg_error(2, "copy_from", STREAM_ARG .. "string"))
 
-row("Buffer:copy_to", A(R.buffer), arg_error(1, "copy_to", "gpurun.Buffer expected, got nil"))
-row("Buffer:copy_to", A(R.buffer, {}), arg_error(1, "copy_to", "gpurun.Buffer expected, got table"))
-row("Buffer:copy_to", A(R.buffer, R.stream), arg_error(1, "copy_to", "gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_to", A(R.buffer), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
+row("Buffer:copy_to", A(R.buffer, {}), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got table"))
+row("Buffer:copy_to", A(R.buffer, R.stream), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got gpurun.Stream"))
 row("Buffer:copy_to", A(R.buffer, R.buffer8),
   arg_error(1, "copy_to", "gpurun.Buffer of 16 float32 elements expected, got 8 float32 elements"))
 row("Buffer:copy_to", A(R.buffer, R.buffer_f64), "got 16 float64 elements")
 row("Buffer:copy_to", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
-row("Buffer:copy_to", A(R.buffer, R.buffer, 5), arg_error(2, "copy_to", STREAM_ARG .. "number"))
+row("Buffer:copy_to", A(R.buffer, R.buffer, 5), arg_error(2, "copy_to", "16 elements from element 5 run past the last (16)"))
+row("Buffer:copy_to", A(R.buffer, R.buffer, {}), arg_error(2, "copy_to", STREAM_ARG .. "table"))
 
 row("Buffer:to_table", A(R.buffer, "x"), arg_error(1, "to_table", STREAM_ARG .. "string"))
 row("Buffer:to_table", A(R.buffer, R.graph), arg_error(1, "to_table", STREAM_ARG .. "gpurun.Graph"))
@@ -882,6 +885,161 @@ for _, limit in ipairs({ -1, 1025 }) do
 end
 row("Kernel:max_potential_block_size", A(R.add, { block_size_limit = 1.5 }),
   arg_error(1, "max_potential_block_size", "option 'block_size_limit' must be an integer, got 1.5"))
+
+-- ---- bytes, ranges, views, pinned memory -----------------------------------------------------
+
+-- Bad element ranges of a 16-element R[object] at argument `at` (counting
+-- after self) of a call that takes `before` first.
+local function range_rows(label, name, object, before, at)
+  local function with(...)
+    local args = A(R[object], table.unpack(before))
+    for i = 1, select("#", ...) do args[args.n + i] = select(i, ...) end
+    args.n = args.n + select("#", ...)
+    return args
+  end
+  row(label, with(0), arg_error(at, name, "element index 0 out of range (1..16)"))
+  row(label, with(17), arg_error(at, name, "element index 17 out of range (1..16)"))
+  row(label, with(-1), arg_error(at, name, "element index -1 out of range (1..16)"))
+  row(label, with(math.mininteger), arg_error(at, name, "element index -9223372036854775808 out of range (1..16)"))
+  row(label, with(1.5), arg_error(at, name, "integer element index expected, got 1.5"))
+  row(label, with(NAN), P(("bad argument #%d to '%s' %%(integer element index expected, got %s%%)")
+    :format(at, label, NAN_TEXT)))
+  row(label, with(1, 0), arg_error(at + 1, name, "positive element count expected, got 0"))
+  row(label, with(1, -3), arg_error(at + 1, name, "positive element count expected, got -3"))
+  row(label, with(1, 2.5), arg_error(at + 1, name, "integer element count expected, got 2.5"))
+  row(label, with(1, 17), arg_error(at + 1, name, "17 elements from element 1 run past the last (16)"))
+  row(label, with(16, 2), arg_error(at + 1, name, "2 elements from element 16 run past the last (16)"))
+  row(label, with(2, math.maxinteger),
+    arg_error(at + 1, name, "9223372036854775807 elements from element 2 run past the last (16)"))
+end
+
+for _, method in ipairs({ "to_table", "to_bytes" }) do
+  range_rows("Buffer:" .. method, method, "buffer", {}, 1)
+  range_rows("PinnedBuffer:" .. method, method, "pinned", {}, 1)
+  row("Buffer:" .. method, A(R.buffer, "x"), arg_error(1, method, STREAM_ARG .. "string"))
+  row("Buffer:" .. method, A(R.buffer, 1, 2, "s"), arg_error(3, method, STREAM_ARG .. "string"))
+  row("Buffer:" .. method, A(R.buffer, 1, R.event), arg_error(2, method, STREAM_ARG .. "gpurun.Event"))
+  row("Buffer:" .. method, A(R.buffer, 1, nil, R.closed_stream), "attempt to use a closed gpurun.Stream")
+  row("Buffer:" .. method, A(R.orphan_view),
+    "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+end
+range_rows("Buffer:fill", "fill", "buffer", { 1 }, 2)
+range_rows("PinnedBuffer:fill", "fill", "pinned", { 1 }, 2)
+row("Buffer:fill", A(R.buffer, 1, 1, 2, 3), arg_error(4, "fill", STREAM_ARG .. "number"))
+row("Buffer:fill", A(R.orphan_view, 1), "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+range_rows("Buffer:copy_from", "copy_from", "buffer", { {} }, 2)
+range_rows("Buffer:copy_to", "copy_to", "buffer", { R.buffer8 }, 2)
+
+row("Buffer:view", A(R.buffer), arg_error(1, "view", "integer element index expected, got no value"))
+row("Buffer:view", A(R.buffer, "1"), arg_error(1, "view", "integer element index expected, got string"))
+row("Buffer:view", A(R.buffer, {}), arg_error(1, "view", "integer element index expected, got table"))
+range_rows("Buffer:view", "view", "buffer", {}, 1)
+row("Buffer:view", A(R.view, 9), arg_error(1, "view", "element index 9 out of range (1..8)"))
+row("Buffer:view", A(R.orphan_view, 1), "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+row("Buffer.__index", A(R.orphan_view, "size"), "attempt to use a closed gpurun.Buffer")
+row("gpurun.launch", A(R.stream, R.config, R.add, R.orphan_view, R.buffer, R.buffer, 4),
+  "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+
+row("Buffer:copy_from", A(R.buffer, "abc"),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
+row("Buffer:copy_from", A(R.buffer, string.rep("x", 65)),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 65 bytes"))
+row("Buffer:copy_from", A(R.buffer, "abcdefgh", 1, 4),
+  arg_error(1, "copy_from", "string of 16 bytes (4 float32 elements) expected, got 8 bytes"))
+row("Buffer:copy_from", A(R.buffer, { 1, 2 }, 16), arg_error(2, "copy_from", "2 elements from element 16 run past the last (16)"))
+row("Buffer:copy_from", A(R.buffer, { 1, 2 }, 1, 3), arg_error(1, "copy_from", "table of 3 elements expected, got 2"))
+row("Buffer:copy_from", A(R.buffer, R.buffer8, 1, 4),
+  arg_error(1, "copy_from", "gpurun.Buffer of 4 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.pinned8),
+  arg_error(1, "copy_from", "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.pinned_i32),
+  arg_error(1, "copy_from", "gpurun.PinnedBuffer of 16 float32 elements expected, got 16 int32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
+row("Buffer:copy_from", A(R.buffer, R.pinned, "s"), arg_error(2, "copy_from", STREAM_ARG .. "string"))
+row("Buffer:copy_from", A(R.buffer, R.pinned, R.builder), "GraphBuilder is not building (it is idle)")
+row("Buffer:copy_from", A(R.buffer, R.pinned, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
+row("Buffer:copy_from", A(R.buffer, R.pinned8, R.building),
+  "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements")
+row("Buffer:copy_from", A(R.buffer, { 1 }, 1, R.building), arg_error(3, "copy_from", STREAM_ARG .. "gpurun.GraphBuilder"))
+row("Buffer:copy_from", A(R.buffer, R.closed_file), arg_error(1, "copy_from", "attempt to use a closed file"))
+row("Buffer:copy_from", A(R.buffer, R.short_file), "Buffer:copy_from: reading the file: it ended after 3 of 64 bytes")
+row("Buffer:copy_to", A(R.buffer, R.pinned8),
+  arg_error(1, "copy_to", "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_to", A(R.buffer, R.pinned, 2), arg_error(2, "copy_to", "16 elements from element 2 run past the last (16)"))
+row("Buffer:copy_to", A(R.buffer, R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
+row("Buffer:copy_to", A(R.buffer, R.closed_file), arg_error(1, "copy_to", "attempt to use a closed file"))
+row("Buffer:copy_to", A(R.buffer, "abc"), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got string"))
+row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s) or graph builder(s); close them first",
+  { before = { "pinned_graph" } })
+row("PinnedBuffer:close", A(R.pinned), "gpurun.PinnedBuffer is used by 1 graph(s) or graph builder(s); close them first",
+  { before = { "pinned_graph" } })
+row("PinnedBuffer.__close", A(R.pinned), "gpurun.PinnedBuffer is used by 1 graph(s)", { before = { "pinned_graph" } })
+
+row("gpurun.from_bytes", A(), arg_error(1, "from_bytes", "string expected, got no value"))
+row("gpurun.from_bytes", A(1234), arg_error(1, "from_bytes", "string expected, got number"))
+row("gpurun.from_bytes", A({}), arg_error(1, "from_bytes", "string expected, got table"))
+row("gpurun.from_bytes", A(R.buffer), arg_error(1, "from_bytes", "string expected, got gpurun.Buffer"))
+row("gpurun.from_bytes", A(""), arg_error(1, "from_bytes",
+  "0 bytes are not a whole, positive number of float32 elements (4 bytes each)"))
+row("gpurun.from_bytes", A("abc"), arg_error(1, "from_bytes",
+  "3 bytes are not a whole, positive number of float32 elements (4 bytes each)"))
+row("gpurun.from_bytes", A("abcdefghij", "float64"), arg_error(1, "from_bytes",
+  "10 bytes are not a whole, positive number of float64 elements (8 bytes each)"))
+dtype_rows("gpurun.from_bytes", "from_bytes", { "abcdefgh" }, 2)
+row("gpurun.from_bytes", A("abcd"), NO_DRIVER, { when = "no_driver" })
+row("gpurun.from_bytes", A("abcd"), NO_DEVICE, { when = "no_device" })
+
+count_rows("gpurun.pinned", "pinned", {}, 1)
+dtype_rows("gpurun.pinned", "pinned", { 16 }, 2)
+row("gpurun.pinned", A(math.maxinteger), arg_error(1, "pinned",
+  "element count 9223372036854775807 too large for float32 (the byte size overflows size_t)"))
+row("gpurun.pinned", A(16), NO_DRIVER, { when = "no_driver" })
+row("gpurun.pinned", A(16), NO_DEVICE, { when = "no_device" })
+row("gpurun.pinned", A(1 << 40), P"cuMemHostAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 4%.00 TiB of page%-locked host memory",
+  { gpu = true })
+row("gpurun.pinned", A(16), "cannot allocate a gpurun.PinnedBuffer while a graph is being built", { before = { "building" } })
+
+for _, method in ipairs({ "get", "set" }) do
+  local label, what = "PinnedBuffer:" .. method, "PinnedBuffer:" .. method .. ": "
+  local function args(index) return method == "get" and A(R.pinned, index) or A(R.pinned, index, 1) end
+  row(label, method == "get" and A(R.pinned) or A(R.pinned, nil, 1), what .. "integer index expected, got nil")
+  row(label, args(0), what .. "index 0 out of range (1..16)")
+  row(label, args(17), what .. "index 17 out of range (1..16)")
+  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
+  row(label, args(1.5), what .. "integer index expected, got 1.5")
+  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
+  row(label, args("1"), what .. "integer index expected, got string")
+end
+row("PinnedBuffer:set", A(R.pinned, 1), arg_error(2, "set", "number expected, got no value"))
+row("PinnedBuffer:set", A(R.pinned, 1, "x"), arg_error(2, "set", "number expected, got string"))
+row("PinnedBuffer:set", A(R.pinned, 1, 1e39), arg_error(2, "set", "1e+39 out of range for float32"))
+row("PinnedBuffer:set", A(R.pinned_u8, 1, 256), arg_error(2, "set", "256 out of range for uint8 (0..255)"))
+row("PinnedBuffer:set", A(R.pinned_i32, 1, 0.5), arg_error(2, "set", "integer expected for int32, got 0.5"))
+row("PinnedBuffer:fill", A(R.pinned), arg_error(1, "fill", "number expected, got no value"))
+row("PinnedBuffer:fill", A(R.pinned, "1"), arg_error(1, "fill", "number expected, got string"))
+row("PinnedBuffer:fill", A(R.pinned_u8, -1), arg_error(1, "fill", "-1 out of range for uint8 (0..255)"))
+row("PinnedBuffer:copy_from", A(R.pinned), arg_error(1, "copy_from", "table or string expected, got no value"))
+row("PinnedBuffer:copy_from", A(R.pinned, 5), arg_error(1, "copy_from", "table or string expected, got number"))
+row("PinnedBuffer:copy_from", A(R.pinned, R.buffer), arg_error(1, "copy_from", "table or string expected, got gpurun.Buffer"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }), arg_error(1, "copy_from", "table of 16 elements expected, got 2"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 1, 3), arg_error(1, "copy_from", "table of 3 elements expected, got 2"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 16), arg_error(2, "copy_from", "2 elements from element 16 run past the last (16)"))
+row("PinnedBuffer:copy_from", A(R.pinned, sixteen_strings), arg_error(1, "copy_from", "element 1: number expected, got string"))
+row("PinnedBuffer:copy_from", A(R.pinned_u8, { 1, 2, 3, 256 }), arg_error(1, "copy_from", "element 4: 256 out of range for uint8"))
+row("PinnedBuffer:copy_from", A(R.pinned, "abc"),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
+row("PinnedBuffer:copy_from", A(R.pinned, "abcdefgh", 15, 1),
+  arg_error(1, "copy_from", "string of 4 bytes (1 float32 elements) expected, got 8 bytes"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1 }, 1, {}), arg_error(1, "copy_from", "table of 16 elements expected, got 1"))
+range_rows("PinnedBuffer:copy_from", "copy_from", "pinned", { {} }, 2)
+row("PinnedBuffer.__index", A(R.pinned, 0), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
+row("PinnedBuffer.__index", A(R.pinned, 1.5), "gpurun.PinnedBuffer[i]: integer index expected, got 1.5")
+row("PinnedBuffer.__newindex", A(R.pinned, "x", 1), "gpurun.PinnedBuffer: only elements can be set (p[i] = value), not string")
+row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
+row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), "gpurun.PinnedBuffer[i]: number expected, got string")
+row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), "gpurun.PinnedBuffer[i]: 300 out of range for uint8 (0..255)")
+row("PinnedBuffer.__newindex", A(R.closed_pinned, 1, 1), "attempt to use a closed gpurun.PinnedBuffer")
+row("PinnedBuffer.__len", A(R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
 
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 

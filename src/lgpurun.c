@@ -16,6 +16,7 @@
 #include "llaunch_config.h"
 #include "llaunch_plan.h"
 #include "lobject_code.h"
+#include "lpinned.h"
 #include "lprogram.h"
 #include "lrng.h"
 #include "lscalar.h"
@@ -34,7 +35,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
     gpurun_open_device,        /* gpurun.Device */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder */
-    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array */
+    gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
+    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array, from_bytes */
     gpurun_open_rng,           /* gpurun.Generator, default_rng */
     gpurun_open_compare,       /* compare, allclose */
     gpurun_open_scalar,        /* gpurun.Scalar, u64, f32, ... */

@@ -3,6 +3,7 @@
  * this file turns their verdicts into messages. */
 #include "runtime.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,6 +206,66 @@ void gpurun_push_element(lua_State *L, int dtype, const void *p)
     case GPURUN_INT16: { int16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
     default: { uint16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
     }
+}
+
+void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count, int dtype,
+                           void *out)
+{
+    table_index = lua_absindex(L, table_index);
+    size_t size = gpurun_dtypes[dtype].size;
+    unsigned char *bytes = out;
+    for (size_t i = 0; i < count; i++) {
+        lua_rawgeti(L, table_index, (lua_Integer)i + 1);
+        const char *why = gpurun_to_element(L, -1, dtype, bytes + i * size);
+        if (why)
+            gpurun_arg_error(L, arg, "element %I: %s", (LUAI_UACINT)(i + 1), why);
+        lua_pop(L, 1);
+    }
+}
+
+void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
+{
+    if (count > INT_MAX)
+        gpurun_error(L, "%s: %I elements are too many for a Lua table", what, (LUAI_UACINT)count);
+    size_t size = gpurun_dtypes[dtype].size;
+    const unsigned char *bytes = p;
+    lua_createtable(L, (int)count, 0);
+    for (size_t i = 0; i < count; i++) {
+        gpurun_push_element(L, dtype, bytes + i * size);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, size_t *first,
+                     size_t *count)
+{
+    *first = 0;
+    *count = size;
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        return arg;
+    lua_Integer index = gpurun_check_integer(L, arg, "integer element index");
+    if (index < 1 || (lua_Unsigned)index > size)
+        gpurun_arg_error(L, arg, "element index %I out of range (1..%I)", (LUAI_UACINT)index,
+                         (LUAI_UACINT)size);
+    *first = (size_t)index - 1;
+    int after = arg + 2;
+    lua_Integer n;
+    if (lua_type(L, arg + 1) == LUA_TNUMBER) {
+        n = gpurun_check_integer(L, arg + 1, "integer element count");
+        if (n < 1)
+            gpurun_arg_error(L, arg + 1, "positive element count expected, got %I",
+                             (LUAI_UACINT)n);
+    } else {
+        if (!lua_isnoneornil(L, arg + 1))
+            after = arg + 1;
+        n = default_count ? (lua_Integer)default_count : (lua_Integer)(size - *first);
+    }
+    if ((lua_Unsigned)n > size - *first)
+        gpurun_arg_error(L, lua_type(L, arg + 1) == LUA_TNUMBER ? arg + 1 : arg,
+                         "%I elements from element %I run past the last (%I)", (LUAI_UACINT)n,
+                         (LUAI_UACINT)index, (LUAI_UACINT)size);
+    *count = (size_t)n;
+    return after;
 }
 
 void *gpurun_push_staging(lua_State *L, size_t bytes)

@@ -188,6 +188,10 @@ local function gpu_factories()
     local shape = next_of(BUFFER_SHAPES)
     return gpurun.zeros(shape[1], shape[2])
   end
+  function fresh.PinnedBuffer()
+    local shape = next_of(BUFFER_SHAPES)
+    return gpurun.pinned(shape[1], shape[2])
+  end
   function fresh.ObjectCode()
     return gpurun.Program(require("spec.support.kernels").SOURCE, "c++", factory.options)
       :compile("cubin")
@@ -227,6 +231,13 @@ local function setup_gpu()
   add_closed(fresh.Kernel())
   for _ = 1, #BUFFER_SHAPES do pool:add(fresh.Buffer()) end
   add_closed(fresh.Buffer())
+  for _ = 1, #BUFFER_SHAPES do pool:add(fresh.PinnedBuffer()) end
+  add_closed(fresh.PinnedBuffer())
+  local base = fresh.Buffer()
+  pool:add(base:view(1))
+  local orphan = fresh.Buffer():view(1) -- its base closed under it
+  orphan.base:close()
+  pool:add_closed(orphan)
   pool:add(fresh.ObjectCode())
 
   -- Objects whose parts were closed under them.

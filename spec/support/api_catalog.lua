@@ -19,6 +19,11 @@
 --   cuda_result   a CUresult number
 --   event_options  gpurun.Event{...} input   stream_options  create_stream{...} input
 --   occupancy_options  kernel:occupancy{...} / max_potential_block_size{...} input
+--   first, range_count  an element range (1-based first element, count)
+--   bytes      a string of raw elements
+--   copy_source  what Buffer:copy_from takes (table, string, Buffer, PinnedBuffer, file)
+--   copy_destination  what Buffer:copy_to takes (Buffer, PinnedBuffer, file)
+--   host_source  a table or a string (PinnedBuffer:copy_from)
 --   and the types: stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
 --   kernel_arg (what a launch passes: Buffer, scalar, number, boolean).
@@ -30,6 +35,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
+  "PinnedBuffer",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -41,7 +47,7 @@ catalog.internal_types = {
 -- any machine).
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
-  Buffer = true, GraphBuilder = true, Graph = true,
+  Buffer = true, GraphBuilder = true, Graph = true, PinnedBuffer = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
@@ -83,6 +89,8 @@ catalog.functions = {
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
   Event = { args = { "event_options" }, needs = "device" },
+  from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
+  pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -134,12 +142,23 @@ catalog.methods = {
   LaunchConfig = {},
   Scalar = {},
   Buffer = {
-    fill = { args = { "element", "stream" } },
-    copy_from = { args = { "buffer_or_table", "stream" } },
-    copy_to = { args = { "buffer", "stream" } },
-    to_table = { args = { "stream" } },
+    fill = { args = { "element", "first", "range_count", "stream" } },
+    copy_from = { args = { "copy_source", "first", "range_count", "stream" } },
+    copy_to = { args = { "copy_destination", "first", "range_count", "stream" } },
+    to_table = { args = { "first", "range_count", "stream" } },
+    to_bytes = { args = { "first", "range_count", "stream" } },
+    view = { args = { "first", "range_count" } },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
+    close = { args = {} },
+  },
+  PinnedBuffer = {
+    get = { args = { "index" } },
+    set = { args = { "index", "element" } },
+    fill = { args = { "element", "first", "range_count" } },
+    to_table = { args = { "first", "range_count" } },
+    to_bytes = { args = { "first", "range_count" } },
+    copy_from = { args = { "host_source", "first", "range_count" } },
     close = { args = {} },
   },
   Generator = {
@@ -179,6 +198,7 @@ catalog.metamethods = {
   Generator = { "__tostring", "__close" },
   GraphBuilder = { "__index", "__tostring", "__close" },
   Graph = { "__index", "__tostring", "__close" },
+  PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
 }
 
 -- Sorted string keys, so that anything drawn from the catalog is drawn in the

@@ -85,6 +85,17 @@ function factories.config_big_shmem()
 end
 function factories.scalar() return gpurun.u64(16) end
 function factories.broken_program() return gpurun.Program("this is not C++ {", "c++") end
+function factories.closed_file()
+  local file = io.tmpfile()
+  file:close()
+  return file
+end
+function factories.short_file() -- 3 bytes, read from the start
+  local file = io.tmpfile()
+  file:write("abc")
+  file:seek("set", 0)
+  return file
+end
 function factories.compute_program() -- PTX only: cubin must be refused
   return gpurun.Program(SOURCE, "c++", { arch = "compute_90" })
 end
@@ -124,6 +135,29 @@ GPU_FACTORIES = {
   buffer_i32 = function() current_device(); return gpurun.zeros(16, "int32") end,
   buffer_u8 = function() current_device(); return gpurun.zeros(4, "uint8") end,
   closed_buffer = function() current_device(); return closed(gpurun.zeros(16, "float32")) end,
+  view = function(env) return env.buffer:view(5, 8) end,
+  orphan_view = function() -- its base was closed
+    current_device()
+    local base = gpurun.zeros(16, "float32")
+    local view = base:view(1, 4)
+    base:close()
+    return view
+  end,
+  pinned = function() current_device(); return gpurun.pinned(16, "float32") end,
+  pinned8 = function() current_device(); return gpurun.pinned(8, "float32") end,
+  pinned_i32 = function() current_device(); return gpurun.pinned(16, "int32") end,
+  pinned_u8 = function() current_device(); return gpurun.pinned(4, "uint8") end,
+  closed_pinned = function() current_device(); return closed(gpurun.pinned(16, "float32")) end,
+  pinned_graph = function(env) -- a graph that copies env.pinned into env.buffer
+    local builder = env.stream:create_graph_builder()
+    local buffer, pinned = env.buffer, env.pinned
+    builder:begin_building()
+    buffer:copy_from(pinned, builder)
+    builder:end_building()
+    local graph = builder:complete()
+    builder:close()
+    return graph
+  end,
   plan = function(env) return env.add:bind(env.config, env.buffer, env.buffer, env.buffer, gpurun.u64(16)) end,
   closed_plan = function(env)
     return closed(env.add:bind(env.config, env.buffer, env.buffer, env.buffer, gpurun.u64(16)))

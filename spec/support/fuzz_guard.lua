@@ -183,8 +183,17 @@ function guard.launch_allowed(kernel, config_value, args, first, n)
   return model.limit(values, config)
 end
 
+-- Calls that write what they are given: a file handle in the pool (io.stderr)
+-- would get raw elements.
+local WRITES_FILES = { ["Buffer:copy_to"] = true }
+
 -- Whether the call `entry` with args (n of them) may go ahead on a GPU.
 function guard.allowed(entry, args, n)
+  if WRITES_FILES[entry.label] then
+    for i = 1, n do
+      if io.type(args[i]) then return false end
+    end
+  end
   if entry.label == "gpurun.launch" then
     return guard.launch_allowed(args[3], args[2], args, 4, n)
   elseif entry.label == "Kernel:bind" then

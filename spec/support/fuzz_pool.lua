@@ -210,7 +210,7 @@ function Pool:add(value)
   local type_name = catalog.type_of(value)
   if not type_name then return end
   if type_name == "GraphBuilder" and self.on_builder then self.on_builder(value) end
-  if type_name == "Buffer" then
+  if type_name == "Buffer" or type_name == "PinnedBuffer" then
     local ok, size = pcall(function() return value.size end)
     if ok and size > self.max_buffer_elements then
       pcall(value.close, value)
@@ -368,6 +368,25 @@ draws = {
     return draws.number(p)
   end,
   kernel_arg = Pool.kernel_arg,
+  first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),
+  range_count = from({ 1, 2, 3, 8, 15, 16, 0, -1, 4096, 1.5, math.maxinteger }, 0.6, { nil }),
+  bytes = function(p)
+    return p:pick({ "", "a", "abcd", string.rep("\0", 16), string.rep("\255", 64), string.rep("x", 4096 * 4) })
+  end,
+  copy_source = function(p)
+    local roll = p.random()
+    if roll < 0.3 then return p:typed("Buffer") end
+    if roll < 0.5 then return p:typed("PinnedBuffer") end
+    if roll < 0.7 then return p:sequence() end
+    return draws.bytes(p)
+  end,
+  copy_destination = function(p)
+    return p:typed(p:chance(0.6) and "Buffer" or "PinnedBuffer")
+  end,
+  host_source = function(p)
+    if p:chance(0.6) then return p:sequence() end
+    return draws.bytes(p)
+  end,
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",
