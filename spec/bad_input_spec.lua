@@ -1041,6 +1041,29 @@ row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), "gpurun.PinnedBuffer[i]: 
 row("PinnedBuffer.__newindex", A(R.closed_pinned, 1, 1), "attempt to use a closed gpurun.PinnedBuffer")
 row("PinnedBuffer.__len", A(R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
 
+-- ---- .npy files ------------------------------------------------------------------------------
+
+row("gpurun.load", A(), arg_error(1, "load", "path string expected, got no value"))
+row("gpurun.load", A(5), arg_error(1, "load", "path string expected, got number"))
+row("gpurun.load", A({}), arg_error(1, "load", "path string expected, got table"))
+row("gpurun.load", A(R.buffer), arg_error(1, "load", "path string expected, got gpurun.Buffer"))
+row("gpurun.load", A("a\0b"), arg_error(1, "load", "path contains a NUL byte"))
+row("gpurun.load", A("/nonexistent/x.npy"), "gpurun.load: cannot open /nonexistent/x.npy: No such file or directory")
+row("gpurun.load", A("README.md"), "gpurun.load: README.md: not a .npy file (it does not start with \\x93NUMPY)")
+local SAVE_PATH = os.tmpname() -- never written: each row fails before opening it
+os.remove(SAVE_PATH)
+row("Buffer:save", A(R.buffer), arg_error(1, "save", "path string expected, got no value"))
+row("Buffer:save", A(R.buffer, 5), arg_error(1, "save", "path string expected, got number"))
+row("Buffer:save", A(R.buffer, "a\0b"), arg_error(1, "save", "path contains a NUL byte"))
+row("Buffer:save", A(R.buffer, "/nonexistent/dir/x.npy"),
+  "Buffer:save: cannot open /nonexistent/dir/x.npy: No such file or directory")
+row("Buffer:save", A(R.buffer, SAVE_PATH, { 5 }), arg_error(2, "save", "shape {5} holds 5 elements, the buffer 16"))
+row("Buffer:save", A(R.buffer, SAVE_PATH, { 4, 4.5 }),
+  arg_error(2, "save", "dimension 2 of the shape is not a non-negative integer"))
+row("Buffer:save", A(R.buffer, SAVE_PATH, 16), arg_error(2, "save", "shape table expected, got number"))
+row("Buffer:save", A(R.view, SAVE_PATH, { 16 }), arg_error(2, "save", "shape {16} holds 16 elements, the buffer 8"))
+row("Buffer:save", A(R.orphan_view, SAVE_PATH), "attempt to use a closed gpurun.Buffer")
+
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 
 local ACCEPTING = {

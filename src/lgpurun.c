@@ -53,11 +53,13 @@ static void (*const openers[])(lua_State *L) = {
  * is called, once per Lua state, with the internals table ({ raise = f }),
  * and returns the functions it adds to the module table; a `metatable`
  * among them is registered under its __name (so C can recognise its objects)
- * instead. Opening the module again (busted drops package.loaded between
- * files) reuses what the first opening made, so objects made before still
- * belong to the type. */
+ * instead, and `methods` ({ Buffer = { save = f } }) adds methods to
+ * gpurun's registered types. Opening the module again (busted drops
+ * package.loaded between files) reuses what the first opening made, so
+ * objects made before still belong to the type. */
 static const char *const lua_parts[] = {
     "gpurun.builtin.program_options", /* gpurun.ProgramOptions */
+    "gpurun.builtin.npy_files",       /* gpurun.load, Buffer:save */
 };
 
 #define LUA_PARTS_KEY "gpurun.lua_parts"
@@ -111,11 +113,34 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_remove(L, -2);
 }
 
+/* Adds { Type = { name = function } } at the top to the types' methods. */
+static void add_lua_methods(lua_State *L, const char *part)
+{
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TTABLE)
+            gpurun_error(L, "gpurun's Lua part %s gave methods that are not { Type = { ... } }", part);
+        const char *type_name = lua_pushfstring(L, "gpurun.%s", lua_tostring(L, -2));
+        if (luaL_getmetatable(L, type_name) != LUA_TTABLE
+            || lua_getfield(L, -1, "methods") != LUA_TTABLE)
+            gpurun_error(L, "gpurun's Lua part %s adds methods to %s, which is not registered",
+                         part, type_name);
+        for (lua_pushnil(L); lua_next(L, -5); lua_pop(L, 1)) {
+            lua_pushvalue(L, -2);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, -5);
+        }
+        lua_pop(L, 3);
+    }
+}
+
 static void open_lua_part(lua_State *L, int module, const char *name)
 {
     push_lua_part(L, name);
     for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
-        if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "metatable") != 0) {
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        if (key && strcmp(key, "methods") == 0)
+            add_lua_methods(L, name);
+        else if (key && strcmp(key, "metatable") != 0) {
             lua_pushvalue(L, -2);
             lua_pushvalue(L, -2);
             lua_rawset(L, module);

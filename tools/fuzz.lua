@@ -105,6 +105,7 @@ local function fail(what)
     if i >= 1 then io.stderr:write("  ", recent[i % RECENT], "\n") end
   end
   io.stderr:write("fuzz: replay with: ", replay_command(), "\n")
+  os.remove(guard.SCRATCH_PATH)
   io.stdout:write(("calls %d errors %d skipped %d violations %d seed %d\n")
     :format(counts.calls, counts.errors, counts.skipped, counts.violations, options.seed))
   os.exit(1)
@@ -531,6 +532,7 @@ while counts.calls < options.calls do
   end
 end
 check_state(options.calls)
+os.remove(guard.SCRATCH_PATH)
 
 if options.stats then
   for _, entry in ipairs(entries) do

@@ -24,6 +24,9 @@
 --   copy_source  what Buffer:copy_from takes (table, string, Buffer, PinnedBuffer, file)
 --   copy_destination  what Buffer:copy_to takes (Buffer, PinnedBuffer, file)
 --   host_source  a table or a string (PinnedBuffer:copy_from)
+--   path       a file path             shape      a sequence of dimensions
+-- writes = the argument position of a path the call writes (the fuzzer
+-- points it at a scratch file).
 --   and the types: stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
 --   kernel_arg (what a launch passes: Buffer, scalar, number, boolean).
@@ -91,6 +94,7 @@ catalog.functions = {
   Event = { args = { "event_options" }, needs = "device" },
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
   pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
+  load = { args = { "path" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -148,6 +152,7 @@ catalog.methods = {
     to_table = { args = { "first", "range_count", "stream" } },
     to_bytes = { args = { "first", "range_count", "stream" } },
     view = { args = { "first", "range_count" } },
+    save = { args = { "path", "shape" }, writes = 1 },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
     close = { args = {} },

@@ -32,9 +32,16 @@ local function as_integer(value)
   return math.tointeger(value)
 end
 
+-- Where a call that writes a file may write: one scratch file for the run
+-- (tools/fuzz.lua removes it at the end).
+guard.SCRATCH_PATH = os.tmpname()
+
 -- Rewrites args (a table with n) in place where a count would allocate
--- more than the caps allow.
+-- more than the caps allow, and where a path would be written.
 function guard.cap_sizes(spec, args, self_offset)
+  if spec.writes and type(args[spec.writes + self_offset]) == "string" then
+    args[spec.writes + self_offset] = guard.SCRATCH_PATH
+  end
   if spec.allocates then
     local at = spec.allocates + self_offset
     local n = as_integer(args[at])

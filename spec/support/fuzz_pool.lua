@@ -383,6 +383,8 @@ draws = {
   copy_destination = function(p)
     return p:typed(p:chance(0.6) and "Buffer" or "PinnedBuffer")
   end,
+  path = from({ "README.md", "/nonexistent/x.npy", "", "a\0b", "spec", "/tmp" }, 0.5, STRINGS),
+  shape = from({ {}, { 16 }, { 4, 4 }, { 2, 8 }, { 0 }, { 1.5 }, { -1 }, { 1 << 62, 4 } }, 0.8, { 16, "16" }),
   host_source = function(p)
     if p:chance(0.6) then return p:sequence() end
     return draws.bytes(p)
