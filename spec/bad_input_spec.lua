@@ -471,12 +471,13 @@ row("Program:compile", A(R.program, "ptx", { name_expressions = { "" } }),
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "k", 5 } }),
   arg_error(2, "compile", "name_expressions[2] must be a non-empty string"))
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "nope<int>" } }),
-  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
-row("Program:compile", A(R.broken_program, "ptx"), "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
+  "NVRTC compile of 'k.cu' failed: NVRTC_ERROR_COMPILATION")
+row("Program:compile", A(R.broken_program, "ptx"),
+  "NVRTC compile of 'gpurun_program.cu' failed: NVRTC_ERROR_COMPILATION\ngpurun_program.cu(1): error")
 row("Program:compile", A(R.broken_program, "ptx", { name = "mine.cu" }),
   "NVRTC compile of 'mine.cu' failed: NVRTC_ERROR_COMPILATION\nmine.cu(1): error")
 row("Program:compile", A(R.bad_option_program, "ptx"),
-  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_INVALID_OPTION")
+  "NVRTC compile of 'k.cu' failed: NVRTC_ERROR_INVALID_OPTION")
 row("Program:compile", A(R.compute_program, "cubin"),
   "cubin needs a real architecture: compute_90 makes only PTX; use sm_XX")
 row("Program:compile", A(R.program, "cubin"),
@@ -491,9 +492,9 @@ row("ObjectCode:get_kernel", A(R.ptx, {}), arg_error(1, "get_kernel", "string ex
 row("ObjectCode:get_kernel", A(R.ptx, R.program), arg_error(1, "get_kernel", "string expected, got gpurun.Program"))
 row("ObjectCode:get_kernel", A(R.ptx, "k"), NO_DRIVER, { when = "no_driver" })
 row("ObjectCode:get_kernel", A(R.ptx, "k"), ANY(NO_DRIVER, NO_DEVICE), { when = "no_device" })
-row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of program.cu; it has: "
+row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of vec_add.cu; it has: "
   .. "bounded, byte_flag, fill_double, out_of_bounds, scale_shift, traps, uses_shared, vec_add, vec_mul, write_index_2d")
-row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of program.cu")
+row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of vec_add.cu")
 row("ObjectCode:get_kernel", A(R.code, "vec_add "), "kernel 'vec_add ' not found")
 
 -- ---- LaunchConfig ----------------------------------------------------------------------

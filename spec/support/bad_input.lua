@@ -43,6 +43,21 @@ end
 
 bad.matches = matches
 
+-- Whether an expectation is an argument error ("bad argument #n to ...",
+-- "calling ... on bad self"): those must name the function as the script
+-- spells it.
+local function is_argument_error(expected)
+  if type(expected) == "string" then
+    return expected:find("bad argument #", 1, true) ~= nil or expected:find("on bad self", 1, true) ~= nil
+  end
+  if expected.pattern then return expected.pattern:find("bad argument #", 1, true) ~= nil end
+  for _, alternative in ipairs(expected.any) do
+    if is_argument_error(alternative) then return true end
+  end
+  return false
+end
+bad.is_argument_error = is_argument_error
+
 local function show(expected)
   if type(expected) == "string" then return ("%q"):format(expected) end
   if expected.pattern then return ("pattern %q"):format(expected.pattern) end
@@ -414,6 +429,10 @@ function bad.run(rows, reference)
       elseif not matches(err, expected) then
         failures[#failures + 1] = ("%s: expected %s in the message, got %q"):format(description,
           show(expected), err)
+      elseif is_argument_error(expected)
+          and (not err:find("'" .. label .. "'", 1, true) or err:find("'?'", 1, true)) then
+        failures[#failures + 1] = ("%s: the argument error does not name '%s': %q"):format(description,
+          label, err)
       end
     end
     do

@@ -294,6 +294,24 @@ return function(internal)
     return list
   end
 
+  -- The file name NVRTC's messages give a program compiled without a
+  -- `name`: its first kernel's, "vec_add.cu", so that "vec_add.cu(3): error"
+  -- points at code the user recognises; "gpurun_program.cu" when the source
+  -- has no __global__ function. Attributes written like calls
+  -- (__launch_bounds__(64)) are stepped over.
+  function builtin.default_name(source)
+    local start = source:find("__global__", 1, true)
+    local rest = start and source:sub(start + #"__global__")
+    while rest do
+      local name, open = rest:match("^[^(;{]-([%a_][%w_]*)%s*()%(")
+      if not name then break end
+      if not name:match("^__.*__$") then return name .. ".cu" end
+      local after = rest:match("^%b()()", open)
+      rest = after and rest:sub(after)
+    end
+    return "gpurun_program.cu"
+  end
+
   builtin.new = new
   return { ProgramOptions = new, metatable = ProgramOptions }
 end
