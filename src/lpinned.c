@@ -41,13 +41,17 @@ void gpurun_pinned_prepare(lua_State *L, struct gpurun_pinned *pinned)
 
 void gpurun_pinned_queued(lua_State *L, struct gpurun_pinned *pinned, CUstream stream)
 {
-    /* Copies already queued on other streams: the new record waits for
-     * them too (without holding back the copy just queued). */
-    if (pinned->copy_pending)
+    /* Copies already queued on another stream: the new record waits for
+     * them too (without holding back the copy just queued); on the same
+     * stream, its order does. (A stream closed with copies in flight whose
+     * handle a new stream reuses would pass for the same one: the copies
+     * of a closed stream are the script's to wait for.) */
+    if (pinned->copy_pending && pinned->last_stream != stream)
         CHECK_CUDA(L, "ordering the copies of a gpurun.PinnedBuffer", cuStreamWaitEvent, stream,
                    pinned->last_copy, 0);
     CHECK_CUDA(L, "recording the copy of a gpurun.PinnedBuffer", cuEventRecord, pinned->last_copy,
                stream);
+    pinned->last_stream = stream;
     pinned->copy_pending = 1;
 }
 

@@ -20,6 +20,7 @@ struct gpurun_pinned {
      * it while copy_pending is set. */
     CUevent last_copy;
     CUcontext event_context;
+    CUstream last_stream;     /* where last_copy was recorded */
     int copy_pending;
 };
 
