@@ -17,35 +17,12 @@
  *
  * Exit codes: 0 success, 1 a CUDA failure or no memory, 2 usage. */
 #define _POSIX_C_SOURCE 200809L
+#define BENCH_PROGRAM "bandwidth_c"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include <cuda.h>
+#include "bench_common.h"
 
 #define MAX_SIZES 16
-#define MAX_REPS 1000
 #define DEFAULT_SIZES "1048576,67108864,1073741824"
-
-static void die_cuda(const char *call, CUresult result)
-{
-    const char *name = NULL, *description = NULL;
-    if (cuGetErrorName(result, &name) != CUDA_SUCCESS || name == NULL)
-        name = "unnamed CUresult";
-    if (cuGetErrorString(result, &description) != CUDA_SUCCESS || description == NULL)
-        description = "no description";
-    fprintf(stderr, "bandwidth_c: %s: %s (%s), code %d\n", call, name, description, (int)result);
-    exit(1);
-}
-
-#define CU(name, ...)                                                        \
-    do {                                                                     \
-        CUresult cu_result_ = name(__VA_ARGS__);                             \
-        if (cu_result_ != CUDA_SUCCESS)                                      \
-            die_cuda(#name, cu_result_);                                     \
-    } while (0)
 
 struct options {
     size_t sizes[MAX_SIZES];
@@ -109,37 +86,16 @@ static struct options parse_options(int argc, char **argv)
     return options;
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *values, unsigned long count)
-{
-    double sorted[MAX_REPS];
-    memcpy(sorted, values, count * sizeof *values);
-    qsort(sorted, count, sizeof *sorted, compare_doubles);
-    return count % 2 ? sorted[count / 2] : (sorted[count / 2 - 1] + sorted[count / 2]) / 2;
-}
-
 /* Seconds for one copy and the sync after it. */
 static double time_copy(CUdeviceptr device, void *host, size_t bytes, int to_device, CUstream stream)
 {
-    double start = now();
+    double start = now_seconds();
     if (to_device)
         CU(cuMemcpyHtoDAsync, device, host, bytes, stream);
     else
         CU(cuMemcpyDtoHAsync, host, device, bytes, stream);
     CU(cuStreamSynchronize, stream);
-    return now() - start;
+    return now_seconds() - start;
 }
 
 static int printed_results;
@@ -163,14 +119,8 @@ static void report(const struct options *options, size_t bytes, const char *memo
 int main(int argc, char **argv)
 {
     struct options options = parse_options(argc, argv);
-    CU(cuInit, 0);
-    CUdevice device;
-    CU(cuDeviceGet, &device, 0);
     char device_name[256];
-    CU(cuDeviceGetName, device_name, sizeof device_name, device);
-    CUcontext context;
-    CU(cuDevicePrimaryCtxRetain, &context, device);
-    CU(cuCtxSetCurrent, context);
+    CUdevice device = open_device(device_name, sizeof device_name);
     CUstream stream;
     CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
 

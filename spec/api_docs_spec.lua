@@ -15,14 +15,7 @@ local function read(path)
   return text
 end
 
-local function sorted_keys(t)
-  local keys = {}
-  for key in pairs(t) do
-    if type(key) == "string" then keys[#keys + 1] = key end
-  end
-  table.sort(keys)
-  return keys
-end
+local sorted_keys = require("spec.support.api_catalog").sorted_keys
 
 -- The types gpurun registers: { [short name] = metatable }.
 local function registered_types()

@@ -237,6 +237,7 @@ row("gpurun.zeros", A(1 << 61, "float64"),
   "too large for float64 (the byte size overflows size_t)")
 for _, label in ipairs({ "gpurun.empty", "gpurun.zeros" }) do
   row(label, A(16), NO_DEVICE, { when = "no_device" })
+  row(label, A(16), NO_DRIVER, { when = "no_driver" })
   row(label, A(1 << 40), TOO_BIG, { gpu = true })
 end
 row("gpurun.zeros", A(1 << 40, "float64"), P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 8%.00 TiB",
@@ -259,6 +260,7 @@ row("gpurun.full", A(16, BIG_FLOAT, "int64"), "9.2233720368548e+18 out of range 
 row("gpurun.full", A(16, 2 ^ 64, "uint64"), "1.844674407371e+19 out of range for uint64")
 row("gpurun.full", A(16, 2 ^ 32, "uint32"), "4294967296.0 out of range for uint32")
 row("gpurun.full", A(16, 1), NO_DEVICE, { when = "no_device" })
+row("gpurun.full", A(16, 1), NO_DRIVER, { when = "no_driver" })
 row("gpurun.full", A(1 << 40, 1), TOO_BIG, { gpu = true })
 
 row("gpurun.array", A(), arg_error(1, "array", "table expected, got no value"))
@@ -274,6 +276,7 @@ row("gpurun.array", A({ 1e39 }), "element 1: 1e+39 out of range for float32")
 row("gpurun.array", A({ 1, 2, 256 }, "uint8"), "element 3: 256 out of range for uint8")
 row("gpurun.array", A({ NAN }, "uint8"), P("element 1: integer expected for uint8, got " .. NAN_TEXT))
 row("gpurun.array", A({ 1, 2 }), NO_DEVICE, { when = "no_device" })
+row("gpurun.array", A({ 1, 2 }), NO_DRIVER, { when = "no_driver" })
 
 for _, name in ipairs({ "compare", "allclose" }) do
   local label = "gpurun." .. name
@@ -760,6 +763,7 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 row("Generator:random", A(R.rng, 16, "int32"),
   arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
+row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
 row("Generator:random_table", A(R.rng, 16, "int8"),
   arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
@@ -1193,6 +1197,38 @@ builder:end_building()
 local graph = builder:complete()
 builder:close()
 out = nil
+replay_after_collect(graph)
+]] },
+  { name = "a graph that copies from a PinnedBuffer into a view, both dropped before the replay",
+    label = "Buffer:copy_from", gpu = true, accept = { ok = true },
+    code = [[
+local base = gpurun.zeros(2 * n, "float32")
+local view = base:view(n + 1, n)
+local pinned = gpurun.pinned(n, "float32")
+pinned:fill(5)
+local builder = stream:create_graph_builder()
+builder:begin_building()
+view:copy_from(pinned, builder)
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+base, view, pinned = nil, nil, nil
+replay_after_collect(graph)
+]] },
+  { name = "Buffer:close of a base while a graph launches a view of it",
+    label = "Buffer:close", gpu = true, accept = { ok = true, raised = "gpurun.Buffer is used by" },
+    code = [[
+local base = gpurun.zeros(2 * n, "float32")
+local ones = gpurun.full(n, 1, "float32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+gpurun.launch(builder, config, kernel("vec_add"), ones, ones, base:view(n + 1), gpurun.u64(n))
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+local ok, err = pcall(base.close, base)
+if not ok then finish(false, err) end
+base = nil
 replay_after_collect(graph)
 ]] },
   { name = "ObjectCode:close while a capture that launches its kernel is in progress",

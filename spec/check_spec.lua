@@ -7,11 +7,8 @@ local function recorder()
   return check.new("script.lua", function(text) lines[#lines + 1] = text end), lines
 end
 
-local function error_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error, got none")
-  return tostring(err)
-end
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
 
 describe("gpurun.check", function()
   it("checks one number against another by numpy's rule", function()

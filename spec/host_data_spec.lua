@@ -4,15 +4,9 @@
 local gpurun = require("gpurun")
 local kernels = require("spec.support.kernels")
 
-local function error_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error, got none")
-  return tostring(err)
-end
-
-local function assert_contains(fragment, text)
-  assert(text:find(fragment, 1, true), ("expected %q in %q"):format(fragment, text))
-end
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
 
 local function range(first, last)
   local t = {}

@@ -26,15 +26,9 @@ extern "C" __global__ void uses_local(float *out, int k) {
 extern "C" __global__ void __launch_bounds__(64) bounded(float *out) { out[threadIdx.x] = 1.0f; }
 ]]
 
-local function error_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error, got none")
-  return tostring(err)
-end
-
-local function assert_contains(fragment, text)
-  assert(text:find(fragment, 1, true), ("expected %q in %q"):format(fragment, text))
-end
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
 
 describe("kernel attributes", function()
   local device, code

@@ -9,15 +9,9 @@ local DTYPES = { "float32", "float64", "int8", "uint8", "int16", "uint16", "int3
 local DESCRS = { float32 = "<f4", float64 = "<f8", int8 = "|i1", uint8 = "|u1", int16 = "<i2", uint16 = "<u2",
   int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8" }
 
-local function error_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error, got none")
-  return tostring(err)
-end
-
-local function assert_contains(fragment, text)
-  assert(text:find(fragment, 1, true), ("expected %q in %q"):format(fragment, text))
-end
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
 
 -- A header laid out as NumPy's format description says: magic, version,
 -- little-endian length, the dict, spaces and a newline to a multiple of 64.

@@ -290,6 +290,19 @@ static size_t source_count(lua_State *L, int index, const struct gpurun_buffer *
     }
 }
 
+/* The part of self (at 1) that a copy with the value at 2 covers; returns
+ * where the stream argument is. */
+static int copy_part(lua_State *L, struct gpurun_buffer *part)
+{
+    lua_settop(L, 5); /* staging pushed later must not pass for a stream argument */
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
+    size_t first, count;
+    int stream_index = gpurun_opt_range(L, 3, buffer->count, source_count(L, 2, buffer), &first,
+                                        &count);
+    *part = gpurun_buffer_part(buffer, first, count);
+    return stream_index;
+}
+
 /* copy_from(source [, first [, count]] [, stream]) -> self: source is a
  * sequence, a string of raw elements, a Buffer, a PinnedBuffer or a Lua
  * file (read from its position); the range is where in self it goes (by
@@ -297,12 +310,8 @@ static size_t source_count(lua_State *L, int index, const struct gpurun_buffer *
  * elements as the source has). */
 static int buffer_copy_from(lua_State *L)
 {
-    lua_settop(L, 5);
-    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    size_t first, count;
-    int stream_index = gpurun_opt_range(L, 3, buffer->count, source_count(L, 2, buffer), &first,
-                                        &count);
-    struct gpurun_buffer part = gpurun_buffer_part(buffer, first, count);
+    struct gpurun_buffer part;
+    int stream_index = copy_part(L, &part);
     const char *operation = "Buffer:copy_from";
     if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag))
         copy_buffer(L, &part, gpurun_check_live_buffer(L, 2), 1, stream_index, operation);
@@ -326,12 +335,8 @@ static int buffer_copy_from(lua_State *L)
  * destination must match; from first on, as many as the destination has). */
 static int buffer_copy_to(lua_State *L)
 {
-    lua_settop(L, 5);
-    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    size_t first, count;
-    int stream_index = gpurun_opt_range(L, 3, buffer->count, source_count(L, 2, buffer), &first,
-                                        &count);
-    struct gpurun_buffer part = gpurun_buffer_part(buffer, first, count);
+    struct gpurun_buffer part;
+    int stream_index = copy_part(L, &part);
     const char *operation = "Buffer:copy_to";
     if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag))
         copy_buffer(L, &part, gpurun_check_live_buffer(L, 2), 0, stream_index, operation);

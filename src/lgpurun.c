@@ -50,7 +50,8 @@ static void (*const openers[])(lua_State *L) = {
 };
 
 /* Parts of the module written in Lua: each module returns a function that
- * is called, once per Lua state, with the internals table ({ raise = f }),
+ * is called, once per Lua state, with the internals table ({ raise = f,
+ * type_name = f }),
  * and returns the functions it adds to the module table; a `metatable`
  * among them is registered under its __name (so C can recognise its objects)
  * instead, and `methods` ({ Buffer = { save = f } }) adds methods to
@@ -83,6 +84,18 @@ static int internal_raise(lua_State *L)
     return gpurun_error_at(L, level, message ? message : "(no message)");
 }
 
+/* internal.type_name(count, value): what gpurun's messages call the type
+ * of value ("gpurun.Buffer", "number"), or "no value" when count is 0 (the
+ * caller's select("#", ...)). */
+static int internal_type_name(lua_State *L)
+{
+    if (lua_tointeger(L, 1) == 0)
+        lua_pushliteral(L, "no value");
+    else
+        lua_pushstring(L, gpurun_type_name(L, 2));
+    return 1;
+}
+
 /* Pushes the exports of the Lua part `name`, made once per Lua state. */
 static void push_lua_part(lua_State *L, const char *name)
 {
@@ -98,6 +111,8 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_newtable(L);
     lua_pushcfunction(L, internal_raise);
     lua_setfield(L, -2, "raise");
+    lua_pushcfunction(L, internal_type_name);
+    lua_setfield(L, -2, "type_name");
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))
         gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);

@@ -11,12 +11,7 @@ return function(internal)
   local raise = internal.raise
   local npy = require("gpurun.npy")
 
-  local function type_name(count, value)
-    if count == 0 then return "no value" end
-    local mt = getmetatable(value)
-    local name = type(mt) == "table" and rawget(mt, "__name")
-    return type(name) == "string" and name or type(value)
-  end
+  local type_name = internal.type_name
 
   local function check_path(caller, arg, count, path)
     if type(path) ~= "string" then

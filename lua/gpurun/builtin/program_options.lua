@@ -9,7 +9,8 @@
 -- This is a part of the `gpurun` module: the module opener calls the
 -- function it returns, once per Lua state, with the internals table
 -- ({ raise = f(message) }, which ends any capture in progress as every
--- gpurun error does), and installs what it returns.
+-- gpurun error does; type_name = f(count, value), what messages call a
+-- value's type), and installs what it returns.
 
 return function(internal)
   local raise = internal.raise
@@ -157,12 +158,7 @@ return function(internal)
   local methods = {}
 
   -- What a message calls a value: its type's __name, or its Lua type.
-  local function type_name(count, value)
-    if count == 0 then return "no value" end
-    local mt = getmetatable(value)
-    local name = type(mt) == "table" and rawget(mt, "__name")
-    return type(name) == "string" and name or type(value)
-  end
+  local type_name = internal.type_name
 
   local function open_state(options)
     local held = state[options]
