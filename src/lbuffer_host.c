@@ -103,9 +103,9 @@ void gpurun_copy_pinned(lua_State *L, struct gpurun_buffer *part, int self_index
     struct gpurun_stream *target = gpurun_operation_stream(L, stream_index);
     if (target)
         gpurun_pinned_prepare(L, pinned);
+    /* On a stream: queued, and the PinnedBuffer records it; with none,
+     * waited for like every other buffer operation without a stream. */
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
-    /* The host may still be reading or writing the memory for a copy queued
-     * before only if it was the NULL stream's, which is waited for. */
     if (queue_copy(part, pinned->host, to_device, stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "%s", direction(to_device));
     if (target)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
 # build, the full spec suite (#gpu specs included), the main job at two
-# sizes, and the benchmark against pure C. Logs go to $1 (default gpu-check/).
+# sizes, the benchmark against pure C and the copy bandwidth. Logs go to $1
+# (default gpu-check/).
 #
 #   tools/gpu-check.sh [LOG_DIR] [--quick]
 #
@@ -33,4 +34,6 @@ if [ "$quick" != "--quick" ]; then
   "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"
   step "start-up split"
   "$bin" bench/compare.lua --startup 2>&1 | tee "$logs/startup.log"
+  step "host <-> device bandwidth: tables, strings, pinned memory, C"
+  "$bin" bench/bandwidth.lua --c-bench build-gpu/bench/bandwidth_c 2>&1 | tee "$logs/bandwidth.log"
 fi
