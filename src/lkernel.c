@@ -83,13 +83,15 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     CHECK_CUDA(L, "reading the kernel's thread limit", cuKernelGetAttribute,
                &kernel->max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle,
                device);
-    CHECK_CUDA(L, "reading the kernel's shared memory limit", cuKernelGetAttribute,
-               &kernel->max_dynamic_shared, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-               handle, device);
     /* Launching the context's CUfunction spares the driver from resolving
      * the context-independent CUkernel at every launch. */
     CHECK_CUDA(L, "getting the kernel's function for the current device", cuKernelGetFunction,
                &kernel->function, handle);
+    /* From the function, which set_max_dynamic_shared_size_bytes changes
+     * (also for another Kernel of the same code and name). */
+    CHECK_CUDA(L, "reading the kernel's shared memory limit", cuFuncGetAttribute,
+               &kernel->max_dynamic_shared, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+               kernel->function);
     kernel->header.closed = 0;
 }
 

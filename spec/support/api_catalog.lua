@@ -56,7 +56,8 @@ catalog.device_types = {
 -- Module functions. never_raises: takes no arguments and answers on any
 -- machine (extra arguments are ignored, as Lua's own functions do).
 -- allocates = the argument position of an element count that sizes an
--- allocation (the fuzzer caps it).
+-- allocation (the fuzzer caps it); host_memory: the allocation is pinned
+-- host memory (the fuzzer's absurd sizes are then past any address space).
 catalog.functions = {
   perf_counter = { args = {}, never_raises = true },
   device_count = { args = {}, never_raises = true },
@@ -93,7 +94,7 @@ catalog.functions = {
   default_rng = { args = { "seed" } },
   Event = { args = { "event_options" }, needs = "device" },
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
-  pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
+  pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
   load = { args = { "path" } },
 }
 

@@ -19,6 +19,9 @@ local guard = {}
 -- between really takes GPU memory or time.
 guard.ALLOCATION_CAP = 1 << 20
 guard.NEVER_FITS = 1 << 40          -- elements: at least 1 TiB, more than any GPU has
+-- Pinned host memory that large could first take the host's memory: past
+-- any address space (2^48 elements of one byte and more), it fails at once.
+guard.HOST_NEVER_FITS = 1 << 48
 guard.HOST_TABLE_CAP = 1 << 16      -- random_table() builds a Lua table of this many
 guard.TOO_MANY_FOR_A_TABLE = 1 << 31 -- past INT_MAX: random_table() must refuse it
 guard.MAX_BLOCKS = 1 << 16          -- blocks per launch, so each finishes in microseconds
@@ -45,7 +48,8 @@ function guard.cap_sizes(spec, args, self_offset)
   if spec.allocates then
     local at = spec.allocates + self_offset
     local n = as_integer(args[at])
-    if n and n > guard.ALLOCATION_CAP and n < guard.NEVER_FITS then args[at] = guard.NEVER_FITS end
+    local never_fits = spec.host_memory and guard.HOST_NEVER_FITS or guard.NEVER_FITS
+    if n and n > guard.ALLOCATION_CAP and n < never_fits then args[at] = never_fits end
   end
   if spec.host_table then
     local at = spec.host_table + self_offset
