@@ -16,20 +16,18 @@
  * Exit codes: 0 success, 1 a CUDA/NVRTC failure or a wrong result, 2 usage. */
 #define _POSIX_C_SOURCE 200809L  /* clock_gettime under a strict -std=c11 too */
 
+#define BENCH_PROGRAM "cudagraphs_c"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include <cuda.h>
 #include <nvrtc.h>
+
+#include "bench_common.h"
 
 #define WARMUP_ITERATIONS 5
 #define BLOCK_SIZE 256
-#define MAX_REPS 1000
 
 /* lua/gpurun/kernels/cudagraphs.cu and busy.cu, embedded by CMake: the
  * same text bench/compare.lua and scripts/cudagraphs.lua compile. */
@@ -37,33 +35,11 @@
 
 /* ---- error checks --------------------------------------------------------- */
 
-static void die_cuda(const char *call, CUresult result)
-{
-    const char *name = NULL, *description = NULL;
-    /* Without a usable driver these fail as well; then the number is all
-     * there is to print. */
-    if (cuGetErrorName(result, &name) != CUDA_SUCCESS || name == NULL)
-        name = "unnamed CUresult";
-    if (cuGetErrorString(result, &description) != CUDA_SUCCESS || description == NULL)
-        description = "no description";
-    fprintf(stderr, "cudagraphs_c: %s: %s (%s), code %d\n", call, name, description, (int)result);
-    exit(1);
-}
-
 static void die_nvrtc(const char *call, nvrtcResult result)
 {
     fprintf(stderr, "cudagraphs_c: %s: %s\n", call, nvrtcGetErrorString(result));
     exit(1);
 }
-
-/* CU(cuMemAlloc, &p, bytes): the name is stringified before it expands to
- * cuMemAlloc_v2, so messages carry the documented name. */
-#define CU(name, ...)                                                        \
-    do {                                                                     \
-        CUresult cu_result_ = name(__VA_ARGS__);                             \
-        if (cu_result_ != CUDA_SUCCESS)                                      \
-            die_cuda(#name, cu_result_);                                     \
-    } while (0)
 
 #define NVRTC(name, ...)                                                     \
     do {                                                                     \
@@ -305,13 +281,6 @@ static void launch_three_pdl(struct pipeline *p)
     CU(cuLaunchKernelEx, &config, p->kernels.pdl_sub, p->sub_args, NULL);
 }
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static double time_individual(struct pipeline *p, unsigned long iters)
 {
     for (int i = 0; i < WARMUP_ITERATIONS; i++)
@@ -440,20 +409,6 @@ static void poison_results(const struct pipeline *p)
 
 /* ---- report --------------------------------------------------------------- */
 
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(const double *values, unsigned long count)
-{
-    double sorted[MAX_REPS];
-    memcpy(sorted, values, count * sizeof *values);
-    qsort(sorted, count, sizeof *sorted, compare_doubles);
-    return count % 2 ? sorted[count / 2] : (sorted[count / 2 - 1] + sorted[count / 2]) / 2;
-}
-
 static void print_json_array(const char *key, const double *values, unsigned long count)
 {
     printf("\"%s\":[", key);
@@ -478,14 +433,8 @@ int main(int argc, char **argv)
 {
     struct options options = parse_options(argc, argv);
 
-    CU(cuInit, 0);
-    CUdevice device;
-    CU(cuDeviceGet, &device, 0);
     char device_name[256];
-    CU(cuDeviceGetName, device_name, sizeof device_name, device);
-    CUcontext context;
-    CU(cuDevicePrimaryCtxRetain, &context, device);
-    CU(cuCtxSetCurrent, context);
+    CUdevice device = open_device(device_name, sizeof device_name);
 
     char *cubin = compile_cubin(device, CUDAGRAPHS_SOURCE, "cudagraphs.cu");
     struct pipeline p = {0};

@@ -83,18 +83,20 @@ local CLOSED = {
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
+  PinnedBuffer = "closed_pinned",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
-  Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
+  Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
-  LaunchConfig = "grid", Scalar = "value",
+  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size",
 }
 
 local SETTOP_FIRST = {
   ["Buffer:fill"] = true, ["Buffer:copy_from"] = true, ["Buffer:copy_to"] = true,
   ["Buffer:to_table"] = true, ["Buffer:get"] = true, ["Buffer:set"] = true,
+  ["Buffer:to_bytes"] = true,
 }
 
 for _, type_name in ipairs(catalog.types) do
@@ -142,7 +144,8 @@ for _, type_name in ipairs(catalog.types) do
 end
 
 -- The same methods when a part of the object was closed under it.
-for _, method in ipairs({ "params", "bind" }) do
+for _, method in ipairs({ "params", "bind", "occupancy", "max_potential_block_size",
+    "set_max_dynamic_shared_size_bytes" }) do
   row("Kernel:" .. method, A(R.orphan_kernel), "attempt to use a closed gpurun.ObjectCode")
 end
 row("Kernel.__index", A(R.orphan_kernel, "name"), "attempt to use a closed gpurun.ObjectCode")
@@ -235,6 +238,7 @@ row("gpurun.zeros", A(1 << 61, "float64"),
   "too large for float64 (the byte size overflows size_t)")
 for _, label in ipairs({ "gpurun.empty", "gpurun.zeros" }) do
   row(label, A(16), NO_DEVICE, { when = "no_device" })
+  row(label, A(16), NO_DRIVER, { when = "no_driver" })
   row(label, A(1 << 40), TOO_BIG, { gpu = true })
 end
 row("gpurun.zeros", A(1 << 40, "float64"), P"cuMemAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 8%.00 TiB",
@@ -257,6 +261,7 @@ row("gpurun.full", A(16, BIG_FLOAT, "int64"), "9.2233720368548e+18 out of range 
 row("gpurun.full", A(16, 2 ^ 64, "uint64"), "1.844674407371e+19 out of range for uint64")
 row("gpurun.full", A(16, 2 ^ 32, "uint32"), "4294967296.0 out of range for uint32")
 row("gpurun.full", A(16, 1), NO_DEVICE, { when = "no_device" })
+row("gpurun.full", A(16, 1), NO_DRIVER, { when = "no_driver" })
 row("gpurun.full", A(1 << 40, 1), TOO_BIG, { gpu = true })
 
 row("gpurun.array", A(), arg_error(1, "array", "table expected, got no value"))
@@ -272,6 +277,7 @@ row("gpurun.array", A({ 1e39 }), "element 1: 1e+39 out of range for float32")
 row("gpurun.array", A({ 1, 2, 256 }, "uint8"), "element 3: 256 out of range for uint8")
 row("gpurun.array", A({ NAN }, "uint8"), P("element 1: integer expected for uint8, got " .. NAN_TEXT))
 row("gpurun.array", A({ 1, 2 }), NO_DEVICE, { when = "no_device" })
+row("gpurun.array", A({ 1, 2 }), NO_DRIVER, { when = "no_driver" })
 
 for _, name in ipairs({ "compare", "allclose" }) do
   local label = "gpurun." .. name
@@ -494,12 +500,13 @@ row("Program:compile", A(R.program, "ptx", { name_expressions = { "" } }),
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "k", 5 } }),
   arg_error(2, "compile", "name_expressions[2] must be a non-empty string"))
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "nope<int>" } }),
-  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
-row("Program:compile", A(R.broken_program, "ptx"), "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION")
+  "NVRTC compile of 'k.cu' failed: NVRTC_ERROR_COMPILATION")
+row("Program:compile", A(R.broken_program, "ptx"),
+  "NVRTC compile of 'gpurun_program.cu' failed: NVRTC_ERROR_COMPILATION\ngpurun_program.cu(1): error")
 row("Program:compile", A(R.broken_program, "ptx", { name = "mine.cu" }),
   "NVRTC compile of 'mine.cu' failed: NVRTC_ERROR_COMPILATION\nmine.cu(1): error")
 row("Program:compile", A(R.bad_option_program, "ptx"),
-  "NVRTC compile of 'program.cu' failed: NVRTC_ERROR_INVALID_OPTION")
+  "NVRTC compile of 'k.cu' failed: NVRTC_ERROR_INVALID_OPTION")
 row("Program:compile", A(R.compute_program, "cubin"),
   "cubin needs a real architecture: compute_90 makes only PTX; use sm_XX")
 row("Program:compile", A(R.program, "cubin"),
@@ -514,9 +521,9 @@ row("ObjectCode:get_kernel", A(R.ptx, {}), arg_error(1, "get_kernel", "string ex
 row("ObjectCode:get_kernel", A(R.ptx, R.program), arg_error(1, "get_kernel", "string expected, got gpurun.Program"))
 row("ObjectCode:get_kernel", A(R.ptx, "k"), NO_DRIVER, { when = "no_driver" })
 row("ObjectCode:get_kernel", A(R.ptx, "k"), ANY(NO_DRIVER, NO_DEVICE), { when = "no_device" })
-row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of program.cu; it has: "
+row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the cubin of vec_add.cu; it has: "
   .. "bounded, byte_flag, fill_double, out_of_bounds, scale_shift, traps, uses_shared, vec_add, vec_mul, write_index_2d")
-row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of program.cu")
+row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of vec_add.cu")
 row("ObjectCode:get_kernel", A(R.code, "vec_add "), "kernel 'vec_add ' not found")
 
 -- ---- LaunchConfig ----------------------------------------------------------------------
@@ -673,14 +680,19 @@ row("LaunchPlan:launch", A(R.plan, R.builder), "GraphBuilder is not building (it
 
 -- ---- devices, streams, events ---------------------------------------------------------
 
-row("Device:get_attribute", A(R.device), arg_error(1, "get_attribute", "number expected, got no value"))
-row("Device:get_attribute", A(R.device, "x"), arg_error(1, "get_attribute", "number expected, got string"))
-row("Device:get_attribute", A(R.device, {}), arg_error(1, "get_attribute", "number expected, got table"))
+row("Device:get_attribute", A(R.device), arg_error(1, "get_attribute", "attribute name or number expected, got no value"))
+row("Device:get_attribute", A(R.device, true), arg_error(1, "get_attribute", "attribute name or number expected, got boolean"))
+row("Device:get_attribute", A(R.device, {}), arg_error(1, "get_attribute", "attribute name or number expected, got table"))
+for _, name in ipairs({ "x", "", "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", "CU_DEVICE_ATTRIBUTE_WARP_SIZE", "max" }) do
+  row("Device:get_attribute", A(R.device, name), arg_error(1, "get_attribute", ("unknown device attribute '%s' "
+    .. "(the names are cuda.h's CU_DEVICE_ATTRIBUTE_* in lower case without the prefix, such as "
+    .. "'max_shared_memory_per_block_optin')"):format(name)))
+end
 for _, value in ipairs({ 1.5, NAN, INF, BIG_FLOAT }) do
   row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "number has no integer representation"))
 end
 for _, value in ipairs({ 0, -1, 100000, math.maxinteger, math.mininteger }) do
-  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "CU_DEVICE_ATTRIBUTE_* value expected"))
+  row("Device:get_attribute", A(R.device, value), arg_error(1, "get_attribute", "CU_DEVICE_ATTRIBUTE_* value expected, got " .. value))
 end
 
 row("Stream:record", A(R.stream, "x"), arg_error(1, "record", "gpurun.Event expected, got string"))
@@ -717,9 +729,9 @@ row("Buffer:fill", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpu
 row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured into a graph",
   { before = { "building" } })
 
-row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got nil"))
-row("Buffer:copy_from", A(R.buffer, 5), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got number"))
-row("Buffer:copy_from", A(R.buffer, R.stream), arg_error(1, "copy_from", "table or gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
+row("Buffer:copy_from", A(R.buffer, 5), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got number"))
+row("Buffer:copy_from", A(R.buffer, R.stream), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got gpurun.Stream"))
 row("Buffer:copy_from", A(R.buffer, { 1, 2 }), arg_error(1, "copy_from", "table of 16 elements expected, got 2"))
 row("Buffer:copy_from", A(R.buffer, {}), arg_error(1, "copy_from", "table of 16 elements expected, got 0"))
 local sixteen_strings, sixteen_huge = {}, {}
@@ -733,14 +745,15 @@ row("Buffer:copy_from", A(R.buffer, R.buffer_i32),
 row("Buffer:copy_from", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
 row("Buffer:copy_from", A(R.buffer, R.buffer, "s"), arg_error(2, "copy_from", STREAM_ARG .. "string"))
 
-row("Buffer:copy_to", A(R.buffer), arg_error(1, "copy_to", "gpurun.Buffer expected, got nil"))
-row("Buffer:copy_to", A(R.buffer, {}), arg_error(1, "copy_to", "gpurun.Buffer expected, got table"))
-row("Buffer:copy_to", A(R.buffer, R.stream), arg_error(1, "copy_to", "gpurun.Buffer expected, got gpurun.Stream"))
+row("Buffer:copy_to", A(R.buffer), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
+row("Buffer:copy_to", A(R.buffer, {}), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got table"))
+row("Buffer:copy_to", A(R.buffer, R.stream), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got gpurun.Stream"))
 row("Buffer:copy_to", A(R.buffer, R.buffer8),
   arg_error(1, "copy_to", "gpurun.Buffer of 16 float32 elements expected, got 8 float32 elements"))
 row("Buffer:copy_to", A(R.buffer, R.buffer_f64), "got 16 float64 elements")
 row("Buffer:copy_to", A(R.buffer, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
-row("Buffer:copy_to", A(R.buffer, R.buffer, 5), arg_error(2, "copy_to", STREAM_ARG .. "number"))
+row("Buffer:copy_to", A(R.buffer, R.buffer, 5), arg_error(2, "copy_to", "16 elements from element 5 run past the last (16)"))
+row("Buffer:copy_to", A(R.buffer, R.buffer, {}), arg_error(2, "copy_to", STREAM_ARG .. "table"))
 
 row("Buffer:to_table", A(R.buffer, "x"), arg_error(1, "to_table", STREAM_ARG .. "string"))
 row("Buffer:to_table", A(R.buffer, R.graph), arg_error(1, "to_table", STREAM_ARG .. "gpurun.Graph"))
@@ -785,6 +798,7 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 row("Generator:random", A(R.rng, 16, "int32"),
   arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
+row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
 row("Generator:random_table", A(R.rng, 16, "int8"),
   arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
@@ -993,6 +1007,265 @@ row("dist.reduce_scatter", A(R.buffer8, R.buffer), arg_error(2, "dist.reduce_sca
 row("dist.reduce_scatter", A(R.buffer_i32, R.buffer), arg_error(2, "dist.reduce_scatter",
   "gpurun.Buffer of int32 expected (the output's dtype), got float32"), { before = { "dist" } })
 
+-- ---- event and stream options ----------------------------------------------------------
+
+local EVENT_KNOWN = "(known: timing, blocking)"
+row("gpurun.Event", A(5), arg_error(1, "Event", "table of options expected, got number"))
+row("gpurun.Event", A("timing"), arg_error(1, "Event", "table of options expected, got string"))
+row("gpurun.Event", A(R.config), arg_error(1, "Event", "table of options expected, got gpurun.LaunchConfig"))
+row("gpurun.Event", A({ nope = true }), arg_error(1, "Event", "unknown option 'nope' " .. EVENT_KNOWN))
+row("gpurun.Event", A({ [1] = false }), arg_error(1, "Event", "unknown option: a number key " .. EVENT_KNOWN))
+row("gpurun.Event", A({ timing = 1 }), arg_error(1, "Event", "option 'timing' must be a boolean, got number"))
+row("gpurun.Event", A({ blocking = "yes" }), arg_error(1, "Event", "option 'blocking' must be a boolean, got string"))
+row("gpurun.Event", A(), NO_DRIVER, { when = "no_driver" })
+row("gpurun.Event", A({ timing = false }), NO_DEVICE, { when = "no_device" })
+row("Event:elapsed_ms", nil, "Event:elapsed_ms: an event made with timing = false has no time", { gpu = true,
+  call = function(env)
+    local untimed = gpurun.Event({ timing = false })
+    env.stream:record(untimed)
+    return env.stream:record():elapsed_ms(untimed)
+  end })
+row("Event:elapsed_ms", nil, "Event:elapsed_ms: both events must have been recorded on a stream", { gpu = true,
+  call = function(env) return env.stream:record():elapsed_ms(gpurun.Event()) end })
+
+local PRIORITY_RANGE = "out of range: this device's stream priorities run from 0 (least, the default) to "
+row("Device:create_stream", A(R.device, 5), arg_error(1, "create_stream", "table of options expected, got number"))
+row("Device:create_stream", A(R.device, { prio = 1 }),
+  arg_error(1, "create_stream", "unknown option 'prio' (known: priority)"))
+row("Device:create_stream", A(R.device, { priority = 0.5 }),
+  arg_error(1, "create_stream", "option 'priority' must be an integer, got 0.5"))
+row("Device:create_stream", A(R.device, { priority = "high" }),
+  arg_error(1, "create_stream", "option 'priority' must be an integer, got string"))
+for _, priority in ipairs({ 1, 1000, -1000, math.mininteger }) do
+  row("Device:create_stream", A(R.device, { priority = priority }),
+    "bad argument #1 to 'Device:create_stream' (priority " .. priority .. " " .. PRIORITY_RANGE)
+end
+
+-- ---- kernel attributes and occupancy --------------------------------------------------------
+
+local SET_SHARED = "set_max_dynamic_shared_size_bytes"
+row("Kernel:" .. SET_SHARED, A(R.add), arg_error(1, SET_SHARED, "integer number of bytes expected, got no value"))
+row("Kernel:" .. SET_SHARED, A(R.add, "1024"), arg_error(1, SET_SHARED, "integer number of bytes expected, got string"))
+row("Kernel:" .. SET_SHARED, A(R.add, 1.5), arg_error(1, SET_SHARED, "integer number of bytes expected, got 1.5"))
+for _, bytes in ipairs({ -1, 1 << 30, math.maxinteger }) do
+  row("Kernel:" .. SET_SHARED, A(R.add, bytes), P("bad argument #1 to 'Kernel:" .. SET_SHARED .. "' %(kernel "
+    .. "'vec_add' can use from 0 to %d+ bytes of dynamic shared memory on device 0 %(max_shared_memory_per_block_optin "
+    .. "%d+ less its 0 static bytes%), got " .. plain(tostring(bytes)) .. "%)"))
+end
+
+local BLOCK_OPTION = "option 'block' must be the threads per block, from 1 to 1024 for kernel 'vec_add', got "
+row("Kernel:occupancy", A(R.add), arg_error(1, "occupancy", "table { block = , shmem_size = } expected, got no value"))
+row("Kernel:occupancy", A(R.add, 256), arg_error(1, "occupancy", "table { block = , shmem_size = } expected, got number"))
+row("Kernel:occupancy", A(R.add, { block = 256, nope = 1 }),
+  arg_error(1, "occupancy", "unknown option 'nope' (known: block, shmem_size)"))
+for _, case in ipairs({ { nil, "nil" }, { 0, "0" }, { 2048, "2048" }, { 1.5, "1.5" }, { "256", "string" },
+    { { 32, 64 }, "{x, y, z} of 2048 threads" }, { {}, "a table that is not {x [, y [, z]]}" },
+    { { 1, 2, 3, 4 }, "a table that is not {x [, y [, z]]}" }, { { 0 }, "a table that is not {x [, y [, z]]}" } }) do
+  row("Kernel:occupancy", A(R.add, { block = case[1] }), arg_error(1, "occupancy", BLOCK_OPTION .. case[2]))
+end
+row("Kernel:occupancy", A(R.bounded, { block = 128 }), arg_error(1, "occupancy",
+  "option 'block' must be the threads per block, from 1 to 64 for kernel 'bounded', got 128"))
+local SHMEM_OPTION = "option 'shmem_size' must be from 0 to %d+ bytes for kernel 'vec_add' %(its limit: raise it "
+  .. "with set_max_dynamic_shared_size_bytes%), got "
+for _, bytes in ipairs({ -1, 1 << 30 }) do
+  row("Kernel:occupancy", A(R.add, { block = 256, shmem_size = bytes }),
+    P("bad argument #1 to 'Kernel:occupancy' %(" .. SHMEM_OPTION .. plain(tostring(bytes)) .. "%)"))
+  row("Kernel:max_potential_block_size", A(R.add, { shmem_size = bytes }),
+    P("bad argument #1 to 'Kernel:max_potential_block_size' %(" .. SHMEM_OPTION .. plain(tostring(bytes)) .. "%)"))
+end
+row("Kernel:occupancy", A(R.add, { block = 256, shmem_size = 0.5 }),
+  arg_error(1, "occupancy", "option 'shmem_size' must be an integer number of bytes, got 0.5"))
+row("Kernel:max_potential_block_size", A(R.add, 5),
+  arg_error(1, "max_potential_block_size", "table of options expected, got number"))
+row("Kernel:max_potential_block_size", A(R.add, { block = 256 }),
+  arg_error(1, "max_potential_block_size", "unknown option 'block' (known: shmem_size, block_size_limit)"))
+for _, limit in ipairs({ -1, 1025 }) do
+  row("Kernel:max_potential_block_size", A(R.add, { block_size_limit = limit }),
+    arg_error(1, "max_potential_block_size", "option 'block_size_limit' must be from 0 (none) to 1024, got " .. limit))
+end
+row("Kernel:max_potential_block_size", A(R.add, { block_size_limit = 1.5 }),
+  arg_error(1, "max_potential_block_size", "option 'block_size_limit' must be an integer, got 1.5"))
+
+-- ---- bytes, ranges, views, pinned memory -----------------------------------------------------
+
+-- Bad element ranges of a 16-element R[object] at argument `at` (counting
+-- after self) of a call that takes `before` first.
+local function range_rows(label, name, object, before, at)
+  local function with(...)
+    local args = A(R[object], table.unpack(before))
+    for i = 1, select("#", ...) do args[args.n + i] = select(i, ...) end
+    args.n = args.n + select("#", ...)
+    return args
+  end
+  row(label, with(0), arg_error(at, name, "element index 0 out of range (1..16)"))
+  row(label, with(17), arg_error(at, name, "element index 17 out of range (1..16)"))
+  row(label, with(-1), arg_error(at, name, "element index -1 out of range (1..16)"))
+  row(label, with(math.mininteger), arg_error(at, name, "element index -9223372036854775808 out of range (1..16)"))
+  row(label, with(1.5), arg_error(at, name, "integer element index expected, got 1.5"))
+  row(label, with(NAN), P(("bad argument #%d to '%s' %%(integer element index expected, got %s%%)")
+    :format(at, label, NAN_TEXT)))
+  row(label, with(1, 0), arg_error(at + 1, name, "positive element count expected, got 0"))
+  row(label, with(1, -3), arg_error(at + 1, name, "positive element count expected, got -3"))
+  row(label, with(1, 2.5), arg_error(at + 1, name, "integer element count expected, got 2.5"))
+  row(label, with(1, 17), arg_error(at + 1, name, "17 elements from element 1 run past the last (16)"))
+  row(label, with(16, 2), arg_error(at + 1, name, "2 elements from element 16 run past the last (16)"))
+  row(label, with(2, math.maxinteger),
+    arg_error(at + 1, name, "9223372036854775807 elements from element 2 run past the last (16)"))
+end
+
+for _, method in ipairs({ "to_table", "to_bytes" }) do
+  range_rows("Buffer:" .. method, method, "buffer", {}, 1)
+  range_rows("PinnedBuffer:" .. method, method, "pinned", {}, 1)
+  row("Buffer:" .. method, A(R.buffer, "x"), arg_error(1, method, STREAM_ARG .. "string"))
+  row("Buffer:" .. method, A(R.buffer, 1, 2, "s"), arg_error(3, method, STREAM_ARG .. "string"))
+  row("Buffer:" .. method, A(R.buffer, 1, R.event), arg_error(2, method, STREAM_ARG .. "gpurun.Event"))
+  row("Buffer:" .. method, A(R.buffer, 1, nil, R.closed_stream), "attempt to use a closed gpurun.Stream")
+  row("Buffer:" .. method, A(R.orphan_view),
+    "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+end
+range_rows("Buffer:fill", "fill", "buffer", { 1 }, 2)
+range_rows("PinnedBuffer:fill", "fill", "pinned", { 1 }, 2)
+row("Buffer:fill", A(R.buffer, 1, 1, 2, 3), arg_error(4, "fill", STREAM_ARG .. "number"))
+row("Buffer:fill", A(R.orphan_view, 1), "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+range_rows("Buffer:copy_from", "copy_from", "buffer", { {} }, 2)
+range_rows("Buffer:copy_to", "copy_to", "buffer", { R.buffer8 }, 2)
+
+row("Buffer:view", A(R.buffer), arg_error(1, "view", "integer element index expected, got no value"))
+row("Buffer:view", A(R.buffer, "1"), arg_error(1, "view", "integer element index expected, got string"))
+row("Buffer:view", A(R.buffer, {}), arg_error(1, "view", "integer element index expected, got table"))
+range_rows("Buffer:view", "view", "buffer", {}, 1)
+row("Buffer:view", A(R.view, 9), arg_error(1, "view", "element index 9 out of range (1..8)"))
+row("Buffer:view", A(R.orphan_view, 1), "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+row("Buffer.__index", A(R.orphan_view, "size"), "attempt to use a closed gpurun.Buffer")
+row("gpurun.launch", A(R.stream, R.config, R.add, R.orphan_view, R.buffer, R.buffer, 4),
+  "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+
+row("Buffer:copy_from", A(R.buffer, "abc"),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
+row("Buffer:copy_from", A(R.buffer, string.rep("x", 65)),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 65 bytes"))
+row("Buffer:copy_from", A(R.buffer, "abcdefgh", 1, 4),
+  arg_error(1, "copy_from", "string of 16 bytes (4 float32 elements) expected, got 8 bytes"))
+row("Buffer:copy_from", A(R.buffer, { 1, 2 }, 16), arg_error(2, "copy_from", "2 elements from element 16 run past the last (16)"))
+row("Buffer:copy_from", A(R.buffer, { 1, 2 }, 1, 3), arg_error(1, "copy_from", "table of 3 elements expected, got 2"))
+row("Buffer:copy_from", A(R.buffer, R.buffer8, 1, 4),
+  arg_error(1, "copy_from", "gpurun.Buffer of 4 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.pinned8),
+  arg_error(1, "copy_from", "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.pinned_i32),
+  arg_error(1, "copy_from", "gpurun.PinnedBuffer of 16 float32 elements expected, got 16 int32 elements"))
+row("Buffer:copy_from", A(R.buffer, R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
+row("Buffer:copy_from", A(R.buffer, R.pinned, "s"), arg_error(2, "copy_from", STREAM_ARG .. "string"))
+row("Buffer:copy_from", A(R.buffer, R.pinned, R.builder), "GraphBuilder is not building (it is idle)")
+row("Buffer:copy_from", A(R.buffer, R.pinned, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
+row("Buffer:copy_from", A(R.buffer, R.pinned8, R.building),
+  "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements")
+row("Buffer:copy_from", A(R.buffer, { 1 }, 1, R.building), arg_error(3, "copy_from", STREAM_ARG .. "gpurun.GraphBuilder"))
+row("Buffer:copy_from", A(R.buffer, R.closed_file), arg_error(1, "copy_from", "attempt to use a closed file"))
+row("Buffer:copy_from", A(R.buffer, R.short_file), "Buffer:copy_from: reading the file: it ended after 3 of 64 bytes")
+row("Buffer:copy_to", A(R.buffer, R.pinned8),
+  arg_error(1, "copy_to", "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements"))
+row("Buffer:copy_to", A(R.buffer, R.pinned, 2), arg_error(2, "copy_to", "16 elements from element 2 run past the last (16)"))
+row("Buffer:copy_to", A(R.buffer, R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
+row("Buffer:copy_to", A(R.buffer, R.closed_file), arg_error(1, "copy_to", "attempt to use a closed file"))
+row("Buffer:copy_to", A(R.buffer, "abc"), arg_error(1, "copy_to", "gpurun.Buffer, gpurun.PinnedBuffer or file expected, got string"))
+row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 1 graph(s) or graph builder(s); close them first",
+  { before = { "pinned_graph" } })
+row("PinnedBuffer:close", A(R.pinned), "gpurun.PinnedBuffer is used by 1 graph(s) or graph builder(s); close them first",
+  { before = { "pinned_graph" } })
+row("PinnedBuffer.__close", A(R.pinned), "gpurun.PinnedBuffer is used by 1 graph(s)", { before = { "pinned_graph" } })
+
+row("gpurun.from_bytes", A(), arg_error(1, "from_bytes", "string expected, got no value"))
+row("gpurun.from_bytes", A(1234), arg_error(1, "from_bytes", "string expected, got number"))
+row("gpurun.from_bytes", A({}), arg_error(1, "from_bytes", "string expected, got table"))
+row("gpurun.from_bytes", A(R.buffer), arg_error(1, "from_bytes", "string expected, got gpurun.Buffer"))
+row("gpurun.from_bytes", A(""), arg_error(1, "from_bytes",
+  "0 bytes are not a whole, positive number of float32 elements (4 bytes each)"))
+row("gpurun.from_bytes", A("abc"), arg_error(1, "from_bytes",
+  "3 bytes are not a whole, positive number of float32 elements (4 bytes each)"))
+row("gpurun.from_bytes", A("abcdefghij", "float64"), arg_error(1, "from_bytes",
+  "10 bytes are not a whole, positive number of float64 elements (8 bytes each)"))
+dtype_rows("gpurun.from_bytes", "from_bytes", { "abcdefgh" }, 2)
+row("gpurun.from_bytes", A("abcd"), NO_DRIVER, { when = "no_driver" })
+row("gpurun.from_bytes", A("abcd"), NO_DEVICE, { when = "no_device" })
+
+count_rows("gpurun.pinned", "pinned", {}, 1)
+dtype_rows("gpurun.pinned", "pinned", { 16 }, 2)
+row("gpurun.pinned", A(math.maxinteger), arg_error(1, "pinned",
+  "element count 9223372036854775807 too large for float32 (the byte size overflows size_t)"))
+row("gpurun.pinned", A(16), NO_DRIVER, { when = "no_driver" })
+row("gpurun.pinned", A(16), NO_DEVICE, { when = "no_device" })
+-- Past any address space (2^48 bytes), so that the attempt fails at once
+-- instead of pinning the machine's memory first.
+row("gpurun.pinned", A(1 << 46), P"cuMemHostAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 256%.00 TiB of page%-locked host memory",
+  { gpu = true })
+row("gpurun.pinned", A(16), "cannot allocate a gpurun.PinnedBuffer while a graph is being built", { before = { "building" } })
+
+for _, method in ipairs({ "get", "set" }) do
+  local label, what = "PinnedBuffer:" .. method, "PinnedBuffer:" .. method .. ": "
+  local function args(index) return method == "get" and A(R.pinned, index) or A(R.pinned, index, 1) end
+  row(label, method == "get" and A(R.pinned) or A(R.pinned, nil, 1),
+    what .. "integer index expected, got " .. (method == "get" and "no value" or "nil"))
+  row(label, args(0), what .. "index 0 out of range (1..16)")
+  row(label, args(17), what .. "index 17 out of range (1..16)")
+  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
+  row(label, args(1.5), what .. "integer index expected, got 1.5")
+  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
+  row(label, args("1"), what .. "integer index expected, got string")
+end
+row("PinnedBuffer:set", A(R.pinned, 1), arg_error(2, "set", "number expected, got no value"))
+row("PinnedBuffer:set", A(R.pinned, 1, "x"), arg_error(2, "set", "number expected, got string"))
+row("PinnedBuffer:set", A(R.pinned, 1, 1e39), arg_error(2, "set", "1e+39 out of range for float32"))
+row("PinnedBuffer:set", A(R.pinned_u8, 1, 256), arg_error(2, "set", "256 out of range for uint8 (0..255)"))
+row("PinnedBuffer:set", A(R.pinned_i32, 1, 0.5), arg_error(2, "set", "integer expected for int32, got 0.5"))
+row("PinnedBuffer:fill", A(R.pinned), arg_error(1, "fill", "number expected, got no value"))
+row("PinnedBuffer:fill", A(R.pinned, "1"), arg_error(1, "fill", "number expected, got string"))
+row("PinnedBuffer:fill", A(R.pinned_u8, -1), arg_error(1, "fill", "-1 out of range for uint8 (0..255)"))
+row("PinnedBuffer:copy_from", A(R.pinned), arg_error(1, "copy_from", "table or string expected, got no value"))
+row("PinnedBuffer:copy_from", A(R.pinned, 5), arg_error(1, "copy_from", "table or string expected, got number"))
+row("PinnedBuffer:copy_from", A(R.pinned, R.buffer), arg_error(1, "copy_from", "table or string expected, got gpurun.Buffer"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }), arg_error(1, "copy_from", "table of 16 elements expected, got 2"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 1, 3), arg_error(1, "copy_from", "table of 3 elements expected, got 2"))
+row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 16), arg_error(2, "copy_from", "2 elements from element 16 run past the last (16)"))
+row("PinnedBuffer:copy_from", A(R.pinned, sixteen_strings), arg_error(1, "copy_from", "element 1: number expected, got string"))
+row("PinnedBuffer:copy_from", A(R.pinned_u8, { 1, 2, 3, 256 }), arg_error(1, "copy_from", "element 4: 256 out of range for uint8"))
+row("PinnedBuffer:copy_from", A(R.pinned, "abc"),
+  arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
+row("PinnedBuffer:copy_from", A(R.pinned, "abcdefgh", 15, 1),
+  arg_error(1, "copy_from", "string of 4 bytes (1 float32 elements) expected, got 8 bytes"))
+range_rows("PinnedBuffer:copy_from", "copy_from", "pinned", { {} }, 2)
+row("PinnedBuffer.__index", A(R.pinned, 0), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
+row("PinnedBuffer.__index", A(R.pinned, 1.5), "gpurun.PinnedBuffer[i]: integer index expected, got 1.5")
+row("PinnedBuffer.__newindex", A(R.pinned, "x", 1), "gpurun.PinnedBuffer: only elements can be set (p[i] = value), not string")
+row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
+row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), "gpurun.PinnedBuffer[i]: number expected, got string")
+row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), "gpurun.PinnedBuffer[i]: 300 out of range for uint8 (0..255)")
+row("PinnedBuffer.__newindex", A(R.closed_pinned, 1, 1), "attempt to use a closed gpurun.PinnedBuffer")
+row("PinnedBuffer.__len", A(R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
+
+-- ---- .npy files ------------------------------------------------------------------------------
+
+row("gpurun.load", A(), arg_error(1, "load", "path string expected, got no value"))
+row("gpurun.load", A(5), arg_error(1, "load", "path string expected, got number"))
+row("gpurun.load", A({}), arg_error(1, "load", "path string expected, got table"))
+row("gpurun.load", A(R.buffer), arg_error(1, "load", "path string expected, got gpurun.Buffer"))
+row("gpurun.load", A("a\0b"), arg_error(1, "load", "path contains a NUL byte"))
+row("gpurun.load", A("/nonexistent/x.npy"), "gpurun.load: cannot open /nonexistent/x.npy: No such file or directory")
+row("gpurun.load", A("README.md"), "gpurun.load: README.md: not a .npy file (it does not start with \\x93NUMPY)")
+local SAVE_PATH = os.tmpname() -- never written: each row fails before opening it
+os.remove(SAVE_PATH)
+row("Buffer:save", A(R.buffer), arg_error(1, "save", "path string expected, got no value"))
+row("Buffer:save", A(R.buffer, 5), arg_error(1, "save", "path string expected, got number"))
+row("Buffer:save", A(R.buffer, "a\0b"), arg_error(1, "save", "path contains a NUL byte"))
+row("Buffer:save", A(R.buffer, "/nonexistent/dir/x.npy"),
+  "Buffer:save: cannot open /nonexistent/dir/x.npy: No such file or directory")
+row("Buffer:save", A(R.buffer, SAVE_PATH, { 5 }), arg_error(2, "save", "shape {5} holds 5 elements, the buffer 16"))
+row("Buffer:save", A(R.buffer, SAVE_PATH, { 4, 4.5 }),
+  arg_error(2, "save", "dimension 2 of the shape is not a non-negative integer"))
+row("Buffer:save", A(R.buffer, SAVE_PATH, 16), arg_error(2, "save", "shape table expected, got number"))
+row("Buffer:save", A(R.view, SAVE_PATH, { 16 }), arg_error(2, "save", "shape {16} holds 16 elements, the buffer 8"))
+row("Buffer:save", A(R.orphan_view, SAVE_PATH), "attempt to use a closed gpurun.Buffer")
+
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 
 local ACCEPTING = {
@@ -1121,6 +1394,38 @@ builder:end_building()
 local graph = builder:complete()
 builder:close()
 out = nil
+replay_after_collect(graph)
+]] },
+  { name = "a graph that copies from a PinnedBuffer into a view, both dropped before the replay",
+    label = "Buffer:copy_from", gpu = true, accept = { ok = true },
+    code = [[
+local base = gpurun.zeros(2 * n, "float32")
+local view = base:view(n + 1, n)
+local pinned = gpurun.pinned(n, "float32")
+pinned:fill(5)
+local builder = stream:create_graph_builder()
+builder:begin_building()
+view:copy_from(pinned, builder)
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+base, view, pinned = nil, nil, nil
+replay_after_collect(graph)
+]] },
+  { name = "Buffer:close of a base while a graph launches a view of it",
+    label = "Buffer:close", gpu = true, accept = { ok = true, raised = "gpurun.Buffer is used by" },
+    code = [[
+local base = gpurun.zeros(2 * n, "float32")
+local ones = gpurun.full(n, 1, "float32")
+local builder = stream:create_graph_builder()
+builder:begin_building()
+gpurun.launch(builder, config, kernel("vec_add"), ones, ones, base:view(n + 1), gpurun.u64(n))
+builder:end_building()
+local graph = builder:complete()
+builder:close()
+local ok, err = pcall(base.close, base)
+if not ok then finish(false, err) end
+base = nil
 replay_after_collect(graph)
 ]] },
   { name = "ObjectCode:close while a capture that launches its kernel is in progress",

@@ -138,8 +138,8 @@ describe("NVRTC given input far from C++", function()
       print("compiled")
     ]])
     assert.are.equal(1, result.code, result.stderr)
-    assert.matches("^gpurun: [^\n]*NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION\n"
-      .. "program.cu%(500001%): error: ", result.stderr)
+    assert.matches("^gpurun: [^\n]*NVRTC compile of 'middle.cu' failed: NVRTC_ERROR_COMPILATION\n"
+      .. "middle.cu%(500001%): error: ", result.stderr)
     assert.matches("\nstack traceback:\n", result.stderr)
     assert.are.equal("", result.stdout)
   end)
@@ -156,8 +156,8 @@ describe("NVRTC given input far from C++", function()
     -- Plain checks with short messages: a failed match would print stderr.
     local stderr = result.stderr
     assert.are.equal(1, result.code, first_line(stderr))
-    assert.is_truthy(stderr:find("^gpurun: [^\n]*NVRTC compile of 'program.cu' failed: "
-      .. "NVRTC_ERROR_COMPILATION\nprogram.cu%(1%): error: "), first_line(stderr):sub(1, 300))
+    assert.is_truthy(stderr:find("^gpurun: [^\n]*NVRTC compile of 'gpurun_program.cu' failed: "
+      .. "NVRTC_ERROR_COMPILATION\ngpurun_program.cu%(1%): error: "), first_line(stderr):sub(1, 300))
     assert.is_true(#stderr > 50e6, "stderr holds " .. #stderr .. " bytes")
     assert.is_truthy(stderr:find(("x"):rep(1000) .. '";\n', 1, true), "the log quotes the line")
     assert.is_truthy(stderr:find("\nstack traceback:\n", 50e6, true), "a traceback follows the log")
@@ -176,8 +176,8 @@ describe("NVRTC given input far from C++", function()
         for _, target in ipairs({ "ptx", "cubin" }) do
           local ok, message = pcall(program.compile, program, target)
           assert(not ok, ("seed %d compiled to %s"):format(seed, target))
-          assert(message:find("NVRTC compile of 'program.cu' failed: NVRTC_ERROR_COMPILATION\n"
-            .. "program.cu%(%d+%): ", 1), ("seed %d, %s: %s"):format(seed, target, message:sub(1, 300)))
+          assert(message:find("NVRTC compile of 'gpurun_program.cu' failed: NVRTC_ERROR_COMPILATION\n"
+            .. "gpurun_program.cu%(%d+%): ", 1), ("seed %d, %s: %s"):format(seed, target, message:sub(1, 300)))
           failures = failures + 1
         end
       end

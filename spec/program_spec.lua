@@ -165,7 +165,7 @@ describe("gpurun.Program", function()
     assert.truthy(code.code:find(".entry vec_add", 1, true))
     assert.truthy(code.code:find(".entry vec_mul", 1, true))
     assert.are.equal(#code.code, code.size)
-    assert.are.equal("program.cu", code.name)
+    assert.are.equal("vec_add.cu", code.name) -- its first kernel
     assert.are.equal("boolean", type(code.from_cache))
     assert.are.equal("string", type(code.log))
   end)
@@ -212,7 +212,7 @@ describe("gpurun.Program", function()
     local message = error_of(function()
       return program:compile("ptx", { name_expressions = { "missing<int>" } })
     end)
-    assert.matches("NVRTC compile of 'program.cu' failed", message, 1, true)
+    assert.matches("NVRTC compile of 'scale.cu' failed", message, 1, true)
     assert.matches("missing", message, 1, true)
   end)
 
@@ -326,7 +326,7 @@ describe("gpurun.ObjectCode", function()
     it("lists the kernels it has when one is missing #gpu", function()
       local code = gpurun.Program(VEC, "c++", { arch = "sm_" .. device.arch }):compile("cubin")
       local message = error_of(code.get_kernel, code, "vec_sub")
-      assert.matches("kernel 'vec_sub' not found in the cubin of program.cu; it has: vec_add, vec_mul",
+      assert.matches("kernel 'vec_sub' not found in the cubin of vec_add.cu; it has: vec_add, vec_mul",
         message, 1, true)
     end)
 

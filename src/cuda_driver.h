@@ -54,7 +54,10 @@
     X(cuLaunchKernelEx, 11060) X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
     X(cuOccupancyMaxActiveClusters, 11070) X(cuFuncGetAttribute, 2020) \
     X(cuGraphMemcpyNodeGetParams, 10000) X(cuGraphMemsetNodeGetParams, 10000) \
-    X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000)
+    X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000) \
+    X(cuFuncSetAttribute, 9000) X(cuOccupancyMaxPotentialBlockSize, 6050) \
+    X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) X(cuCtxGetStreamPriorityRange, 5050) \
+    X(cuStreamGetPriority, 5050)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

@@ -1,7 +1,13 @@
 /* gpurun.Buffer: device memory holding elements of one dtype, made, filled
- * and read from the host (gpurun.empty, zeros, full, array). Ordering and
- * the copies themselves are lbuffer_transfer.c; comparing buffers is
- * lcompare.c; generating them is lrng.c.
+ * and read from the host (gpurun.empty, zeros, full, array, from_bytes),
+ * and views of part of one (Buffer:view). Ordering and the copies
+ * themselves are lbuffer_transfer.c; strings, pinned memory and files are
+ * lbuffer_host.c; comparing buffers is lcompare.c; generating them is
+ * lrng.c.
+ *
+ * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
+ * and every range (first, count) that view, fill, copy_from, copy_to,
+ * to_table and to_bytes take.
  *
  * Host memory is always a Lua userdata (gpurun_push_staging), never malloc:
  * an error raised halfway leaves nothing behind. Elements are converted in
@@ -11,11 +17,20 @@
 #include <limits.h>
 #include <string.h>
 
+#include "lpinned.h"
+
 const struct gpurun_tag gpurun_buffer_tag = {"gpurun.Buffer"};
 
 struct gpurun_buffer *gpurun_check_buffer(lua_State *L, int index)
 {
-    return gpurun_check_open(L, index, &gpurun_buffer_tag);
+    struct gpurun_buffer *buffer = gpurun_check_tagged(L, index, &gpurun_buffer_tag);
+    if (buffer->header.closed) {
+        if (buffer->base && buffer->base->header.closed)
+            gpurun_error(L, "attempt to use a closed gpurun.Buffer (the buffer this is a view "
+                            "of was closed)");
+        gpurun_closed_error(L, gpurun_buffer_tag.type_name);
+    }
+    return buffer;
 }
 
 struct gpurun_buffer *gpurun_check_live_buffer(lua_State *L, int index)
@@ -32,17 +47,85 @@ struct gpurun_buffer *gpurun_check_live_buffer(lua_State *L, int index)
     return buffer;
 }
 
+/* ---- views ---------------------------------------------------------------
+
+ * The registry maps each buffer that has views (weakly) to the set of its
+ * views (weakly), so that closing it closes them: a view's pointer must
+ * never outlive the memory. A view keeps its base alive, so a base is only
+ * collected with its views. */
+#define VIEWS_KEY "gpurun.buffer_views"
+
+/* Pushes the registry's table of weak-keyed tables, made on first use. */
+static void push_weak_table(lua_State *L, const char *key)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
+/* Records the view at -1 as one of the base at base_index. */
+static void register_view(lua_State *L, int base_index)
+{
+    base_index = lua_absindex(L, base_index);
+    int view = lua_gettop(L);
+    push_weak_table(L, VIEWS_KEY);
+    lua_pushvalue(L, base_index);
+    if (lua_rawget(L, -2) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_getmetatable(L, -2); /* weak keys, as the outer table's */
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, base_index);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+    }
+    lua_pushvalue(L, view);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_settop(L, view);
+}
+
+/* Closes every view of the base at index. */
+static void close_views(lua_State *L, int index)
+{
+    push_weak_table(L, VIEWS_KEY);
+    lua_pushvalue(L, index);
+    if (lua_rawget(L, -2) == LUA_TTABLE) {
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+            struct gpurun_buffer *view = lua_touserdata(L, -2);
+            view->header.closed = 1;
+            view->pointer = 0;
+        }
+    }
+    lua_pop(L, 2);
+}
+
 /* The one close. An explicit close (:close(), __close) is refused while a
- * graph uses the buffer; the collector frees regardless, since a graph keeps
- * its buffers alive: one being collected is used by none. */
+ * graph uses the buffer (or a view of it); the collector frees regardless,
+ * since a graph keeps its buffers alive: one being collected is used by
+ * none. A view frees nothing. */
 static int close_buffer(lua_State *L, int explicit)
 {
     struct gpurun_buffer *buffer = gpurun_check_tagged(L, 1, &gpurun_buffer_tag);
     if (buffer->header.closed)
         return 0;
+    if (buffer->base) {
+        buffer->header.closed = 1;
+        buffer->pointer = 0;
+        return 0;
+    }
     if (explicit && buffer->header.graph_users > 0)
         return gpurun_error(L, "gpurun.Buffer is used by %d graph(s) or graph builder(s); close "
                                "them first", buffer->header.graph_users);
+    if (explicit)
+        close_views(L, 1);
     CUdeviceptr pointer = buffer->pointer;
     buffer->header.closed = 1;
     buffer->pointer = 0;
@@ -101,19 +184,12 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
  * every element checked before any device work. */
 static unsigned char *stage_table(lua_State *L, int table_index, int arg, size_t count, int dtype)
 {
-    table_index = lua_absindex(L, table_index);
-    size_t size = gpurun_dtypes[dtype].size;
-    unsigned char *host = gpurun_push_staging(L, count * size);
-    for (size_t i = 0; i < count; i++) {
-        lua_rawgeti(L, table_index, (lua_Integer)i + 1);
-        const char *why = gpurun_to_element(L, -1, dtype, host + i * size);
-        if (why)
-            gpurun_arg_error(L, arg, "element %I: %s", (LUAI_UACINT)(i + 1), why);
-        lua_pop(L, 1);
-    }
+    unsigned char *host = gpurun_push_staging(L, count * gpurun_dtypes[dtype].size);
+    gpurun_store_sequence(L, table_index, arg, count, dtype, host);
     return host;
 }
 
+/* buffer: the Buffer at 1, or a part of it. */
 static void write_table(lua_State *L, struct gpurun_buffer *buffer, int table_index,
                         int stream_index, const char *operation)
 {
@@ -122,6 +198,7 @@ static void write_table(lua_State *L, struct gpurun_buffer *buffer, int table_in
         gpurun_arg_error(L, table_index, "table of %I elements expected, got %I",
                          (LUAI_UACINT)buffer->count, (LUAI_UACINT)count);
     const unsigned char *host = stage_table(L, table_index, table_index, count, buffer->dtype);
+    gpurun_check_live_buffer(L, 1); /* staging ran finalizers: still open? */
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
     gpurun_write_elements(L, buffer, 0, count, host, stream);
     gpurun_end_transfer(L, stream, operation);
@@ -204,65 +281,165 @@ static void fill(lua_State *L, struct gpurun_buffer *buffer, const unsigned char
 
 /* ---- methods ------------------------------------------------------------ */
 
-/* fill(value [, stream]) -> self */
+/* Every method below takes an optional range (first, count) of elements of
+ * self after its other arguments, then an optional stream:
+ * gpurun_opt_range says where the stream argument is. */
+
+/* fill(value [, first [, count]] [, stream]) -> self */
 static int buffer_fill(lua_State *L)
 {
-    lua_settop(L, 3); /* staging pushed later must not pass for a stream argument */
+    lua_settop(L, 5); /* staging pushed later must not pass for a stream argument */
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     unsigned char pattern[8];
     gpurun_check_element(L, 2, buffer->dtype, pattern);
-    fill(L, buffer, pattern, 3, "Buffer:fill");
+    size_t first, count;
+    int stream_index = gpurun_opt_range(L, 3, buffer->count, 0, &first, &count);
+    struct gpurun_buffer part = gpurun_buffer_part(buffer, first, count);
+    fill(L, &part, pattern, stream_index, "Buffer:fill");
     lua_settop(L, 1);
     return 1;
 }
 
-/* copy_from(table | Buffer [, stream]) -> self */
+/* The element count of a copy's other side at index; 0 when it has none
+ * of its own (a file: the range decides). */
+static size_t source_count(lua_State *L, int index, const struct gpurun_buffer *buffer)
+{
+    const struct gpurun_buffer *other = gpurun_to_tagged(L, index, &gpurun_buffer_tag);
+    const struct gpurun_pinned *pinned = gpurun_to_tagged(L, index, &gpurun_pinned_tag);
+    switch (lua_type(L, index)) {
+    case LUA_TTABLE: return lua_rawlen(L, index);
+    case LUA_TSTRING: return lua_rawlen(L, index) / buffer->element_size;
+    default: return other ? other->count : pinned ? pinned->count : 0;
+    }
+}
+
+/* The part of self (at 1) that a copy with the value at 2 covers; returns
+ * where the stream argument is. */
+static int copy_part(lua_State *L, struct gpurun_buffer *part)
+{
+    lua_settop(L, 5); /* staging pushed later must not pass for a stream argument */
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
+    size_t first, count;
+    int stream_index = gpurun_opt_range(L, 3, buffer->count, source_count(L, 2, buffer), &first,
+                                        &count);
+    *part = gpurun_buffer_part(buffer, first, count);
+    return stream_index;
+}
+
+/* copy_from(source [, first [, count]] [, stream]) -> self: source is a
+ * sequence, a string of raw elements, a Buffer, a PinnedBuffer or a Lua
+ * file (read from its position); the range is where in self it goes (by
+ * default all of self, which the source must match; from first on, as many
+ * elements as the source has). */
 static int buffer_copy_from(lua_State *L)
 {
-    lua_settop(L, 3);
-    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
+    struct gpurun_buffer part;
+    int stream_index = copy_part(L, &part);
+    const char *operation = "Buffer:copy_from";
     if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag))
-        copy_buffer(L, buffer, gpurun_check_buffer(L, 2), 1, 3, "Buffer:copy_from");
+        copy_buffer(L, &part, gpurun_check_buffer(L, 2), 1, stream_index, operation);
+    else if (gpurun_to_tagged(L, 2, &gpurun_pinned_tag))
+        gpurun_copy_pinned(L, &part, 1, 2, 1, stream_index, operation);
     else if (lua_type(L, 2) == LUA_TTABLE)
-        write_table(L, buffer, 2, 3, "Buffer:copy_from");
+        write_table(L, &part, 2, stream_index, operation);
+    else if (lua_type(L, 2) == LUA_TSTRING)
+        gpurun_copy_from_string(L, &part, 2, stream_index, operation);
+    else if (gpurun_is_file(L, 2))
+        gpurun_copy_file(L, 1, &part, 2, 1, stream_index, operation);
     else
-        gpurun_type_error(L, 2, "table or gpurun.Buffer");
+        gpurun_type_error(L, 2, "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file");
     lua_settop(L, 1);
     return 1;
 }
 
-/* copy_to(Buffer [, stream]) -> self */
+/* copy_to(destination [, first [, count]] [, stream]) -> self: destination
+ * is a Buffer, a PinnedBuffer or a Lua file (written at its position); the
+ * range is what of self is copied (by default all of it, which the
+ * destination must match; from first on, as many as the destination has). */
 static int buffer_copy_to(lua_State *L)
 {
-    lua_settop(L, 3);
-    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    gpurun_check_tagged(L, 2, &gpurun_buffer_tag);
-    copy_buffer(L, buffer, gpurun_check_buffer(L, 2), 0, 3, "Buffer:copy_to");
+    struct gpurun_buffer part;
+    int stream_index = copy_part(L, &part);
+    const char *operation = "Buffer:copy_to";
+    if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag))
+        copy_buffer(L, &part, gpurun_check_buffer(L, 2), 0, stream_index, operation);
+    else if (gpurun_to_tagged(L, 2, &gpurun_pinned_tag))
+        gpurun_copy_pinned(L, &part, 1, 2, 0, stream_index, operation);
+    else if (gpurun_is_file(L, 2))
+        gpurun_copy_file(L, 1, &part, 2, 0, stream_index, operation);
+    else
+        gpurun_type_error(L, 2, "gpurun.Buffer, gpurun.PinnedBuffer or file");
     lua_settop(L, 1);
     return 1;
 }
 
-/* to_table([stream]) -> sequence: integers for integer dtypes, floats for
- * float dtypes. */
+/* to_table([first [, count]] [, stream]) -> sequence: integers for integer
+ * dtypes, floats for float dtypes. */
 static int buffer_to_table(lua_State *L)
 {
-    lua_settop(L, 2);
+    lua_settop(L, 4);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    if (buffer->count > INT_MAX)
+    size_t first, count;
+    int stream_index = gpurun_opt_range(L, 2, buffer->count, 0, &first, &count);
+    if (count > INT_MAX)
         return gpurun_error(L, "Buffer:to_table: %I elements are too many for a Lua table",
-                            (LUAI_UACINT)buffer->count);
+                            (LUAI_UACINT)count);
     /* Staging first: the allocation can run finalizers, which must not find
      * a stream already taken for this copy. */
-    unsigned char *host = gpurun_push_staging(L, buffer->count * buffer->element_size);
-    buffer = gpurun_check_live_buffer(L, 1);
-    CUstream stream = gpurun_begin_transfer(L, 2, "Buffer:to_table");
-    gpurun_read_elements(L, buffer, 0, buffer->count, host, stream);
+    unsigned char *host = gpurun_push_staging(L, count * buffer->element_size);
+    struct gpurun_buffer part = gpurun_buffer_part(gpurun_check_live_buffer(L, 1), first, count);
+    CUstream stream = gpurun_begin_transfer(L, stream_index, "Buffer:to_table");
+    gpurun_read_elements(L, &part, 0, count, host, stream);
     gpurun_end_transfer(L, stream, "Buffer:to_table");
-    lua_createtable(L, (int)buffer->count, 0);
-    for (size_t i = 0; i < buffer->count; i++) {
-        gpurun_push_element(L, buffer->dtype, host + i * buffer->element_size);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    gpurun_push_sequence(L, part.dtype, host, count, "Buffer:to_table");
+    return 1;
+}
+
+/* to_bytes([first [, count]] [, stream]) -> the elements' raw bytes as a
+ * string (little-endian, as the GPU holds them). */
+static int buffer_to_bytes(lua_State *L)
+{
+    lua_settop(L, 4);
+    struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
+    size_t first, count;
+    int stream_index = gpurun_opt_range(L, 2, buffer->count, 0, &first, &count);
+    gpurun_push_bytes(L, 1, first, count, stream_index, "Buffer:to_bytes");
+    return 1;
+}
+
+/* view(first [, count]) -> a Buffer of count elements (default: to the
+ * end) sharing self's memory from element first on: a kernel argument of
+ * its own pointer. It keeps its base alive, is closed with it, and frees
+ * nothing when closed itself. */
+static int buffer_view(lua_State *L)
+{
+    struct gpurun_buffer *buffer = gpurun_check_buffer(L, 1);
+    if (lua_type(L, 2) != LUA_TNUMBER)
+        gpurun_check_integer(L, 2, "integer element index");
+    size_t first, count;
+    gpurun_opt_range(L, 2, buffer->count, 0, &first, &count);
+    lua_settop(L, 1);
+    /* A view of a view is a view of the base. */
+    if (buffer->base)
+        lua_getiuservalue(L, 1, 1);
+    else
+        lua_pushvalue(L, 1);
+    struct gpurun_buffer *view = gpurun_new_object(L, sizeof *view, 1, &gpurun_buffer_tag);
+    lua_pushvalue(L, 2);
+    lua_setiuservalue(L, 3, 1);
+    register_view(L, 2);
+    /* Checked again after the allocations, which can run finalizers. */
+    buffer = gpurun_check_buffer(L, 1);
+    struct gpurun_buffer *base = gpurun_check_buffer(L, 2);
+    view->pointer = buffer->pointer + first * buffer->element_size;
+    view->count = count;
+    view->element_size = buffer->element_size;
+    view->dtype = buffer->dtype;
+    view->context = buffer->context;
+    view->device = buffer->device;
+    view->base = base;
+    view->header.counts_for = &base->header; /* a graph's use counts for the memory's owner */
+    view->header.closed = 0;
     return 1;
 }
 
@@ -327,6 +504,16 @@ static int buffer_device(lua_State *L)
     return 1;
 }
 
+/* The Buffer a view shares memory with, or nil. */
+static int buffer_base(lua_State *L)
+{
+    if (self(L)->base)
+        lua_getiuservalue(L, 1, 1);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
 /* buf[i]: element i, 1-based. */
 static int buffer_element(lua_State *L)
 {
@@ -350,6 +537,11 @@ static int buffer_tostring(lua_State *L)
     struct gpurun_buffer *buffer = gpurun_check_tagged(L, 1, &gpurun_buffer_tag);
     if (buffer->header.closed)
         lua_pushliteral(L, "gpurun.Buffer(closed)");
+    else if (buffer->base)
+        lua_pushfstring(L, "gpurun.Buffer(%s, %I, a view from element %I)",
+                        gpurun_dtypes[buffer->dtype].name, (LUAI_UACINT)buffer->count,
+                        (LUAI_UACINT)((buffer->pointer - buffer->base->pointer)
+                                      / buffer->element_size + 1));
     else
         lua_pushfstring(L, "gpurun.Buffer(%s, %I)", gpurun_dtypes[buffer->dtype].name,
                         (LUAI_UACINT)buffer->count);
@@ -406,6 +598,26 @@ static int module_array(lua_State *L)
     return 1;
 }
 
+/* from_bytes(string, dtype) -> a Buffer holding the string's raw elements. */
+static int module_from_bytes(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TSTRING)
+        gpurun_type_error(L, 1, "string");
+    size_t length = lua_rawlen(L, 1);
+    int dtype = gpurun_check_dtype(L, 2, GPURUN_FLOAT32);
+    lua_settop(L, 2);
+    size_t size = gpurun_dtypes[dtype].size;
+    if (length == 0 || length % size != 0)
+        gpurun_arg_error(L, 1, "%I bytes are not a whole, positive number of %s elements (%d "
+                               "bytes each)", (LUAI_UACINT)length, gpurun_dtypes[dtype].name,
+                         (int)size);
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, length / size, dtype, 1);
+    lua_replace(L, 2);
+    gpurun_copy_from_string(L, buffer, 1, 0, "gpurun.from_bytes");
+    lua_settop(L, 2);
+    return 1;
+}
+
 /* ---- registration ------------------------------------------------------- */
 
 static const luaL_Reg buffer_methods[] = {
@@ -413,6 +625,8 @@ static const luaL_Reg buffer_methods[] = {
     {"copy_from", buffer_copy_from},
     {"copy_to", buffer_copy_to},
     {"to_table", buffer_to_table},
+    {"to_bytes", buffer_to_bytes},
+    {"view", buffer_view},
     {"get", buffer_get},
     {"set", buffer_set},
     {"close", buffer_close},
@@ -425,6 +639,7 @@ static const luaL_Reg buffer_fields[] = {
     {"nbytes", buffer_nbytes},
     {"ptr", buffer_ptr},
     {"device", buffer_device},
+    {"base", buffer_base},
     {NULL, NULL}
 };
 
@@ -445,6 +660,7 @@ static const luaL_Reg module_functions[] = {
     {"zeros", module_zeros},
     {"full", module_full},
     {"array", module_array},
+    {"from_bytes", module_from_bytes},
     {NULL, NULL}
 };
 

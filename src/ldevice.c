@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "device_attributes.h"
 #include "lstream.h"
 
 const struct gpurun_tag gpurun_device_tag = {"gpurun.Device"};
@@ -130,27 +131,76 @@ static int device_enable_peer_access(lua_State *L)
 
 static int device_sync(lua_State *L)
 {
-    check_current_device(L, 1, "sync");
+    check_current_device(L, 1, "Device:sync");
     CHECK_CUDA(L, "synchronizing the device", cuCtxSynchronize);
     return 0;
 }
 
+/* The current context's stream priorities: least (the default, 0) and
+ * greatest (the most urgent, a negative number on every GPU so far). */
+static void priority_range(lua_State *L, int *least, int *greatest)
+{
+    CHECK_CUDA(L, "reading the stream priority range", cuCtxGetStreamPriorityRange, least,
+               greatest);
+}
+
+/* create_stream([{ priority = p }]): p from the device's least priority
+ * (0, the default) down to its greatest (-5 on an H200); lower runs first. */
 static int device_create_stream(lua_State *L)
 {
-    check_current_device(L, 1, "create_stream");
-    gpurun_push_new_stream(L, 0);
+    static const char *const known[] = {"priority", NULL};
+    check_current_device(L, 1, "Device:create_stream");
+    gpurun_check_options(L, 2, known);
+    lua_Integer priority = gpurun_opt_integer_field(L, 2, "priority", 0, "an integer");
+    int least = 0, greatest = 0;
+    priority_range(L, &least, &greatest);
+    if (priority > least || priority < greatest)
+        return gpurun_arg_error(L, 2, "priority %I out of range: this device's stream priorities "
+                                      "run from %d (least, the default) to %d (greatest)",
+                                (LUAI_UACINT)priority, least, greatest);
+    gpurun_push_new_stream(L, (int)priority);
     return 1;
 }
 
-/* get_attribute(n) -> the raw CU_DEVICE_ATTRIBUTE_* value n, for what the
- * named fields do not cover. */
+static const struct {
+    const char *name;
+    CUdevice_attribute attribute;
+} attribute_names[] = {
+#define ATTRIBUTE_NAME(name, constant) {#name, constant},
+    GPURUN_DEVICE_ATTRIBUTES(ATTRIBUTE_NAME)
+#undef ATTRIBUTE_NAME
+};
+
+/* The attribute named by the string at arg, or an argument error. */
+static CUdevice_attribute check_attribute_name(lua_State *L, int arg)
+{
+    const char *name = lua_tostring(L, arg);
+    for (size_t i = 0; i < sizeof attribute_names / sizeof attribute_names[0]; i++)
+        if (strcmp(attribute_names[i].name, name) == 0)
+            return attribute_names[i].attribute;
+    return (CUdevice_attribute)gpurun_arg_error(L, arg, "unknown device attribute '%s' (the "
+        "names are cuda.h's CU_DEVICE_ATTRIBUTE_* in lower case without the prefix, such as "
+        "'max_shared_memory_per_block_optin')", name);
+}
+
+/* get_attribute(name or n) -> the value of CU_DEVICE_ATTRIBUTE_<NAME> (or
+ * of the raw enum value n), for what the named fields do not cover. */
 static int device_get_attribute(lua_State *L)
 {
     struct device *device = check_device(L, 1);
-    lua_Integer attribute = gpurun_check_integer(L, 2, NULL);
-    if (attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX)
-        gpurun_arg_error(L, 2, "CU_DEVICE_ATTRIBUTE_* value expected");
-    lua_pushinteger(L, device_attribute(L, device, (CUdevice_attribute)attribute));
+    CUdevice_attribute attribute;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        attribute = check_attribute_name(L, 2);
+    } else {
+        if (lua_type(L, 2) != LUA_TNUMBER)
+            gpurun_type_error(L, 2, "attribute name or number");
+        lua_Integer value = gpurun_check_integer(L, 2, NULL);
+        if (value <= 0 || value >= CU_DEVICE_ATTRIBUTE_MAX)
+            gpurun_arg_error(L, 2, "CU_DEVICE_ATTRIBUTE_* value expected, got %I",
+                             (LUAI_UACINT)value);
+        attribute = (CUdevice_attribute)value;
+    }
+    lua_pushinteger(L, device_attribute(L, device, attribute));
     return 1;
 }
 
@@ -209,6 +259,20 @@ ATTRIBUTE_FIELD(multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 ATTRIBUTE_FIELD(max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
 ATTRIBUTE_FIELD(max_shared_memory_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 
+/* { least = 0, greatest = -5 }: the priorities create_stream accepts. */
+static int device_stream_priority_range(lua_State *L)
+{
+    check_current_device(L, 1, "Device.stream_priority_range");
+    int least = 0, greatest = 0;
+    priority_range(L, &least, &greatest);
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, least);
+    lua_setfield(L, -2, "least");
+    lua_pushinteger(L, greatest);
+    lua_setfield(L, -2, "greatest");
+    return 1;
+}
+
 static int device_tostring(lua_State *L)
 {
     struct device *device = gpurun_check_tagged(L, 1, &gpurun_device_tag);
@@ -240,6 +304,7 @@ static const luaL_Reg device_fields[] = {
     {"multiprocessor_count", device_multiprocessor_count},
     {"max_threads_per_block", device_max_threads_per_block},
     {"max_shared_memory_per_block", device_max_shared_memory_per_block},
+    {"stream_priority_range", device_stream_priority_range},
     {NULL, NULL}
 };
 

@@ -1,5 +1,5 @@
-/* gpurun.Event: events recorded on streams (Stream:record makes and records
- * them), timing between two of them, and waiting for one. */
+/* gpurun.Event: events made by gpurun.Event{...} or by Stream:record(),
+ * timing between two of them, and waiting for one. */
 #include "levent.h"
 
 const struct gpurun_tag gpurun_event_tag = {"gpurun.Event"};
@@ -82,16 +82,44 @@ static int event_close(lua_State *L)
     return 0;
 }
 
+static struct gpurun_event *self(lua_State *L)
+{
+    return lua_touserdata(L, 1);
+}
+
 static int event_device(lua_State *L)
 {
-    lua_pushinteger(L, ((struct gpurun_event *)lua_touserdata(L, 1))->device);
+    lua_pushinteger(L, self(L)->device);
     return 1;
 }
 
-static const luaL_Reg event_fields[] = {
-    {"device", event_device},
-    {NULL, NULL}
-};
+static int event_timing(lua_State *L)
+{
+    lua_pushboolean(L, !(self(L)->flags & CU_EVENT_DISABLE_TIMING));
+    return 1;
+}
+
+static int event_blocking(lua_State *L)
+{
+    lua_pushboolean(L, (self(L)->flags & CU_EVENT_BLOCKING_SYNC) != 0);
+    return 1;
+}
+
+/* Event([{ timing = true, blocking = false }]): timing = false makes an
+ * event that only orders work (cheaper to record and wait on), blocking =
+ * true makes event:sync() yield the CPU instead of spinning. */
+static int module_event(lua_State *L)
+{
+    static const char *const known[] = {"timing", "blocking", NULL};
+    gpurun_check_options(L, 1, known);
+    unsigned int flags = CU_EVENT_DEFAULT;
+    if (!gpurun_opt_boolean_field(L, 1, "timing", 1))
+        flags |= CU_EVENT_DISABLE_TIMING;
+    if (gpurun_opt_boolean_field(L, 1, "blocking", 0))
+        flags |= CU_EVENT_BLOCKING_SYNC;
+    gpurun_push_new_event(L, flags);
+    return 1;
+}
 
 static int event_tostring(lua_State *L)
 {
@@ -108,6 +136,13 @@ static const luaL_Reg event_methods[] = {
     {NULL, NULL}
 };
 
+static const luaL_Reg event_fields[] = {
+    {"device", event_device},
+    {"timing", event_timing},
+    {"blocking", event_blocking},
+    {NULL, NULL}
+};
+
 static const luaL_Reg event_metamethods[] = {
     {"__sub", event_elapsed_ms},
     {"__tostring", event_tostring},
@@ -120,7 +155,13 @@ static const struct gpurun_type event_type = {
     &gpurun_event_tag, event_methods, event_metamethods, event_fields, NULL,
 };
 
+static const luaL_Reg module_functions[] = {
+    {"Event", module_event},
+    {NULL, NULL}
+};
+
 void gpurun_open_event(lua_State *L)
 {
     gpurun_register_type(L, &event_type);
+    gpurun_set_functions(L, module_functions);
 }

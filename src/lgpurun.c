@@ -18,6 +18,7 @@
 #include "llaunch_config.h"
 #include "llaunch_plan.h"
 #include "lobject_code.h"
+#include "lpinned.h"
 #include "lprogram.h"
 #include "lrng.h"
 #include "lscalar.h"
@@ -38,7 +39,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_device,        /* gpurun.Device */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
-    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array */
+    gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
+    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array, from_bytes */
     gpurun_open_rng,           /* gpurun.Generator, default_rng */
     gpurun_open_compare,       /* compare, allclose */
     gpurun_open_scalar,        /* gpurun.Scalar, u64, f32, ... */
@@ -53,16 +55,19 @@ static void (*const openers[])(lua_State *L) = {
 };
 
 /* Parts of the module written in Lua: each module returns a function that
- * is called, once per Lua state, with the internals table ({ raise = f }),
+ * is called, once per Lua state, with the internals table ({ raise = f,
+ * type_name = f }),
  * and returns the functions it adds to the module table; a `metatable`
  * among them is registered under its __name (so C can recognise its objects)
- * instead. Opening the module again (busted drops package.loaded between
- * files) reuses what the first opening made, so objects made before still
- * belong to the type. */
+ * instead, and `methods` ({ Buffer = { save = f } }) adds methods to
+ * gpurun's registered types. Opening the module again (busted drops
+ * package.loaded between files) reuses what the first opening made, so
+ * objects made before still belong to the type. */
 static const char *const lua_parts[] = {
     "program_options", /* gpurun.ProgramOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
+    "npy_files",       /* gpurun.load, Buffer:save */
 };
 
 /* Their text, compiled in from lua/gpurun/builtin/ (CMakeLists.txt), so that
@@ -89,14 +94,15 @@ static int internal_raise(lua_State *L)
     return gpurun_error_outside(L, "/gpurun/builtin/", message ? message : "(no message)");
 }
 
-/* internal.methods(type) -> the methods table of gpurun.<type>, for a Lua
- * part that gives a C type a method written in Lua (Graph:to_dot). */
-static int internal_methods(lua_State *L)
+/* internal.type_name(count, value): what gpurun's messages call the type
+ * of value ("gpurun.Buffer", "number"), or "no value" when count is 0 (the
+ * caller's select("#", ...)). */
+static int internal_type_name(lua_State *L)
 {
-    lua_pushfstring(L, "gpurun.%s", lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : "");
-    if (luaL_getmetatable(L, lua_tostring(L, -1)) != LUA_TTABLE)
-        return gpurun_error(L, "no type %s", lua_tostring(L, -2));
-    lua_getfield(L, -1, "methods");
+    if (lua_tointeger(L, 1) == 0)
+        lua_pushliteral(L, "no value");
+    else
+        lua_pushstring(L, gpurun_type_name(L, 2));
     return 1;
 }
 
@@ -123,8 +129,8 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_newtable(L);
     lua_pushcfunction(L, internal_raise);
     lua_setfield(L, -2, "raise");
-    lua_pushcfunction(L, internal_methods);
-    lua_setfield(L, -2, "methods");
+    lua_pushcfunction(L, internal_type_name);
+    lua_setfield(L, -2, "type_name");
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))
         gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);
@@ -140,11 +146,34 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_remove(L, -2);
 }
 
+/* Adds { Type = { name = function } } at the top to the types' methods. */
+static void add_lua_methods(lua_State *L, const char *part)
+{
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TTABLE)
+            gpurun_error(L, "gpurun's Lua part %s gave methods that are not { Type = { ... } }", part);
+        const char *type_name = lua_pushfstring(L, "gpurun.%s", lua_tostring(L, -2));
+        if (luaL_getmetatable(L, type_name) != LUA_TTABLE
+            || lua_getfield(L, -1, "methods") != LUA_TTABLE)
+            gpurun_error(L, "gpurun's Lua part %s adds methods to %s, which is not registered",
+                         part, type_name);
+        for (lua_pushnil(L); lua_next(L, -5); lua_pop(L, 1)) {
+            lua_pushvalue(L, -2);
+            lua_pushvalue(L, -2);
+            lua_rawset(L, -5);
+        }
+        lua_pop(L, 3);
+    }
+}
+
 static void open_lua_part(lua_State *L, int module, const char *name)
 {
     push_lua_part(L, name);
     for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
-        if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "metatable") != 0) {
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+        if (key && strcmp(key, "methods") == 0)
+            add_lua_methods(L, name);
+        else if (key && strcmp(key, "metatable") != 0) {
             lua_pushvalue(L, -2);
             lua_pushvalue(L, -2);
             lua_rawset(L, module);

@@ -30,7 +30,7 @@ struct gpurun_kernel {
     struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
     int param_count;
     int max_threads_per_block;
-    int max_dynamic_shared;
+    int max_dynamic_shared;       /* raised by set_max_dynamic_shared_size_bytes */
     size_t storage_size;
     size_t *param_offsets;
     size_t *param_sizes;

@@ -16,7 +16,6 @@
 
 const struct gpurun_tag gpurun_program_tag = {"gpurun.Program"};
 
-#define DEFAULT_PROGRAM_NAME "program.cu"
 #define COMPILE_OUTPUT "gpurun.CompileOutput" /* internal: frees NVRTC's output */
 
 /* Uservalues: 1 = the source, 2 = its ProgramOptions. */
@@ -166,7 +165,8 @@ static int output_gc(lua_State *L)
 }
 
 /* compile("ptx" | "cubin" [, {name_expressions = {...}, name = "x.cu"}])
- * -> ObjectCode, from the kernel cache when it has it. */
+ * -> ObjectCode, from the kernel cache when it has it. Without a name the
+ * program is called after its first kernel ("vec_add.cu"). */
 static int program_compile(lua_State *L)
 {
     check_program(L, 1);
@@ -182,11 +182,18 @@ static int program_compile(lua_State *L)
     lua_settop(L, 3);
     /* Raw reads of the options table: a metamethod there could run Lua code
      * that closes the program under us. */
-    const char *name = DEFAULT_PROGRAM_NAME;
+    const char *name;
     if (lua_istable(L, 3) && (lua_pushliteral(L, "name"), lua_rawget(L, 3)) != LUA_TNIL) {
         if (lua_type(L, -1) != LUA_TSTRING || lua_rawlen(L, -1) == 0
             || strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
             return gpurun_arg_error(L, 3, "name must be a non-empty string");
+        name = lua_tostring(L, -1); /* stays on the stack */
+    } else {
+        /* The default: named after the source's first kernel (policy: Lua). */
+        push_options_function(L, "default_name");
+        check_program(L, 1);
+        lua_getiuservalue(L, 1, 1);
+        lua_call(L, 1, 1);
         name = lua_tostring(L, -1); /* stays on the stack */
     }
 

@@ -170,6 +170,17 @@ static int stream_device(lua_State *L)
     return 1;
 }
 
+/* The priority it was created with: lower numbers run first (see
+ * Device:create_stream). */
+static int stream_priority(lua_State *L)
+{
+    int priority = 0;
+    CHECK_CUDA(L, "reading a stream's priority", cuStreamGetPriority,
+               check_stream_object(L, 1)->stream.handle, &priority);
+    lua_pushinteger(L, priority);
+    return 1;
+}
+
 static int stream_tostring(lua_State *L)
 {
     struct gpurun_stream_object *object = gpurun_check_tagged(L, 1, &gpurun_stream_tag);
@@ -215,6 +226,7 @@ static const luaL_Reg stream_methods[] = {
 static const luaL_Reg stream_fields[] = {
     {"handle", stream_handle},
     {"device", stream_device},
+    {"priority", stream_priority},
     {NULL, NULL}
 };
 

@@ -168,6 +168,19 @@ void gpurun_check_table(lua_State *L, int arg);
 /* The value at index as an exact integer: 1 and *out set, or 0. */
 int gpurun_exact_integer(lua_State *L, int index, lua_Integer *out);
 
+/* Options tables (Event{...}, create_stream{...}, kernel:occupancy{...}):
+ * nil or none means no options; a table may hold only the keys in `known`
+ * (NULL-terminated), else "unknown option 'x' (known: a, b)". Returns
+ * whether a table is there. Reads are raw: no metamethod runs. */
+int gpurun_check_options(lua_State *L, int arg, const char *const *known);
+
+/* The field of the options table at arg (checked by gpurun_check_options;
+ * nil there: fallback), as a boolean, or as an integer (expected: what the
+ * message says it must be, "an integer number of bytes"). */
+int gpurun_opt_boolean_field(lua_State *L, int arg, const char *key, int fallback);
+lua_Integer gpurun_opt_integer_field(lua_State *L, int arg, const char *key, lua_Integer fallback,
+                                     const char *expected);
+
 /* The dtype named by the optional string at arg (fallback when absent). */
 int gpurun_check_dtype(lua_State *L, int arg, int fallback);
 
@@ -184,6 +197,25 @@ void gpurun_check_element(lua_State *L, int arg, int dtype, void *out);
 /* Pushes the element of dtype at p: integers for integer dtypes (uint64
  * values past the Lua integers as floats), floats for float dtypes. */
 void gpurun_push_element(lua_State *L, int dtype, const void *p);
+
+/* The first `count` elements of the sequence at table_index, stored as
+ * elements of dtype at out; the first that does not fit is an argument
+ * error at arg ("element 3: 300 out of range for uint8 (0..255)"). */
+void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count, int dtype,
+                           void *out);
+
+/* Pushes a new sequence of the count elements of dtype at p; `what`
+ * names the caller when count is too many for a Lua table. */
+void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
+
+/* An optional element range of a container of `size` elements, in Lua's
+ * 1-based element indices: when the argument at arg is a number, it is the
+ * first element and arg + 1 the count (nil: default_count, or to the end
+ * when default_count is 0); else the whole container. Sets *first
+ * (0-based) and *count, and returns the index of the argument after the
+ * range (where a stream goes; a non-number at arg + 1 is taken for it). */
+int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, size_t *first,
+                     size_t *count);
 
 /* Host scratch memory as a userdata left on the stack, so that an error
  * raised while it is in use cannot leak it. */
@@ -366,6 +398,11 @@ void gpurun_release_users(lua_State *L, int index);
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);
+
+/* Frees page-locked host memory (cuMemFreeHost) once the event of its last
+ * queued copy (NULL: none) has completed, destroying the event; while a
+ * capture is in progress, once none is. */
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use);
 
 /* Frees what was deferred; called before allocating and after captures. */
 void gpurun_flush_frees(void);

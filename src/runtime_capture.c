@@ -377,14 +377,32 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
 /* ---- deferred frees ------------------------------------------------------ */
 
 /* cuMemFree is not allowed while a graph is being captured (it would break
- * the capture), so memory freed then waits. A full list frees at once rather
- * than leak. */
+ * the capture), so memory freed then waits; page-locked host memory too
+ * (host != NULL, with the event of its last queued copy). A full list frees
+ * at once rather than leak. */
 #define MAX_PENDING_FREES 1024
 static struct {
     CUdeviceptr pointer;
     CUcontext context;
+    void *host;
+    CUevent last_use;
 } pending[MAX_PENDING_FREES];
 static size_t pending_count;
+
+/* Waits for the last copy queued on the host memory, then frees it. */
+static CUresult free_host(void *pointer, CUevent last_use)
+{
+    /* As for device memory: the contexts' release at exit took it. */
+    if (gpurun_runtime.current_context == NULL)
+        return CUDA_SUCCESS;
+    CUresult result = CUDA_SUCCESS;
+    if (last_use) {
+        result = CUDA_CALL(cuEventSynchronize, last_use);
+        (void)CUDA_CALL(cuEventDestroy, last_use);
+    }
+    CUresult freed = CUDA_CALL(cuMemFreeHost, pointer);
+    return result != CUDA_SUCCESS ? result : freed;
+}
 
 static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
 {
@@ -408,7 +426,10 @@ void gpurun_flush_frees(void)
     while (pending_count > 0) {
         pending_count--;
         /* Nobody is left to tell about a failure here. */
-        (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context);
+        if (pending[pending_count].host)
+            (void)free_host(pending[pending_count].host, pending[pending_count].last_use);
+        else
+            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context);
     }
 }
 
@@ -417,10 +438,27 @@ CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
     if (capturing && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = pointer;
         pending[pending_count].context = context;
+        pending[pending_count].host = NULL;
+        pending[pending_count].last_use = NULL;
         pending_count++;
         return CUDA_SUCCESS;
     }
     if (!capturing)
         gpurun_flush_frees();
     return free_in_context(pointer, context);
+}
+
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
+{
+    if (capturing && pending_count < MAX_PENDING_FREES) {
+        pending[pending_count].pointer = 0;
+        pending[pending_count].context = NULL;
+        pending[pending_count].host = pointer;
+        pending[pending_count].last_use = last_use;
+        pending_count++;
+        return CUDA_SUCCESS;
+    }
+    if (!capturing)
+        gpurun_flush_frees();
+    return free_host(pointer, last_use);
 }

@@ -7,12 +7,25 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Pushes where the running C function was called from, as luaL_where(L, 1)
+ * does, but past gpurun's builtin Lua parts (gpurun.load calling
+ * gpurun.empty): the position is the script's. */
+static void push_where(lua_State *L)
+{
+    lua_Debug ar;
+    int level = 1;
+    while (lua_getstack(L, level, &ar) && lua_getinfo(L, "S", &ar) && ar.what[0] != 'C'
+           && strstr(ar.source, "/gpurun/builtin/") != NULL)
+        level++;
+    luaL_where(L, level);
+}
+
 /* Raises the message on top, prefixed as luaL_error does with where the
  * running C function was called from. */
 static int raise_pushed(lua_State *L)
 {
     gpurun_capture_abort_all(L);
-    luaL_where(L, 1);
+    push_where(L);
     lua_insert(L, -2);
     lua_concat(L, 2);
     return lua_error(L);

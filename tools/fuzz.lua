@@ -105,6 +105,7 @@ local function fail(what)
     if i >= 1 then io.stderr:write("  ", recent[i % RECENT], "\n") end
   end
   io.stderr:write("fuzz: replay with: ", replay_command(), "\n")
+  os.remove(guard.SCRATCH_PATH)
   io.stdout:write(("calls %d errors %d skipped %d violations %d seed %d\n")
     :format(counts.calls, counts.errors, counts.skipped, counts.violations, options.seed))
   os.exit(1)
@@ -188,6 +189,10 @@ local function gpu_factories()
     local shape = next_of(BUFFER_SHAPES)
     return gpurun.zeros(shape[1], shape[2])
   end
+  function fresh.PinnedBuffer()
+    local shape = next_of(BUFFER_SHAPES)
+    return gpurun.pinned(shape[1], shape[2])
+  end
   function fresh.ObjectCode()
     return gpurun.Program(require("spec.support.kernels").SOURCE, "c++", factory.options)
       :compile("cubin")
@@ -227,6 +232,13 @@ local function setup_gpu()
   add_closed(fresh.Kernel())
   for _ = 1, #BUFFER_SHAPES do pool:add(fresh.Buffer()) end
   add_closed(fresh.Buffer())
+  for _ = 1, #BUFFER_SHAPES do pool:add(fresh.PinnedBuffer()) end
+  add_closed(fresh.PinnedBuffer())
+  local base = fresh.Buffer()
+  pool:add(base:view(1))
+  local orphan = fresh.Buffer():view(1) -- its base closed under it
+  orphan.base:close()
+  pool:add_closed(orphan)
   pool:add(fresh.ObjectCode())
 
   -- Objects whose parts were closed under them.
@@ -543,6 +555,7 @@ while counts.calls < options.calls do
   end
 end
 check_state(options.calls)
+os.remove(guard.SCRATCH_PATH)
 
 if options.stats then
   for _, entry in ipairs(entries) do

@@ -2,8 +2,8 @@
 # tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
 # build, the full spec suite (#gpu specs included), the specs of the
 # bindings again through lua5.4 and gpurun.so, the main job at two sizes,
-# the size sweep and the breakdown, and the benchmark against pure C.
-# Logs (and the sweep's files) go to $1 (default gpu-check/).
+# the size sweep and the breakdown, the benchmark against pure C and the
+# copy bandwidth. Logs (and the sweep's files) go to $1 (default gpu-check/).
 #
 #   tools/gpu-check.sh [LOG_DIR] [--quick]
 #
@@ -52,4 +52,6 @@ if [ "$quick" != "--quick" ]; then
   "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"
   step "start-up split"
   "$bin" bench/compare.lua --startup 2>&1 | tee "$logs/startup.log"
+  step "host <-> device bandwidth: tables, strings, pinned memory, C"
+  "$bin" bench/bandwidth.lua --c-bench build-gpu/bench/bandwidth_c 2>&1 | tee "$logs/bandwidth.log"
 fi

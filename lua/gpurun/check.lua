@@ -8,11 +8,52 @@
 --   local checks = check.new("myscript.lua")
 --   checks:buffers("graph replay", r3, expected, 1e-5, 1e-5)  -- device buffers (gpurun.compare)
 --   checks:tables("host reference", out:to_table(), reference, 1e-5, 1e-5)
+--   checks:number("mean", mean, 0.5, 0, 1e-3)              -- one number
+--   checks:condition("graph replayed", ok, err)             -- anything else
 --   if not checks:passed() then return 1 end
 --
--- A failed check writes "myscript.lua: check failed: <what>" to stderr.
+-- rtol and atol default to 1e-5 and 1e-8, as numpy.allclose's. A failed
+-- check writes "myscript.lua: check failed: <what>" to stderr. Arguments of
+-- the wrong kind raise an error naming the function and the argument.
 
 local check = {}
+
+local DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+
+local function kind(value)
+  local mt = getmetatable(value)
+  local name = type(mt) == "table" and rawget(mt, "__name")
+  return type(name) == "string" and name or type(value)
+end
+
+local HERE = debug.getinfo(1, "S").source
+
+-- Raises message at the first caller outside this file (the script's line).
+local function raise(message)
+  local level = 2
+  while debug.getinfo(level, "S") and debug.getinfo(level, "S").source == HERE do
+    level = level + 1
+  end
+  error(message, level)
+end
+
+-- Raises "bad argument #n to 'name' (expected, got <kind>)".
+local function refuse(name, n, expected, value)
+  raise(("bad argument #%d to '%s' (%s expected, got %s)"):format(n, name, expected, kind(value)))
+end
+
+local function check_label(name, label)
+  if type(label) ~= "string" then refuse(name, 1, "label string", label) end
+end
+
+-- rtol and atol at arguments n and n + 1, defaulted.
+local function tolerances(name, n, rtol, atol)
+  if rtol == nil then rtol = DEFAULT_RTOL end
+  if atol == nil then atol = DEFAULT_ATOL end
+  if type(rtol) ~= "number" or not (rtol >= 0) then refuse(name, n, "non-negative rtol", rtol) end
+  if type(atol) ~= "number" or not (atol >= 0) then refuse(name, n + 1, "non-negative atol", atol) end
+  return rtol, atol
+end
 
 local function is_nan(x)
   return x ~= x
@@ -22,16 +63,18 @@ local function is_finite(x)
   return x == x and x ~= math.huge and x ~= -math.huge
 end
 
--- Compares two Lua arrays of numbers, or an array and one number, as
--- gpurun.compare compares buffers, and returns the same summary:
--- { count, mismatches, nan, worst_index, worst_actual, worst_expected,
---   worst_abs_diff }. nan counts results that are NaN where the expected
--- value is not. The worst element is the mismatch furthest past its
--- tolerance, or when all pass the largest difference; worst_index is
--- 1-based, nil when there are no elements.
-function check.compare_tables(actual, expected, rtol, atol)
+-- The summary compare_tables returns; `actual` is argument at of name.
+local function compare(name, at, actual, expected, rtol, atol)
   local count = #actual
   local scalar = type(expected) == "number"
+  for i = 1, count do
+    if type(actual[i]) ~= "number" then
+      raise(("bad argument #%d to '%s' (element %d is %s, not a number)"):format(at, name, i, kind(actual[i])))
+    elseif not scalar and type(expected[i]) ~= "number" then
+      raise(("bad argument #%d to '%s' (element %d is %s, not a number)")
+        :format(at + 1, name, i, kind(expected[i])))
+    end
+  end
   local mismatches, nan = 0, 0
   local worst, worst_excess, largest_pass = count > 0 and 1 or nil, 0, -1
   for i = 1, count do
@@ -72,6 +115,23 @@ function check.compare_tables(actual, expected, rtol, atol)
   }
 end
 
+-- Compares two Lua arrays of numbers, or an array and one number, as
+-- gpurun.compare compares buffers, and returns the same summary:
+-- { count, mismatches, nan, worst_index, worst_actual, worst_expected,
+--   worst_abs_diff }. nan counts results that are NaN where the expected
+-- value is not. The worst element is the mismatch furthest past its
+-- tolerance, or when all pass the largest difference; worst_index is
+-- 1-based, nil when there are no elements.
+function check.compare_tables(actual, expected, rtol, atol)
+  local name = "check.compare_tables"
+  if type(actual) ~= "table" then refuse(name, 1, "table of numbers", actual) end
+  if type(expected) ~= "table" and type(expected) ~= "number" then
+    refuse(name, 2, "table of numbers or number", expected)
+  end
+  rtol, atol = tolerances(name, 3, rtol, atol)
+  return compare(name, 1, actual, expected, rtol, atol)
+end
+
 local function number_text(x)
   if is_nan(x) then
     return "nan"
@@ -104,21 +164,69 @@ function check.describe(label, summary, rtol, atol)
   return table.concat(parts)
 end
 
--- Device buffer `actual` against a buffer or a number. -> passed, message
-function check.buffers(label, actual, expected, rtol, atol)
+local function buffers(name, label, actual, expected, rtol, atol)
+  check_label(name, label)
+  if kind(actual) ~= "gpurun.Buffer" then refuse(name, 2, "gpurun.Buffer", actual) end
+  if kind(expected) ~= "gpurun.Buffer" and type(expected) ~= "number" then
+    refuse(name, 3, "gpurun.Buffer or number", expected)
+  end
+  rtol, atol = tolerances(name, 4, rtol, atol)
   local summary = require("gpurun").compare(actual, expected, rtol, atol)
   local message = check.describe(label, summary, rtol, atol)
   return message == nil, message
 end
 
--- Lua array `actual` against an array or a number. -> passed, message
-function check.tables(label, actual, expected, rtol, atol)
+local function tables(name, label, actual, expected, rtol, atol)
+  check_label(name, label)
+  if type(actual) ~= "table" then refuse(name, 2, "table of numbers", actual) end
+  if type(expected) ~= "table" and type(expected) ~= "number" then
+    refuse(name, 3, "table of numbers or number", expected)
+  end
+  rtol, atol = tolerances(name, 4, rtol, atol)
   if type(expected) == "table" and #expected ~= #actual then
     return false, string.format("%s: got %d elements, expected %d", label, #actual, #expected)
   end
-  local message = check.describe(label, check.compare_tables(actual, expected, rtol, atol),
-                                 rtol, atol)
+  local message = check.describe(label, compare(name, 2, actual, expected, rtol, atol), rtol, atol)
   return message == nil, message
+end
+
+local function number(name, label, actual, expected, rtol, atol)
+  check_label(name, label)
+  if type(actual) ~= "number" then refuse(name, 2, "number", actual) end
+  if type(expected) ~= "number" then refuse(name, 3, "number", expected) end
+  rtol, atol = tolerances(name, 4, rtol, atol)
+  local summary = compare(name, 2, { actual }, expected, rtol, atol)
+  if summary.mismatches == 0 then return true end
+  return false, string.format("%s: got %s, expected %s (|difference| %s, rtol=%g, atol=%g)", label,
+    number_text(actual), number_text(expected), number_text(math.abs(actual - expected)), rtol, atol)
+end
+
+local function condition(name, label, ok, detail)
+  check_label(name, label)
+  if detail ~= nil and type(detail) ~= "string" then refuse(name, 3, "detail string or nil", detail) end
+  if ok then return true end
+  return false, label .. ": " .. (detail or "the condition does not hold")
+end
+
+-- Device buffer `actual` against a buffer or a number. -> passed, message
+function check.buffers(label, actual, expected, rtol, atol)
+  return buffers("check.buffers", label, actual, expected, rtol, atol)
+end
+
+-- Lua array `actual` against an array or a number. -> passed, message
+function check.tables(label, actual, expected, rtol, atol)
+  return tables("check.tables", label, actual, expected, rtol, atol)
+end
+
+-- One number against another, by the same rule. -> passed, message
+function check.number(label, actual, expected, rtol, atol)
+  return number("check.number", label, actual, expected, rtol, atol)
+end
+
+-- Passes when ok is truthy; detail (a string) says what went wrong when
+-- it is not. -> passed, message
+function check.condition(label, ok, detail)
+  return condition("check.condition", label, ok, detail)
 end
 
 -- A list of named checks for one script run.
@@ -146,11 +254,19 @@ function Checks:record(label, passed, message)
 end
 
 function Checks:buffers(label, actual, expected, rtol, atol)
-  return self:record(label, check.buffers(label, actual, expected, rtol, atol))
+  return self:record(label, buffers("checks:buffers", label, actual, expected, rtol, atol))
 end
 
 function Checks:tables(label, actual, expected, rtol, atol)
-  return self:record(label, check.tables(label, actual, expected, rtol, atol))
+  return self:record(label, tables("checks:tables", label, actual, expected, rtol, atol))
+end
+
+function Checks:number(label, actual, expected, rtol, atol)
+  return self:record(label, number("checks:number", label, actual, expected, rtol, atol))
+end
+
+function Checks:condition(label, ok, detail)
+  return self:record(label, condition("checks:condition", label, ok, detail))
 end
 
 -- True when every recorded check passed (and at least one ran).

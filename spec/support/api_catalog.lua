@@ -17,15 +17,24 @@
 --   compile_args  compile()'s table    config_table   LaunchConfig{...} input
 --   kernel_name   a kernel's name      cuda_call  a driver call's name
 --   cuda_result   a CUresult number
+--   event_options  gpurun.Event{...} input   stream_options  create_stream{...} input
+--   occupancy_options  kernel:occupancy{...} / max_potential_block_size{...} input
+--   first, range_count  an element range (1-based first element, count)
+--   bytes      a string of raw elements
+--   copy_source  what Buffer:copy_from takes (table, string, Buffer, PinnedBuffer, file)
+--   copy_destination  what Buffer:copy_to takes (Buffer, PinnedBuffer, file)
+--   host_source  a table or a string (PinnedBuffer:copy_from)
+--   path       a file path             shape      a sequence of dimensions
 --   and the types: device, stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
 --   kernel_arg (what a launch passes: Buffer, scalar, number, boolean),
 --   builder, condition, event_or_builder (GraphBuilder:wait),
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
---   output_path (a file gpurun writes: the fuzzer keeps it in a temporary
---   folder), dot_flags (debug_dot_print's options), dot_options (to_dot's),
+--   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever).
+-- writes = the argument position of a path the call writes (the fuzzer
+-- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
 local catalog = {}
 
@@ -34,7 +43,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition",
+  "Condition", "PinnedBuffer",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -47,13 +56,14 @@ catalog.internal_types = {
 -- any machine).
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
-  Buffer = true, GraphBuilder = true, Graph = true, Condition = true,
+  Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
 -- machine (extra arguments are ignored, as Lua's own functions do).
 -- allocates = the argument position of an element count that sizes an
--- allocation (the fuzzer caps it).
+-- allocation (the fuzzer caps it); host_memory: the allocation is pinned
+-- host memory (the fuzzer's absurd sizes are then past any address space).
 catalog.functions = {
   perf_counter = { args = {}, never_raises = true },
   device_count = { args = {}, never_raises = true },
@@ -91,6 +101,10 @@ catalog.functions = {
   elementwise = { args = { "string", "string", "string", "string" } },
   elementwise_pipeline = { args = { "string", "any", "string", "string" } },
   join = { args = { "builder", "builder", "builder", "..." } },
+  Event = { args = { "event_options" }, needs = "device" },
+  from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
+  pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
+  load = { args = { "path" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -98,7 +112,7 @@ catalog.methods = {
   Device = {
     set_current = { args = {} },
     sync = { args = {} },
-    create_stream = { args = {} },
+    create_stream = { args = { "stream_options" } },
     get_attribute = { args = { "attribute" } },
     can_access_peer = { args = { "device" } },
     enable_peer_access = { args = { "device" } },
@@ -133,6 +147,9 @@ catalog.methods = {
   Kernel = {
     params = { args = {} },
     bind = { args = { "config", "kernel_arg", "..." }, launches = true },
+    set_max_dynamic_shared_size_bytes = { args = { "integer" } },
+    occupancy = { args = { "occupancy_options" } },
+    max_potential_block_size = { args = { "occupancy_options" } },
     close = { args = {} },
   },
   LaunchPlan = {
@@ -142,12 +159,24 @@ catalog.methods = {
   LaunchConfig = {},
   Scalar = {},
   Buffer = {
-    fill = { args = { "element", "stream" } },
-    copy_from = { args = { "buffer_or_table", "stream" } },
-    copy_to = { args = { "buffer", "stream" } },
-    to_table = { args = { "stream" } },
+    fill = { args = { "element", "first", "range_count", "stream" } },
+    copy_from = { args = { "copy_source", "first", "range_count", "stream" } },
+    copy_to = { args = { "copy_destination", "first", "range_count", "stream" } },
+    to_table = { args = { "first", "range_count", "stream" } },
+    to_bytes = { args = { "first", "range_count", "stream" } },
+    view = { args = { "first", "range_count" } },
+    save = { args = { "path", "shape" }, writes = 1 },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
+    close = { args = {} },
+  },
+  PinnedBuffer = {
+    get = { args = { "index" } },
+    set = { args = { "index", "element" } },
+    fill = { args = { "element", "first", "range_count" } },
+    to_table = { args = { "first", "range_count" } },
+    to_bytes = { args = { "first", "range_count" } },
+    copy_from = { args = { "host_source", "first", "range_count" } },
     close = { args = {} },
   },
   Generator = {
@@ -208,6 +237,7 @@ catalog.metamethods = {
   GraphBuilder = { "__index", "__tostring", "__close" },
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
+  PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -43,6 +43,21 @@ end
 
 bad.matches = matches
 
+-- Whether an expectation is an argument error ("bad argument #n to ...",
+-- "calling ... on bad self"): those must name the function as the script
+-- spells it.
+local function is_argument_error(expected)
+  if type(expected) == "string" then
+    return expected:find("bad argument #", 1, true) ~= nil or expected:find("on bad self", 1, true) ~= nil
+  end
+  if expected.pattern then return expected.pattern:find("bad argument #", 1, true) ~= nil end
+  for _, alternative in ipairs(expected.any) do
+    if is_argument_error(alternative) then return true end
+  end
+  return false
+end
+bad.is_argument_error = is_argument_error
+
 local function show(expected)
   if type(expected) == "string" then return ("%q"):format(expected) end
   if expected.pattern then return ("pattern %q"):format(expected.pattern) end
@@ -85,6 +100,17 @@ function factories.config_big_shmem()
 end
 function factories.scalar() return gpurun.u64(16) end
 function factories.broken_program() return gpurun.Program("this is not C++ {", "c++") end
+function factories.closed_file()
+  local file = io.tmpfile()
+  file:close()
+  return file
+end
+function factories.short_file() -- 3 bytes, read from the start
+  local file = io.tmpfile()
+  file:write("abc")
+  file:seek("set", 0)
+  return file
+end
 function factories.compute_program() -- PTX only: cubin must be refused
   return gpurun.Program(SOURCE, "c++", { arch = "compute_90" })
 end
@@ -109,6 +135,7 @@ GPU_FACTORIES = {
   add = function(env) return env.code:get_kernel("vec_add") end,
   scale = function(env) return env.code:get_kernel("scale_shift") end,
   byte_flag = function(env) return env.code:get_kernel("byte_flag") end,
+  bounded = function(env) return env.code:get_kernel("bounded") end,
   closed_kernel = function(env) return closed(env.code:get_kernel("vec_add")) end,
   orphan_kernel = function(env) -- its ObjectCode is closed
     local code = GPU_FACTORIES.code()
@@ -128,6 +155,29 @@ GPU_FACTORIES = {
     return require("gpurun.dist").init()
   end,
   closed_buffer = function() current_device(); return closed(gpurun.zeros(16, "float32")) end,
+  view = function(env) return env.buffer:view(5, 8) end,
+  orphan_view = function() -- its base was closed
+    current_device()
+    local base = gpurun.zeros(16, "float32")
+    local view = base:view(1, 4)
+    base:close()
+    return view
+  end,
+  pinned = function() current_device(); return gpurun.pinned(16, "float32") end,
+  pinned8 = function() current_device(); return gpurun.pinned(8, "float32") end,
+  pinned_i32 = function() current_device(); return gpurun.pinned(16, "int32") end,
+  pinned_u8 = function() current_device(); return gpurun.pinned(4, "uint8") end,
+  closed_pinned = function() current_device(); return closed(gpurun.pinned(16, "float32")) end,
+  pinned_graph = function(env) -- a graph that copies env.pinned into env.buffer
+    local builder = env.stream:create_graph_builder()
+    local buffer, pinned = env.buffer, env.pinned
+    builder:begin_building()
+    buffer:copy_from(pinned, builder)
+    builder:end_building()
+    local graph = builder:complete()
+    builder:close()
+    return graph
+  end,
   plan = function(env) return env.add:bind(env.config, env.buffer, env.buffer, env.buffer, gpurun.u64(16)) end,
   closed_plan = function(env)
     return closed(env.add:bind(env.config, env.buffer, env.buffer, env.buffer, gpurun.u64(16)))
@@ -403,6 +453,10 @@ function bad.run(rows, reference)
       elseif not matches(err, expected) then
         failures[#failures + 1] = ("%s: expected %s in the message, got %q"):format(description,
           show(expected), err)
+      elseif is_argument_error(expected)
+          and (not err:find("'" .. label .. "'", 1, true) or err:find("'?'", 1, true)) then
+        failures[#failures + 1] = ("%s: the argument error does not name '%s': %q"):format(description,
+          label, err)
       end
     end
     do

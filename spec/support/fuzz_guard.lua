@@ -19,6 +19,9 @@ local guard = {}
 -- between really takes GPU memory or time.
 guard.ALLOCATION_CAP = 1 << 20
 guard.NEVER_FITS = 1 << 40          -- elements: at least 1 TiB, more than any GPU has
+-- Pinned host memory that large could first take the host's memory: past
+-- any address space (2^48 elements of one byte and more), it fails at once.
+guard.HOST_NEVER_FITS = 1 << 48
 guard.HOST_TABLE_CAP = 1 << 16      -- random_table() builds a Lua table of this many
 guard.TOO_MANY_FOR_A_TABLE = 1 << 31 -- past INT_MAX: random_table() must refuse it
 guard.MAX_BLOCKS = 1 << 16          -- blocks per launch, so each finishes in microseconds
@@ -32,13 +35,18 @@ local function as_integer(value)
   return math.tointeger(value)
 end
 
+-- Where a call that writes a file may write: one scratch file for the run
+-- (tools/fuzz.lua removes it at the end).
+guard.SCRATCH_PATH = os.tmpname()
+
 -- Rewrites args (a table with n) in place where a count would allocate
 -- more than the caps allow.
 function guard.cap_sizes(spec, args, self_offset)
   if spec.allocates then
     local at = spec.allocates + self_offset
     local n = as_integer(args[at])
-    if n and n > guard.ALLOCATION_CAP and n < guard.NEVER_FITS then args[at] = guard.NEVER_FITS end
+    local never_fits = spec.host_memory and guard.HOST_NEVER_FITS or guard.NEVER_FITS
+    if n and n > guard.ALLOCATION_CAP and n < never_fits then args[at] = never_fits end
   end
   if spec.host_table then
     local at = spec.host_table + self_offset
@@ -49,12 +57,9 @@ function guard.cap_sizes(spec, args, self_offset)
   end
 end
 
--- Where GraphBuilder:debug_dot_print may write: one file in the temporary
--- folder, whatever path was drawn (a bad folder stays bad, to be refused).
-guard.OUTPUT_PATH = (os.getenv("TMPDIR") or "/tmp") .. "/gpurun-fuzz-graph.dot"
-
 -- Rewrites what a call could do beyond the process: files it writes go to
--- OUTPUT_PATH, and a condition's default is never positive (a while loop
+-- SCRATCH_PATH, whatever path was drawn (an empty one, or one in a folder
+-- that does not exist, stays, to be refused), and a condition's default is never positive (a while loop
 -- whose body never clears it would replay forever).
 function guard.tame(spec, args, self_offset)
   if spec.writes then
@@ -62,7 +67,7 @@ function guard.tame(spec, args, self_offset)
     local path = args[at]
     if type(path) == "number" or (type(path) == "string" and path ~= ""
         and not path:find("^/nonexistent")) then
-      args[at] = guard.OUTPUT_PATH
+      args[at] = guard.SCRATCH_PATH
     end
   end
   if spec.condition_default then
@@ -234,8 +239,17 @@ local function node_change_allowed(entry, args, n)
   return config.shmem_size >= node.shmem_size
 end
 
+-- Calls that write what they are given: a file handle in the pool (io.stderr)
+-- would get raw elements.
+local WRITES_FILES = { ["Buffer:copy_to"] = true }
+
 -- Whether the call `entry` with args (n of them) may go ahead on a GPU.
 function guard.allowed(entry, args, n)
+  if WRITES_FILES[entry.label] then
+    for i = 1, n do
+      if io.type(args[i]) then return false end
+    end
+  end
   if entry.label == "gpurun.launch" then
     return guard.launch_allowed(args[3], args[2], args, 4, n)
   elseif entry.label == "Kernel:bind" then

@@ -210,7 +210,7 @@ function Pool:add(value)
   local type_name = catalog.type_of(value)
   if not type_name then return end
   if type_name == "GraphBuilder" and self.on_builder then self.on_builder(value) end
-  if type_name == "Buffer" then
+  if type_name == "Buffer" or type_name == "PinnedBuffer" then
     local ok, size = pcall(function() return value.size end)
     if ok and size > self.max_buffer_elements then
       pcall(value.close, value)
@@ -319,7 +319,15 @@ draws = {
   number = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
   string = function(p) return p:pick(STRINGS) end,
   seed = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
-  attribute = from({ 1, 2, 16, 75, 76, 81, 97, 0, -1, 1000, 1 << 31, 1.5 }),
+  attribute = from({ 1, 2, 16, 75, 76, 81, 97, 0, -1, 1000, 1 << 31, 1.5, "warp_size",
+    "max_shared_memory_per_block_optin", "multiprocessor_count", "nope", "" }),
+  event_options = from({ {}, { timing = false }, { blocking = true }, { timing = false, blocking = true },
+    { timing = 1 }, { nope = true } }, 0.8, { 5, "x" }),
+  stream_options = from({ {}, { priority = 0 }, { priority = -1 }, { priority = -5 }, { priority = 1 },
+    { priority = 1.5 }, { prio = 1 } }, 0.8, { 5, "x" }),
+  occupancy_options = from({ {}, { block = 256 }, { block = 32, shmem_size = 0 }, { block = { 16, 16 } },
+    { block = 2048 }, { shmem_size = 4096 }, { shmem_size = 1 << 30 }, { block_size_limit = 128 },
+    { block = 0 }, { block = 1.5 }, { nope = 1 } }, 0.85, { 5, "x" }),
   index = from({ 1, 2, 3, 4, 16, 37, 64, 4096, 0, -1, 4097, 1.5, NAN, 2 ^ 63, math.maxinteger,
     math.mininteger, "1" }),
   tolerance = from({ 0, 1e-5, 1e-8, 1, 0.5, -1, NAN, INF, "0.1" }),
@@ -375,6 +383,27 @@ draws = {
     { { title = 5 }, { name = {} }, "title" }),
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
+  first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),
+  range_count = from({ 1, 2, 3, 8, 15, 16, 0, -1, 4096, 1.5, math.maxinteger }, 0.6, { nil }),
+  bytes = function(p)
+    return p:pick({ "", "a", "abcd", string.rep("\0", 16), string.rep("\255", 64), string.rep("x", 4096 * 4) })
+  end,
+  copy_source = function(p)
+    local roll = p.random()
+    if roll < 0.3 then return p:typed("Buffer") end
+    if roll < 0.5 then return p:typed("PinnedBuffer") end
+    if roll < 0.7 then return p:sequence() end
+    return draws.bytes(p)
+  end,
+  copy_destination = function(p)
+    return p:typed(p:chance(0.6) and "Buffer" or "PinnedBuffer")
+  end,
+  path = from({ "README.md", "/nonexistent/x.npy", "", "a\0b", "spec", "/tmp" }, 0.5, STRINGS),
+  shape = from({ {}, { 16 }, { 4, 4 }, { 2, 8 }, { 0 }, { 1.5 }, { -1 }, { 1 << 62, 4 } }, 0.8, { 16, "16" }),
+  host_source = function(p)
+    if p:chance(0.6) then return p:sequence() end
+    return draws.bytes(p)
+  end,
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",

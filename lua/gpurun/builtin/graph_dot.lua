@@ -5,8 +5,6 @@
 --   dot -Tsvg graph.dot -o graph.svg
 -- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
 return function(internal)
-  local methods = internal.methods("Graph")
-
   local COLOURS = {
     kernel = "#cfe2ff", memcpy = "#d1e7dd", memset = "#fff3cd", conditional = "#f8d7da",
     event_record = "#e2e3e5", wait_event = "#e2e3e5", empty = "#ffffff",
@@ -25,20 +23,13 @@ return function(internal)
     return value
   end
 
-  -- What a value is called in messages: a gpurun type's name, or its Lua type.
-  local function kind_of(value)
-    local metatable = getmetatable(value)
-    local name = type(metatable) == "table" and rawget(metatable, "__name")
-    if type(name) == "string" and name:find("^gpurun%.") then return name end
-    return type(value)
-  end
-
-  function methods.to_dot(...)
+  local function to_dot(...)
     local graph, options = ...
     local given = select("#", ...)
-    if given == 0 or kind_of(graph) ~= "gpurun.Graph" or type(graph) ~= "userdata" then
+    local kind = internal.type_name(given, graph)
+    if kind ~= "gpurun.Graph" or type(graph) ~= "userdata" then
       internal.raise(("calling 'Graph:to_dot' on bad self (gpurun.Graph expected, got %s)")
-        :format(given == 0 and "no value" or kind_of(graph)))
+        :format(kind))
     end
     if options ~= nil and type(options) ~= "table" then
       internal.raise(("bad argument #1 to 'Graph:to_dot' (table of options expected, got %s)")
@@ -70,5 +61,5 @@ return function(internal)
     return table.concat(lines, "\n") .. "\n"
   end
 
-  return {}
+  return { methods = { Graph = { to_dot = to_dot } } }
 end

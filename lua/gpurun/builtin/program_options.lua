@@ -9,7 +9,8 @@
 -- This is a part of the `gpurun` module: the module opener calls the
 -- function it returns, once per Lua state, with the internals table
 -- ({ raise = f(message) }, which ends any capture in progress as every
--- gpurun error does), and installs what it returns.
+-- gpurun error does; type_name = f(count, value), what messages call a
+-- value's type), and installs what it returns.
 
 return function(internal)
   local raise = internal.raise
@@ -157,12 +158,7 @@ return function(internal)
   local methods = {}
 
   -- What a message calls a value: its type's __name, or its Lua type.
-  local function type_name(count, value)
-    if count == 0 then return "no value" end
-    local mt = getmetatable(value)
-    local name = type(mt) == "table" and rawget(mt, "__name")
-    return type(name) == "string" and name or type(value)
-  end
+  local type_name = internal.type_name
 
   local function open_state(options)
     local held = state[options]
@@ -297,6 +293,24 @@ return function(internal)
       list[#list + 1] = "--include-path=" .. cuda_include_dir
     end
     return list
+  end
+
+  -- The file name NVRTC's messages give a program compiled without a
+  -- `name`: its first kernel's, "vec_add.cu", so that "vec_add.cu(3): error"
+  -- points at code the user recognises; "gpurun_program.cu" when the source
+  -- has no __global__ function. Attributes written like calls
+  -- (__launch_bounds__(64)) are stepped over.
+  function builtin.default_name(source)
+    local start = source:find("__global__", 1, true)
+    local rest = start and source:sub(start + #"__global__")
+    while rest do
+      local name, open = rest:match("^[^(;{]-([%a_][%w_]*)%s*()%(")
+      if not name then break end
+      if not name:match("^__.*__$") then return name .. ".cu" end
+      local after = rest:match("^%b()()", open)
+      rest = after and rest:sub(after)
+    end
+    return "gpurun_program.cu"
   end
 
   builtin.new = new

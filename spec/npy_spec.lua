@@ -1,0 +1,269 @@
+-- NumPy .npy files: the header (gpurun.npy, no GPU needed), gpurun.load and
+-- Buffer:save, and a round trip with NumPy itself (spec/support/npy_numpy.py,
+-- run with $GPURUN_PYTHON or python3, when it has numpy).
+local gpurun = require("gpurun")
+local npy = require("gpurun.npy")
+local shell = require("gpurun.shell")
+
+local DTYPES = { "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64" }
+local DESCRS = { float32 = "<f4", float64 = "<f8", int8 = "|i1", uint8 = "|u1", int16 = "<i2", uint16 = "<u2",
+  int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8" }
+
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
+
+-- A header laid out as NumPy's format description says: magic, version,
+-- little-endian length, the dict, spaces and a newline to a multiple of 64.
+local function numpy_header(dict, major)
+  major = major or 1
+  local length_format = major == 1 and "<I2" or "<I4"
+  local prefix = 6 + 2 + string.packsize(length_format)
+  local padding = 64 - (prefix + #dict + 1) % 64
+  return "\x93NUMPY" .. string.char(major, 0) .. string.pack(length_format, #dict + 1 + padding)
+    .. dict .. string.rep(" ", padding) .. "\n"
+end
+
+local function write_file(path, bytes)
+  local file = assert(io.open(path, "wb"))
+  file:write(bytes)
+  file:close()
+end
+
+describe("gpurun.npy", function()
+  it("writes headers byte for byte as NumPy does", function()
+    assert.are.equal(numpy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"),
+      npy.header("float32", { 3 }))
+    assert.are.equal(numpy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (), }"),
+      npy.header("float64", {}))
+    assert.are.equal(numpy_header("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3, 4), }"),
+      npy.header("int16", { 2, 3, 4 }))
+    for _, dtype in ipairs(DTYPES) do
+      local header = npy.header(dtype, { 5, 7 })
+      assert.are.equal(0, #header % 64)
+      assert.are.equal("\n", header:sub(-1))
+      local info = assert(npy.parse(header))
+      assert.are.same({ dtype = dtype, descr = DESCRS[dtype], shape = { 5, 7 }, count = 35,
+        version = "1.0", header_size = #header }, info)
+      assert.are.equal(DESCRS[dtype], npy.descr(dtype))
+      assert.are.equal(dtype, npy.dtype(DESCRS[dtype]))
+    end
+    local long = {}
+    for i = 1, 30000 do long[i] = 1 end
+    local header = npy.header("uint8", long) -- more than 65535 bytes of dict: format 2.0
+    assert.are.equal(2, header:byte(7))
+    assert.are.equal(30000, #assert(npy.parse(header)).shape)
+  end)
+
+  it("reads format 2.0 and 3.0 headers, NumPy's spare spaces, double quotes and Python 2 longs", function()
+    local dict = "{'descr': '<u4', 'fortran_order': False, 'shape': (10,), }"
+    for _, major in ipairs({ 2, 3 }) do
+      local info = assert(npy.parse(numpy_header(dict, major)))
+      assert.are.equal(("%d.0"):format(major), info.version)
+      assert.are.equal("uint32", info.dtype)
+      assert.are.same({ 10 }, info.shape)
+    end
+    local spaced = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }" .. string.rep(" ", 20)
+    assert.are.same({ 3, 4 }, assert(npy.parse(numpy_header(spaced))).shape)
+    local reordered = '{"shape": (2L, 3L), "fortran_order": False, "descr": "<i8"}'
+    local info = assert(npy.parse(numpy_header(reordered)))
+    assert.are.same({ 2, 3 }, info.shape)
+    assert.are.equal("int64", info.dtype)
+    assert.are.equal("int8", assert(npy.parse(numpy_header("{'descr': '<i1', 'fortran_order': False, 'shape': (1,), }"))).dtype)
+  end)
+
+  it("says what is wrong with a header it cannot read", function()
+    local function why(bytes)
+      local info, message = npy.parse(bytes)
+      assert.is_nil(info)
+      return message
+    end
+    local function dict(descr, fortran, shape)
+      return numpy_header(("{'descr': %s, 'fortran_order': %s, 'shape': %s, }"):format(descr, fortran, shape))
+    end
+    assert_contains("not a .npy file (it does not start with \\x93NUMPY)", why("PK\3\4 a zip file"))
+    assert_contains("not a .npy file", why(""))
+    assert_contains("unsupported .npy format version 4.0 (1.0, 2.0 and 3.0 are read)",
+      why("\x93NUMPY\4\0\0\0\0\0"))
+    assert_contains("the header is truncated", why(dict("'<f4'", "False", "(3,)"):sub(1, 60)))
+    assert_contains("big-endian data ('>f4') is not supported: save it little-endian (a.astype('<f4'))",
+      why(dict("'>f4'", "False", "(3,)")))
+    assert_contains("big-endian data ('>i8') is not supported", why(dict("'>i8'", "False", "(3,)")))
+    assert_contains("Fortran-ordered arrays are not supported: save a C-ordered copy (np.ascontiguousarray(a))",
+      why(dict("'<f4'", "True", "(3, 4)")))
+    for _, descr in ipairs({ "<f2", "|b1", "<c8", "|O", "<U10", "|S5", "<M8[ns]" }) do
+      assert_contains(("dtype '%s' is not supported (gpurun reads <f4 float32, <f8 float64"):format(descr),
+        why(dict("'" .. descr .. "'", "False", "(3,)")))
+    end
+    assert_contains("structured dtypes are not supported", why(dict("[('x', '<f4')]", "False", "(3,)")))
+    assert_contains("the header has no shape tuple", why(numpy_header("{'descr': '<f4', 'fortran_order': False, }")))
+    assert_contains("is not a tuple of integers", why(dict("'<f4'", "False", "(3, x)")))
+    assert_contains("is not a tuple of integers", why(dict("'<f4'", "False", "(-3,)")))
+    assert_contains("the header has no fortran_order False or True", why(dict("'<f4'", "0", "(3,)")))
+    assert_contains("the shape holds too many elements",
+      why(dict("'<f4'", "False", "(4294967296, 4294967296)")))
+    assert_contains("the header is not a dict", why(numpy_header("['descr', '<f4']")))
+    assert.are.same({ nil, "no .npy descr for dtype float16" }, { npy.header("float16", { 3 }) })
+  end)
+
+  it("reads a header from a file and leaves it at the data", function()
+    local path = os.tmpname()
+    write_file(path, numpy_header("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }")
+      .. string.pack("<i4<i4", 7, -7))
+    local file = assert(io.open(path, "rb"))
+    local info = assert(npy.read_header(file))
+    assert.are.equal(info.header_size, file:seek())
+    local first, second = string.unpack("<i4<i4", file:read("a"))
+    assert.are.same({ 7, -7 }, { first, second })
+    file:close()
+    os.remove(path)
+  end)
+end)
+
+describe("gpurun.load and Buffer:save without a device", function()
+  local path
+  before_each(function() path = os.tmpname() end)
+  after_each(function() os.remove(path) end)
+
+  it("check the file before allocating", function()
+    assert_contains("bad argument #1 to 'gpurun.load' (path string expected, got number)", error_of(gpurun.load, 5))
+    assert_contains("bad argument #1 to 'gpurun.load' (path string expected, got no value)", error_of(gpurun.load))
+    assert_contains("bad argument #1 to 'gpurun.load' (path contains a NUL byte)", error_of(gpurun.load, "a\0b"))
+    assert_contains("gpurun.load: cannot open /nonexistent/x.npy: No such file or directory",
+      error_of(gpurun.load, "/nonexistent/x.npy"))
+    write_file(path, "not numpy at all")
+    assert_contains("gpurun.load: " .. path .. ": not a .npy file", error_of(gpurun.load, path))
+    local header = numpy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }")
+    write_file(path, header .. string.pack("<ff", 1, 2))
+    assert_contains(("gpurun.load: %s is truncated: its header says 3 float32 elements (12 bytes of data), "
+      .. "the file has 8"):format(path), error_of(gpurun.load, path))
+    write_file(path, header .. string.pack("<ffff", 1, 2, 3, 4))
+    assert_contains("is longer than its header says: its header says 3 float32 elements (12 bytes of data), "
+      .. "the file has 16", error_of(gpurun.load, path))
+    write_file(path, numpy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }"))
+    assert_contains("holds no elements (shape {0, 3}): a gpurun.Buffer holds at least one",
+      error_of(gpurun.load, path))
+    write_file(path, numpy_header("{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }") .. string.rep("\0", 24))
+    assert_contains(("gpurun.load: %s: big-endian data ('>f8') is not supported"):format(path),
+      error_of(gpurun.load, path))
+    write_file(path, header .. string.pack("<fff", 1, 2, 3)) -- a good file: now it needs a device
+    assert_contains("the CUDA driver could not be loaded", error_of(gpurun.load, path))
+  end)
+
+  it("refuse a self that is not a Buffer", function()
+    local save = debug.getregistry()["gpurun.Buffer"].methods.save
+    assert_contains("calling 'Buffer:save' on bad self (gpurun.Buffer expected, got number)", error_of(save, 5, path))
+    assert_contains("calling 'Buffer:save' on bad self (gpurun.Buffer expected, got no value)", error_of(save))
+  end)
+end)
+
+describe("gpurun.load and Buffer:save", function()
+  local directory
+  before_each(function()
+    gpurun.Device(0):set_current()
+    directory = os.tmpname()
+    os.remove(directory)
+    assert(os.execute("mkdir " .. shell.quote(directory)))
+  end)
+  after_each(function()
+    os.execute("rm -rf " .. shell.quote(directory))
+  end)
+
+  -- The values npy_numpy.py's expected() makes, for 1000 elements.
+  local function expected(dtype)
+    local values = {}
+    for i = 0, 999 do
+      if dtype:find("^float") then values[i + 1] = i * 0.25 - 3
+      elseif dtype:find("^int") then values[i + 1] = i % 100 - 50
+      else values[i + 1] = i % 100 end
+    end
+    return values
+  end
+
+  it("round-trip every dtype and shape, writing NumPy's header #gpu", function()
+    for _, dtype in ipairs(DTYPES) do
+      local buffer <close> = gpurun.array(expected(dtype), dtype)
+      local path = directory .. "/" .. dtype .. ".npy"
+      assert.are.equal(buffer, buffer:save(path, { 10, 100 }))
+      local file = assert(io.open(path, "rb"))
+      local bytes = file:read("a")
+      file:close()
+      local header = npy.header(dtype, { 10, 100 })
+      assert.are.equal(header .. buffer:to_bytes(), bytes)
+      local loaded <close>, shape = gpurun.load(path)
+      assert.are.same({ 10, 100 }, shape)
+      assert.are.equal(dtype, loaded.dtype)
+      assert.are.same(expected(dtype), loaded:to_table())
+    end
+    local scalar <close> = gpurun.full(1, 2.5, "float64")
+    scalar:save(directory .. "/scalar.npy", {})
+    local back <close>, shape = gpurun.load(directory .. "/scalar.npy")
+    assert.are.same({}, shape)
+    assert.are.equal(2.5, back[1])
+    local flat <close> = gpurun.zeros(7, "int8")
+    flat:save(directory .. "/flat.npy")
+    assert.are.same({ 7 }, select(2, gpurun.load(directory .. "/flat.npy")))
+  end)
+
+  it("move large arrays through pinned staging in chunks #gpu", function()
+    local n = 3 * (1 << 22) + 5 -- about 48 MiB of float32: six 8 MiB chunks and a bit
+    local buffer <close> = gpurun.default_rng(3):random(n, "float32")
+    local path = directory .. "/large.npy"
+    buffer:save(path)
+    local back <close> = gpurun.load(path)
+    assert.are.equal(n, #back)
+    assert.is_true(gpurun.allclose(back, buffer, 0, 0))
+  end)
+
+  it("refuse shapes that do not fit and paths they cannot write, leaving no file #gpu", function()
+    local buffer <close> = gpurun.zeros(12, "float32")
+    local path = directory .. "/bad.npy"
+    assert_contains("bad argument #2 to 'Buffer:save' (shape {5, 2} holds 10 elements, the buffer 12)",
+      error_of(buffer.save, buffer, path, { 5, 2 }))
+    assert_contains("bad argument #2 to 'Buffer:save' (dimension 2 of the shape is not a non-negative integer)",
+      error_of(buffer.save, buffer, path, { 3, 4.5 }))
+    assert_contains("bad argument #2 to 'Buffer:save' (shape table expected, got number)",
+      error_of(buffer.save, buffer, path, 12))
+    assert_contains("bad argument #1 to 'Buffer:save' (path string expected, got no value)",
+      error_of(buffer.save, buffer))
+    assert_contains("Buffer:save: cannot open " .. directory .. "/missing/x.npy: No such file or directory",
+      error_of(buffer.save, buffer, directory .. "/missing/x.npy"))
+    assert.is_nil(io.open(path, "rb"))
+    buffer:close()
+    assert_contains("attempt to use a closed gpurun.Buffer", error_of(buffer.save, buffer, path))
+  end)
+
+  it("read what NumPy writes, and NumPy reads what they write #gpu", function()
+    local python = os.getenv("GPURUN_PYTHON") or "python3"
+    local helper = "spec/support/npy_numpy.py"
+    if not os.execute(shell.quote(python) .. " -c 'import numpy' >/dev/null 2>&1") then
+      pending(python .. " with numpy is not installed here: the round trip with NumPy was not run "
+        .. "(set GPURUN_PYTHON to a Python that has numpy)")
+    end
+    local function run(mode)
+      local pipe = assert(io.popen(("%s %s %s %s 2>&1"):format(shell.quote(python), helper, mode,
+        shell.quote(directory))))
+      local output = pipe:read("a")
+      local ok = pipe:close()
+      assert(ok and output:find("OK", 1, true), ("npy_numpy.py %s failed: %s"):format(mode, output))
+    end
+    run("write")
+    for _, dtype in ipairs(DTYPES) do
+      local buffer <close>, shape = gpurun.load(directory .. "/" .. dtype .. ".npy")
+      assert.are.same({ 1000 }, shape)
+      assert.are.equal(dtype, buffer.dtype)
+      assert.are.same(expected(dtype), buffer:to_table())
+      buffer:save(directory .. "/from_gpurun_" .. dtype .. ".npy")
+    end
+    local matrix <close>, shape = gpurun.load(directory .. "/matrix.npy")
+    assert.are.same({ 3, 4 }, shape)
+    assert.are.same({ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 }, matrix:to_table())
+    matrix:save(directory .. "/from_gpurun_matrix.npy", shape)
+    local v2 <close> = gpurun.load(directory .. "/v2.npy")
+    assert.are.same({ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, v2:to_table())
+    assert_contains("Fortran-ordered arrays are not supported", error_of(gpurun.load, directory .. "/fortran.npy"))
+    assert_contains("big-endian data ('>f4') is not supported", error_of(gpurun.load, directory .. "/big.npy"))
+    assert_contains("dtype '<f2' is not supported", error_of(gpurun.load, directory .. "/half.npy"))
+    run("check")
+  end)
+end)
