@@ -285,7 +285,7 @@ local function run_c_per_graph(c_bench, elements, iters, reps, passes)
     end
     local figures = {}
     for _, entry in ipairs(result.per_graph) do
-        figures[entry.k .. (entry.pdl and " pdl" or "")] = entry.us
+        figures[math.tointeger(entry.k) .. (entry.pdl and " pdl" or "")] = entry.us
     end
     return figures
 end

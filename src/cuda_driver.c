@@ -152,3 +152,25 @@ void cuda_driver_unload(void)
         dlclose(loader.library);
     loader.library = NULL;
 }
+
+/* One stub per signature: each leaves the handle to the driver's exit. */
+static CUresult CUDAAPI keep_device(CUdevice device) { (void)device; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_memory(CUdeviceptr pointer) { (void)pointer; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_host(void *pointer) { (void)pointer; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_stream(CUstream stream) { (void)stream; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_event(CUevent event) { (void)event; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_exec(CUgraphExec exec) { (void)exec; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_graph(CUgraph graph) { (void)graph; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_library(CUlibrary library) { (void)library; return CUDA_SUCCESS; }
+
+void cuda_driver_skip_teardown(void)
+{
+    cuda.cuDevicePrimaryCtxRelease = keep_device;
+    cuda.cuMemFree = keep_memory;
+    cuda.cuMemFreeHost = keep_host;
+    cuda.cuStreamDestroy = keep_stream;
+    cuda.cuEventDestroy = keep_event;
+    cuda.cuGraphExecDestroy = keep_exec;
+    cuda.cuGraphDestroy = keep_graph;
+    cuda.cuLibraryUnload = keep_library;
+}

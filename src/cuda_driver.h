@@ -107,4 +107,11 @@ static inline CUresult cuda_checked(CUresult result, const char *call)
 /* Unloads the library; the table is empty afterwards. */
 void cuda_driver_unload(void);
 
+/* After work that may never end was abandoned (Ctrl-C while a graph with a
+ * while loop replays), releasing what that work may use could wait for it
+ * forever: from then on the calls that free or destroy (memory, modules,
+ * graphs, streams, events, contexts) do nothing, and the driver frees it all
+ * when the process exits. */
+void cuda_driver_skip_teardown(void);
+
 #endif

@@ -133,7 +133,9 @@ static int builder_complete(lua_State *L)
     graph->nodes = lua_newuserdatauv(L, (graph->node_count + 1) * sizeof(CUgraphNode), 0);
     lua_setiuservalue(L, graph_index, NODES_VALUE);
     size_t count = graph->node_count;
-    CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes, &count);
+    if (count > 0)
+        CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes,
+                   &count);
     CUcontext previous = gpurun_enter_context(graph->context);
     CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source, 0);
     gpurun_leave_context(previous);
@@ -243,7 +245,8 @@ static int graph_update(lua_State *L)
     size_t count = 0;
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, capture->graph, NULL, &count);
     CUgraphNode *nodes = gpurun_push_staging(L, (count + 1) * sizeof *nodes);
-    CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, capture->graph, nodes, &count);
+    if (count > 0)
+        CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, capture->graph, nodes, &count);
     push_kernel_nodes(L, nodes, count, kept);
     lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
     lua_pop(L, 1);
@@ -361,8 +364,10 @@ static int graph_nodes(lua_State *L)
         CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
                    NULL, NULL, &count);
         CUgraphNode *dependencies = gpurun_push_staging(L, (count + 1) * sizeof *dependencies);
-        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, NULL, &count);
+        /* The driver refuses a list to fill with no room in it. */
+        if (count > 0)
+            CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies,
+                       node, dependencies, NULL, &count);
         lua_createtable(L, (int)count, 0);
         for (size_t d = 0; d < count; d++) {
             lua_pushinteger(L, (lua_Integer)node_index(graph, dependencies[d]));
@@ -426,7 +431,11 @@ static void keep(lua_State *L, int index)
     }
     lua_pushvalue(L, index);
     lua_rawseti(L, -2, count + 1);
-    ((struct gpurun_object *)lua_touserdata(L, index))->graph_users++;
+    /* A view's use is its base's, as gpurun_release_users counts it. */
+    struct gpurun_object *object = lua_touserdata(L, index);
+    if (object->counts_for)
+        object = object->counts_for;
+    object->graph_users++;
     lua_pop(L, 1);
 }
 

@@ -276,8 +276,7 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
                              struct gpurun_launch_config *config)
 {
     CUdevice device;
-    CHECK_CUDA(L, "getting the current device", cuDeviceGet, &device,
-               gpurun_runtime.current_device);
+    CHECK_CUDA(L, "getting the kernel's device", cuDeviceGet, &device, kernel->device);
     int major = 0;
     CHECK_CUDA(L, "reading the device's compute capability", cuDeviceGetAttribute, &major,
                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
@@ -330,12 +329,17 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
                          (int)config->cluster[2], (int)threads);
     }
     config->checked_kernel = kernel;
-    config->checked_device = gpurun_runtime.current_device;
+    config->checked_device = kernel->device;
 }
 
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
                           struct gpurun_launch_config *config, CUstream stream, void **params)
 {
+    /* Checked before entering the kernel's context: a check that raises
+     * must not leave another context current. */
+    if (config->attribute_count > 0
+        && (config->checked_kernel != kernel || config->checked_device != kernel->device))
+        check_attributes(L, kernel, config);
     CUresult result;
     CUcontext previous = gpurun_enter_context(kernel->context);
     if (config->attribute_count == 0) {
@@ -343,9 +347,6 @@ void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfu
                            config->blocks[2], config->block[0], config->block[1],
                            config->block[2], config->shmem_size, stream, params, NULL);
     } else {
-        if (config->checked_kernel != kernel
-            || config->checked_device != gpurun_runtime.current_device)
-            check_attributes(L, kernel, config);
         CUlaunchConfig launch = {
             .gridDimX = config->blocks[0], .gridDimY = config->blocks[1],
             .gridDimZ = config->blocks[2], .blockDimX = config->block[0],

@@ -130,6 +130,7 @@ void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *
         if (interrupt_noted) {
             interrupt_noted = 0;
             gpurun_runtime.abandoned = 1;
+            cuda_driver_skip_teardown();
             gpurun_error(L, "interrupted! (while %s: the GPU was still running a graph with a "
                             "while loop; its memory is left to the driver at exit)", what);
         }
@@ -147,8 +148,6 @@ static int runtime_close(lua_State *L)
 {
     (void)L;
     gpurun_flush_frees();
-    if (gpurun_runtime.abandoned)
-        cuda.cuDevicePrimaryCtxRelease = NULL; /* the driver tears them down at exit */
     if (cuda.cuDevicePrimaryCtxRelease != NULL) {
         for (int i = 0; i < MAX_DEVICES; i++) {
             if (retained_contexts[i] != NULL) {
