@@ -879,7 +879,8 @@ row("GraphBuilder:wait", A(R.building), arg_error(1, "wait",
 row("GraphBuilder:wait", A(R.building, R.stream), arg_error(1, "wait",
   "gpurun.Event or gpurun.GraphBuilder expected, got gpurun.Stream"))
 row("GraphBuilder:wait", A(R.building, R.event), arg_error(1, "wait",
-  "an event recorded in this capture expected: this one was recorded outside a capture"))
+  "an event recorded in this capture expected: this one was recorded outside a capture (a "
+  .. "capture cannot wait for work outside it)"))
 row("GraphBuilder:wait", A(R.building, R.closed_event), "attempt to use a closed gpurun.Event")
 row("GraphBuilder:wait", A(R.building, R.other_building), arg_error(1, "wait",
   "a builder of the same capture expected: this one builds another graph"))
@@ -889,9 +890,11 @@ row("Stream:wait", A(R.stream, R.builder), arg_error(1, "wait",
   "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
 row("Stream:wait", A(R.stream, R.closed_event), "attempt to use a closed gpurun.Event")
 row("Stream:wait", A(R.stream, R.closed_stream), "attempt to use a closed gpurun.Stream")
-row("Stream:wait", A(R.stream, R.building), arg_error(1, "wait",
+row("Stream:wait", A(R.other_stream, R.building), arg_error(1, "wait",
   "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
-row("Stream:wait", A(R.other_stream, R.stream), "Stream:wait: the stream is being captured by a "
+row("Stream:wait", A(R.other_stream, R.stream), arg_error(1, "wait", "the stream is being "
+  .. "captured by a GraphBuilder: wait for it on a builder of that capture"), { before = { "building" } })
+row("Stream:wait", A(R.stream, R.other_stream), "Stream:wait: the stream is being captured by a "
   .. "GraphBuilder: wait on the builder (builder:wait(...)) instead", { before = { "building" } })
 for _, method in ipairs({ "create_condition", "create_conditional_handle" }) do
   for _, value in ipairs({ -1, 4294967296 }) do
@@ -920,7 +923,9 @@ row("GraphBuilder:debug_dot_print", A(R.built), arg_error(1, "debug_dot_print", 
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", 5),
   arg_error(2, "debug_dot_print", "table expected, got number"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", { nope = true }),
-  arg_error(2, "debug_dot_print", "unknown option 'nope'"))
+  arg_error(2, "debug_dot_print", "unknown option 'nope' (verbose, kernel_node_params, "
+    .. "memcpy_node_params, memset_node_params, event_node_params, kernel_node_attributes, handles, "
+    .. "conditional_node_params)"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/nonexistent-gpurun/g.dot"), "writing the graph's DOT file")
 row("GraphBuilder:complete", A(R.body), "GraphBuilder:complete: a conditional body builder's work is "
   .. "part of the graph of the builder it came from: complete that one")
@@ -1138,7 +1143,7 @@ row("Buffer:view", A(R.view, 9), arg_error(1, "view", "element index 9 out of ra
 row("Buffer:view", A(R.orphan_view, 1), "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
 row("Buffer.__index", A(R.orphan_view, "size"), "attempt to use a closed gpurun.Buffer")
 row("gpurun.launch", A(R.stream, R.config, R.add, R.orphan_view, R.buffer, R.buffer, 4),
-  "kernel 'vec_add' parameter 1: attempt to use a closed gpurun.Buffer")
+  "kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.Buffer")
 
 row("Buffer:copy_from", A(R.buffer, "abc"),
   arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
@@ -1160,7 +1165,8 @@ row("Buffer:copy_from", A(R.buffer, R.pinned, R.builder), "GraphBuilder is not b
 row("Buffer:copy_from", A(R.buffer, R.pinned, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
 row("Buffer:copy_from", A(R.buffer, R.pinned8, R.building),
   "gpurun.PinnedBuffer of 16 float32 elements expected, got 8 float32 elements")
-row("Buffer:copy_from", A(R.buffer, { 1 }, 1, R.building), arg_error(3, "copy_from", STREAM_ARG .. "gpurun.GraphBuilder"))
+row("Buffer:copy_from", A(R.buffer, { 1 }, 1, R.building),
+  "Buffer:copy_from: a copy to or from Lua values cannot be a graph node")
 row("Buffer:copy_from", A(R.buffer, R.closed_file), arg_error(1, "copy_from", "attempt to use a closed file"))
 row("Buffer:copy_from", A(R.buffer, R.short_file), "Buffer:copy_from: reading the file: it ended after 3 of 64 bytes")
 row("Buffer:copy_to", A(R.buffer, R.pinned8),
@@ -1228,7 +1234,7 @@ row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }), arg_error(1, "copy_from", "
 row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 1, 3), arg_error(1, "copy_from", "table of 3 elements expected, got 2"))
 row("PinnedBuffer:copy_from", A(R.pinned, { 1, 2 }, 16), arg_error(2, "copy_from", "2 elements from element 16 run past the last (16)"))
 row("PinnedBuffer:copy_from", A(R.pinned, sixteen_strings), arg_error(1, "copy_from", "element 1: number expected, got string"))
-row("PinnedBuffer:copy_from", A(R.pinned_u8, { 1, 2, 3, 256 }), arg_error(1, "copy_from", "element 4: 256 out of range for uint8"))
+row("PinnedBuffer:copy_from", A(R.pinned_u8, { 1, 2, 3, 256 }), arg_error(1, "copy_from", "element 4: 256 out of range for uint8 (0..255)"))
 row("PinnedBuffer:copy_from", A(R.pinned, "abc"),
   arg_error(1, "copy_from", "string of 64 bytes (16 float32 elements) expected, got 3 bytes"))
 row("PinnedBuffer:copy_from", A(R.pinned, "abcdefgh", 15, 1),

@@ -350,7 +350,7 @@ describe("gpurun.Buffer", function()
       function() source:copy_to(gpurun.zeros(3, "int32")) end)
     assert_error("bad argument #1 to 'Buffer:copy_from' (table of 4 elements expected, got 3)",
       function() destination:copy_from({ 1, 2, 3 }) end)
-    assert_error("bad argument #1 to 'Buffer:copy_from' (table or gpurun.Buffer expected, got string)",
+    assert_error("bad argument #1 to 'Buffer:copy_from' (string of 16 bytes (4 int32 elements) expected, got 4 bytes)",
       function() destination:copy_from("1234") end)
     assert_error("bad argument #1 to 'Buffer:copy_to' (gpurun.Buffer expected, got table)",
       function() source:copy_to({}) end)

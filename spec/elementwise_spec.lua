@@ -496,8 +496,8 @@ describe("gpurun.elementwise on the GPU", function()
       return
     end
     local kernel = ew.elementwise(SAMPLE_IN, SAMPLE_OUT, SAMPLE_OP, "pipeline")
-    -- views from element 1 (offsets count from 0): 4 bytes past a 16-byte boundary
-    local va, vb, vc, vr = a:view(1, n), b:view(1, n), c:view(1, n), r:view(1, n)
+    -- views from element 2 (elements count from 1): 4 bytes past a 16-byte boundary
+    local va, vb, vc, vr = a:view(2, n), b:view(2, n), c:view(2, n), r:view(2, n)
     assert.are.equal("pipeline_scalar", kernel:variant(va, vb, vc, vr).kernel)
     kernel(stream, va, vb, vc, vr)
     stream:sync()

@@ -19,7 +19,7 @@ extern "C" __global__ void dynamic_shared(float *out, int n) {
 __constant__ float table[64];
 extern "C" __global__ void uses_constant(float *out) { out[threadIdx.x] = table[threadIdx.x % 64]; }
 extern "C" __global__ void uses_local(float *out, int k) {
-  float local[64];
+  volatile float local[64]; // volatile: kept in local memory, not folded away
   for (int i = 0; i < 64; i++) local[i] = out[i] + (float)k; // from memory: not foldable
   out[threadIdx.x] = local[(threadIdx.x * k) % 64];
 }

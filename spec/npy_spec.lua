@@ -146,8 +146,10 @@ describe("gpurun.load and Buffer:save without a device", function()
     write_file(path, numpy_header("{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }") .. string.rep("\0", 24))
     assert_contains(("gpurun.load: %s: big-endian data ('>f8') is not supported"):format(path),
       error_of(gpurun.load, path))
-    write_file(path, header .. string.pack("<fff", 1, 2, 3)) -- a good file: now it needs a device
-    assert_contains("the CUDA driver could not be loaded", error_of(gpurun.load, path))
+    if gpurun.device_count() == 0 then
+      write_file(path, header .. string.pack("<fff", 1, 2, 3)) -- a good file: now it needs a device
+      assert_contains("the CUDA driver could not be loaded", error_of(gpurun.load, path))
+    end
   end)
 
   it("refuse a self that is not a Buffer", function()

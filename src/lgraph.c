@@ -321,6 +321,12 @@ static int graph_nodes(lua_State *L)
     struct graph *graph = check_graph(L, 1);
     lua_getiuservalue(L, 1, KERNEL_NODES_VALUE);
     int kernel_nodes = lua_gettop(L);
+    /* Room for every node as a dependency, with its edge's data: the driver
+     * refuses to drop edge data (programmatic edges have some). */
+    size_t room = graph->node_count + 1;
+    CUgraphNode *dependencies =
+        gpurun_push_staging(L, room * (sizeof(CUgraphNode) + sizeof(CUgraphEdgeData)));
+    CUgraphEdgeData *edges = (CUgraphEdgeData *)(dependencies + room);
     lua_createtable(L, (int)graph->node_count, 0);
     for (size_t i = 0; i < graph->node_count; i++) {
         CUgraphNode node = graph->nodes[i];
@@ -360,21 +366,15 @@ static int graph_nodes(lua_State *L)
             lua_pushboolean(L, enabled != 0);
             lua_setfield(L, -2, "enabled");
         }
-        size_t count = 0;
+        size_t count = room;
         CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   NULL, NULL, &count);
-        CUgraphNode *dependencies = gpurun_push_staging(L, (count + 1) * sizeof *dependencies);
-        /* The driver refuses a list to fill with no room in it. */
-        if (count > 0)
-            CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies,
-                       node, dependencies, NULL, &count);
+                   dependencies, edges, &count);
         lua_createtable(L, (int)count, 0);
         for (size_t d = 0; d < count; d++) {
             lua_pushinteger(L, (lua_Integer)node_index(graph, dependencies[d]));
             lua_rawseti(L, -2, (lua_Integer)d + 1);
         }
-        lua_setfield(L, -3, "dependencies");
-        lua_pop(L, 1);
+        lua_setfield(L, -2, "dependencies");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -470,6 +470,7 @@ static int graph_set_args(lua_State *L)
 static int graph_set_config(lua_State *L)
 {
     struct graph *graph = check_graph(L, 1);
+    check_node(L, graph, 2);
     const struct gpurun_launch_config *config = gpurun_check_config(L, 3);
     const struct gpurun_kernel *kernel;
     struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
