@@ -352,7 +352,7 @@ describe("gpurun.Buffer", function()
       function() destination:copy_from({ 1, 2, 3 }) end)
     assert_error("bad argument #1 to 'Buffer:copy_from' (string of 16 bytes (4 int32 elements) expected, got 4 bytes)",
       function() destination:copy_from("1234") end)
-    assert_error("bad argument #1 to 'Buffer:copy_to' (gpurun.Buffer expected, got table)",
+    assert_error("bad argument #1 to 'Buffer:copy_to' (gpurun.Buffer, gpurun.PinnedBuffer or file expected, got table)",
       function() source:copy_to({}) end)
   end)
 
