@@ -104,9 +104,10 @@ end
 ---------------------------------------------------------------------------
 -- the C side
 
-local function run_c_rep(c_bench, elements, iters)
-    local command = ("%s --elements %d --iters %d --reps 1 --json"):format(
-        shell_quote(c_bench), elements, iters)
+-- Runs the C reference with `arguments` and --json; returns what it printed,
+-- decoded, once usable(result) says so, or raises.
+local function run_c(c_bench, arguments, usable)
+    local command = ("%s %s --json"):format(shell_quote(c_bench), arguments)
     local pipe = assert(io.popen(command, "r"))
     local output = pipe:read("a")
     local ok, how, code = pipe:close()
@@ -114,11 +115,18 @@ local function run_c_rep(c_bench, elements, iters)
         error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
     end
     local decoded, result = pcall(cjson.decode, output)
-    if not decoded or type(result) ~= "table" or type(result.individual_us) ~= "table"
-        or type(result.individual_us[1]) ~= "number" or type(result.graph_us) ~= "table"
-        or type(result.graph_us[1]) ~= "number" then
+    if not decoded or type(result) ~= "table" or not usable(result) then
         error(("%s printed no usable JSON: %q"):format(command, output), 0)
     end
+    return result
+end
+
+local function run_c_rep(c_bench, elements, iters)
+    local result = run_c(c_bench, ("--elements %d --iters %d --reps 1"):format(elements, iters),
+        function(r)
+            return type(r.individual_us) == "table" and type(r.individual_us[1]) == "number"
+                and type(r.graph_us) == "table" and type(r.graph_us[1]) == "number"
+        end)
     return result.individual_us[1], result.graph_us[1]
 end
 
@@ -271,20 +279,12 @@ end
 -- (cudagraphs_c --per-graph), in one process for all its reps.
 
 local function run_c_per_graph(c_bench, elements, iters, reps, passes)
-    local command = ("%s --elements %d --iters %d --reps %d --per-graph %s --json"):format(
-        shell_quote(c_bench), elements, iters, reps, table.concat(passes, ","))
-    local pipe = assert(io.popen(command, "r"))
-    local output = pipe:read("a")
-    local ok, how, code = pipe:close()
-    if not ok then
-        error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
-    end
-    local decoded, result = pcall(cjson.decode, output)
-    if not decoded or type(result) ~= "table" or type(result.per_graph) ~= "table" then
-        error(("%s printed no usable JSON: %q"):format(command, output), 0)
-    end
+    local result = run_c(c_bench, ("--elements %d --iters %d --reps %d --per-graph %s"):format(
+        elements, iters, reps, table.concat(passes, ",")),
+        function(r) return type(r.per_graph) == "table" end)
     local figures = {}
     for _, entry in ipairs(result.per_graph) do
+        -- cjson reads every number as a float: 1.0, not 1.
         figures[math.tointeger(entry.k) .. (entry.pdl and " pdl" or "")] = entry.us
     end
     return figures
@@ -357,18 +357,8 @@ end
 -- the host's work alone: gpurun's checks and packing plus the driver's.
 
 local function run_c_cpu_rep(c_bench, elements, launches)
-    local command = ("%s --elements %d --cpu-launch %d --reps 1 --json"):format(
-        shell_quote(c_bench), elements, launches)
-    local pipe = assert(io.popen(command, "r"))
-    local output = pipe:read("a")
-    local ok, how, code = pipe:close()
-    if not ok then
-        error(("%s ended with %s %s (its message is above)"):format(command, how, code), 0)
-    end
-    local decoded, result = pcall(cjson.decode, output)
-    if not decoded or type(result) ~= "table" or type(result.launch_ns) ~= "table" then
-        error(("%s printed no usable JSON: %q"):format(command, output), 0)
-    end
+    local result = run_c(c_bench, ("--elements %d --cpu-launch %d --reps 1"):format(elements, launches),
+        function(r) return type(r.launch_ns) == "table" end)
     return result.launch_ns[1], result.graph_ns[1], result.gpu_stayed_busy
 end
 

@@ -12,23 +12,7 @@ local argparse = require("argparse")
 local cjson = require("cjson")
 local bench = require("gpurun.bench")
 
-local KERNELS = [[
-extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = alpha * in[i];
-}
-extern "C" __global__ void shift(const float *in, float *out, float beta, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + beta;
-}
-extern "C" __global__ void combine(const float *x, const float *y, float *out, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = x[i] + y[i];
-}
-]]
+local KERNELS = require("gpurun.kernels").source("dag")
 
 local parser = argparse("graph_update.lua", "The cost of changing one scalar of a graph.")
 parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)

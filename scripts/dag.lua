@@ -23,23 +23,7 @@ local check = require("gpurun.check")
 local report = require("gpurun.report")
 local shell = require("gpurun.shell")
 
-local KERNELS = [[
-extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = alpha * in[i];
-}
-extern "C" __global__ void shift(const float *in, float *out, float beta, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = in[i] + beta;
-}
-extern "C" __global__ void combine(const float *x, const float *y, float *out, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = x[i] + y[i];
-}
-]]
+local KERNELS = require("gpurun.kernels").source("dag")
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5

@@ -1,5 +1,6 @@
 /* What the executable's parts share: main.c (lua.c's command line) and
- * repl.c (its interactive mode). Not part of gpurun.so. */
+ * repl.c (its interactive mode) call down into host.c. Not part of
+ * gpurun.so. */
 #ifndef GPURUN_HOST_H
 #define GPURUN_HOST_H
 
