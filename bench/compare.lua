@@ -22,7 +22,8 @@
 local gpurun = require("gpurun")
 local argparse = require("argparse")
 local cjson = require("cjson")
-local median = require("gpurun.bench").median
+local bench_module = require("gpurun.bench")
+local median = bench_module.median
 local progress = require("gpurun.progress")
 
 local WARMUP_ITERATIONS = 5
@@ -221,14 +222,11 @@ local function measure_size(gpu, elements, options, line)
     local plan_mul <close> = mul:bind(config, r1, c, r2, count)
     local plan_sub <close> = sub:bind(config, r2, a, r3, count)
 
-    local builder <close> = stream:create_graph_builder()
-    builder:begin_building()
-    gpurun.launch(builder, config, add, a, b, r1, count)
-    gpurun.launch(builder, config, mul, r1, c, r2, count)
-    gpurun.launch(builder, config, sub, r2, a, r3, count)
-    builder:end_building()
-    local graph <close> = builder:complete()
-    graph:upload(stream)
+    local graph <close> = bench_module.capture(stream, function(builder)
+        gpurun.launch(builder, config, add, a, b, r1, count)
+        gpurun.launch(builder, config, mul, r1, c, r2, count)
+        gpurun.launch(builder, config, sub, r2, a, r3, count)
+    end)
 
     -- Each path once, from poisoned results, before anything is timed.
     poison()
@@ -303,7 +301,6 @@ local function measure_per_graph(gpu, elements, options)
     local r1 <close> = gpurun.empty(elements, "float32")
     local r2 <close> = gpurun.empty(elements, "float32")
     local r3 <close> = gpurun.empty(elements, "float32")
-    local bench_module = require("gpurun.bench")
     local c_figures = run_c_per_graph(options.c_bench, elements, options.iters, options.reps,
                                       options.per_graph)
     local rows = {}
@@ -378,14 +375,9 @@ local function measure_cpu_launch(gpu, options)
     local b <close> = gpurun.zeros(elements, "float32")
     local r1 <close> = gpurun.zeros(elements, "float32")
     local plan <close> = add:bind(config, a, b, r1, count)
-    local builder <close> = stream:create_graph_builder()
-    builder:begin_building()
-    gpurun.launch(builder, config, add, a, b, r1, count)
-    gpurun.launch(builder, config, add, a, b, r1, count)
-    gpurun.launch(builder, config, add, a, b, r1, count)
-    builder:end_building()
-    local graph <close> = builder:complete()
-    graph:upload(stream)
+    local graph <close> = bench_module.capture(stream, function(builder)
+        gpurun.launch(builder, config, add, a, b, r1, count)
+    end, { iterations = 3 })
 
     local launch, now_ = gpurun.launch, now
     local stayed_busy = true

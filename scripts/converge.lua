@@ -19,8 +19,6 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local check = require("gpurun.check")
-local report = require("gpurun.report")
 
 local KERNELS = [[
 #include <cuda_device_runtime_api.h>
@@ -79,10 +77,7 @@ local function host_solve(n, tol, max_steps)
 end
 
 local function main()
-  local device = cli:open_device(options.device)
-  local out = report.new{ json = options.json }
-  local checks = check.new(cli.name)
-  out:device(device, options.device)
+  local device, out, checks = cli:open_run(options)
   local n, tol, max_steps = options.points, options.tol, options.max_iters
   for _, key in ipairs{ "points", "tol", "max_iters", "iters" } do out:field(key, options[key]) end
 

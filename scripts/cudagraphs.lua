@@ -19,8 +19,6 @@ local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local breakdown = require("gpurun.breakdown")
-local check = require("gpurun.check")
-local report = require("gpurun.report")
 
 local KERNELS = require("gpurun.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
 
@@ -46,10 +44,7 @@ local function reference(a, b, c)
 end
 
 local function main()
-  local device = cli:open_device(options.device)
-  local out = report.new{ json = options.json }
-  local checks = check.new(cli.name)
-  out:device(device, options.device)
+  local device, out, checks = cli:open_run(options)
   out:field("elements", options.elements)
   out:field("iters", options.iters)
 

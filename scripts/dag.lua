@@ -19,8 +19,6 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local check = require("gpurun.check")
-local report = require("gpurun.report")
 local shell = require("gpurun.shell")
 
 local KERNELS = require("gpurun.kernels").source("dag")
@@ -72,10 +70,7 @@ local function draw(graph, device)
 end
 
 local function main()
-  local device = cli:open_device(options.device)
-  local out = report.new{ json = options.json }
-  local checks = check.new(cli.name)
-  out:device(device, options.device)
+  local device, out, checks = cli:open_run(options)
   local n, alpha, beta = options.elements, options.alpha, options.beta
   out:field("elements", n)
   out:field("iters", options.iters)

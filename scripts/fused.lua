@@ -16,7 +16,6 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local check = require("gpurun.check")
 local report = require("gpurun.report")
 local ew = require("gpurun.elementwise")
 
@@ -42,10 +41,7 @@ local function reference(a, b, c)
 end
 
 local function main()
-  local device = cli:open_device(options.device)
-  local out = report.new{ json = options.json }
-  local checks = check.new(cli.name)
-  out:device(device, options.device)
+  local device, out, checks = cli:open_run(options)
   local n = options.elements
   out:field("elements", n)
   out:field("iters", options.iters)

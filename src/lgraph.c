@@ -431,11 +431,7 @@ static void keep(lua_State *L, int index)
     }
     lua_pushvalue(L, index);
     lua_rawseti(L, -2, count + 1);
-    /* A view's use is its base's, as gpurun_release_users counts it. */
-    struct gpurun_object *object = lua_touserdata(L, index);
-    if (object->counts_for)
-        object = object->counts_for;
-    object->graph_users++;
+    gpurun_adjust_users(L, index, +1);
     lua_pop(L, 1);
 }
 

@@ -395,6 +395,11 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
 /* For each gpurun object in the sequence at index: one user fewer. */
 void gpurun_release_users(lua_State *L, int index);
 
+/* One user more (delta 1) or fewer (-1) for the gpurun object at index,
+ * counted where its header says (a view's for its base, a kernel's for its
+ * ObjectCode). */
+void gpurun_adjust_users(lua_State *L, int index, int delta);
+
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);

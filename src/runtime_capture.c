@@ -46,7 +46,7 @@ int gpurun_capture_in_progress(void)
 }
 
 /* Only gpurun objects are ever kept: the header says where a use counts. */
-static void adjust_users(lua_State *L, int index, int delta)
+void gpurun_adjust_users(lua_State *L, int index, int delta)
 {
     struct gpurun_object *object = lua_touserdata(L, index);
     if (object == NULL)
@@ -62,7 +62,7 @@ static void drop_kept(lua_State *L, struct gpurun_capture *capture)
         return;
     lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
     for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
-        adjust_users(L, -2, -1);
+        gpurun_adjust_users(L, -2, -1);
     lua_pop(L, 1);
     luaL_unref(L, LUA_REGISTRYINDEX, capture->kept);
     capture->kept = LUA_NOREF;
@@ -270,7 +270,7 @@ void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index
         lua_pushvalue(L, index);
         lua_pushboolean(L, 1);
         lua_rawset(L, -4);
-        adjust_users(L, index, +1);
+        gpurun_adjust_users(L, index, +1);
     }
     lua_pop(L, 2);
 }
@@ -285,7 +285,7 @@ void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture)
     lua_Integer count = 0;
     for (lua_pushnil(L); lua_next(L, -2);) {
         lua_pop(L, 1);
-        adjust_users(L, -1, +1);
+        gpurun_adjust_users(L, -1, +1);
         lua_pushvalue(L, -1);
         lua_rawseti(L, sequence, ++count);
     }
@@ -313,7 +313,7 @@ void gpurun_release_users(lua_State *L, int index)
     lua_Integer count = (lua_Integer)lua_rawlen(L, index);
     for (lua_Integer i = 1; i <= count; i++) {
         lua_rawgeti(L, index, i);
-        adjust_users(L, -1, -1);
+        gpurun_adjust_users(L, -1, -1);
         lua_pop(L, 1);
     }
 }

@@ -172,4 +172,15 @@ function Cli:open_device(id)
   return device
 end
 
+-- cli:open_run(options) -> device, out, checks: what a pipeline script's
+-- main() starts with: the device of --device made current (or the one-line
+-- exit open_device makes), a report (JSON with --json) that has said which
+-- device, and the run's checks under the script's name.
+function Cli:open_run(options)
+  local device = self:open_device(options.device)
+  local out = require("gpurun.report").new{ json = options.json }
+  out:device(device, options.device)
+  return device, out, require("gpurun.check").new(self.name)
+end
+
 return args
