@@ -30,7 +30,7 @@ local WARMUP_ITERATIONS = 5
 local BLOCK_SIZE = 256
 
 -- The kernels bench/cudagraphs_c.c embeds when it is built: both sides run the same code.
-local KERNEL_SOURCE = require("gpurun.kernels").source("cudagraphs")
+local KERNEL_SOURCE = require("gpurun.samples.kernels").source("cudagraphs")
 
 -- Exact in float32, and every argument mix-up gives another r3:
 -- (1.5 + 2.25) * 0.5 - 1.5 = 0.375.
@@ -537,7 +537,7 @@ local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
 local program_options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }
 local code <close> = gpurun.Program(KERNEL_SOURCE, "c++", program_options):compile("cubin")
-local busy_code <close> = gpurun.Program(require("gpurun.kernels").source("busy"), "c++",
+local busy_code <close> = gpurun.Program(require("gpurun.samples.kernels").source("busy"), "c++",
     program_options):compile("cubin")
 local gpu = {
     device = device,
@@ -568,7 +568,7 @@ line:close()
 
 local per_graph_rows = {}
 if #options.per_graph > 0 then
-    local pdl_code <close> = gpurun.Program(require("gpurun.kernels").source("cudagraphs_pdl"), "c++",
+    local pdl_code <close> = gpurun.Program(require("gpurun.samples.kernels").source("cudagraphs_pdl"), "c++",
         program_options):compile("cubin")
     gpu.kernels.pdl_add = pdl_code:get_kernel("pdl_vec_add")
     gpu.kernels.pdl_mul = pdl_code:get_kernel("pdl_vec_mul")

@@ -29,7 +29,7 @@
 #define WARMUP_ITERATIONS 5
 #define BLOCK_SIZE 256
 
-/* lua/gpurun/kernels/cudagraphs.cu and busy.cu, embedded by CMake: the
+/* lua/gpurun/samples/kernels/cudagraphs.cu and busy.cu, embedded by CMake: the
  * same text bench/compare.lua and scripts/cudagraphs.lua compile. */
 #include "bench_kernels.h"
 

@@ -19,7 +19,7 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local ew = require("gpurun.elementwise")
+local ew = require("gpurun.compute.elementwise")
 local cjson = require("cjson")
 
 local INPUTS = "float32 a, float32 b, float32 c"

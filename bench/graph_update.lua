@@ -12,7 +12,7 @@ local argparse = require("argparse")
 local cjson = require("cjson")
 local bench = require("gpurun.bench")
 
-local KERNELS = require("gpurun.kernels").source("dag")
+local KERNELS = require("gpurun.samples.kernels").source("dag")
 
 local parser = argparse("graph_update.lua", "The cost of changing one scalar of a graph.")
 parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)

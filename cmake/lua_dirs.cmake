@@ -1,5 +1,5 @@
 # Where gpurun's Lua library is found from the binary that holds the
-# bindings (src/searcher.c): the source tree's lua/ for binaries in this
+# bindings (src/module/searcher.c): the source tree's lua/ for binaries in this
 # build folder; else the installed copy, at a path relative to the folder of
 # the executable or of gpurun.so, so that an installed tree can move
 # (dpkg -x into any root, a luarocks tree anywhere).

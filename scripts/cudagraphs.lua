@@ -20,7 +20,7 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local breakdown = require("gpurun.breakdown")
 
-local KERNELS = require("gpurun.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
+local KERNELS = require("gpurun.samples.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5

@@ -21,7 +21,7 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local shell = require("gpurun.shell")
 
-local KERNELS = require("gpurun.kernels").source("dag")
+local KERNELS = require("gpurun.samples.kernels").source("dag")
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5

@@ -18,7 +18,7 @@ local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 local dist = require("gpurun.dist")
-local kernels = require("gpurun.kernels")
+local kernels = require("gpurun.samples.kernels")
 
 local SOURCE = kernels.source("cudagraphs") .. kernels.source("checksum")
 local BLOCK = 256

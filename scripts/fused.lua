@@ -1,7 +1,7 @@
 -- fused.lua: the cudaGraphs sample's pipeline, r1 = a + b, r2 = r1 * c,
 -- r3 = r2 - a, three ways, each as individual launches and as a CUDA graph:
 --
---   sample     the sample's own three kernels (lua/gpurun/kernels/cudagraphs.cu)
+--   sample     the sample's own three kernels (lua/gpurun/samples/kernels/cudagraphs.cu)
 --   generated  three kernels from gpurun.elementwise (16-byte loads and
 --              stores, a launch shape chosen from the device)
 --   fused      one gpurun.elementwise kernel for the whole pipeline: a, b
@@ -17,7 +17,7 @@ local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local report = require("gpurun.report")
-local ew = require("gpurun.elementwise")
+local ew = require("gpurun.compute.elementwise")
 
 local RTOL, ATOL = 1e-5, 1e-5
 local WARMUP = 5
@@ -50,7 +50,7 @@ local function main()
   local stream <close> = device:create_stream()
   gpurun.set_current_stream(stream)
 
-  local program <close> = gpurun.Program(require("gpurun.kernels").source("cudagraphs"), "c++",
+  local program <close> = gpurun.Program(require("gpurun.samples.kernels").source("cudagraphs"), "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
   local module <close> = program:compile("cubin")
   local vec_add <close> = module:get_kernel("vec_add")

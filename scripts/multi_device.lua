@@ -17,7 +17,7 @@ local args = require("gpurun.args")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 
-local KERNELS = require("gpurun.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
+local KERNELS = require("gpurun.samples.kernels").source("cudagraphs") -- vec_add, vec_mul, vec_sub
 local BYTES_PER_ELEMENT = 9 * 4 -- three kernels, each reading two float32 and writing one
 local WARMUP = 3
 local SAMPLES = 64

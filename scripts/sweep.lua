@@ -15,7 +15,7 @@ local args = require("gpurun.args")
 local check = require("gpurun.check")
 local sweep = require("gpurun.sweep")
 
-local add_mul_sub = require("gpurun.add_mul_sub") -- cudagraphs.lua's kernels
+local add_mul_sub = require("gpurun.samples.add_mul_sub") -- cudagraphs.lua's kernels
 
 -- Exact in float32, and any mix-up of arguments gives another r3:
 -- (1.5 + 2.25) * 0.5 - 1.5 = 0.375. Every path starts from a poisoned r3.

@@ -27,12 +27,16 @@ local function registered_types()
   return types
 end
 
--- The Lua library's modules: every lua/gpurun/*.lua, by short name.
+-- The Lua library's modules: every lua/gpurun/**.lua but the module's own
+-- parts (builtin/, and compute/ behind gpurun.elementwise and the other
+-- module functions, documented as those), by name without "gpurun."
+-- (sweep, samples.kernels).
 local function library_modules()
   local modules = {}
-  local pipe = assert(io.popen("ls lua/gpurun/*.lua"))
+  local pipe = assert(io.popen("find lua/gpurun -name '*.lua' -not -path '*/builtin/*' -not -path '*/compute/*' | sort"))
   for path in pipe:lines() do
-    local name = path:match("lua/gpurun/([%w_]+)%.lua$")
+    local name = path:match("lua/gpurun/([%w_/]+)%.lua$")
+    name = name and name:gsub("/", ".")
     if name then
       local ok, module = pcall(require, "gpurun." .. name)
       assert(ok, ("the library module gpurun.%s does not load: %s"):format(name, tostring(module)))
@@ -90,7 +94,9 @@ describe("docs/api.md", function()
       expect("gpurun." .. module_name)
       local module = modules[module_name]
       if type(module) == "table" then
-        for _, key in ipairs(sorted_keys(module)) do expect(module_name .. "." .. key) end
+        -- As scripts name them: kernels.path for gpurun.samples.kernels.
+        local short = module_name:match("[%w_]+$")
+        for _, key in ipairs(sorted_keys(module)) do expect(short .. "." .. key) end
       end
     end
     for _, object in ipairs(sorted_keys(objects)) do
@@ -103,8 +109,17 @@ describe("docs/api.md", function()
   it("names nothing that does not exist", function()
     local unknown = {}
     local function bad(name, why) unknown[#unknown + 1] = name .. " (" .. why .. ")" end
-    for key in doc:gmatch("gpurun%.([%a_][%w_]*)") do
-      if gpurun[key] == nil and not types[key] and not modules[key] then
+    for name in doc:gmatch("gpurun%.([%a_][%w_%.]*[%w_])") do
+      local key = name:match("^[%a_][%w_]*")
+      local known = gpurun[key] ~= nil or types[key]
+      -- Or a module of the library, the module's own parts included.
+      local function loads(module_name)
+        return modules[module_name] or pcall(require, "gpurun." .. module_name)
+      end
+      for prefix_end in name:gmatch("()%.") do
+        known = known or loads(name:sub(1, prefix_end - 1))
+      end
+      if not known and not loads(name) then
         bad("gpurun." .. key, "no such module key, type or library module")
       end
     end

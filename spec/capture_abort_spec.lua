@@ -128,7 +128,7 @@ describe("an error raised while a builder is capturing", function()
 end)
 
 describe("the bindings", function()
-  -- The rule holds because every error goes through src/runtime_error.c;
+  -- The rule holds because every error goes through src/runtime/error.c;
   -- a binding that raised through Lua's own helpers would slip past it.
   it("raise only through the runtime's error functions", function()
     local raising = { "luaL_error", "luaL_argerror", "luaL_typeerror", "luaL_argcheck",
@@ -136,7 +136,7 @@ describe("the bindings", function()
     local offenders = {}
     local listing = io.popen("ls src/l*.c src/runtime_*.c")
     for path in listing:lines() do
-      if path ~= "src/runtime_error.c" then
+      if path ~= "src/runtime/error.c" then
         local number = 0
         for line in io.lines(path) do
           number = number + 1

@@ -13,7 +13,7 @@ local busy_kernel
 local function busy()
   if not busy_kernel then
     local device = gpurun.Device(0)
-    local source = require("gpurun.kernels").source("busy")
+    local source = require("gpurun.samples.kernels").source("busy")
     busy_kernel = gpurun.Program(source, "c++", gpurun.ProgramOptions({ arch = "sm_" .. device.arch }))
       :compile("cubin"):get_kernel("busy")
   end

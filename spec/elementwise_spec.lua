@@ -3,7 +3,7 @@
 -- stand-in buffers) and argument errors run everywhere; results, graphs and
 -- the fused.lua script need a GPU.
 local gpurun = require("gpurun")
-local ew = require("gpurun.elementwise")
+local ew = require("gpurun.compute.elementwise")
 local process = require("spec.support.process")
 local q = process.quote
 

@@ -1,4 +1,4 @@
--- gpurun.nvtx (src/lnvtx.c): NVTX ranges and marks, what they cost with no
+-- gpurun.nvtx (src/types/nvtx.c): NVTX ranges and marks, what they cost with no
 -- tool attached, and what a tool sees: spec/support/nvtx_recorder.c is a
 -- minimal NVTX tool, built here with the C compiler and loaded the way
 -- Nsight loads its own (NVTX_INJECTION64_PATH), that writes down every push,

@@ -1,4 +1,4 @@
--- The PTX signature parser (src/ptx_params.c) is C with no Lua face yet: its
+-- The PTX signature parser (src/base/ptx_params.c) is C with no Lua face yet: its
 -- unit tests are tests/ptx_params_test.c, built beside gpurun; this spec runs
 -- them, and checks that the committed NVRTC fixtures still read as the NVRTC
 -- in use reads its own output today.

@@ -1,4 +1,4 @@
-/* Tests for src/ptx_params.c and for the signatures nvrtc_compile() and the
+/* Tests for src/base/ptx_params.c and for the signatures nvrtc_compile() and the
  * kernel cache keep. No Lua.
  *
  *   ptx_params_test FIXTURE_DIR          the parser on hand-made text and on
@@ -12,10 +12,10 @@
  * Ends with "ptx_params_test: N checks, M failed" and exits 1 on a failure
  * (77, "skipped", for --driver without a usable GPU). */
 #define _GNU_SOURCE /* mkdtemp, asprintf */
-#include "cuda_driver.h"
-#include "kernel_cache.h"
-#include "nvrtc_compile.h"
-#include "ptx_params.h"
+#include "base/cuda_driver.h"
+#include "base/kernel_cache.h"
+#include "base/nvrtc_compile.h"
+#include "base/ptx_params.h"
 
 #include <stdarg.h>
 #include <stdio.h>

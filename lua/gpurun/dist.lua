@@ -11,7 +11,7 @@
 --
 -- Policy lives here: which launcher started the process, which device a rank
 -- takes, defaults. The mechanisms (MPI, NCCL, captures) are C
--- (src/ldist.c), and the functions that need no policy are exported as they
+-- (src/types/dist.c), and the functions that need no policy are exported as they
 -- are. MPI is loaded only under a launcher, NCCL only by the first
 -- collective: a script that never calls them needs neither installed.
 local gpurun = require("gpurun")

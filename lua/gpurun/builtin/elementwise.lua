@@ -1,5 +1,5 @@
 -- gpurun.elementwise and gpurun.elementwise_pipeline: the module table's
--- names for lua/gpurun/elementwise.lua (CuPy-style elementwise kernels and
+-- names for lua/gpurun/compute/elementwise.lua (CuPy-style elementwise kernels and
 -- fused pipelines of them), whose errors then end any capture in progress
 -- as every gpurun error does. The library is loaded on first use, so that
 -- the module opens without it.
@@ -7,8 +7,8 @@ return function(internal)
   local elementwise
   local function library()
     if not elementwise then
-      require("gpurun.elementwise_source").fail = internal.raise
-      elementwise = require("gpurun.elementwise")
+      require("gpurun.compute.elementwise_source").fail = internal.raise
+      elementwise = require("gpurun.compute.elementwise")
     end
     return elementwise
   end

@@ -1,0 +1,375 @@
+-- Pipelines of elementwise stages for gpurun.elementwise, fused where their
+-- intermediates are not wanted.
+--
+--   pipeline(in_params, stages, outputs [, name [, options]])
+--     in_params  "float32 a, float32 b, float32 c"
+--     stages     { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }:
+--                each "<dtype> <name> = <expression>", reading inputs and earlier stages
+--     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
+--     options    fuse = "auto" (default), "always" or "never", and elementwise()'s options
+--
+-- How stages become kernels (pipe.kernels, pipe:describe()):
+--   auto    a kernel ends after each wanted stage that a later stage reads;
+--           otherwise values stay in registers. r3 alone: one fused kernel;
+--           r1, r2, r3: three kernels, one per stage. A value a later kernel
+--           needs but nobody wants as an output is computed again there.
+--   always  one kernel, writing every wanted stage on the way.
+--   never   one kernel per stage; every stage a later one reads must then be
+--           an output.
+-- Called as pipe(target, inputs..., outputs...) with the outputs in the
+-- order `outputs` lists them.
+
+local source = require("gpurun.compute.elementwise_source")
+
+local raise = source.raise
+
+local Pipeline = {}
+Pipeline.__index = Pipeline
+
+local PlanList = {}
+PlanList.__index = PlanList
+
+local FUSE_MODES = { auto = true, always = true, never = true }
+
+local function parse_stage(text, what, index)
+  if type(text) ~= "string" then
+    raise(("%s: stage %d must be a string \"<dtype> <name> = <expression>\", got %s"):format(
+          what, index, type(text)))
+  end
+  local dtype, name, expression = text:match("^%s*([%w_]+)%s+([%w_]+)%s*=%s*(.-)%s*;?%s*$")
+  if not dtype or expression == "" or expression:sub(1, 1) == "=" then
+    raise(("%s: stage %d, '%s', is not \"<dtype> <name> = <expression>\""):format(what, index, text))
+  end
+  local params, why = source.parse_params(dtype .. " " .. name, ("%s stage %d"):format(what, index))
+  if not params then
+    raise(why)
+  end
+  return { type = dtype, name = name, expression = expression, variable = params[1].variable }
+end
+
+local function name_list(value, what)
+  local names = {}
+  if type(value) == "string" then
+    for name in value:gmatch("[^,%s]+") do
+      names[#names + 1] = name
+    end
+  elseif type(value) == "table" then
+    for index, name in ipairs(value) do
+      names[index] = name
+    end
+  else
+    raise(("%s: outputs must be a string such as \"r3\" or a list of stage names, got %s"):format(
+          what, type(value)))
+  end
+  if #names == 0 then
+    raise(what .. ": outputs names no stage")
+  end
+  return names
+end
+
+-- Stages, checked: unique names, known types, reads of inputs and earlier
+-- stages only. Returns the stages and a map name -> stage index.
+local function read_stages(stages, inputs, what)
+  if type(stages) ~= "table" or #stages == 0 then
+    raise(what .. ": stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
+  end
+  local input_index, input_variables, stage_index, list = {}, {}, {}, {}
+  for index, param in ipairs(inputs) do
+    input_index[param.name] = index
+    if param.variable then
+      input_variables[param.type] = true
+    end
+  end
+  for index, text in ipairs(stages) do
+    local stage = parse_stage(text, what, index)
+    if input_index[stage.name] or stage_index[stage.name] then
+      raise(("%s: stage %d: the name '%s' is taken already"):format(what, index, stage.name))
+    end
+    if stage.variable and not input_variables[stage.type] then
+      raise(("%s: stage '%s' has type %s, which no input has"):format(what, stage.name, stage.type))
+    end
+    stage.index = index
+    stage_index[stage.name] = index
+    list[index] = stage
+  end
+  for _, stage in ipairs(list) do
+    stage.reads = {}
+    for word in stage.expression:gmatch("[%a_][%w_]*") do
+      local read = stage_index[word]
+      if read == stage.index then
+        raise(("%s: stage '%s' reads itself"):format(what, stage.name))
+      elseif read and read > stage.index then
+        raise(("%s: stage '%s' reads '%s', which comes after it"):format(what, stage.name, word))
+      elseif read or input_index[word] then
+        stage.reads[word] = true
+      end
+    end
+  end
+  return list, stage_index
+end
+
+-- Which stages go in which kernel: a list of groups, each a list of stage
+-- indexes, cut after every wanted stage that a later stage reads (auto),
+-- after every stage (never), or nowhere (always).
+local function group_stages(stages, wanted, mode, what)
+  local read_later = {}
+  for _, stage in ipairs(stages) do
+    for name in pairs(stage.reads) do
+      read_later[name] = true
+    end
+  end
+  local live = {}
+  for name in pairs(wanted) do
+    live[name] = true
+  end
+  for index = #stages, 1, -1 do
+    local stage = stages[index]
+    if not live[stage.name] then
+      raise(("%s: stage '%s' feeds no output"):format(what, stage.name))
+    end
+    for name in pairs(stage.reads) do
+      live[name] = true
+    end
+  end
+  local groups, current = {}, {}
+  for index, stage in ipairs(stages) do
+    current[#current + 1] = index
+    if mode == "never" and read_later[stage.name] and not wanted[stage.name] then
+      raise(("%s: fuse = \"never\" needs stage '%s' as an output: a later stage reads it"):format(
+            what, stage.name))
+    end
+    local cut = mode == "never" or (mode == "auto" and wanted[stage.name] and read_later[stage.name])
+    if cut or index == #stages then
+      groups[#groups + 1] = current
+      current = {}
+    end
+  end
+  return groups
+end
+
+local function c_type_of(stage)
+  return stage.variable and stage.type or source.DTYPES[stage.type].c
+end
+
+-- One group's kernel: its parameters (inputs, earlier wanted stages, its
+-- wanted stages) as argument indexes of the pipeline, and the operation,
+-- with unwanted stages it needs (its own or earlier ones) as locals.
+local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
+  local in_group, needed = {}, {}
+  for _, index in ipairs(group) do
+    in_group[index] = true
+  end
+  local function need(stage)
+    for name in pairs(stage.reads) do
+      local index = stage_index[name]
+      if index and not needed[index] and (in_group[index] or not wanted[name]) then
+        needed[index] = true
+        need(stages[index])
+      end
+    end
+  end
+  for _, index in ipairs(group) do
+    needed[index] = true
+    need(stages[index])
+  end
+  local reads = {}
+  for index in pairs(needed) do
+    for name in pairs(stages[index].reads) do
+      reads[name] = true
+    end
+  end
+  local in_params, out_params, arguments, body, locals = {}, {}, {}, {}, {}
+  for index, param in ipairs(inputs) do
+    if reads[param.name] then
+      in_params[#in_params + 1] = param.type .. " " .. param.name
+      arguments[#arguments + 1] = index
+    end
+  end
+  for index, stage in ipairs(stages) do
+    if reads[stage.name] and not in_group[index] and wanted[stage.name] then
+      in_params[#in_params + 1] = stage.type .. " " .. stage.name
+      arguments[#arguments + 1] = pipe.output_argument[stage.name]
+    end
+  end
+  for index, stage in ipairs(stages) do
+    if needed[index] and (in_group[index] or not wanted[stage.name]) then
+      if in_group[index] and wanted[stage.name] then
+        body[#body + 1] = ("%s = %s;"):format(stage.name, stage.expression)
+      else
+        body[#body + 1] = ("const %s %s = %s;"):format(c_type_of(stage), stage.name, stage.expression)
+        locals[#locals + 1] = stage.name
+      end
+    end
+  end
+  local written = {}
+  for _, name in ipairs(pipe.outputs) do
+    local index = stage_index[name]
+    if in_group[index] then
+      out_params[#out_params + 1] = stages[index].type .. " " .. name
+      arguments[#arguments + 1] = pipe.output_argument[name]
+      written[#written + 1] = name
+    end
+  end
+  local last = stages[group[#group]].name
+  return {
+    in_params = table.concat(in_params, ", "), out_params = table.concat(out_params, ", "),
+    operation = table.concat(body, "\n"), arguments = arguments, written = written,
+    locals = locals, name = #pipe.groups == 1 and pipe.name or pipe.name .. "_" .. last,
+  }
+end
+
+local function check_type_variables(kernel_spec, stages, stage_index, what)
+  local bound = {}
+  for item in (kernel_spec.in_params .. ", " .. kernel_spec.out_params):gmatch("([%w_]+)%s+[%w_]+") do
+    bound[item] = true
+  end
+  for _, name in ipairs(kernel_spec.locals) do
+    local stage = stages[stage_index[name]]
+    if stage.variable and not bound[stage.type] then
+      raise(("%s: kernel '%s' computes '%s' of type %s, but none of its parameters says what %s is")
+            :format(what, kernel_spec.name, name, stage.type, stage.type))
+    end
+  end
+end
+
+local function constructor(elementwise)
+  return function(in_params, stages, outputs, name, options)
+    name = name or "pipeline"
+    local what = ("elementwise pipeline '%s'"):format(tostring(name))
+    if not source.is_identifier(name) or name:sub(1, 1) == "_" then
+      raise(("elementwise pipeline: the name must be a C identifier not starting with '_', got %s")
+            :format(tostring(name)))
+    end
+    if options ~= nil and type(options) ~= "table" then
+      raise(what .. ": options must be a table, got " .. type(options))
+    end
+    local kernel_options = {}
+    for key, value in pairs(options or {}) do
+      kernel_options[key] = value
+    end
+    local mode = kernel_options.fuse or "auto"
+    kernel_options.fuse = nil
+    if not FUSE_MODES[mode] then
+      raise(("%s: options.fuse must be \"auto\", \"always\" or \"never\", got %s"):format(
+            what, tostring(mode)))
+    end
+    local inputs, why = source.parse_params(in_params, what .. " in_params")
+    if not inputs then
+      raise(why)
+    end
+    local stage_list, stage_index = read_stages(stages, inputs, what)
+    local pipe = setmetatable({ name = name, in_params = in_params, input_count = #inputs,
+                                outputs = name_list(outputs, what), output_argument = {},
+                                mode = mode, kernels = {}, arguments = {} }, Pipeline)
+    local wanted = {}
+    for position, output in ipairs(pipe.outputs) do
+      if not stage_index[output] then
+        raise(("%s: output '%s' is not a stage"):format(what, output))
+      end
+      if wanted[output] then
+        raise(("%s: output '%s' is listed twice"):format(what, output))
+      end
+      wanted[output] = true
+      pipe.output_argument[output] = #inputs + position
+    end
+    pipe.arity = #inputs + #pipe.outputs
+    pipe.groups = group_stages(stage_list, wanted, mode, what)
+    pipe.fused = #pipe.groups == 1
+    local sources = {}
+    for position, group in ipairs(pipe.groups) do
+      local spec = group_kernel(pipe, group, stage_list, wanted, stage_index, inputs)
+      check_type_variables(spec, stage_list, stage_index, what)
+      local kernel = elementwise(spec.in_params, spec.out_params, spec.operation, spec.name,
+                                 kernel_options)
+      kernel.pipeline_arguments, kernel.writes, kernel.in_registers = spec.arguments, spec.written,
+                                                                       spec.locals
+      pipe.kernels[position] = kernel
+      sources[position] = kernel.source
+    end
+    if #sources == #pipe.kernels then
+      pipe.source = table.concat(sources, "\n")
+    end
+    return pipe
+  end
+end
+
+local function check_count(pipe, count)
+  if count ~= pipe.arity then
+    raise(("elementwise pipeline '%s' takes %d arguments after the stream or builder "
+           .. "(%d inputs, then the outputs %s), got %d"):format(pipe.name, pipe.arity,
+           pipe.input_count, table.concat(pipe.outputs, ", "), count))
+  end
+end
+
+-- The arguments of one kernel, picked from the pipeline's, in a reused table.
+local function pick(pipe, kernel, ...)
+  local arguments = pipe.arguments
+  local indexes = kernel.pipeline_arguments
+  for position = 1, #indexes do
+    arguments[position] = select(indexes[position], ...)
+  end
+  return table.unpack(arguments, 1, #indexes)
+end
+
+-- pipe(target, inputs..., outputs...) or pipe:launch(...). Returns the outputs.
+function Pipeline:launch(target, ...)
+  check_count(self, select("#", ...))
+  for _, kernel in ipairs(self.kernels) do
+    kernel:launch(target, pick(self, kernel, ...))
+  end
+  return select(self.input_count + 1, ...)
+end
+Pipeline.__call = Pipeline.launch
+
+-- pipe:prepare(inputs..., outputs...): every kernel compiled and loaded for
+-- these arguments (needed before a capture's first call). Returns pipe.
+function Pipeline:prepare(...)
+  check_count(self, select("#", ...))
+  for _, kernel in ipairs(self.kernels) do
+    kernel:prepare(pick(self, kernel, ...))
+  end
+  return self
+end
+
+-- pipe:bind(inputs..., outputs...) -> plans with :launch(target) and :close().
+function Pipeline:bind(...)
+  check_count(self, select("#", ...))
+  local plans = setmetatable({}, PlanList)
+  for position, kernel in ipairs(self.kernels) do
+    plans[position] = kernel:bind(pick(self, kernel, ...))
+  end
+  return plans
+end
+
+function PlanList:launch(target)
+  for position = 1, #self do
+    self[position]:launch(target)
+  end
+end
+
+function PlanList:close()
+  for position = 1, #self do
+    self[position]:close()
+  end
+end
+PlanList.__close = PlanList.close
+
+-- One line per kernel: what it writes and what it keeps in registers.
+function Pipeline:describe()
+  local lines = {}
+  for position, kernel in ipairs(self.kernels) do
+    local line = ("%s: writes %s"):format(kernel.name, table.concat(kernel.writes, ", "))
+    if #kernel.in_registers > 0 then
+      line = line .. "; " .. table.concat(kernel.in_registers, ", ") .. " in registers"
+    end
+    lines[position] = line
+  end
+  return table.concat(lines, "\n")
+end
+
+function Pipeline:__tostring()
+  return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
+                                                                    #self.kernels == 1 and "" or "s")
+end
+
+return { constructor = constructor, Pipeline = Pipeline }

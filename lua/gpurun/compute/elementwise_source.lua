@@ -1,0 +1,379 @@
+-- CUDA C source for gpurun.elementwise: parameter lists in CuPy's shape,
+-- the operation's use of its outputs, and the kernels generated for one
+-- signature (each parameter's dtype, and whether it is a buffer or a
+-- scalar). No GPU and no gpurun objects: lua/gpurun/compute/elementwise.lua compiles
+-- and launches what this writes.
+--
+-- Each signature gives one program with up to two kernels:
+--   <name>_scalar  a grid-stride loop, one element per step, any alignment;
+--   <name>_vec     the same loop over 16-byte vectors (4 float32, 2 float64,
+--                  16 int8...), for when every buffer shares one element size
+--                  and is 16-byte aligned, then a scalar tail for the
+--                  n % width elements past the last whole vector.
+-- Both take (n, parameters in order): n first, so that a launch can pass the
+-- caller's arguments on unchanged after it.
+
+local source = {}
+
+-- dtype -> C type, bytes, typed-scalar constructor, and the C type a scalar
+-- of it is passed as (int8 and uint8 travel as 32-bit, the smallest typed
+-- scalars gpurun has).
+source.DTYPES = {
+  float32 = { c = "float", size = 4, scalar = "f32", float = true },
+  float64 = { c = "double", size = 8, scalar = "f64", float = true },
+  int32 = { c = "int", size = 4, scalar = "i32", min = -2^31, max = 2^31 - 1 },
+  uint32 = { c = "unsigned int", size = 4, scalar = "u32", min = 0, max = 2^32 - 1 },
+  int64 = { c = "long long", size = 8, scalar = "i64", min = math.mininteger, max = math.maxinteger },
+  uint64 = { c = "unsigned long long", size = 8, scalar = "u64", min = 0, max = math.maxinteger },
+  int8 = { c = "signed char", size = 1, scalar = "i32", passed_as = "int", min = -128, max = 127 },
+  uint8 = { c = "unsigned char", size = 1, scalar = "u32", passed_as = "unsigned int", min = 0, max = 255 },
+}
+source.DTYPE_NAMES = "float32, float64, int32, uint32, int64, uint64, int8, uint8"
+
+source.VECTOR_BYTES = 16
+
+-- Names the generated code uses itself, and C++ words a parameter cannot be.
+local RESERVED = {}
+for word in ([[i n alignas alignof asm auto bool break case catch char class const constexpr
+  continue default delete do double else enum explicit extern false float for friend goto if
+  inline int long mutable namespace new operator private protected public register return short
+  signed sizeof static struct switch template this throw true try typedef typename union
+  unsigned using virtual void volatile while]]):gmatch("%S+") do
+  RESERVED[word] = true
+end
+
+local function is_identifier(text)
+  return type(text) == "string" and text:match("^[%a_][%w_]*$") ~= nil
+end
+source.is_identifier = is_identifier
+
+-- "float32 a, T b" -> { { type = "float32", name = "a" }, { type = "T", name = "b",
+-- variable = true } }, or nil and why. A type that is not a dtype and starts
+-- with a capital letter is a type variable, bound at the call from the
+-- arguments (CuPy's "T x").
+function source.parse_params(text, what)
+  if type(text) ~= "string" then
+    return nil, ("%s: a string such as \"float32 a, float32 b\" expected, got %s"):format(what, type(text))
+  end
+  local params = {}
+  if text:match("^%s*$") then
+    return params
+  end
+  for item in (text .. ","):gmatch("([^,]*),") do
+    local dtype, name = item:match("^%s*([%w_]+)%s+([%w_]+)%s*$")
+    if not dtype then
+      return nil, ("%s: '%s' is not \"<dtype> <name>\""):format(what, item:match("^%s*(.-)%s*$"))
+    end
+    if not is_identifier(name) or RESERVED[name] or name:sub(1, 1) == "_" then
+      return nil, ("%s: '%s' cannot name a parameter (a C++ word, a name starting with '_', "
+                   .. "or i and n, which the operation sees as the index and the size)"):format(what, name)
+    end
+    local variable = not source.DTYPES[dtype]
+    if variable and (not dtype:match("^%u[%w_]*$") or RESERVED[dtype]) then
+      return nil, ("%s: unknown dtype '%s' for %s (dtypes: %s; a type variable starts with a "
+                   .. "capital letter, as T)"):format(what, dtype, name, source.DTYPE_NAMES)
+    end
+    params[#params + 1] = { type = dtype, name = name, variable = variable or nil }
+  end
+  return params
+end
+
+-- The operation with comments and string literals blanked, so that names
+-- inside them are not taken for uses.
+local function code_only(text)
+  return (text:gsub('"[^"\n]*"', '""'):gsub("//[^\n]*", ""):gsub("/%*.-%*/", " "))
+end
+
+-- The operation as a statement: CuPy's operations may leave off the last ';'.
+function source.statement(operation)
+  local code = code_only(operation):match("^(.-)%s*$")
+  local last = code:sub(-1)
+  if last == ";" or last == "}" or code == "" then
+    return operation
+  end
+  local text = operation:match("^(.-)%s*$")
+  local final_line = text:match("([^\n]*)$")
+  if final_line:find("//", 1, true) then
+    return text .. "\n;"
+  end
+  return text .. ";"
+end
+
+-- How the code first mentions each name: { [name] = { mentioned = bool,
+-- read_first = bool } }. Only a statement of its own, `name = ...;`, at the
+-- top level and not mentioning name again, writes before reading; anything
+-- else (`r += x`, `if (c) r = x;`, `r = r * 2;`) reads the old value first.
+function source.uses(code, names)
+  local uses = {}
+  for _, name in ipairs(names) do
+    uses[name] = { mentioned = false, read_first = false }
+  end
+  local text = code_only(code)
+  local depth, previous, before_previous = 0, nil, nil
+  local at = 1
+  while at <= #text do
+    local word = text:match("^[%a_][%w_]*", at)
+    local number = not word and text:match("^%d[%w_%.]*", at)
+    local c = text:sub(at, at)
+    if word then
+      local use = uses[word]
+      local member = previous == "." or (previous == ">" and before_previous == "-")
+      if use and not use.mentioned and not member then
+        use.mentioned = true
+        local assigns = text:match("^%s*=[^=]", at + #word) ~= nil
+        local statement = depth == 0 and (previous == nil or previous == ";" or previous == "}")
+        local rest = text:sub(at + #word):match("^[^;]*") or ""
+        local again = rest:find("%f[%w_]" .. word .. "%f[^%w_]") ~= nil
+        use.read_first = not (assigns and statement and not again)
+      end
+      before_previous, previous = previous, "word"
+      at = at + #word
+    elseif number then
+      before_previous, previous = previous, "word"
+      at = at + #number
+    elseif c:match("%s") then
+      at = at + 1
+    else
+      if c == "(" or c == "{" or c == "[" then
+        depth = depth + 1
+      elseif (c == ")" or c == "}" or c == "]") and depth > 0 then
+        depth = depth - 1
+      end
+      before_previous, previous = previous, c
+      at = at + 1
+    end
+  end
+  return uses
+end
+
+-- How errors are raised: error(), or when the gpurun module installed
+-- these kernels, its own raise, which ends any capture in progress first as
+-- every gpurun error does (lua/gpurun/builtin/elementwise.lua sets it).
+source.fail = error
+
+-- Raises at the first caller outside lua/gpurun/compute/, so
+-- that a message points at the user's line however deep it was found.
+function source.raise(message)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then
+      source.fail(message, 0)
+    end
+    if not info.source:match("[/\\]gpurun[/\\]compute[/\\][%w_]+%.lua$") then
+      source.fail(message, level)
+    end
+    level = level + 1
+  end
+end
+
+-- ---- generation -------------------------------------------------------------
+
+local function lines()
+  local out = {}
+  return out, function(fmt, ...)
+    out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt
+  end
+end
+
+local function c_type(signature, index)
+  return source.DTYPES[signature.dtypes[index]].c
+end
+
+-- Kernel parameters: n, then one per parameter.
+local function parameter_list(kernel, signature)
+  local list = { "unsigned long long n" }
+  for index, param in ipairs(kernel.params) do
+    local dtype = source.DTYPES[signature.dtypes[index]]
+    if signature.scalar[index] then
+      list[#list + 1] = ("%s _in_%s"):format(dtype.passed_as or dtype.c, param.name)
+    elseif param.output then
+      list[#list + 1] = ("%s *__restrict__ _out_%s"):format(dtype.c, param.name)
+    else
+      list[#list + 1] = ("const %s *__restrict__ _in_%s"):format(dtype.c, param.name)
+    end
+  end
+  return table.concat(list, ", ")
+end
+
+-- The operation for one element, its inputs in locals named as the
+-- parameters. value(index, param) is how the element of a buffer is read.
+local function element_body(add, kernel, signature, indent, value)
+  for index, param in ipairs(kernel.params) do
+    local ctype = c_type(signature, index)
+    if signature.scalar[index] then
+      add("%sconst %s %s = (%s)_in_%s;", indent, ctype, param.name, ctype, param.name)
+    elseif not param.output then
+      add("%sconst %s %s = %s;", indent, ctype, param.name, value(index, param))
+    elseif param.read then
+      add("%s%s %s = %s;", indent, ctype, param.name, value(index, param))
+    else
+      add("%s%s %s;", indent, ctype, param.name)
+    end
+  end
+  add("%s{", indent)
+  for line in (source.statement(kernel.operation) .. "\n"):gmatch("([^\n]*)\n") do
+    add("%s    %s", indent, line)
+  end
+  add("%s}", indent)
+end
+
+local function type_aliases(add, kernel, signature, indent)
+  for _, variable in ipairs(kernel.type_variables) do
+    add("%stypedef %s %s;", indent, source.DTYPES[signature.bindings[variable]].c, variable)
+  end
+end
+
+local function scalar_loop(add, kernel, signature, indent, start)
+  add("%sfor (unsigned long long i = %s; i < n; i += stride) {", indent, start)
+  element_body(add, kernel, signature, indent .. "    ", function(_, param)
+    return ("_%s_%s[i]"):format(param.output and "out" or "in", param.name)
+  end)
+  for _, param in ipairs(kernel.params) do
+    if param.output then
+      add("%s    _out_%s[i] = %s;", indent, param.name, param.name)
+    end
+  end
+  add("%s}", indent)
+end
+
+local function kernel_head(add, kernel, signature, suffix)
+  add('extern "C" __global__ void __launch_bounds__(%d) %s_%s(%s)', kernel.block,
+      kernel.name, suffix, parameter_list(kernel, signature))
+  add("{")
+  type_aliases(add, kernel, signature, "    ")
+  add("    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;")
+  add("    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;")
+end
+
+local function scalar_kernel(add, kernel, signature)
+  kernel_head(add, kernel, signature, "scalar")
+  scalar_loop(add, kernel, signature, "    ", "first")
+  add("}")
+end
+
+-- `unroll` vectors per thread per step, all loaded before any is computed,
+-- then a step of one vector for what is left, then the scalar tail.
+local function vector_kernel(add, kernel, signature, width)
+  local unroll = kernel.unroll
+  local function at(u)
+    return u == 0 and "v" or ("v + %d * stride"):format(u)
+  end
+  kernel_head(add, kernel, signature, "vec")
+  add("    const unsigned long long vectors = n / %d;", width)
+  add("    unsigned long long v = first;")
+  local function step(count, condition, advance)
+    add("    for (; %s; v += %s) {", condition, advance)
+    for index, param in ipairs(kernel.params) do
+      if not signature.scalar[index] and (not param.output or param.read) then
+        local space = param.output and "out" or "in"
+        for u = 0, count - 1 do
+          add("        const _vec<%s, %d> _l_%s_%d = reinterpret_cast<const _vec<%s, %d> *>(_%s_%s)[%s];",
+              c_type(signature, index), width, param.name, u, c_type(signature, index), width,
+              space, param.name, at(u))
+        end
+      end
+    end
+    for index, param in ipairs(kernel.params) do
+      if param.output then
+        for u = 0, count - 1 do
+          add("        _vec<%s, %d> _s_%s_%d;", c_type(signature, index), width, param.name, u)
+        end
+      end
+    end
+    for u = 0, count - 1 do
+      add("#pragma unroll")
+      add("        for (int _k = 0; _k < %d; _k++) {", width)
+      add("            const unsigned long long i = (%s) * %d + _k;", at(u), width)
+      element_body(add, kernel, signature, "            ", function(_, param)
+        return ("_l_%s_%d.v[_k]"):format(param.name, u)
+      end)
+      for _, param in ipairs(kernel.params) do
+        if param.output then
+          add("            _s_%s_%d.v[_k] = %s;", param.name, u, param.name)
+        end
+      end
+      add("            (void)i;")
+      add("        }")
+    end
+    for index, param in ipairs(kernel.params) do
+      if param.output then
+        for u = 0, count - 1 do
+          add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
+              c_type(signature, index), width, param.name, at(u), param.name, u)
+        end
+      end
+    end
+    add("    }")
+  end
+  if unroll > 1 then
+    step(unroll, ("v + %d * stride < vectors"):format(unroll - 1), ("%d * stride"):format(unroll))
+  end
+  step(1, "v < vectors", "stride")
+  add("    // the tail: the n %% %d elements past the last whole vector", width)
+  scalar_loop(add, kernel, signature, "    ", ("vectors * %d + first"):format(width))
+  add("}")
+end
+
+-- The vector width for a signature: 16 bytes of the one element size all
+-- its buffers share, or nil when they differ.
+function source.vector_width(kernel, signature)
+  local size
+  for index in ipairs(kernel.params) do
+    if not signature.scalar[index] then
+      local bytes = source.DTYPES[signature.dtypes[index]].size
+      if size and bytes ~= size then
+        return nil
+      end
+      size = bytes
+    end
+  end
+  return size and source.VECTOR_BYTES // size
+end
+
+local function describe_params(kernel, signature, outputs)
+  local list = {}
+  for index, param in ipairs(kernel.params) do
+    if (param.output or false) == outputs then
+      list[#list + 1] = ("%s %s%s"):format(signature.dtypes[index], param.name,
+                                          signature.scalar[index] and " (scalar)" or "")
+    end
+  end
+  return #list > 0 and table.concat(list, ", ") or "none"
+end
+
+-- The program for one signature: { dtypes = { [index] = dtype },
+-- scalar = { [index] = true }, bindings = { T = dtype } }. Returns the
+-- source and the vector width (nil: no vector kernel).
+function source.generate(kernel, signature)
+  local out, add = lines()
+  local width = source.vector_width(kernel, signature)
+  add("// gpurun.elementwise kernel '%s'", kernel.name)
+  add("//   in:  %s", describe_params(kernel, signature, false))
+  add("//   out: %s", describe_params(kernel, signature, true))
+  for line in (kernel.operation .. "\n"):gmatch("([^\n]*)\n") do
+    add("//   %s", line)
+  end
+  if width then
+    add("// %s_vec: %d elements per %d-byte access, for 16-byte-aligned buffers; %s_scalar: any alignment.",
+        kernel.name, width, source.VECTOR_BYTES, kernel.name)
+    add("#ifndef GPURUN_ELEMENTWISE_VEC") -- once in a pipeline's several programs joined
+    add("#define GPURUN_ELEMENTWISE_VEC")
+    add("template <typename T, int N> struct alignas(sizeof(T) * N) _vec { T v[N]; };")
+    add("#endif")
+  else
+    add("// %s_scalar only: its buffers' element sizes differ, so no vector kernel.", kernel.name)
+  end
+  if kernel.preamble ~= "" then
+    add(kernel.preamble)
+  end
+  add("")
+  scalar_kernel(add, kernel, signature)
+  if width then
+    add("")
+    vector_kernel(add, kernel, signature, width)
+  end
+  return table.concat(out, "\n") .. "\n", width
+end
+
+return source

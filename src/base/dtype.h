@@ -1,0 +1,59 @@
+/* Element types: the one table of names, sizes and ranges that buffers,
+ * kernel arguments and typed scalars all use, and the one set of rules for
+ * storing a number as an element. No Lua.
+ *
+ * The rules: an integer type takes an integer value in its range, or a float
+ * with an integral value in its range (2^20 is 1048576 for an int parameter);
+ * a float type takes any number, rounded to the nearest value of the type,
+ * except that a finite value whose rounding overflows (beyond FLT_MAX by
+ * half an ulp or more, for float32) is out of range. NaN and the infinities
+ * store as themselves in float types. */
+#ifndef GPURUN_BASE_DTYPE_H
+#define GPURUN_BASE_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The order is the order error messages list the names in. */
+enum gpurun_dtype {
+    GPURUN_FLOAT32, GPURUN_FLOAT64,
+    GPURUN_INT32, GPURUN_UINT32, GPURUN_INT64, GPURUN_UINT64,
+    GPURUN_INT8, GPURUN_UINT8, GPURUN_INT16, GPURUN_UINT16,
+    GPURUN_DTYPE_COUNT
+};
+
+enum gpurun_dtype_kind { GPURUN_KIND_FLOAT, GPURUN_KIND_SIGNED, GPURUN_KIND_UNSIGNED };
+
+struct gpurun_dtype_info {
+    const char *name;       /* "float32" */
+    const char *c_type;     /* "float": how generated CUDA C spells it */
+    const char *short_name; /* "f32": the typed scalar constructor's name */
+    size_t size;
+    enum gpurun_dtype_kind kind;
+    /* Integer kinds: the range as int64 (uint64's upper half has no int64, so
+     * its max is INT64_MAX: larger values come as floats), the floats that
+     * fit as [float_low, float_high), and the whole range as text. */
+    int64_t min, max;
+    double float_low, float_high;
+    const char *range;
+};
+
+extern const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT];
+
+/* The dtype named `name`, or -1. */
+int gpurun_dtype_from_name(const char *name);
+
+/* "float32, float64, ...": every name, for messages. */
+const char *gpurun_dtype_names(void);
+
+enum gpurun_fit { GPURUN_FITS, GPURUN_NOT_INTEGRAL, GPURUN_OUT_OF_RANGE };
+
+/* Stores an integer or a float as one element of dtype at out (size bytes,
+ * little-endian), or says why it does not fit (out is then untouched). */
+enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out);
+enum gpurun_fit gpurun_store_float(int dtype, double value, void *out);
+
+/* Elements at raw widened to doubles. */
+void gpurun_widen(int dtype, const void *raw, double *out, size_t n);
+
+#endif

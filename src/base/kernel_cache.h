@@ -1,0 +1,35 @@
+/* The persistent kernel cache: compiled code on disk, keyed by a hash of
+ * everything that changes NVRTC's output. No Lua.
+ *
+ * Directory: $GPURUN_CACHE_DIR, else $XDG_CACHE_HOME/gpurun, else
+ * ~/.cache/gpurun (created 0700). GPURUN_NO_CACHE set to anything but "" or
+ * "0" turns it off. The environment is read once, on first use.
+ *
+ * The cache never makes a compile fail: a directory that cannot be created
+ * or written switches it off with one warning on stderr, and a corrupt entry
+ * is reported, removed and compiled again. See docs/kernel-cache.md. */
+#ifndef GPURUN_BASE_KERNEL_CACHE_H
+#define GPURUN_BASE_KERNEL_CACHE_H
+
+#include <stdint.h>
+
+#include "base/nvrtc_compile.h"
+
+/* Compiles `request` or fetches it from the cache. tool_version (gpurun's
+ * version) is part of the key. Returns nvrtc_compile()'s result and sets
+ * *from_cache; output is filled either way and must be freed. */
+int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_version,
+                         struct nvrtc_output *output, int *from_cache);
+
+/* Process-wide counts since start (or the last reset). A corrupt entry
+ * counts as corrupt and as a miss; errors are failed reads and writes. */
+struct kernel_cache_stats {
+    int enabled;
+    const char *dir;    /* NULL when turned off by GPURUN_NO_CACHE */
+    uint64_t hits, misses, stores, corrupt, errors;
+};
+
+void kernel_cache_get_stats(struct kernel_cache_stats *stats);
+void kernel_cache_reset_counters(void);
+
+#endif

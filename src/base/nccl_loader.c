@@ -1,0 +1,111 @@
+/* The NCCL loader: dlopen, one table filled by name, one error formatter. */
+#include "base/nccl_loader.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nccl_library nccl;
+const char *nccl_last_failed_call = "";
+nccl_result nccl_last_failed_result = NCCL_SUCCESS;
+
+/* NCCL 2.10: the first with ncclAvg, and NCCL_VERSION's current scheme. */
+#define OLDEST_VERSION 21000
+
+static struct {
+    void *library;
+    int attempted, result, version;
+    char error[512];
+} loader;
+
+static const struct {
+    const char *name;
+    size_t offset;
+} entry_points[] = {
+#define NCCL_ENTRY(name, result, params) {#name, offsetof(struct nccl_library, name)},
+    NCCL_ENTRY_POINTS(NCCL_ENTRY)
+#undef NCCL_ENTRY
+};
+
+static int load_failed(const char *fmt, const char *detail)
+{
+    snprintf(loader.error, sizeof loader.error, fmt, detail);
+    memset(&nccl, 0, sizeof nccl);
+    if (loader.library)
+        dlclose(loader.library);
+    loader.library = NULL;
+    loader.result = -1;
+    return -1;
+}
+
+#define INSTALL_HINT                                                                     \
+    "install NCCL (NVIDIA's libnccl2 package, or the CUDA toolkit's libnccl.so.2 on the " \
+    "library path) or set GPURUN_NCCL_LIBRARY to the library's path"
+
+int nccl_loader_load(void)
+{
+    if (loader.attempted)
+        return loader.result;
+    loader.attempted = 1;
+    const char *name = getenv("GPURUN_NCCL_LIBRARY");
+    if (name == NULL || *name == '\0')
+        name = "libnccl.so.2";
+    loader.library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!loader.library)
+        return load_failed("NCCL could not be loaded (%s); " INSTALL_HINT, dlerror());
+    for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
+        void *function = dlsym(loader.library, entry_points[i].name);
+        if (!function)
+            return load_failed("NCCL could not be loaded: the library has no %s (NCCL older "
+                               "than 2.10?)", entry_points[i].name);
+        memcpy((char *)&nccl + entry_points[i].offset, &function, sizeof function);
+    }
+    if (nccl.ncclGetVersion(&loader.version) != NCCL_SUCCESS || loader.version < OLDEST_VERSION) {
+        char detail[64];
+        snprintf(detail, sizeof detail, "%d", loader.version);
+        return load_failed("NCCL could not be used: version code %s is older than 2.10; "
+                           INSTALL_HINT, detail);
+    }
+    loader.result = 0;
+    return 0;
+}
+
+const char *nccl_loader_error(void)
+{
+    return loader.error;
+}
+
+int nccl_loader_version(void)
+{
+    return loader.result == 0 ? loader.version : 0;
+}
+
+static const char *result_name(nccl_result result)
+{
+    switch (result) {
+    case NCCL_SUCCESS: return "ncclSuccess";
+    case NCCL_UNHANDLED_CUDA_ERROR: return "ncclUnhandledCudaError";
+    case NCCL_SYSTEM_ERROR: return "ncclSystemError";
+    case NCCL_INTERNAL_ERROR: return "ncclInternalError";
+    case NCCL_INVALID_ARGUMENT: return "ncclInvalidArgument";
+    case NCCL_INVALID_USAGE: return "ncclInvalidUsage";
+    case NCCL_REMOTE_ERROR: return "ncclRemoteError";
+    case NCCL_IN_PROGRESS: return "ncclInProgress";
+    default: return NULL;
+    }
+}
+
+char *nccl_format_error(char *buffer, size_t size)
+{
+    nccl_result result = nccl_last_failed_result;
+    const char *description = nccl.ncclGetErrorString ? nccl.ncclGetErrorString(result) : NULL;
+    const char *name = result_name(result);
+    if (name)
+        snprintf(buffer, size, "%s: %s (%s)", nccl_last_failed_call, name,
+                 description ? description : "no description");
+    else
+        snprintf(buffer, size, "%s: NCCL result %d (%s)", nccl_last_failed_call, (int)result,
+                 description ? description : "unknown to this NCCL");
+    return buffer;
+}

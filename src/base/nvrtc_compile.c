@@ -1,0 +1,262 @@
+/* NVRTC in one call: create, add name expressions, compile, collect the log,
+ * the code and the lowered names, destroy. Every exit goes through one
+ * cleanup path, so an NVRTC program is never leaked. */
+#define _GNU_SOURCE /* dladdr */
+#include "base/nvrtc_compile.h"
+#include "base/ptx_params.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <nvrtc.h>
+
+int nvrtc_compile_version(int *major, int *minor)
+{
+    return nvrtcVersion(major, minor) == NVRTC_SUCCESS;
+}
+
+const char *nvrtc_compile_identity(void)
+{
+    static char identity[PATH_MAX + 128];
+    if (identity[0])
+        return identity;
+
+    int major = 0, minor = 0;
+    nvrtc_compile_version(&major, &minor);
+    /* nvrtcVersion says only major.minor; the library's real file name
+     * usually carries the patch level, and its size and time catch a
+     * reinstall under the same name. */
+    char library[PATH_MAX] = "unknown";
+    long long size = -1, mtime = -1;
+    Dl_info info;
+    if (dladdr((void *)nvrtcCompileProgram, &info) && info.dli_fname) {
+        if (!realpath(info.dli_fname, library))
+            snprintf(library, sizeof library, "%s", info.dli_fname);
+        struct stat st;
+        if (stat(library, &st) == 0) {
+            size = (long long)st.st_size;
+            mtime = (long long)st.st_mtime;
+        }
+    }
+    snprintf(identity, sizeof identity, "nvrtc %d.%d %s %lld %lld",
+             major, minor, library, size, mtime);
+    return identity;
+}
+
+const char *nvrtc_target_name(enum nvrtc_target target)
+{
+    return target == NVRTC_TARGET_CUBIN ? "cubin" : "ptx";
+}
+
+static int fail(struct nvrtc_output *output, const char *call, nvrtcResult result,
+                const char *detail)
+{
+    snprintf(output->error, sizeof output->error, "%s: %s%s", call,
+             nvrtcGetErrorString(result), detail ? detail : "");
+    return 0;
+}
+
+static int out_of_memory(struct nvrtc_output *output, const char *what)
+{
+    snprintf(output->error, sizeof output->error, "out of memory while reading %s", what);
+    return 0;
+}
+
+static int read_log(nvrtcProgram program, struct nvrtc_output *output)
+{
+    size_t size = 0;
+    nvrtcResult rc = nvrtcGetProgramLogSize(program, &size);
+    if (rc != NVRTC_SUCCESS)
+        return fail(output, "nvrtcGetProgramLogSize", rc, NULL);
+    output->log = calloc(size + 1, 1);
+    if (!output->log)
+        return out_of_memory(output, "the NVRTC log");
+    rc = nvrtcGetProgramLog(program, output->log);
+    if (rc != NVRTC_SUCCESS)
+        return fail(output, "nvrtcGetProgramLog", rc, NULL);
+    return 1;
+}
+
+static int read_code(nvrtcProgram program, enum nvrtc_target target,
+                     struct nvrtc_output *output)
+{
+    int cubin = target == NVRTC_TARGET_CUBIN;
+    size_t size = 0;
+    nvrtcResult rc = cubin ? nvrtcGetCUBINSize(program, &size)
+                           : nvrtcGetPTXSize(program, &size);
+    if (rc != NVRTC_SUCCESS)
+        return fail(output, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", rc, NULL);
+    /* NVRTC reports success with no CUBIN when the architecture was a
+     * virtual one: only PTX exists for compute_XX. */
+    if (size == 0) {
+        snprintf(output->error, sizeof output->error,
+                 "no %s was produced (a cubin needs a real architecture such as "
+                 "sm_90, not a virtual compute_90)", nvrtc_target_name(target));
+        return 0;
+    }
+    output->code = malloc(size + 1);
+    if (!output->code)
+        return out_of_memory(output, "the compiled code");
+    rc = cubin ? nvrtcGetCUBIN(program, output->code) : nvrtcGetPTX(program, output->code);
+    if (rc != NVRTC_SUCCESS)
+        return fail(output, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", rc, NULL);
+    output->code[size] = '\0';
+    /* PTX comes NUL-terminated; the text is what callers want. */
+    output->code_size = cubin ? size : strnlen(output->code, size);
+    return 1;
+}
+
+/* Keeps the parameter lists of the PTX (base/ptx_params.h) as compact text. */
+static void keep_signatures(const char *ptx, size_t size, struct nvrtc_output *output)
+{
+    struct ptx_signatures signatures;
+    char why[200];
+    if (!ptx_signatures_parse(ptx, size, &signatures, why, sizeof why)) {
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "the PTX's kernel signatures could not be read: %s", why);
+        return;
+    }
+    output->signatures = ptx_signatures_format(&signatures, &output->signatures_size);
+    ptx_signatures_free(&signatures);
+    if (!output->signatures)
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "out of memory while keeping the kernel signatures");
+}
+
+static void no_ptx(struct nvrtc_output *output, const char *why)
+{
+    snprintf(output->signatures_error, sizeof output->signatures_error,
+             "NVRTC gave no PTX to read the kernel signatures from (%s)", why);
+}
+
+static void read_signatures(nvrtcProgram program, enum nvrtc_target target,
+                            struct nvrtc_output *output)
+{
+    /* With -dlto NVRTC makes NVVM IR and its PTX is one NUL byte. */
+    if (target == NVRTC_TARGET_PTX) {
+        if (output->code_size == 0)
+            no_ptx(output, "empty PTX");
+        else
+            keep_signatures(output->code, output->code_size, output);
+        return;
+    }
+    size_t size = 0;
+    nvrtcResult rc = nvrtcGetPTXSize(program, &size);
+    if (rc != NVRTC_SUCCESS || size <= 1) {
+        no_ptx(output, rc != NVRTC_SUCCESS ? nvrtcGetErrorString(rc) : "empty PTX");
+        return;
+    }
+    char *ptx = malloc(size);
+    if (!ptx) {
+        snprintf(output->signatures_error, sizeof output->signatures_error,
+                 "out of memory while reading the PTX for the kernel signatures");
+        return;
+    }
+    rc = nvrtcGetPTX(program, ptx);
+    if (rc == NVRTC_SUCCESS)
+        keep_signatures(ptx, strnlen(ptx, size), output);
+    else
+        no_ptx(output, nvrtcGetErrorString(rc));
+    free(ptx);
+}
+
+static int read_lowered_names(nvrtcProgram program, const struct nvrtc_request *request,
+                              struct nvrtc_output *output)
+{
+    if (request->name_expression_count == 0)
+        return 1;
+    output->lowered_names = calloc(request->name_expression_count, sizeof(char *));
+    if (!output->lowered_names)
+        return out_of_memory(output, "the lowered names");
+    for (size_t i = 0; i < request->name_expression_count; i++) {
+        const char *lowered = NULL;
+        nvrtcResult rc = nvrtcGetLoweredName(program, request->name_expressions[i], &lowered);
+        if (rc != NVRTC_SUCCESS || !lowered) {
+            char detail[300];
+            snprintf(detail, sizeof detail, " for name expression '%s'",
+                     request->name_expressions[i]);
+            return fail(output, "nvrtcGetLoweredName", rc, detail);
+        }
+        /* The lowered name lives in the NVRTC program, which is destroyed
+         * before the caller sees it. */
+        output->lowered_names[i] = strdup(lowered);
+        if (!output->lowered_names[i])
+            return out_of_memory(output, "the lowered names");
+        output->lowered_name_count = i + 1;
+    }
+    return 1;
+}
+
+static int compile_program(nvrtcProgram program, const struct nvrtc_request *request,
+                           struct nvrtc_output *output)
+{
+    for (size_t i = 0; i < request->name_expression_count; i++) {
+        nvrtcResult rc = nvrtcAddNameExpression(program, request->name_expressions[i]);
+        if (rc != NVRTC_SUCCESS) {
+            char detail[300];
+            snprintf(detail, sizeof detail, " for name expression '%s'",
+                     request->name_expressions[i]);
+            return fail(output, "nvrtcAddNameExpression", rc, detail);
+        }
+    }
+    if (request->option_count > INT_MAX) {
+        snprintf(output->error, sizeof output->error, "too many NVRTC options (%zu)",
+                 request->option_count);
+        return 0;
+    }
+    nvrtcResult compiled = nvrtcCompileProgram(program, (int)request->option_count,
+                                               request->options);
+    if (!read_log(program, output))
+        return 0;
+    if (compiled != NVRTC_SUCCESS) {
+        /* The log says what and where; the result names the kind of failure. */
+        snprintf(output->error, sizeof output->error, "%s", nvrtcGetErrorString(compiled));
+        return 0;
+    }
+    if (!read_code(program, request->target, output))
+        return 0;
+    read_signatures(program, request->target, output);
+    return read_lowered_names(program, request, output);
+}
+
+static void free_products(struct nvrtc_output *output)
+{
+    free(output->code);
+    output->code = NULL;
+    output->code_size = 0;
+    for (size_t i = 0; i < output->lowered_name_count; i++)
+        free(output->lowered_names[i]);
+    free(output->lowered_names);
+    output->lowered_names = NULL;
+    output->lowered_name_count = 0;
+    free(output->signatures);
+    output->signatures = NULL;
+    output->signatures_size = 0;
+}
+
+int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *output)
+{
+    memset(output, 0, sizeof *output);
+    nvrtcProgram program = NULL;
+    nvrtcResult rc = nvrtcCreateProgram(&program, request->source, request->name,
+                                        0, NULL, NULL);
+    int ok = rc == NVRTC_SUCCESS ? compile_program(program, request, output)
+                                 : fail(output, "nvrtcCreateProgram", rc, NULL);
+    if (program)
+        nvrtcDestroyProgram(&program);
+    /* A failure keeps only what explains it: the log and the error. */
+    if (!ok)
+        free_products(output);
+    return ok;
+}
+
+void nvrtc_output_free(struct nvrtc_output *output)
+{
+    free_products(output);
+    free(output->log);
+    memset(output, 0, sizeof *output);
+}

@@ -1,0 +1,57 @@
+/* NVRTC: CUDA C++ source -> PTX or CUBIN. No Lua, no GPU needed. */
+#ifndef GPURUN_BASE_NVRTC_COMPILE_H
+#define GPURUN_BASE_NVRTC_COMPILE_H
+
+#include <stddef.h>
+
+/* NVRTC's version; returns 0 if NVRTC cannot tell. */
+int nvrtc_compile_version(int *major, int *minor);
+
+/* A string that changes whenever the NVRTC library in use changes: its
+ * version, the file it was loaded from and that file's size and time. The
+ * kernel cache keys on it, so a toolkit update never serves stale code. */
+const char *nvrtc_compile_identity(void);
+
+enum nvrtc_target { NVRTC_TARGET_PTX, NVRTC_TARGET_CUBIN };
+
+/* "ptx" or "cubin". */
+const char *nvrtc_target_name(enum nvrtc_target target);
+
+struct nvrtc_request {
+    const char *source;              /* NUL-terminated CUDA C++ */
+    const char *name;                /* file name the log and __FILE__ show */
+    const char *const *options;      /* NVRTC option strings, in order */
+    size_t option_count;
+    enum nvrtc_target target;
+    const char *const *name_expressions; /* e.g. "scale<float>": lowered after compiling */
+    size_t name_expression_count;
+};
+
+/* Everything a compile produces, all heap-owned: release with
+ * nvrtc_output_free(). */
+struct nvrtc_output {
+    char *code;             /* PTX text (no trailing NUL counted) or CUBIN bytes */
+    size_t code_size;
+    char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing */
+    char **lowered_names;   /* one per name expression, same order */
+    size_t lowered_name_count;
+    /* The kernels' parameter lists as ptx_signatures_format() text, read
+     * from the PTX for either target (NVRTC gives PTX after a CUBIN compile
+     * too); parse it with ptx_signatures_parse(). NULL when they could not
+     * be read, with signatures_error saying why: a compile never fails
+     * for want of them. */
+    char *signatures;
+    size_t signatures_size;
+    char signatures_error[256];
+    char error[512];        /* on failure: which step failed and NVRTC's result */
+};
+
+/* Compiles. Returns 1 on success; on failure 0, with output->error saying
+ * what failed ("NVRTC_ERROR_COMPILATION" for a compile error, else
+ * "nvrtcCall: NVRTC_ERROR_X ...") and output->log holding the compiler's log
+ * when it got that far. output needs no initialisation; free it either way. */
+int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *output);
+
+void nvrtc_output_free(struct nvrtc_output *output);
+
+#endif

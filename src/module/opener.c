@@ -1,0 +1,85 @@
+/* The `gpurun` module opener: registers every type from one list, lowest
+ * layer first, as Lua's linit.c opens its libraries, then the parts of the
+ * module written in Lua (lua/gpurun/builtin/, loaded by module/lua_parts.c).
+ * Nothing else lives here. */
+#include "runtime/runtime.h"
+
+#include "types/buffer.h"
+#include "types/compare.h"
+#include "types/condition.h"
+#include "types/device.h"
+#include "types/dist.h"
+#include "types/event.h"
+#include "types/graph.h"
+#include "types/graph_builder.h"
+#include "types/kernel.h"
+#include "types/launch.h"
+#include "types/launch_config.h"
+#include "types/launch_plan.h"
+#include "types/object_code.h"
+#include "types/pinned_buffer.h"
+#include "types/program.h"
+#include "types/generator.h"
+#include "types/scalar.h"
+#include "types/stream.h"
+#include "types/system.h"
+#include "module/entry.h"
+#include "module/lua_parts.h"
+
+int luaopen_gpurun(lua_State *L);
+
+/* Each adds its type's metatable and its functions to the module table at
+ * the top of the stack. A type may use the ones above it in this list (and
+ * give them methods: GraphBuilder adds Stream:create_graph_builder), never
+ * the ones below. */
+static void (*const openers[])(lua_State *L) = {
+    gpurun_open_system,        /* device_count, versions, mem_info, perf_counter */
+    gpurun_open_event,         /* gpurun.Event */
+    gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
+    gpurun_open_device,        /* gpurun.Device */
+    gpurun_open_condition,     /* gpurun.Condition */
+    gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
+    gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
+    gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array, from_bytes */
+    gpurun_open_rng,           /* gpurun.Generator, default_rng */
+    gpurun_open_compare,       /* compare, allclose */
+    gpurun_open_scalar,        /* gpurun.Scalar, u64, f32, ... */
+    gpurun_open_launch_config, /* gpurun.LaunchConfig */
+    gpurun_open_kernel,        /* gpurun.Kernel */
+    gpurun_open_object_code,   /* gpurun.ObjectCode */
+    gpurun_open_program,       /* gpurun.Program, cache_info */
+    gpurun_open_launch,        /* launch */
+    gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
+    gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
+    gpurun_open_dist,          /* the C side of require("gpurun.dist") */
+};
+
+/* The parts of the module written in Lua (lua/gpurun/builtin/), opened in
+ * this order by module/lua_parts.c. */
+static const char *const lua_parts[] = {
+    "program_options", /* gpurun.ProgramOptions */
+    "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
+    "graph_dot",       /* Graph:to_dot */
+    "npy_files",       /* gpurun.load, Buffer:save */
+};
+
+int luaopen_gpurun(lua_State *L)
+{
+    /* The version check and the one-state guard, before the runtime's state
+     * object, so that the guard's __gc runs after the runtime's. */
+    gpurun_module_prologue(L);
+    gpurun_open_runtime(L);
+    lua_newtable(L);
+    int module = lua_gettop(L);
+    for (size_t i = 0; i < sizeof openers / sizeof openers[0]; i++)
+        openers[i](L);
+    /* The Lua parts may require gpurun's Lua library, which requires gpurun:
+     * they find this table, not a second opening. */
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, module);
+    lua_setfield(L, -2, "gpurun");
+    lua_pop(L, 1);
+    for (size_t i = 0; i < sizeof lua_parts / sizeof lua_parts[0]; i++)
+        gpurun_open_lua_part(L, module, lua_parts[i]);
+    return 1;
+}

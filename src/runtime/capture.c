@@ -1,0 +1,464 @@
+/* The capture registry: every capture in progress, what each keeps alive,
+ * frees deferred while one runs, and the rule that ends them all when an
+ * error is raised (gpurun_capture_abort_all, which runtime/error.c calls
+ * before raising anything).
+ *
+ * An origin capture (begin_building on a stream) makes one graph. Forks
+ * (builder:split) are other streams recording into the same graph until
+ * they are joined back; bodies are conditional nodes' graphs, each recorded
+ * on a stream of its own. The origin keeps each gpurun object any of them
+ * used (buffers, kernels) in a table and counts as its user, so closing one
+ * explicitly is refused while a graph may still touch it; the Graph
+ * completed from it takes its own copy of the list. Nothing here raises:
+ * callers turn results into errors. */
+#include "runtime/runtime.h"
+
+#include <string.h>
+
+static struct gpurun_capture *capturing;
+
+static const char *const state_names[] = {"idle", "building", "built", "abandoned", "joined"};
+
+const char *gpurun_capture_state_name(enum gpurun_capture_state state)
+{
+    return state_names[state];
+}
+
+void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *stream)
+{
+    capture->stream = stream;
+    capture->state = GPURUN_CAPTURE_IDLE;
+    capture->role = GPURUN_CAPTURE_ORIGIN;
+    capture->root = capture;
+    capture->graph = NULL;
+    capture->owner = LUA_NOREF;
+    capture->kept = LUA_NOREF;
+    capture->open_forks = 0;
+    capture->open_bodies = 0;
+    capture->has_loop = 0;
+    capture->has_conditional = 0;
+    capture->next = NULL;
+}
+
+int gpurun_capture_in_progress(void)
+{
+    return capturing != NULL;
+}
+
+/* Only gpurun objects are ever kept: the header says where a use counts. */
+void gpurun_adjust_users(lua_State *L, int index, int delta)
+{
+    struct gpurun_object *object = lua_touserdata(L, index);
+    if (object == NULL)
+        return;
+    if (object->counts_for)
+        object = object->counts_for;
+    object->graph_users += delta;
+}
+
+static void drop_kept(lua_State *L, struct gpurun_capture *capture)
+{
+    if (capture->kept == LUA_NOREF)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
+        gpurun_adjust_users(L, -2, -1);
+    lua_pop(L, 1);
+    luaL_unref(L, LUA_REGISTRYINDEX, capture->kept);
+    capture->kept = LUA_NOREF;
+}
+
+static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
+{
+    lua_pushvalue(L, owner_index); /* a building owner is never collected */
+    capture->owner = luaL_ref(L, LUA_REGISTRYINDEX);
+    capture->stream->capture = capture;
+    capture->next = capturing;
+    capturing = capture;
+}
+
+static void unlink_capture(lua_State *L, struct gpurun_capture *capture)
+{
+    for (struct gpurun_capture **link = &capturing; *link; link = &(*link)->next) {
+        if (*link == capture) {
+            *link = capture->next;
+            break;
+        }
+    }
+    capture->next = NULL;
+    if (capture->stream->capture == capture)
+        capture->stream->capture = NULL;
+    luaL_unref(L, LUA_REGISTRYINDEX, capture->owner);
+    capture->owner = LUA_NOREF;
+}
+
+/* The forks of an origin stay listed (and their streams refuse plain work)
+ * until the origin's capture ends, since the driver keeps them in it until
+ * then; this lets them all go, as `state`, those still open included. */
+static void unlink_forks(lua_State *L, struct gpurun_capture *origin, enum gpurun_capture_state open)
+{
+    for (struct gpurun_capture *c = capturing, *next; c; c = next) {
+        next = c->next;
+        if (c->role == GPURUN_CAPTURE_FORK && c->root == origin) {
+            if (c->state == GPURUN_CAPTURE_BUILDING)
+                c->state = open;
+            unlink_capture(L, c);
+        }
+    }
+    origin->open_forks = 0;
+}
+
+static void destroy_graph(struct gpurun_capture *capture)
+{
+    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->graph)
+        (void)CUDA_CALL(cuGraphDestroy, capture->graph);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        capture->graph = NULL;
+}
+
+/* An event of the `from` stream's work so far, waited on by `into`: the way
+ * streams are forked into and joined back to a capture. */
+static CUresult order_after(struct gpurun_stream *into, struct gpurun_stream *from)
+{
+    CUevent event = NULL;
+    CUresult result = CUDA_CALL(cuEventCreate, &event, CU_EVENT_DISABLE_TIMING);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuEventRecord, event, from->handle);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuStreamWaitEvent, into->handle, event, 0);
+    if (event)
+        (void)CUDA_CALL(cuEventDestroy, event);
+    return result;
+}
+
+/* Ends the capture on the driver's side, discarding what it recorded. A
+ * body's graph belongs to its conditional node and goes with the origin's. */
+static void abandon(lua_State *L, struct gpurun_capture *capture)
+{
+    CUgraph partial = NULL;
+    if (capture->role == GPURUN_CAPTURE_ORIGIN) {
+        /* Every fork joined first: ending a capture with unjoined streams
+         * fails and can leave them in it. */
+        for (struct gpurun_capture *c = capturing; c; c = c->next)
+            if (c->role == GPURUN_CAPTURE_FORK && c->root == capture
+                && c->state == GPURUN_CAPTURE_BUILDING && c->stream->handle)
+                (void)order_after(capture->stream, c->stream);
+        unlink_forks(L, capture, GPURUN_CAPTURE_ABANDONED);
+    }
+    if (capture->role != GPURUN_CAPTURE_FORK && capture->stream->handle
+        && CUDA_CALL(cuStreamEndCapture, capture->stream->handle, &partial) == CUDA_SUCCESS
+        && partial && capture->role == GPURUN_CAPTURE_ORIGIN)
+        (void)CUDA_CALL(cuGraphDestroy, partial);
+    if (capture->role == GPURUN_CAPTURE_BODY && capture->root->open_bodies > 0)
+        capture->root->open_bodies--;
+    unlink_capture(L, capture);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        drop_kept(L, capture);
+    capture->state = GPURUN_CAPTURE_ABANDONED;
+}
+
+CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index)
+{
+    owner_index = lua_absindex(L, owner_index);
+    /* Thread-local mode: a call that is unsafe during capture (an allocation,
+     * a synchronize) fails instead of silently breaking the graph. */
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    CUresult result;
+    if (capture->role == GPURUN_CAPTURE_BODY) {
+        result = CUDA_CALL(cuStreamBeginCaptureToGraph, capture->stream->handle, capture->graph,
+                           NULL, NULL, 0, mode);
+        if (result != CUDA_SUCCESS)
+            return result;
+        capture->root->open_bodies++;
+    } else {
+        gpurun_capture_release(L, capture);
+        lua_newtable(L);
+        capture->kept = luaL_ref(L, LUA_REGISTRYINDEX);
+        result = CUDA_CALL(cuStreamBeginCapture, capture->stream->handle, mode);
+        if (result != CUDA_SUCCESS) {
+            drop_kept(L, capture);
+            return result;
+        }
+        capture->has_loop = 0;
+        capture->has_conditional = 0;
+    }
+    capture->state = GPURUN_CAPTURE_BUILDING;
+    link_capture(L, capture, owner_index);
+    return CUDA_SUCCESS;
+}
+
+CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
+                             struct gpurun_capture *parent, int owner_index)
+{
+    CUresult result = order_after(fork->stream, parent->stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    fork->role = GPURUN_CAPTURE_FORK;
+    fork->root = parent->root;
+    fork->state = GPURUN_CAPTURE_BUILDING;
+    fork->root->open_forks++;
+    link_capture(L, fork, lua_absindex(L, owner_index));
+    return CUDA_SUCCESS;
+}
+
+CUresult gpurun_capture_join(struct gpurun_capture *into, struct gpurun_capture *from)
+{
+    CUresult result = order_after(into->stream, from->stream);
+    if (result == CUDA_SUCCESS && from->role == GPURUN_CAPTURE_FORK) {
+        from->state = GPURUN_CAPTURE_JOINED;
+        from->root->open_forks--;
+    }
+    return result;
+}
+
+CUresult gpurun_capture_end(lua_State *L, struct gpurun_capture *capture)
+{
+    if (capture->role == GPURUN_CAPTURE_ORIGIN
+        && (capture->open_forks > 0 || capture->open_bodies > 0))
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    CUgraph graph = NULL;
+    CUresult result = CUDA_CALL(cuStreamEndCapture, capture->stream->handle, &graph);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        unlink_forks(L, capture, GPURUN_CAPTURE_JOINED);
+    unlink_capture(L, capture);
+    if (capture->role == GPURUN_CAPTURE_BODY) {
+        capture->root->open_bodies--;
+        capture->state = result == CUDA_SUCCESS ? GPURUN_CAPTURE_BUILT : GPURUN_CAPTURE_ABANDONED;
+    } else if (result != CUDA_SUCCESS) {
+        if (graph)
+            (void)CUDA_CALL(cuGraphDestroy, graph);
+        drop_kept(L, capture);
+        capture->state = GPURUN_CAPTURE_ABANDONED;
+    } else {
+        capture->graph = graph;
+        capture->state = GPURUN_CAPTURE_BUILT;
+    }
+    if (!capturing)
+        gpurun_flush_frees();
+    return result;
+}
+
+void gpurun_capture_abort_all(lua_State *L)
+{
+    if (!capturing)
+        return;
+    /* Bodies first, newest (innermost) first: their graphs go with the
+     * origin's, which must not be ended under them. */
+    for (struct gpurun_capture *c = capturing, *next; c; c = next) {
+        next = c->next;
+        if (c->role == GPURUN_CAPTURE_BODY) {
+            abandon(L, c);
+            next = capturing;
+        }
+    }
+    while (capturing) {
+        struct gpurun_capture *c = capturing;
+        while (c && c->role != GPURUN_CAPTURE_ORIGIN)
+            c = c->next;
+        abandon(L, c ? c : capturing);
+    }
+    gpurun_flush_frees();
+}
+
+void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index)
+{
+    index = lua_absindex(L, index);
+    capture = capture->root;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
+    lua_pushvalue(L, index);
+    if (lua_rawget(L, -2) == LUA_TNIL) {
+        lua_pushvalue(L, index);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -4);
+        gpurun_adjust_users(L, index, +1);
+    }
+    lua_pop(L, 2);
+}
+
+void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture)
+{
+    lua_newtable(L);
+    if (capture->kept == LUA_NOREF)
+        return;
+    int sequence = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
+    lua_Integer count = 0;
+    for (lua_pushnil(L); lua_next(L, -2);) {
+        lua_pop(L, 1);
+        gpurun_adjust_users(L, -1, +1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, sequence, ++count);
+    }
+    lua_pop(L, 1);
+}
+
+void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture)
+{
+    if (capture->state == GPURUN_CAPTURE_BUILDING) {
+        if (capture->role == GPURUN_CAPTURE_FORK)
+            gpurun_capture_abort_all(L); /* a fork cannot end alone */
+        else
+            abandon(L, capture);
+    }
+    destroy_graph(capture);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+        drop_kept(L, capture);
+    if (!capturing)
+        gpurun_flush_frees();
+}
+
+void gpurun_release_users(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    lua_Integer count = (lua_Integer)lua_rawlen(L, index);
+    for (lua_Integer i = 1; i <= count; i++) {
+        lua_rawgeti(L, index, i);
+        gpurun_adjust_users(L, -1, -1);
+        lua_pop(L, 1);
+    }
+}
+
+/* ---- conditional nodes ---------------------------------------------------- */
+
+CUresult gpurun_capture_current_graph(const struct gpurun_capture *capture, CUgraph *graph)
+{
+    CUstreamCaptureStatus status;
+    *graph = NULL;
+    return CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL, graph, NULL,
+                     NULL, NULL);
+}
+
+CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
+                                         CUgraphConditionalHandle *handle, CUgraph *graph)
+{
+    CUresult result = gpurun_capture_current_graph(capture, graph);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return CUDA_CALL(cuGraphConditionalHandleCreate, handle, *graph, capture->stream->context,
+                     default_value, CU_GRAPH_COND_ASSIGN_DEFAULT);
+}
+
+CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
+                                        CUgraphConditionalHandle handle,
+                                        CUgraphConditionalNodeType type, unsigned int count,
+                                        CUgraph *bodies)
+{
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    const CUgraphNode *dependencies = NULL;
+    size_t dependency_count = 0;
+    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
+                                &graph, &dependencies, NULL, &dependency_count);
+    if (result != CUDA_SUCCESS)
+        return result;
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.conditional.handle = handle;
+    params.conditional.type = type;
+    params.conditional.size = count;
+    params.conditional.ctx = capture->stream->context;
+    CUgraphNode node = NULL;
+    result = CUDA_CALL(cuGraphAddNode, &node, graph, dependencies, NULL, dependency_count, &params);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = CUDA_CALL(cuStreamUpdateCaptureDependencies, capture->stream->handle, &node, NULL, 1,
+                       CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    if (result != CUDA_SUCCESS)
+        return result;
+    for (unsigned int i = 0; i < count; i++)
+        bodies[i] = params.conditional.phGraph_out[i];
+    capture->root->has_conditional = 1;
+    if (type == CU_GRAPH_COND_TYPE_WHILE)
+        capture->root->has_loop = 1;
+    return CUDA_SUCCESS;
+}
+
+/* ---- deferred frees ------------------------------------------------------ */
+
+/* cuMemFree is not allowed while a graph is being captured (it would break
+ * the capture), so memory freed then waits; page-locked host memory too
+ * (host != NULL, with the event of its last queued copy). A full list frees
+ * at once rather than leak. */
+#define MAX_PENDING_FREES 1024
+static struct {
+    CUdeviceptr pointer;
+    CUcontext context;
+    void *host;
+    CUevent last_use;
+} pending[MAX_PENDING_FREES];
+static size_t pending_count;
+
+/* Waits for the last copy queued on the host memory, then frees it. */
+static CUresult free_host(void *pointer, CUevent last_use)
+{
+    /* As for device memory: the contexts' release at exit took it. */
+    if (gpurun_runtime.current_context == NULL)
+        return CUDA_SUCCESS;
+    CUresult result = CUDA_SUCCESS;
+    if (last_use) {
+        result = CUDA_CALL(cuEventSynchronize, last_use);
+        (void)CUDA_CALL(cuEventDestroy, last_use);
+    }
+    CUresult freed = CUDA_CALL(cuMemFreeHost, pointer);
+    return result != CUDA_SUCCESS ? result : freed;
+}
+
+static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
+{
+    CUcontext current = gpurun_runtime.current_context;
+    /* No current context means the runtime has been closed at exit, and
+     * releasing the primary contexts freed everything in them; abandoned
+     * work (a replay interrupted by Ctrl-C) may still use the memory. */
+    if (current == NULL || gpurun_runtime.abandoned)
+        return CUDA_SUCCESS;
+    if (context == current)
+        return CUDA_CALL(cuMemFree, pointer);
+    CUresult result = CUDA_CALL(cuCtxSetCurrent, context);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuMemFree, pointer);
+    CUresult restored = CUDA_CALL(cuCtxSetCurrent, current);
+    return result != CUDA_SUCCESS ? result : restored;
+}
+
+void gpurun_flush_frees(void)
+{
+    while (pending_count > 0) {
+        pending_count--;
+        /* Nobody is left to tell about a failure here. */
+        if (pending[pending_count].host)
+            (void)free_host(pending[pending_count].host, pending[pending_count].last_use);
+        else
+            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context);
+    }
+}
+
+CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
+{
+    if (capturing && pending_count < MAX_PENDING_FREES) {
+        pending[pending_count].pointer = pointer;
+        pending[pending_count].context = context;
+        pending[pending_count].host = NULL;
+        pending[pending_count].last_use = NULL;
+        pending_count++;
+        return CUDA_SUCCESS;
+    }
+    if (!capturing)
+        gpurun_flush_frees();
+    return free_in_context(pointer, context);
+}
+
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
+{
+    if (capturing && pending_count < MAX_PENDING_FREES) {
+        pending[pending_count].pointer = 0;
+        pending[pending_count].context = NULL;
+        pending[pending_count].host = pointer;
+        pending[pending_count].last_use = last_use;
+        pending_count++;
+        return CUDA_SUCCESS;
+    }
+    if (!capturing)
+        gpurun_flush_frees();
+    return free_host(pointer, last_use);
+}

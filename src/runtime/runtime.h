@@ -1,0 +1,415 @@
+/* The runtime layer: what every Lua type of gpurun stands on, and no type
+ * of its own.
+ *
+ *   runtime/error.c    raising errors, and what messages call values; every
+ *                      error gpurun raises goes through here, which is what
+ *                      makes the capture rule hold
+ *   runtime/object.c   the object header, type registration with fast method
+ *                      lookup, checks of self and of arguments by type
+ *   runtime/value.c    arguments as numbers, integers, strings, dtypes and
+ *                      elements (over base/dtype.c's one set of rules)
+ *   runtime/state.c    contexts, the current device and stream, the module's
+ *                      state object
+ *   runtime/capture.c  the capture registry: which streams are being captured,
+ *                      what each capture keeps alive, deferred frees, and the
+ *                      rule that an error raised during a capture ends it
+ *
+ * Below it: the driver loader, NVRTC and the kernel cache, base/dtype.c (no Lua).
+ * Above it: one file per Lua type (l*.c), then the module opener (module/opener.c). */
+#ifndef GPURUN_RUNTIME_RUNTIME_H
+#define GPURUN_RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "base/cuda_driver.h"
+#include "base/dtype.h"
+#include "base/version.h"
+
+/* ---- objects (runtime/object.c) ----------------------------------------- */
+
+/* Every gpurun userdata begins with a header whose tag names its type. The
+ * launch path tells types apart by the tag (two API calls) instead of by the
+ * metatable (four); only C code that forges a block with gpurun's own tag
+ * address could fool it. Each type defines its tag in its own file. */
+struct gpurun_tag {
+    const char *type_name; /* the metatable's name: "gpurun.Buffer" */
+};
+
+struct gpurun_object {
+    const struct gpurun_tag *tag;
+    int closed;
+    /* Graphs and builders that hold this object (runtime/capture.c): an
+     * explicit close is refused while it is above 0. */
+    int graph_users;
+    /* Where a use counts: NULL for the object itself; a Kernel counts for the
+     * ObjectCode whose library holds its code. */
+    struct gpurun_object *counts_for;
+};
+
+/* The object at index when it carries `tag` (open or closed), else NULL. */
+static inline void *gpurun_to_tagged(lua_State *L, int index, const struct gpurun_tag *tag)
+{
+    void *block = lua_touserdata(L, index);
+    if (block == NULL || lua_rawlen(L, index) < sizeof(struct gpurun_object)
+        || ((const struct gpurun_object *)block)->tag != tag)
+        return NULL;
+    return block;
+}
+
+/* The object at index, or a "gpurun.X expected" argument error. */
+void *gpurun_check_tagged(lua_State *L, int index, const struct gpurun_tag *tag);
+
+/* As gpurun_check_tagged, and open, or "attempt to use a closed gpurun.X". */
+void *gpurun_check_open(lua_State *L, int index, const struct gpurun_tag *tag);
+
+/* Pushes a new zeroed object of `size` bytes with `uservalues` user values,
+ * tagged and with its type's metatable, closed until its maker opens it (so
+ * that a constructor failing halfway leaves nothing for __gc to release). */
+void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct gpurun_tag *tag);
+
+/* A Lua type: methods (also callable on a closed object, so that close()
+ * always works), metamethods, fields (getters called with the open object at
+ * 1 and the key at 2; they push one value), and a getter for keys that name
+ * neither (numbers, for buf[i]), or NULL. __index is a closure over the
+ * methods and fields tables, so a method costs one table look-up. Every
+ * function is registered as a closure over its own name ("Buffer:fill"), which
+ * error messages use. */
+struct gpurun_type {
+    const struct gpurun_tag *tag;
+    const luaL_Reg *methods;
+    const luaL_Reg *metamethods;
+    const luaL_Reg *fields;
+    lua_CFunction index_other;
+};
+
+void gpurun_register_type(lua_State *L, const struct gpurun_type *type);
+
+/* Adds methods to a registered type, named as its own ("Stream:create_graph_builder"):
+ * a type above another gives it methods that make objects of the upper type,
+ * so that the lower one needs to know nothing of it. */
+void gpurun_add_methods(lua_State *L, const struct gpurun_tag *tag, const luaL_Reg *methods);
+
+/* Sets functions in the table at the top of the stack, named "gpurun.<name>". */
+void gpurun_set_functions(lua_State *L, const luaL_Reg *functions);
+
+/* ---- errors (runtime/error.c) ------------------------------------------- */
+
+/* Every error gpurun raises ends every capture in progress first (so the
+ * streams are usable once it is caught), then raises. None returns. */
+int gpurun_error(lua_State *L, const char *fmt, ...);
+
+/* The same with the position of stack level `level` (as luaL_where counts;
+ * 0: none) instead of the running function's caller. */
+int gpurun_error_at(lua_State *L, int level, const char *message);
+
+/* The same at the first Lua caller whose source does not contain `inside`
+ * ("/gpurun/builtin/"): where a C function's error would point, for errors
+ * raised by gpurun's own Lua code. */
+int gpurun_error_outside(lua_State *L, const char *inside, const char *message);
+
+/* "bad argument #n to 'Type:method' (why)": the name is the running
+ * function's; a method's arguments count from after self, as in a colon
+ * call, and a bad self says "calling 'Type:method' on bad self (why)". */
+int gpurun_arg_error(lua_State *L, int arg, const char *fmt, ...);
+
+/* "bad argument #n to 'f' (expected expected, got <what is there>)". */
+int gpurun_type_error(lua_State *L, int arg, const char *expected);
+
+/* "attempt to use a closed gpurun.<Type>". */
+int gpurun_closed_error(lua_State *L, const char *type_name);
+
+/* "<call>: CUDA_ERROR_X (description) while <what>", from the call CUDA_CALL
+ * recorded; after a sticky error, that the context is no longer usable. */
+int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...);
+
+/* Like CUDA_CALL, raising gpurun_cuda_error with a fixed description. */
+#define CHECK_CUDA(L, what, name, ...)                                   \
+    do {                                                                 \
+        if (cuda_checked(cuda.name(__VA_ARGS__), #name) != CUDA_SUCCESS) \
+            gpurun_cuda_error((L), "%s", (what));                        \
+    } while (0)
+
+/* For a query (cuStreamQuery, cuEventQuery) that CUDA_CALL made: pushes
+ * whether the work is done, or raises for a real failure. Returns 1. */
+int gpurun_push_ready(lua_State *L, CUresult result, const char *what);
+
+/* Loads the driver or raises the loader's reason. */
+void gpurun_require_driver(lua_State *L);
+
+/* "gpurun.Buffer", "number", "no value"...: what a message calls the type of
+ * the value at index (may push a string; the result lives until it is popped). */
+const char *gpurun_type_name(lua_State *L, int index);
+
+/* As gpurun_type_name, but a number is shown as itself ("1.5", "inf"). */
+const char *gpurun_value_text(lua_State *L, int index);
+
+/* ---- argument values (runtime/value.c) ---------------------------------- */
+
+/* An integer argument: a number with an exact integer value, else "expected
+ * expected, got 1.5" (or the type); with expected NULL, luaL_checkinteger's
+ * words ("number expected", "number has no integer representation"). */
+lua_Integer gpurun_check_integer(lua_State *L, int arg, const char *expected);
+lua_Integer gpurun_opt_integer(lua_State *L, int arg, lua_Integer fallback, const char *expected);
+
+/* A number argument (not a string that looks like one). */
+lua_Number gpurun_check_number(lua_State *L, int arg);
+lua_Number gpurun_opt_number(lua_State *L, int arg, lua_Number fallback);
+
+/* A string argument (a number converts, as for Lua's own), with its length. */
+const char *gpurun_check_string(lua_State *L, int arg, size_t *length);
+
+/* A table argument. */
+void gpurun_check_table(lua_State *L, int arg);
+
+/* The value at index as an exact integer: 1 and *out set, or 0. */
+int gpurun_exact_integer(lua_State *L, int index, lua_Integer *out);
+
+/* Options tables (Event{...}, create_stream{...}, kernel:occupancy{...}):
+ * nil or none means no options; a table may hold only the keys in `known`
+ * (NULL-terminated), else "unknown option 'x' (known: a, b)". Returns
+ * whether a table is there. Reads are raw: no metamethod runs. */
+int gpurun_check_options(lua_State *L, int arg, const char *const *known);
+
+/* The field of the options table at arg (checked by gpurun_check_options;
+ * nil there: fallback), as a boolean, or as an integer (expected: what the
+ * message says it must be, "an integer number of bytes"). */
+int gpurun_opt_boolean_field(lua_State *L, int arg, const char *key, int fallback);
+lua_Integer gpurun_opt_integer_field(lua_State *L, int arg, const char *key, lua_Integer fallback,
+                                     const char *expected);
+
+/* The dtype named by the optional string at arg (fallback when absent). */
+int gpurun_check_dtype(lua_State *L, int arg, int fallback);
+
+/* A positive element count at arg. */
+size_t gpurun_check_count(lua_State *L, int arg);
+
+/* The number at index as one element of dtype at out: NULL, or pushes and
+ * returns why it does not fit ("300 out of range for uint8 (0..255)"). */
+const char *gpurun_to_element(lua_State *L, int index, int dtype, void *out);
+
+/* As gpurun_to_element for an argument, raising an argument error. */
+void gpurun_check_element(lua_State *L, int arg, int dtype, void *out);
+
+/* Pushes the element of dtype at p: integers for integer dtypes (uint64
+ * values past the Lua integers as floats), floats for float dtypes. */
+void gpurun_push_element(lua_State *L, int dtype, const void *p);
+
+/* The first `count` elements of the sequence at table_index, stored as
+ * elements of dtype at out; the first that does not fit is an argument
+ * error at arg ("element 3: 300 out of range for uint8 (0..255)"). */
+void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count, int dtype,
+                           void *out);
+
+/* Pushes a new sequence of the count elements of dtype at p; `what`
+ * names the caller when count is too many for a Lua table. */
+void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
+
+/* An optional element range of a container of `size` elements, in Lua's
+ * 1-based element indices: when the argument at arg is a number, it is the
+ * first element and arg + 1 the count (nil: default_count, or to the end
+ * when default_count is 0); else the whole container. Sets *first
+ * (0-based) and *count, and returns the index of the argument after the
+ * range (where a stream goes; a non-number at arg + 1 is taken for it). */
+int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, size_t *first,
+                     size_t *count);
+
+/* Host scratch memory as a userdata left on the stack, so that an error
+ * raised while it is in use cannot leak it. */
+void *gpurun_push_staging(lua_State *L, size_t bytes);
+
+/* "4.00 GiB" */
+const char *gpurun_format_size(char *text, size_t size, size_t bytes);
+
+/* ---- contexts, devices, the current stream (runtime/state.c) ------------ */
+
+struct gpurun_capture;
+
+/* A stream as the runtime knows it; the Stream type (types/stream.c) wraps one. */
+struct gpurun_stream {
+    CUstream handle;
+    CUcontext context;
+    int device;
+    /* The capture recording it (runtime/capture.c), or NULL: plain launches
+     * on a captured stream are refused, so that a graph never holds work
+     * whose buffers it does not keep. */
+    struct gpurun_capture *capture;
+    /* Work queued since the last completed wait may never end (a graph with
+     * a while loop): waits poll, so that Ctrl-C can end them. */
+    int unbounded;
+    CUevent order_event; /* recorded when another stream waits for this one */
+};
+
+struct gpurun_runtime {
+    CUcontext current_context;  /* set by Device:set_current(), NULL before */
+    int current_device;         /* ordinal, -1 before set_current */
+    struct gpurun_stream *current_stream; /* for buffer operations; NULL: none */
+    /* A wait was interrupted with GPU work still running (a replay whose
+     * while loop never ends): memory and contexts are then left to the
+     * driver at exit rather than freed under that work. */
+    int abandoned;
+};
+extern struct gpurun_runtime gpurun_runtime;
+
+/* The current context, or a clear error when no device has been made
+ * current (or the driver cannot be loaded: that reason first). */
+CUcontext gpurun_require_context(lua_State *L);
+
+/* Retains (once per process) and returns the primary context of a device;
+ * released when the module's state is closed at exit. */
+CUcontext gpurun_primary_context(lua_State *L, int ordinal);
+
+/* Makes device `ordinal` current. */
+void gpurun_make_current(lua_State *L, int ordinal);
+
+/* For a call on an object of another device: makes `context` current and
+ * returns the context to restore with gpurun_leave_context (NULL when it
+ * was current already, or could not be made current, in which case the
+ * call fails with the driver's own error). Callers make their call, leave,
+ * and only then raise, so that an error never leaves another device's
+ * context current. */
+CUcontext gpurun_enter_context(CUcontext context);
+void gpurun_leave_context(CUcontext previous);
+
+/* Peer access that Device:enable_peer_access turned on: whether kernels on
+ * device `from` may touch memory of device `to` (always for from == to). */
+#define GPURUN_MAX_DEVICES 64
+int gpurun_peer_enabled(int from, int to);
+void gpurun_record_peer_access(int from, int to);
+
+/* The stream object at index becomes the current stream (nil: none); the
+ * registry keeps it, so the record cannot outlive its object. */
+void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream);
+void gpurun_push_current_stream(lua_State *L);
+
+/* Waits for the stream's work (a failed wait raises, naming `what`). Where
+ * that work may never end, polls, and an interrupt noted meanwhile raises
+ * "interrupted!" instead. */
+void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what);
+
+/* Called from the host's SIGINT handler (async-signal-safe): a wait that
+ * polls gives up at once. */
+void gpurun_note_interrupt(void);
+
+/* Creates the state object whose __gc releases the contexts: the first
+ * gpurun userdata, so the last one collected. Once per Lua state. */
+void gpurun_open_runtime(lua_State *L);
+
+/* Monotonic seconds. */
+double gpurun_now(void);
+
+/* ---- captures (runtime/capture.c) --------------------------------------- */
+
+enum gpurun_capture_state {
+    GPURUN_CAPTURE_IDLE, GPURUN_CAPTURE_BUILDING, GPURUN_CAPTURE_BUILT, GPURUN_CAPTURE_ABANDONED,
+    GPURUN_CAPTURE_JOINED
+};
+
+/* ORIGIN: a capture begun on a stream (begin_building), which makes a graph.
+ * FORK: a stream joined into an origin's capture (builder:split), recording
+ * into the same graph until it is joined back. BODY: a conditional node's
+ * body graph, recorded on a stream of its own (cuStreamBeginCaptureToGraph);
+ * the graph belongs to the conditional node. */
+enum gpurun_capture_role { GPURUN_CAPTURE_ORIGIN, GPURUN_CAPTURE_FORK, GPURUN_CAPTURE_BODY };
+
+/* A capture of one stream into a graph; a GraphBuilder holds one. */
+struct gpurun_capture {
+    struct gpurun_stream *stream;
+    enum gpurun_capture_state state;
+    enum gpurun_capture_role role;
+    struct gpurun_capture *root; /* the origin whose graph this records into (itself for one) */
+    CUgraph graph;               /* origin: what end captured, until released; body: its graph */
+    int owner;                   /* registry reference to the owner while building */
+    int kept;                    /* origin: registry reference to { object = true } */
+    int open_forks;              /* origin: forks not joined back yet */
+    int open_bodies;             /* origin: conditional bodies (at any depth) still building */
+    int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
+    int has_conditional;         /* origin: its graph holds a conditional node (no clone) */
+    struct gpurun_capture *next; /* in the list of captures in progress */
+};
+
+const char *gpurun_capture_state_name(enum gpurun_capture_state state);
+
+/* Ready to capture `stream` as an origin; nothing held. */
+void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *stream);
+
+/* Starts capturing the stream of the owner at owner_index: an origin (drops
+ * whatever an earlier capture left) or a body (into capture->graph, set by
+ * gpurun_capture_add_conditional). Returns the driver's result. */
+CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index);
+
+/* Makes `fork`, whose stream is new and idle, record into parent's capture
+ * from here on (an event recorded on the parent's stream, waited on by the
+ * fork's). Returns the driver's result. */
+CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
+                             struct gpurun_capture *parent, int owner_index);
+
+/* What `from` recorded joins `into` (both building, of one graph): into's
+ * stream waits for from's. A joined fork is done (JOINED). */
+CUresult gpurun_capture_join(struct gpurun_capture *into, struct gpurun_capture *from);
+
+/* Ends the capture: an origin BUILT with capture->graph set (or ABANDONED,
+ * with what it kept let go), a body BUILT. An origin with forks not joined or
+ * bodies still building is not ended: CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+ * for the caller to explain. Returns the driver's result. */
+CUresult gpurun_capture_end(lua_State *L, struct gpurun_capture *capture);
+
+/* Ends every capture in progress and discards what each captured (forks are
+ * joined first, so the driver ends every stream's capture). */
+void gpurun_capture_abort_all(lua_State *L);
+
+/* Whether any capture is in progress. */
+int gpurun_capture_in_progress(void);
+
+/* The capture keeps the gpurun object at index alive (and counts as its
+ * user) until released; forks and bodies keep into their origin. Allocates:
+ * callers keep the value anchored. */
+void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index);
+
+/* Pushes a sequence of what the capture kept, each counted once more as used
+ * (by the graph that holds the sequence: gpurun_release_users lets go). */
+void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture);
+
+/* Lets go of what it kept and of its graph; abandons it if building. */
+void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture);
+
+/* The graph the capture records into now (a conditional body's own). */
+CUresult gpurun_capture_current_graph(const struct gpurun_capture *capture, CUgraph *graph);
+
+/* A conditional handle for the graph the capture records into (set in
+ * *graph), with a default value set at each launch of the graph. */
+CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigned int default_value,
+                                         CUgraphConditionalHandle *handle, CUgraph *graph);
+
+/* Adds a conditional node of `type` with `count` bodies after the work
+ * captured so far, and sets bodies[i] to their graphs (owned by the node);
+ * what is captured next depends on the node. */
+CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
+                                        CUgraphConditionalHandle handle,
+                                        CUgraphConditionalNodeType type, unsigned int count,
+                                        CUgraph *bodies);
+
+/* For each gpurun object in the sequence at index: one user fewer. */
+void gpurun_release_users(lua_State *L, int index);
+
+/* One user more (delta 1) or fewer (-1) for the gpurun object at index,
+ * counted where its header says (a view's for its base, a kernel's for its
+ * ObjectCode). */
+void gpurun_adjust_users(lua_State *L, int index, int delta);
+
+/* Frees device memory of `context`, or, while a capture is in progress
+ * (cuMemFree would break it), once none is. */
+CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);
+
+/* Frees page-locked host memory (cuMemFreeHost) once the event of its last
+ * queued copy (NULL: none) has completed, destroying the event; while a
+ * capture is in progress, once none is. */
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use);
+
+/* Frees what was deferred; called before allocating and after captures. */
+void gpurun_flush_frees(void);
+
+#endif

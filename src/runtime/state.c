@@ -1,0 +1,188 @@
+/* Contexts, the current device and the current stream.
+ *
+ * gpurun uses each device's primary context, retained once per process and
+ * released by the module's state object, whose __gc runs after every other
+ * gpurun object's (it is created first). */
+#include "runtime/runtime.h"
+
+#include <signal.h>
+#include <time.h>
+
+#define MAX_DEVICES GPURUN_MAX_DEVICES
+/* The registry keeps the current stream's object, so the record in
+ * gpurun_runtime can never outlive it. */
+#define CURRENT_STREAM_KEY "gpurun.current_stream"
+#define STATE_KEY "gpurun.runtime"
+
+struct gpurun_runtime gpurun_runtime = {NULL, -1, NULL, 0};
+
+static volatile sig_atomic_t interrupt_noted;
+
+static CUcontext retained_contexts[MAX_DEVICES];
+static CUdevice retained_devices[MAX_DEVICES];
+
+CUcontext gpurun_require_context(lua_State *L)
+{
+    if (gpurun_runtime.current_context == NULL) {
+        if (cuda_driver_load() != CUDA_SUCCESS)
+            gpurun_error(L, "%s", cuda_driver_load_error());
+        gpurun_error(L, "no current CUDA device: call gpurun.Device(id):set_current() first");
+    }
+    return gpurun_runtime.current_context;
+}
+
+CUcontext gpurun_primary_context(lua_State *L, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= MAX_DEVICES)
+        gpurun_error(L, "device ordinal %d out of range", ordinal);
+    if (retained_contexts[ordinal] == NULL) {
+        CUdevice device;
+        CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, ordinal);
+        CUcontext context;
+        CHECK_CUDA(L, "retaining the primary context", cuDevicePrimaryCtxRetain, &context, device);
+        retained_contexts[ordinal] = context;
+        retained_devices[ordinal] = device;
+    }
+    return retained_contexts[ordinal];
+}
+
+void gpurun_make_current(lua_State *L, int ordinal)
+{
+    CUcontext context = gpurun_primary_context(L, ordinal);
+    CHECK_CUDA(L, "making the device's primary context current", cuCtxSetCurrent, context);
+    if (gpurun_runtime.current_device != ordinal) {
+        /* A stream belongs to its device. */
+        gpurun_runtime.current_stream = NULL;
+        lua_pushnil(L);
+        lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+    }
+    gpurun_runtime.current_context = context;
+    gpurun_runtime.current_device = ordinal;
+}
+
+CUcontext gpurun_enter_context(CUcontext context)
+{
+    CUcontext current = gpurun_runtime.current_context;
+    if (context == current || CUDA_CALL(cuCtxSetCurrent, context) != CUDA_SUCCESS)
+        return NULL;
+    return current;
+}
+
+void gpurun_leave_context(CUcontext previous)
+{
+    /* Fails only for a context already destroyed, which no later call of
+     * gpurun's uses. */
+    if (previous != NULL)
+        (void)CUDA_CALL(cuCtxSetCurrent, previous);
+}
+
+static unsigned long long peer_access[MAX_DEVICES];
+
+int gpurun_peer_enabled(int from, int to)
+{
+    if (from == to)
+        return 1;
+    if (from < 0 || to < 0 || from >= MAX_DEVICES || to >= MAX_DEVICES)
+        return 0;
+    return (peer_access[from] >> to) & 1;
+}
+
+void gpurun_record_peer_access(int from, int to)
+{
+    if (from >= 0 && to >= 0 && from < MAX_DEVICES && to < MAX_DEVICES)
+        peer_access[from] |= 1ULL << to;
+}
+
+void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream)
+{
+    gpurun_runtime.current_stream = stream;
+    if (stream)
+        lua_pushvalue(L, index);
+    else
+        lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+}
+
+void gpurun_push_current_stream(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, CURRENT_STREAM_KEY);
+}
+
+void gpurun_note_interrupt(void)
+{
+    interrupt_noted = 1;
+}
+
+void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what)
+{
+    if (!stream->unbounded) {
+        CHECK_CUDA(L, what, cuStreamSynchronize, stream->handle);
+        return;
+    }
+    interrupt_noted = 0;
+    long pause_ns = 1000;
+    for (;;) {
+        CUresult result = CUDA_CALL(cuStreamQuery, stream->handle);
+        if (result == CUDA_SUCCESS)
+            break;
+        if (result != CUDA_ERROR_NOT_READY)
+            gpurun_cuda_error(L, "%s", what);
+        if (interrupt_noted) {
+            interrupt_noted = 0;
+            gpurun_runtime.abandoned = 1;
+            cuda_driver_skip_teardown();
+            gpurun_error(L, "interrupted! (while %s: the GPU was still running a graph with a "
+                            "while loop; its memory is left to the driver at exit)", what);
+        }
+        /* Up to 0.2 ms between polls: a loop that ends is seen soon,
+         * one that does not costs no CPU. */
+        struct timespec pause = {0, pause_ns};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 200000)
+            pause_ns *= 2;
+    }
+    stream->unbounded = 0;
+}
+
+static int runtime_close(lua_State *L)
+{
+    (void)L;
+    gpurun_flush_frees();
+    if (cuda.cuDevicePrimaryCtxRelease != NULL) {
+        for (int i = 0; i < MAX_DEVICES; i++) {
+            if (retained_contexts[i] != NULL) {
+                /* At exit a failed release (say after a sticky error) changes
+                 * nothing the user can act on. */
+                (void)CUDA_CALL(cuDevicePrimaryCtxRelease, retained_devices[i]);
+                retained_contexts[i] = NULL;
+            }
+        }
+    }
+    gpurun_runtime.current_context = NULL;
+    gpurun_runtime.current_device = -1;
+    gpurun_runtime.current_stream = NULL;
+    return 0;
+}
+
+void gpurun_open_runtime(lua_State *L)
+{
+    /* Only once per state: the module can be opened again (busted's
+     * insulation drops package.loaded between files), and a second state
+     * object would let the collector release contexts live objects use. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, STATE_KEY) == LUA_TNIL) {
+        lua_newuserdatauv(L, 1, 0);
+        lua_newtable(L);
+        lua_pushcfunction(L, runtime_close);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, STATE_KEY);
+    }
+    lua_pop(L, 1);
+}
+
+double gpurun_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}

@@ -1,0 +1,182 @@
+/* Buffer operations in order with the GPU's work: which stream they go on,
+ * the copies between host memory and buffers, and fills. */
+#include "types/buffer_transfer.h"
+
+#include "types/graph_builder.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static int is_capture_error(CUresult result)
+{
+    return result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+        || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        || result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+        || result == CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+        || result == CUDA_ERROR_STREAM_CAPTURE_MERGE
+        || result == CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+        || result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+        || result == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+}
+
+int gpurun_transfer_error(lua_State *L, const char *what_fmt, ...)
+{
+    va_list args;
+    va_start(args, what_fmt);
+    const char *what = lua_pushvfstring(L, what_fmt, args);
+    va_end(args);
+    if (is_capture_error(cuda_last_failed_result))
+        return gpurun_cuda_error(L, "%s during a graph capture; the capture was abandoned "
+                                    "(make, fill and read buffers before begin_building or "
+                                    "after end_building)", what);
+    return gpurun_cuda_error(L, "%s", what);
+}
+
+CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *operation)
+{
+    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag))
+        gpurun_error(L, "%s: a copy to or from Lua values cannot be a graph node: the host "
+                        "data is read or written when the call is made, not at each replay; "
+                        "call it before begin_building or after end_building (capture "
+                        "abandoned)", operation);
+    struct gpurun_stream *stream = gpurun_operation_stream(L, stream_index);
+    if (stream == NULL) {
+        if (CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
+            gpurun_transfer_error(L, "waiting for the device before %s", operation);
+        return NULL;
+    }
+    if (stream->device != gpurun_runtime.current_device)
+        gpurun_error(L, "%s: the stream belongs to device %d but device %d is current (buffer "
+                        "operations go on streams of the current device)", operation,
+                     stream->device, gpurun_runtime.current_device);
+    /* Work that may never end (a graph with a while loop) is waited for so
+     * that Ctrl-C can end the wait; the copies below then wait no longer. */
+    if (stream->unbounded && stream->capture == NULL)
+        gpurun_wait_stream(L, stream, operation);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (stream->capture == NULL
+        && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "asking whether the stream is being captured");
+    if (stream->capture || status != CU_STREAM_CAPTURE_STATUS_NONE)
+        gpurun_error(L, "%s: the stream is being captured into a graph: pass its GraphBuilder "
+                        "for a fill or a copy between buffers to become a graph node (host "
+                        "data is read when the call is made, so copies to or from Lua tables "
+                        "happen before begin_building or after end_building); capture "
+                        "abandoned", operation);
+    return stream->handle;
+}
+
+void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
+{
+    if (stream == NULL && CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for %s to finish", operation);
+}
+
+CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char *operation,
+                                      struct gpurun_capture **capture)
+{
+    *capture = NULL;
+    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
+        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
+        CUstream stream = gpurun_builder_stream(L, builder);
+        *capture = &builder->capture;
+        return stream;
+    }
+    return gpurun_begin_transfer(L, stream_index, operation);
+}
+
+void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
+                              const char *operation)
+{
+    CUcontext previous = gpurun_enter_context(buffer->context);
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for device %d around %s", buffer->device, operation);
+}
+
+CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)
+{
+    return gpurun_begin_transfer(L, 0, operation);
+}
+
+void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t first,
+                           size_t count, const void *host, CUstream stream)
+{
+    size_t size = buffer->element_size;
+    if (CUDA_CALL(cuMemcpyHtoDAsync, buffer->pointer + first * size, host, count * size,
+                  stream) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "copying to a gpurun.Buffer");
+    if (CUDA_CALL(cuStreamSynchronize, stream) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for a copy to a gpurun.Buffer");
+}
+
+void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size_t first,
+                          size_t count, void *host, CUstream stream)
+{
+    size_t size = buffer->element_size;
+    if (CUDA_CALL(cuMemcpyDtoHAsync, host, buffer->pointer + first * size, count * size,
+                  stream) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "copying from a gpurun.Buffer");
+    if (CUDA_CALL(cuStreamSynchronize, stream) != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "waiting for a copy from a gpurun.Buffer");
+}
+
+/* cuMemsetD32 cannot repeat an 8-byte pattern: write a few copies from the
+ * host, then double the filled prefix with device-to-device copies. */
+static void fill_by_doubling(lua_State *L, struct gpurun_buffer *buffer,
+                             const unsigned char *pattern, CUstream stream)
+{
+    unsigned char seed[4096];
+    size_t size = buffer->element_size;
+    size_t filled = sizeof seed / size < buffer->count ? sizeof seed / size : buffer->count;
+    for (size_t i = 0; i < filled; i++)
+        memcpy(seed + i * size, pattern, size);
+    gpurun_write_elements(L, buffer, 0, filled, seed, stream);
+    while (filled < buffer->count) {
+        size_t n = buffer->count - filled < filled ? buffer->count - filled : filled;
+        if (CUDA_CALL(cuMemcpyDtoDAsync, buffer->pointer + filled * size, buffer->pointer,
+                      n * size, stream) != CUDA_SUCCESS)
+            gpurun_transfer_error(L, "filling a gpurun.Buffer");
+        filled += n;
+    }
+}
+
+void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
+                          const unsigned char *pattern, CUstream stream, int capturing)
+{
+    size_t n = buffer->count;
+    CUresult result = CUDA_SUCCESS;
+    switch (buffer->element_size) {
+    case 1:
+        result = CUDA_CALL(cuMemsetD8Async, buffer->pointer, pattern[0], n, stream);
+        break;
+    case 2: {
+        unsigned short half;
+        memcpy(&half, pattern, sizeof half);
+        result = CUDA_CALL(cuMemsetD16Async, buffer->pointer, half, n, stream);
+        break;
+    }
+    case 4: {
+        unsigned int word;
+        memcpy(&word, pattern, sizeof word);
+        result = CUDA_CALL(cuMemsetD32Async, buffer->pointer, word, n, stream);
+        break;
+    }
+    default: {
+        unsigned int halves[2];
+        memcpy(halves, pattern, sizeof halves);
+        if (halves[0] != halves[1] && capturing)
+            gpurun_error(L, "Buffer:fill: a graph's fill is a memset of 1, 2 or 4-byte words, and "
+                            "the two halves of this 8-byte value differ: fill before "
+                            "begin_building, or launch a kernel that fills (capture abandoned)");
+        if (halves[0] != halves[1])
+            fill_by_doubling(L, buffer, pattern, stream);
+        else
+            result = CUDA_CALL(cuMemsetD32Async, buffer->pointer, halves[0], 2 * n, stream);
+        break;
+    }
+    }
+    if (result != CUDA_SUCCESS)
+        gpurun_transfer_error(L, "filling a gpurun.Buffer");
+}

@@ -1,0 +1,520 @@
+/* gpurun.GraphBuilder: a capture into a graph, as cuda.core names it.
+ *
+ *   stream:create_graph_builder()      a builder of the stream (an origin)
+ *   builder:begin_building()/end_building()
+ *   builder:split(n) -> builder, b2, ... bn: forks of the capture on streams
+ *                      of their own, joined back with gpurun.join(...)
+ *   builder:record([event]), builder:wait(event | builder)
+ *   builder:create_condition([default]), if_then / if_else / switch /
+ *   while_loop -> body builders of a conditional node
+ *   builder:debug_dot_print(path [, options])
+ *
+ * The captures themselves, and the rule that an error ends them, are the
+ * runtime's (runtime/capture.c). Graph (types/graph.c) adds complete(). */
+#include "types/graph_builder.h"
+
+#include <string.h>
+
+#include "types/condition.h"
+#include "types/event.h"
+#include "types/stream.h"
+
+const struct gpurun_tag gpurun_builder_tag = {"gpurun.GraphBuilder"};
+
+/* User values: 1 the Stream object it captures (a new one for forks and
+ * bodies, which own theirs), 2 the builder it came from (forks, bodies). */
+#define STREAM_VALUE 1
+#define PARENT_VALUE 2
+
+struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_open(L, index, &gpurun_builder_tag);
+    if (builder->capture.stream->handle == NULL)
+        gpurun_closed_error(L, gpurun_stream_tag.type_name);
+    return builder;
+}
+
+static struct gpurun_graph_builder *check_building(lua_State *L, int index, const char *method)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, index);
+    if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
+        gpurun_error(L, "GraphBuilder:%s: not building (it is %s)", method,
+                     gpurun_capture_state_name(builder->capture.state));
+    return builder;
+}
+
+CUstream gpurun_builder_stream(lua_State *L, struct gpurun_graph_builder *builder)
+{
+    if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
+        gpurun_error(L, "GraphBuilder is not building (it is %s): call begin_building() first",
+                     gpurun_capture_state_name(builder->capture.state));
+    return builder->capture.stream->handle;
+}
+
+static struct gpurun_graph_builder *push_builder(lua_State *L, int stream_index)
+{
+    stream_index = lua_absindex(L, stream_index);
+    struct gpurun_stream *stream = gpurun_check_stream(L, stream_index);
+    struct gpurun_graph_builder *builder =
+        gpurun_new_object(L, sizeof *builder, 2, &gpurun_builder_tag);
+    gpurun_capture_init(&builder->capture, stream);
+    lua_pushvalue(L, stream_index);
+    lua_setiuservalue(L, -2, STREAM_VALUE);
+    builder->header.closed = 0;
+    return builder;
+}
+
+/* stream:create_graph_builder() -> GraphBuilder */
+static int stream_create_graph_builder(lua_State *L)
+{
+    push_builder(L, 1);
+    return 1;
+}
+
+/* A builder on a new stream of the parent's device, made from the builder
+ * at parent_index (kept as its parent); pushed. */
+static struct gpurun_graph_builder *push_child(lua_State *L, int parent_index,
+                                               const struct gpurun_graph_builder *parent)
+{
+    if (parent->capture.stream->device != gpurun_runtime.current_device)
+        gpurun_error(L, "GraphBuilder: its stream belongs to device %d but device %d is current",
+                     parent->capture.stream->device, gpurun_runtime.current_device);
+    gpurun_push_new_stream(L, 0);
+    struct gpurun_graph_builder *child = push_builder(L, -1);
+    lua_remove(L, -2);
+    lua_pushvalue(L, parent_index);
+    lua_setiuservalue(L, -2, PARENT_VALUE);
+    return child;
+}
+
+static int builder_begin_building(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
+    struct gpurun_capture *capture = &builder->capture;
+    if (capture->state == GPURUN_CAPTURE_BUILDING)
+        return gpurun_error(L, "GraphBuilder:begin_building: already building");
+    if (capture->role == GPURUN_CAPTURE_FORK)
+        return gpurun_error(L, "GraphBuilder:begin_building: a builder from split() builds "
+                               "until it is joined (it is %s)",
+                            gpurun_capture_state_name(capture->state));
+    if (capture->role == GPURUN_CAPTURE_BODY) {
+        if (capture->state != GPURUN_CAPTURE_IDLE)
+            return gpurun_error(L, "GraphBuilder:begin_building: a conditional body is captured "
+                                   "once (it is %s)", gpurun_capture_state_name(capture->state));
+        if (capture->root->state != GPURUN_CAPTURE_BUILDING)
+            return gpurun_error(L, "GraphBuilder:begin_building: the graph this body belongs to "
+                                   "is no longer being built (it is %s): capture a body before "
+                                   "ending its parent's building",
+                                gpurun_capture_state_name(capture->root->state));
+    }
+    if (capture->stream->capture)
+        return gpurun_error(L, "GraphBuilder:begin_building: another GraphBuilder is capturing "
+                               "this stream");
+    if (gpurun_capture_begin(L, capture, 1) != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "beginning a graph capture");
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int builder_end_building(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
+    struct gpurun_capture *capture = &builder->capture;
+    if (capture->state != GPURUN_CAPTURE_BUILDING)
+        return gpurun_error(L, "GraphBuilder:end_building: not building (it is %s)%s",
+                            gpurun_capture_state_name(capture->state),
+                            capture->state == GPURUN_CAPTURE_ABANDONED
+                                ? "; the capture was abandoned after an error" : "");
+    if (capture->role == GPURUN_CAPTURE_FORK)
+        return gpurun_error(L, "GraphBuilder:end_building: a builder from split() ends by being "
+                               "joined: gpurun.join(builder, ...) with the builder it came from");
+    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->open_forks > 0)
+        return gpurun_error(L, "GraphBuilder:end_building: %d builder(s) split from this one "
+                               "were not joined back: gpurun.join(builder, ...) them first "
+                               "(capture abandoned)", capture->open_forks);
+    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->open_bodies > 0)
+        return gpurun_error(L, "GraphBuilder:end_building: %d conditional body builder(s) are "
+                               "still building: end_building() each body first (capture "
+                               "abandoned)", capture->open_bodies);
+    if (gpurun_capture_end(L, capture) != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "ending a graph capture");
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* split(n) -> self, b2, ..., bn: n - 1 new builders on streams of their
+ * own, each starting after the work captured so far, recording into the
+ * same graph until joined back (cuda.core's GraphBuilder.split). */
+static int builder_split(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, "split");
+    lua_Integer count = gpurun_check_integer(L, 2, "integer count");
+    if (count < 2 || count > 64)
+        return gpurun_arg_error(L, 2, "a count from 2 to 64 expected, got %I", (LUAI_UACINT)count);
+    if (builder->capture.role == GPURUN_CAPTURE_BODY)
+        return gpurun_error(L, "GraphBuilder:split: a conditional body's builder cannot be split");
+    lua_settop(L, 1);
+    if (!lua_checkstack(L, (int)count))
+        return gpurun_error(L, "GraphBuilder:split: too many builders");
+    for (lua_Integer i = 1; i < count; i++) {
+        struct gpurun_graph_builder *fork = push_child(L, 1, builder);
+        if (gpurun_capture_fork(L, &fork->capture, &builder->capture, -1) != CUDA_SUCCESS)
+            return gpurun_cuda_error(L, "forking a graph capture onto a new stream");
+    }
+    return (int)count;
+}
+
+/* gpurun.join(builder, builder, ...) -> the builder the others joined:
+ * the first that was not split from another, else the first. The others'
+ * work is ordered before what it captures next, and they are done
+ * ("joined"). */
+static int module_join(lua_State *L)
+{
+    int count = lua_gettop(L);
+    if (count < 2)
+        return gpurun_error(L, "gpurun.join: at least two GraphBuilders expected, got %d", count);
+    int into = 0;
+    for (int i = 1; i <= count; i++) {
+        struct gpurun_graph_builder *builder = gpurun_check_builder(L, i);
+        if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
+            return gpurun_error(L, "gpurun.join: builder #%d is not building (it is %s)", i,
+                                gpurun_capture_state_name(builder->capture.state));
+        if (into == 0 && builder->capture.role != GPURUN_CAPTURE_FORK)
+            into = i;
+    }
+    if (into == 0)
+        into = 1;
+    struct gpurun_graph_builder *target = lua_touserdata(L, into);
+    for (int i = 1; i <= count; i++) {
+        struct gpurun_graph_builder *builder = lua_touserdata(L, i);
+        if (builder->capture.root != target->capture.root)
+            return gpurun_arg_error(L, i, "a builder of the same capture expected: this one "
+                                          "builds another graph");
+        for (int j = 1; j < i; j++)
+            if (lua_rawequal(L, i, j))
+                return gpurun_arg_error(L, i, "each builder once: this one is also argument #%d",
+                                        j);
+    }
+    for (int i = 1; i <= count; i++)
+        if (i != into
+            && gpurun_capture_join(&target->capture,
+                                   &((struct gpurun_graph_builder *)lua_touserdata(L, i))->capture)
+                   != CUDA_SUCCESS)
+            return gpurun_cuda_error(L, "joining a graph builder");
+    lua_pushvalue(L, into);
+    return 1;
+}
+
+/* record([event]) -> event: an event of the work captured so far, for
+ * another builder of the same capture to wait on. */
+static int builder_record(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, "record");
+    struct gpurun_event *event;
+    if (lua_isnoneornil(L, 2)) {
+        event = gpurun_push_new_event(L, CU_EVENT_DISABLE_TIMING);
+    } else {
+        event = gpurun_check_open(L, 2, &gpurun_event_tag);
+        lua_settop(L, 2);
+    }
+    CHECK_CUDA(L, "recording an event in a graph capture", cuEventRecord, event->handle,
+               builder->capture.stream->handle);
+    event->recorded = 1;
+    event->capture = builder->capture.root;
+    return 1;
+}
+
+/* wait(event | builder) -> self: what is captured next starts after the
+ * event's (or the other builder's) work, of the same capture. */
+static int builder_wait(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, "wait");
+    struct gpurun_event *event = gpurun_to_tagged(L, 2, &gpurun_event_tag);
+    if (event) {
+        event = gpurun_check_open(L, 2, &gpurun_event_tag);
+        if (!event->recorded)
+            return gpurun_arg_error(L, 2, "an event recorded in this capture expected: this one "
+                                          "was never recorded");
+        if (event->capture != builder->capture.root)
+            return gpurun_arg_error(L, 2, "an event recorded in this capture expected: this one "
+                                          "was recorded %s (a capture cannot wait for work "
+                                          "outside it)",
+                                    event->capture ? "in another capture" : "outside a capture");
+        CHECK_CUDA(L, "waiting for an event in a graph capture", cuStreamWaitEvent,
+                   builder->capture.stream->handle, event->handle, 0);
+    } else if (gpurun_to_tagged(L, 2, &gpurun_builder_tag)) {
+        struct gpurun_graph_builder *other = check_building(L, 2, "wait");
+        if (other->capture.root != builder->capture.root)
+            return gpurun_arg_error(L, 2, "a builder of the same capture expected: this one "
+                                          "builds another graph");
+        if (gpurun_capture_join(&builder->capture, &other->capture) != CUDA_SUCCESS)
+            return gpurun_cuda_error(L, "ordering a graph builder after another");
+    } else {
+        return gpurun_type_error(L, 2, "gpurun.Event or gpurun.GraphBuilder");
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ---- conditional nodes -------------------------------------------------- */
+
+/* Raises unless the driver has conditional nodes of this kind. */
+static void require_driver_version(lua_State *L, int needed, const char *what)
+{
+    int version = 0;
+    CHECK_CUDA(L, "reading the driver version", cuDriverGetVersion, &version);
+    if (version < needed)
+        gpurun_error(L, "%s needs a CUDA %d.%d driver or newer; this one is %d.%d", what,
+                     needed / 1000, needed % 1000 / 10, version / 1000, version % 1000 / 10);
+}
+
+/* create_condition([default = 0]) -> Condition, set to `default` at every
+ * launch of the graph, for the conditional nodes of this capture. */
+static int builder_create_condition(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, "create_condition");
+    lua_Integer value = gpurun_opt_integer(L, 2, 0, "integer default value");
+    if (value < 0 || value > (lua_Integer)UINT32_MAX)
+        return gpurun_arg_error(L, 2, "a default from 0 to 4294967295 expected, got %I",
+                                (LUAI_UACINT)value);
+    require_driver_version(L, 12030, "a graph condition");
+    gpurun_push_condition(L, &builder->capture, (unsigned int)value);
+    return 1;
+}
+
+/* Adds a conditional node after what was captured and pushes `count` body
+ * builders (idle: begin_building() each). */
+static int add_conditional(lua_State *L, const char *method, CUgraphConditionalNodeType type,
+                           unsigned int count, int needed_driver)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, method);
+    struct gpurun_condition *condition = gpurun_check_open(L, 2, &gpurun_condition_tag);
+    if (condition->root != builder->capture.root)
+        return gpurun_arg_error(L, 2, "a condition of this capture expected: it was made for "
+                                      "another graph");
+    CUgraph level = NULL;
+    if (gpurun_capture_current_graph(&builder->capture, &level) != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "reading a graph capture's graph");
+    if (level != condition->graph)
+        return gpurun_arg_error(L, 2, "a condition made on this builder (or one split from it) "
+                                      "expected: a conditional body's nodes take conditions "
+                                      "made on the body's builder, and the outer graph's on "
+                                      "the outer builders");
+    lua_pushfstring(L, "GraphBuilder:%s", method);
+    require_driver_version(L, needed_driver, lua_tostring(L, -1));
+    lua_settop(L, 2);
+    CUgraph bodies[256];
+    if (count > sizeof bodies / sizeof bodies[0])
+        return gpurun_error(L, "GraphBuilder:switch: at most %d cases",
+                            (int)(sizeof bodies / sizeof bodies[0]));
+    if (!lua_checkstack(L, (int)count + 4))
+        return gpurun_error(L, "GraphBuilder:%s: too many bodies", method);
+    if (gpurun_capture_add_conditional(&builder->capture, condition->handle, type, count, bodies)
+        != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "adding a conditional node to a graph capture");
+    for (unsigned int i = 0; i < count; i++) {
+        struct gpurun_graph_builder *body = push_child(L, 1, builder);
+        body->capture.role = GPURUN_CAPTURE_BODY;
+        body->capture.root = builder->capture.root;
+        body->capture.graph = bodies[i];
+    }
+    return (int)count;
+}
+
+/* if_then(condition) -> body: runs when the condition is non-zero. */
+static int builder_if_then(lua_State *L)
+{
+    return add_conditional(L, "if_then", CU_GRAPH_COND_TYPE_IF, 1, 12030);
+}
+
+/* if_else(condition) -> then_body, else_body */
+static int builder_if_else(lua_State *L)
+{
+    return add_conditional(L, "if_else", CU_GRAPH_COND_TYPE_IF, 2, 12080);
+}
+
+/* switch(condition, n) -> body 0, ..., body n-1: the body whose index is the
+ * condition's value runs, none when it is n or more. */
+static int builder_switch(lua_State *L)
+{
+    check_building(L, 1, "switch");
+    gpurun_check_open(L, 2, &gpurun_condition_tag);
+    lua_Integer count = gpurun_check_integer(L, 3, "integer case count");
+    if (count < 1 || count > 256)
+        return gpurun_arg_error(L, 3, "a case count from 1 to 256 expected, got %I",
+                                (LUAI_UACINT)count);
+    return add_conditional(L, "switch", CU_GRAPH_COND_TYPE_SWITCH, (unsigned int)count, 12080);
+}
+
+/* while_loop(condition) -> body: runs while the condition is non-zero,
+ * checked before each pass; the body's kernels set it. */
+static int builder_while_loop(lua_State *L)
+{
+    return add_conditional(L, "while_loop", CU_GRAPH_COND_TYPE_WHILE, 1, 12030);
+}
+
+/* ---- drawing ------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    unsigned int flag;
+} dot_flags[] = {
+    {"verbose", CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE},
+    {"kernel_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS},
+    {"memcpy_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS},
+    {"memset_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS},
+    {"event_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS},
+    {"kernel_node_attributes", CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES},
+    {"handles", CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES},
+    {"conditional_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS},
+};
+
+/* debug_dot_print(path [, options]): the driver's own Graphviz picture of
+ * the built graph, in a file (cuda.core's name); options: { verbose = true,
+ * kernel_node_params = true, ... }. graph:to_dot() draws gpurun's. */
+static int builder_debug_dot_print(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
+    const char *path = gpurun_check_string(L, 2, NULL);
+    unsigned int flags = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        gpurun_check_table(L, 3);
+        for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
+            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+            size_t i = 0;
+            while (key && i < sizeof dot_flags / sizeof dot_flags[0]
+                   && strcmp(dot_flags[i].name, key) != 0)
+                i++;
+            if (!key || i == sizeof dot_flags / sizeof dot_flags[0])
+                return gpurun_arg_error(L, 3, "unknown option %s (verbose, kernel_node_params, "
+                                              "memcpy_node_params, memset_node_params, "
+                                              "event_node_params, kernel_node_attributes, "
+                                              "handles, conditional_node_params)",
+                                        key ? lua_pushfstring(L, "'%s'", key) : "key");
+            if (lua_toboolean(L, -1))
+                flags |= dot_flags[i].flag;
+        }
+    }
+    if (builder->capture.role != GPURUN_CAPTURE_ORIGIN
+        || builder->capture.state != GPURUN_CAPTURE_BUILT)
+        return gpurun_error(L, "GraphBuilder:debug_dot_print: nothing built (it is %s): "
+                               "end_building() first",
+                            gpurun_capture_state_name(builder->capture.state));
+    CHECK_CUDA(L, "writing the graph's DOT file", cuGraphDebugDotPrint, builder->capture.graph,
+               path, flags);
+    return 0;
+}
+
+static int builder_close(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_tagged(L, 1, &gpurun_builder_tag);
+    if (builder->header.closed)
+        return 0;
+    gpurun_capture_release(L, &builder->capture);
+    builder->header.closed = 1;
+    return 0;
+}
+
+/* Fields: the generic __index checked the builder; its stream is checked here. */
+static struct gpurun_graph_builder *self(lua_State *L)
+{
+    return gpurun_check_builder(L, 1);
+}
+
+static int builder_state(lua_State *L)
+{
+    lua_pushstring(L, gpurun_capture_state_name(self(L)->capture.state));
+    return 1;
+}
+
+static int builder_is_building(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->capture.state == GPURUN_CAPTURE_BUILDING);
+    return 1;
+}
+
+static int builder_is_join_required(lua_State *L)
+{
+    const struct gpurun_capture *capture = &self(L)->capture;
+    lua_pushboolean(L, capture->role == GPURUN_CAPTURE_FORK
+                       && capture->state == GPURUN_CAPTURE_BUILDING);
+    return 1;
+}
+
+static int builder_kind(lua_State *L)
+{
+    static const char *const roles[] = {"origin", "fork", "body"};
+    lua_pushstring(L, roles[self(L)->capture.role]);
+    return 1;
+}
+
+static int builder_stream(lua_State *L)
+{
+    self(L);
+    lua_getiuservalue(L, 1, STREAM_VALUE);
+    return 1;
+}
+
+static int builder_tostring(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_tagged(L, 1, &gpurun_builder_tag);
+    lua_pushfstring(L, "gpurun.GraphBuilder(%s)",
+                    builder->header.closed ? "closed"
+                                           : gpurun_capture_state_name(builder->capture.state));
+    return 1;
+}
+
+static const luaL_Reg builder_methods[] = {
+    {"begin_building", builder_begin_building},
+    {"end_building", builder_end_building},
+    {"split", builder_split},
+    {"record", builder_record},
+    {"wait", builder_wait},
+    {"create_condition", builder_create_condition},
+    {"create_conditional_handle", builder_create_condition},
+    {"if_then", builder_if_then},
+    {"if_cond", builder_if_then},
+    {"if_else", builder_if_else},
+    {"switch", builder_switch},
+    {"while_loop", builder_while_loop},
+    {"debug_dot_print", builder_debug_dot_print},
+    {"close", builder_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg builder_fields[] = {
+    {"state", builder_state},
+    {"is_building", builder_is_building},
+    {"is_join_required", builder_is_join_required},
+    {"kind", builder_kind},
+    {"stream", builder_stream},
+    {NULL, NULL}
+};
+
+static const luaL_Reg builder_metamethods[] = {
+    {"__tostring", builder_tostring},
+    {"__close", builder_close},
+    {"__gc", builder_close},
+    {NULL, NULL}
+};
+
+static const struct gpurun_type builder_type = {
+    &gpurun_builder_tag, builder_methods, builder_metamethods, builder_fields, NULL,
+};
+
+static const luaL_Reg stream_methods[] = {
+    {"create_graph_builder", stream_create_graph_builder},
+    {NULL, NULL}
+};
+
+static const luaL_Reg module_functions[] = {
+    {"join", module_join},
+    {NULL, NULL}
+};
+
+void gpurun_open_graph_builder(lua_State *L)
+{
+    gpurun_register_type(L, &builder_type);
+    gpurun_add_methods(L, &gpurun_stream_tag, stream_methods);
+    gpurun_set_functions(L, module_functions);
+}

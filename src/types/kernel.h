@@ -1,0 +1,65 @@
+/* gpurun.Kernel: one kernel of an ObjectCode, with the parameter layout
+ * launches are checked against, read once when the kernel is made. */
+#ifndef GPURUN_TYPES_KERNEL_H
+#define GPURUN_TYPES_KERNEL_H
+
+#include "runtime/runtime.h"
+#include "base/ptx_params.h"
+
+extern const struct gpurun_tag gpurun_kernel_tag;
+
+/* What a parameter takes, from the PTX signature (base/ptx_params.h). NVRTC's PTX
+ * gives every C integer as unsigned, so INTEGER says only "an integer of
+ * this size"; UNTYPED is a kernel whose signature could not be read, or a
+ * .bN parameter: only its size is known. */
+enum gpurun_param_kind {
+    GPURUN_PARAM_UNTYPED, GPURUN_PARAM_INTEGER, GPURUN_PARAM_FLOAT, GPURUN_PARAM_AGGREGATE
+};
+
+/* Whether a 64-bit parameter is a pointer: only sm_100+ PTX says. */
+enum gpurun_param_pointer { GPURUN_POINTER_NO, GPURUN_POINTER_YES, GPURUN_POINTER_MAYBE };
+
+#define GPURUN_PARAM_TYPE_SIZE 24
+
+struct gpurun_kernel {
+    struct gpurun_object header;  /* counts_for: its ObjectCode, whose library holds the code */
+    CUkernel handle;
+    CUfunction function;          /* the kernel in the context current at get_kernel */
+    CUcontext context;            /* that context, made current around a launch from another */
+    int device;                   /* its device: launches go on its streams */
+    struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
+    int param_count;
+    int max_threads_per_block;
+    int max_dynamic_shared;       /* raised by set_max_dynamic_shared_size_bytes */
+    size_t storage_size;
+    size_t *param_offsets;
+    size_t *param_sizes;
+    unsigned char *param_kinds;   /* enum gpurun_param_kind */
+    unsigned char *param_pointer; /* enum gpurun_param_pointer */
+    char (*param_types)[GPURUN_PARAM_TYPE_SIZE]; /* ".f32", ".u64", "" when untyped */
+    void **param_pointers;        /* param_pointers[i] = storage + param_offsets[i] */
+    unsigned char *storage;       /* the packed arguments of the launch in progress */
+    const char *name;
+};
+
+/* The Kernel at index when it and its ObjectCode are open, or an error. */
+struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index);
+
+/* Raises "attempt to use a closed ..." when the kernel or its code is closed. */
+void gpurun_check_kernel_open(lua_State *L, const struct gpurun_kernel *kernel);
+
+/* Raises unless a launch on a stream of `device` can run the kernel (its
+ * function belongs to the device current when it was made). */
+void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel, int device);
+
+/* Makes a Kernel for `handle` of the ObjectCode at code_index (kept alive
+ * by the Kernel), reading its parameter layout once, and pushes it. The
+ * signature (NULL when unknown) gives the parameter count and types; the
+ * driver gives the offsets and sizes. Needs a current device (for the
+ * kernel's launch limits). */
+void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
+                        const struct ptx_kernel_signature *signature);
+
+void gpurun_open_kernel(lua_State *L);
+
+#endif

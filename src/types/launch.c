@@ -1,0 +1,397 @@
+/* gpurun.launch(target, config, kernel, args...).
+ *
+ * The per-launch path is why this is C: it checks every argument against
+ * the parameter layout the kernel read once, packs it into storage
+ * preallocated with the kernel, and calls cuLaunchKernel. It allocates
+ * nothing and formats nothing unless it raises. */
+#include "types/launch.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "types/condition.h"
+#include "types/graph_builder.h"
+#include "types/scalar.h"
+
+CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture)
+{
+    *capture = NULL;
+    const struct gpurun_stream_object *stream = gpurun_to_tagged(L, index, &gpurun_stream_tag);
+    if (stream) {
+        if (stream->header.closed)
+            gpurun_closed_error(L, gpurun_stream_tag.type_name);
+        if (stream->stream.capture)
+            gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the "
+                            "builder, so that the graph keeps what it uses (capture abandoned)");
+        return stream->stream.handle;
+    }
+    struct gpurun_graph_builder *builder = gpurun_to_tagged(L, index, &gpurun_builder_tag);
+    if (builder == NULL)
+        gpurun_type_error(L, index, "gpurun.Stream or gpurun.GraphBuilder");
+    builder = gpurun_check_builder(L, index);
+    *capture = &builder->capture;
+    return gpurun_builder_stream(L, builder);
+}
+
+void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
+                                const struct gpurun_capture *capture)
+{
+    const struct gpurun_stream_object *object = lua_touserdata(L, index);
+    gpurun_check_kernel_device(L, kernel, capture ? capture->stream->device : object->stream.device);
+}
+
+struct gpurun_launch_config *gpurun_check_config(lua_State *L, int index)
+{
+    return gpurun_check_tagged(L, index, &gpurun_config_tag);
+}
+
+void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
+                         const struct gpurun_launch_config *config, int given)
+{
+    if (given != kernel->param_count)
+        gpurun_error(L, "kernel '%s' takes %d parameter%s, got %d", kernel->name,
+                     kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
+    unsigned int threads = config->block[0] * config->block[1] * config->block[2];
+    if ((int)threads > kernel->max_threads_per_block)
+        gpurun_error(L, "kernel '%s' runs at most %d threads per block; the LaunchConfig asks "
+                        "for %d", kernel->name, kernel->max_threads_per_block, (int)threads);
+    if ((int)config->shmem_size > kernel->max_dynamic_shared)
+        gpurun_error(L, "kernel '%s' may use at most %d bytes of dynamic shared memory; the "
+                        "LaunchConfig asks for %d", kernel->name, kernel->max_dynamic_shared,
+                     (int)config->shmem_size);
+}
+
+/* Raises "kernel 'k' parameter 2 (.f32): why". */
+static int param_error(lua_State *L, const struct gpurun_kernel *kernel, int i, const char *fmt,
+                       ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    const char *why = lua_pushvfstring(L, fmt, args);
+    va_end(args);
+    const char *type = kernel->param_types[i];
+    if (type[0])
+        return gpurun_error(L, "kernel '%s' parameter %d (%s): %s", kernel->name, i + 1, type, why);
+    return gpurun_error(L, "kernel '%s' parameter %d: %s", kernel->name, i + 1, why);
+}
+
+/* The integer dtype of `size` bytes, signed (the unsigned one follows it in
+ * the table), or -1. */
+static int integer_dtype(size_t size)
+{
+    switch (size) {
+    case 1: return GPURUN_INT8;
+    case 2: return GPURUN_INT16;
+    case 4: return GPURUN_INT32;
+    case 8: return GPURUN_INT64;
+    default: return -1;
+    }
+}
+
+/* A number for an integer parameter: an integer or an integral float, in
+ * the range of the signed or the unsigned type of that size (NVRTC's PTX
+ * does not say which the parameter is). */
+static void pack_integer(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                         unsigned char *slot)
+{
+    size_t size = kernel->param_sizes[i];
+    int dtype = integer_dtype(size);
+    if (dtype < 0)
+        param_error(L, kernel, i, "%s does not fit a %d-byte parameter (pass a gpurun scalar of that size)",
+                    gpurun_value_text(L, index), (int)size);
+    int integer = lua_isinteger(L, index);
+    int64_t value = integer ? (int64_t)lua_tointeger(L, index) : 0;
+    double real = lua_tonumber(L, index);
+    enum gpurun_fit fit = integer ? gpurun_store_integer(dtype, value, slot)
+                                  : gpurun_store_float(dtype, real, slot);
+    if (fit == GPURUN_OUT_OF_RANGE)
+        fit = integer ? gpurun_store_integer(dtype + 1, value, slot)
+                      : gpurun_store_float(dtype + 1, real, slot);
+    if (fit == GPURUN_NOT_INTEGRAL) /* the text only on the way out: it allocates */
+        param_error(L, kernel, i, "%s is not an integer (the parameter is an integer)",
+                    gpurun_value_text(L, index));
+    if (fit != GPURUN_FITS)
+        param_error(L, kernel, i, "integer %s does not fit a %d-byte parameter",
+                    gpurun_value_text(L, index), (int)size);
+}
+
+static void pack_real(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                      unsigned char *slot)
+{
+    size_t size = kernel->param_sizes[i];
+    if (size != 4 && size != 8)
+        param_error(L, kernel, i, "a Lua number fits only a 4- or 8-byte floating-point "
+                                  "parameter; this one is %d bytes", (int)size);
+    int dtype = size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64;
+    enum gpurun_fit fit = lua_isinteger(L, index)
+        ? gpurun_store_integer(dtype, (int64_t)lua_tointeger(L, index), slot)
+        : gpurun_store_float(dtype, lua_tonumber(L, index), slot);
+    if (fit != GPURUN_FITS)
+        param_error(L, kernel, i, "%s is out of range for %s", gpurun_value_text(L, index),
+                    gpurun_dtypes[dtype].name);
+}
+
+/* A kernel whose parameter types are unknown: an integer by its size, a
+ * float for a 4- or 8-byte parameter, and a float with an integral value
+ * refused, since it may be meant for an integer of the same size, where its
+ * float bits would be a wild count or index. */
+static void pack_untyped(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                         unsigned char *slot)
+{
+    if (lua_isinteger(L, index)) {
+        pack_integer(L, kernel, i, index, slot);
+        return;
+    }
+    size_t size = kernel->param_sizes[i];
+    double value = lua_tonumber(L, index);
+    if (size != 4 && size != 8)
+        param_error(L, kernel, i, "a float fits only a 4- or 8-byte parameter; this one is %d "
+                                  "bytes", (int)size);
+    pack_real(L, kernel, i, index, slot);
+    if (value == floor(value) && isfinite(value))
+        param_error(L, kernel, i, "%f is a float with an integral value; pass gpurun.f%d(x) for "
+                                  "a floating-point parameter or math.tointeger(x) for an integer "
+                                  "one", value, size == 4 ? 32 : 64);
+}
+
+static void pack_number(lua_State *L, const struct gpurun_kernel *kernel, int i, int index,
+                        unsigned char *slot)
+{
+    switch (kernel->param_kinds[i]) {
+    case GPURUN_PARAM_INTEGER: pack_integer(L, kernel, i, index, slot); break;
+    case GPURUN_PARAM_FLOAT: pack_real(L, kernel, i, index, slot); break;
+    case GPURUN_PARAM_AGGREGATE:
+        param_error(L, kernel, i, "a %d-byte struct or vector takes no number: pass its bytes as a "
+                                  "string of that length", (int)kernel->param_sizes[i]);
+        break;
+    default: pack_untyped(L, kernel, i, index, slot); break;
+    }
+}
+
+static void pack_scalar(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                        const struct gpurun_scalar *scalar, unsigned char *slot)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[scalar->dtype];
+    size_t size = kernel->param_sizes[i];
+    int kind = kernel->param_kinds[i];
+    if (info->size != size)
+        param_error(L, kernel, i, "takes %d bytes but gpurun.%s is %d", (int)size, info->short_name,
+                    (int)info->size);
+    if (kind == GPURUN_PARAM_FLOAT && info->kind != GPURUN_KIND_FLOAT)
+        param_error(L, kernel, i, "floating-point, but gpurun.%s is an integer",
+                    info->short_name);
+    if ((kind == GPURUN_PARAM_INTEGER || kind == GPURUN_PARAM_AGGREGATE)
+        && info->kind == GPURUN_KIND_FLOAT)
+        param_error(L, kernel, i, "an integer, but gpurun.%s is floating-point",
+                    info->short_name);
+    memcpy(slot, scalar->bytes, size);
+}
+
+static void pack_condition(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                           const struct gpurun_condition *condition, unsigned char *slot,
+                           const struct gpurun_capture *capture)
+{
+    if (condition->header.closed)
+        param_error(L, kernel, i, "attempt to use a closed gpurun.Condition");
+    if (kernel->param_sizes[i] != sizeof condition->handle
+        || kernel->param_kinds[i] == GPURUN_PARAM_FLOAT)
+        param_error(L, kernel, i, "a gpurun.Condition passes as an 8-byte integer "
+                                  "(cudaGraphConditionalHandle)");
+    if (capture == NULL || capture->root != condition->root)
+        param_error(L, kernel, i, "a gpurun.Condition is set by kernels of the graph it was made "
+                                  "for: launch on a builder of that capture");
+    memcpy(slot, &condition->handle, sizeof condition->handle);
+}
+
+struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
+                                           int i, int index, unsigned char *slot,
+                                           const struct gpurun_capture *capture)
+{
+    size_t size = kernel->param_sizes[i];
+    int kind = kernel->param_kinds[i];
+    switch (lua_type(L, index)) {
+    case LUA_TNUMBER:
+        pack_number(L, kernel, i, index, slot);
+        return NULL;
+    case LUA_TBOOLEAN:
+        if (size != 1 || kind == GPURUN_PARAM_FLOAT)
+            param_error(L, kernel, i, "a boolean passes as a 1-byte integer; this parameter is %d "
+                                      "bytes%s", (int)size,
+                        kind == GPURUN_PARAM_FLOAT ? " and floating-point" : "");
+        *slot = (unsigned char)lua_toboolean(L, index);
+        return NULL;
+    case LUA_TSTRING:
+        if (kind == GPURUN_PARAM_AGGREGATE) {
+            if (lua_rawlen(L, index) != size)
+                param_error(L, kernel, i, "a %d-byte struct or vector: a string of %d bytes "
+                                          "expected, got %d", (int)size, (int)size,
+                            (int)lua_rawlen(L, index));
+            memcpy(slot, lua_tostring(L, index), size);
+            return NULL;
+        }
+        break;
+    case LUA_TUSERDATA: {
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, index, &gpurun_buffer_tag);
+        if (buffer) {
+            if (buffer->header.closed)
+                param_error(L, kernel, i, "attempt to use a closed gpurun.Buffer");
+            if (size != sizeof(CUdeviceptr))
+                param_error(L, kernel, i, "a gpurun.Buffer passes as an 8-byte pointer; this "
+                                          "parameter is %d bytes", (int)size);
+            if (kernel->param_pointer[i] == GPURUN_POINTER_NO)
+                param_error(L, kernel, i, "not a pointer: a gpurun.Buffer passes only as one");
+            if (!gpurun_peer_enabled(kernel->device, buffer->device))
+                param_error(L, kernel, i, "the gpurun.Buffer lives on device %d, which the "
+                                          "kernel's device %d cannot reach (enable peer access "
+                                          "first, or copy the buffer over)", buffer->device,
+                            kernel->device);
+            memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
+            return buffer;
+        }
+        const struct gpurun_scalar *scalar = gpurun_to_tagged(L, index, &gpurun_scalar_tag);
+        if (scalar) {
+            pack_scalar(L, kernel, i, scalar, slot);
+            return NULL;
+        }
+        const struct gpurun_condition *condition = gpurun_to_tagged(L, index, &gpurun_condition_tag);
+        if (condition) {
+            pack_condition(L, kernel, i, condition, slot, capture);
+            return NULL;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    const char *got = gpurun_type_name(L, index);
+    param_error(L, kernel, i, "number, boolean, gpurun.Buffer or gpurun scalar expected, got %s",
+                got);
+    return NULL;
+}
+
+/* The device limits a config's attributes must fit, asked of the driver
+ * once per kernel and device. */
+static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
+                             struct gpurun_launch_config *config)
+{
+    CUdevice device;
+    CHECK_CUDA(L, "getting the kernel's device", cuDeviceGet, &device, kernel->device);
+    int major = 0;
+    CHECK_CUDA(L, "reading the device's compute capability", cuDeviceGetAttribute, &major,
+               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    if ((config->cluster[0] || config->programmatic) && major < 9)
+        gpurun_error(L, "kernel '%s': %s needs a device of compute capability 9.0 or newer; "
+                        "this one is %d.x", kernel->name,
+                     config->cluster[0] ? "a thread block cluster"
+                                        : "programmatic stream serialization", major);
+    unsigned int threads = config->block[0] * config->block[1] * config->block[2];
+    if (config->cooperative) {
+        int supported = 0, per_multiprocessor = 0, multiprocessors = 0;
+        CHECK_CUDA(L, "reading whether the device launches cooperative kernels",
+                   cuDeviceGetAttribute, &supported, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                   device);
+        if (!supported)
+            gpurun_error(L, "kernel '%s': this device does not launch cooperative kernels",
+                         kernel->name);
+        CHECK_CUDA(L, "reading the kernel's occupancy", cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                   &per_multiprocessor, kernel->function, (int)threads, config->shmem_size);
+        CHECK_CUDA(L, "reading the device's multiprocessor count", cuDeviceGetAttribute,
+                   &multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+        unsigned long long blocks =
+            (unsigned long long)config->blocks[0] * config->blocks[1] * config->blocks[2];
+        unsigned long long resident = (unsigned long long)per_multiprocessor * multiprocessors;
+        if (blocks > resident)
+            gpurun_error(L, "kernel '%s': a cooperative grid of %I blocks is more than can be "
+                            "resident at once (%d per multiprocessor x %d multiprocessors = %I "
+                            "blocks of %d threads)", kernel->name, (LUAI_UACINT)blocks,
+                         per_multiprocessor, multiprocessors, (LUAI_UACINT)resident, (int)threads);
+    }
+    if (config->cluster[0]) {
+        CUlaunchConfig launch;
+        memset(&launch, 0, sizeof launch);
+        launch.gridDimX = config->blocks[0];
+        launch.gridDimY = config->blocks[1];
+        launch.gridDimZ = config->blocks[2];
+        launch.blockDimX = config->block[0];
+        launch.blockDimY = config->block[1];
+        launch.blockDimZ = config->block[2];
+        launch.sharedMemBytes = config->shmem_size;
+        launch.attrs = config->attributes; /* the cluster is always the first */
+        launch.numAttrs = 1;
+        int clusters = 0;
+        CUresult result = CUDA_CALL(cuOccupancyMaxActiveClusters, &clusters, kernel->function,
+                                    &launch);
+        if (result != CUDA_SUCCESS || clusters == 0)
+            gpurun_error(L, "kernel '%s': a cluster of %d x %d x %d blocks of %d threads cannot "
+                            "run on this device (at most 8 blocks per cluster are portable)",
+                         kernel->name, (int)config->cluster[0], (int)config->cluster[1],
+                         (int)config->cluster[2], (int)threads);
+    }
+    config->checked_kernel = kernel;
+    config->checked_device = kernel->device;
+}
+
+void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
+                          struct gpurun_launch_config *config, CUstream stream, void **params)
+{
+    /* Checked before entering the kernel's context: a check that raises
+     * must not leave another context current. */
+    if (config->attribute_count > 0
+        && (config->checked_kernel != kernel || config->checked_device != kernel->device))
+        check_attributes(L, kernel, config);
+    CUresult result;
+    CUcontext previous = gpurun_enter_context(kernel->context);
+    if (config->attribute_count == 0) {
+        result = CUDA_CALL(cuLaunchKernel, function, config->blocks[0], config->blocks[1],
+                           config->blocks[2], config->block[0], config->block[1],
+                           config->block[2], config->shmem_size, stream, params, NULL);
+    } else {
+        CUlaunchConfig launch = {
+            .gridDimX = config->blocks[0], .gridDimY = config->blocks[1],
+            .gridDimZ = config->blocks[2], .blockDimX = config->block[0],
+            .blockDimY = config->block[1], .blockDimZ = config->block[2],
+            .sharedMemBytes = config->shmem_size, .hStream = stream,
+            .attrs = config->attributes, .numAttrs = config->attribute_count,
+        };
+        result = CUDA_CALL(cuLaunchKernelEx, &launch, function, params, NULL);
+    }
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
+}
+
+/* launch(stream | builder, config, kernel, args...) */
+static int module_launch(lua_State *L)
+{
+    struct gpurun_capture *capture;
+    CUstream stream = gpurun_launch_target(L, 1, &capture);
+    struct gpurun_launch_config *config = gpurun_check_config(L, 2);
+    struct gpurun_kernel *kernel = gpurun_check_kernel(L, 3);
+    gpurun_check_launch_device(L, kernel, 1, capture);
+    int given = lua_gettop(L) - 3;
+    gpurun_check_launch(L, kernel, config, given);
+    if (capture) {
+        /* Kept before packing: keeping allocates, and a finalizer run by
+         * that allocation must not close a buffer already packed. */
+        gpurun_capture_keep(L, capture, 3);
+        for (int i = 0; i < given; i++)
+            if (gpurun_to_tagged(L, 4 + i, &gpurun_buffer_tag))
+                gpurun_capture_keep(L, capture, 4 + i);
+    }
+    for (int i = 0; i < given; i++)
+        gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i],
+                             capture);
+    gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
+    return 0;
+}
+
+static const luaL_Reg module_functions[] = {
+    {"launch", module_launch},
+    {NULL, NULL}
+};
+
+void gpurun_open_launch(lua_State *L)
+{
+    gpurun_set_functions(L, module_functions);
+}

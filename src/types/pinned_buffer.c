@@ -1,0 +1,361 @@
+/* gpurun.PinnedBuffer: page-locked host memory (cuMemHostAlloc), made by
+ * gpurun.pinned(n, dtype), with element access, tables and bytes in and
+ * out. Copies between it and device buffers are Buffer's (types/buffer.c): they
+ * are queued on a stream and return at once, so this file keeps the event
+ * of the last queued copy, and everything that touches the memory from the
+ * host (element access, tables, bytes, freeing) waits for it first. */
+#include "types/pinned_buffer.h"
+
+#include <string.h>
+
+const struct gpurun_tag gpurun_pinned_tag = {"gpurun.PinnedBuffer"};
+
+struct gpurun_pinned *gpurun_check_pinned(lua_State *L, int index)
+{
+    return gpurun_check_open(L, index, &gpurun_pinned_tag);
+}
+
+void gpurun_pinned_wait(lua_State *L, struct gpurun_pinned *pinned)
+{
+    if (!pinned->copy_pending)
+        return;
+    CHECK_CUDA(L, "waiting for the copies queued on a gpurun.PinnedBuffer", cuEventSynchronize,
+               pinned->last_copy);
+    pinned->copy_pending = 0;
+}
+
+void gpurun_pinned_prepare(lua_State *L, struct gpurun_pinned *pinned)
+{
+    CUcontext context = gpurun_runtime.current_context;
+    if (pinned->last_copy && pinned->event_context != context) {
+        gpurun_pinned_wait(L, pinned); /* another device's copies */
+        (void)CUDA_CALL(cuEventDestroy, pinned->last_copy);
+        pinned->last_copy = NULL;
+    }
+    if (pinned->last_copy == NULL) {
+        CHECK_CUDA(L, "creating an event for a gpurun.PinnedBuffer", cuEventCreate,
+                   &pinned->last_copy, CU_EVENT_DISABLE_TIMING);
+        pinned->event_context = context;
+    }
+}
+
+void gpurun_pinned_queued(lua_State *L, struct gpurun_pinned *pinned, CUstream stream)
+{
+    /* Copies already queued on another stream: the new record waits for
+     * them too (without holding back the copy just queued); on the same
+     * stream, its order does. (A stream closed with copies in flight whose
+     * handle a new stream reuses would pass for the same one: the copies
+     * of a closed stream are the script's to wait for.) */
+    if (pinned->copy_pending && pinned->last_stream != stream)
+        CHECK_CUDA(L, "ordering the copies of a gpurun.PinnedBuffer", cuStreamWaitEvent, stream,
+                   pinned->last_copy, 0);
+    CHECK_CUDA(L, "recording the copy of a gpurun.PinnedBuffer", cuEventRecord, pinned->last_copy,
+               stream);
+    pinned->last_stream = stream;
+    pinned->copy_pending = 1;
+}
+
+struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dtype, int count_arg)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (count > SIZE_MAX / info->size)
+        gpurun_arg_error(L, count_arg, "element count %I too large for %s (the byte size "
+                                       "overflows size_t)", (LUAI_UACINT)count, info->name);
+    gpurun_require_context(L);
+    if (gpurun_capture_in_progress())
+        gpurun_error(L, "cannot allocate a gpurun.PinnedBuffer while a graph is being built "
+                        "(allocate before begin_building); capture abandoned");
+    gpurun_flush_frees();
+    struct gpurun_pinned *pinned = gpurun_new_object(L, sizeof *pinned, 0, &gpurun_pinned_tag);
+    pinned->count = count;
+    pinned->element_size = info->size;
+    pinned->dtype = dtype;
+    size_t bytes = count * info->size;
+    void *host = NULL;
+    /* Portable: pinned for every context, so any device copies at full speed. */
+    if (CUDA_CALL(cuMemHostAlloc, &host, bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+        char size_text[32];
+        gpurun_cuda_error(L, "allocating %s of page-locked host memory for %I %s elements",
+                          gpurun_format_size(size_text, sizeof size_text, bytes),
+                          (LUAI_UACINT)count, info->name);
+    }
+    pinned->host = host;
+    pinned->header.closed = 0;
+    return pinned;
+}
+
+/* The one close, as a Buffer's: refused while a graph uses the memory
+ * (explicit closes only; one being collected is used by none). */
+static int close_pinned(lua_State *L, int explicit)
+{
+    struct gpurun_pinned *pinned = gpurun_check_tagged(L, 1, &gpurun_pinned_tag);
+    if (pinned->header.closed)
+        return 0;
+    if (explicit && pinned->header.graph_users > 0)
+        return gpurun_error(L, "gpurun.PinnedBuffer is used by %d graph(s) or graph builder(s); "
+                               "close them first", pinned->header.graph_users);
+    void *host = pinned->host;
+    CUevent last_copy = pinned->last_copy;
+    pinned->header.closed = 1;
+    pinned->host = NULL;
+    pinned->last_copy = NULL;
+    pinned->copy_pending = 0;
+    if (gpurun_free_host_memory(host, last_copy) != CUDA_SUCCESS && explicit
+        && !cuda_error_is_sticky(cuda_last_failed_result))
+        gpurun_cuda_error(L, "freeing a gpurun.PinnedBuffer");
+    return 0;
+}
+
+static int pinned_close(lua_State *L)
+{
+    return close_pinned(L, 1);
+}
+
+static int pinned_gc(lua_State *L)
+{
+    return close_pinned(L, 0);
+}
+
+/* ---- host access: each waits for the copies queued on the memory -------- */
+
+/* The open PinnedBuffer at 1, its queued copies done. */
+static struct gpurun_pinned *check_ready(lua_State *L)
+{
+    struct gpurun_pinned *pinned = gpurun_check_pinned(L, 1);
+    gpurun_pinned_wait(L, pinned);
+    return pinned;
+}
+
+/* A 1-based element index at arg, returned 0-based. */
+static size_t check_index(lua_State *L, const struct gpurun_pinned *pinned, int arg,
+                          const char *operation)
+{
+    lua_Integer index = 0;
+    if (!gpurun_exact_integer(L, arg, &index)) {
+        const char *got = gpurun_value_text(L, arg);
+        gpurun_error(L, "%s: integer index expected, got %s", operation, got);
+    }
+    if (index < 1 || (lua_Unsigned)index > pinned->count)
+        gpurun_error(L, "%s: index %I out of range (1..%I)", operation, (LUAI_UACINT)index,
+                     (LUAI_UACINT)pinned->count);
+    return (size_t)index - 1;
+}
+
+static unsigned char *element(const struct gpurun_pinned *pinned, size_t index)
+{
+    return pinned->host + index * pinned->element_size;
+}
+
+/* get(i) -> element i (1-based) */
+static int pinned_get(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    size_t index = check_index(L, pinned, 2, "PinnedBuffer:get");
+    gpurun_push_element(L, pinned->dtype, element(pinned, index));
+    return 1;
+}
+
+/* set(i, value) -> self */
+static int pinned_set(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    size_t index = check_index(L, pinned, 2, "PinnedBuffer:set");
+    gpurun_check_element(L, 3, pinned->dtype, element(pinned, index));
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* fill(value [, first [, count]]) -> self */
+static int pinned_fill(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    unsigned char pattern[8];
+    gpurun_check_element(L, 2, pinned->dtype, pattern);
+    size_t first, count;
+    gpurun_opt_range(L, 3, pinned->count, 0, &first, &count);
+    for (size_t i = first; i < first + count; i++)
+        memcpy(element(pinned, i), pattern, pinned->element_size);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* to_table([first [, count]]) -> sequence */
+static int pinned_to_table(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    size_t first, count;
+    gpurun_opt_range(L, 2, pinned->count, 0, &first, &count);
+    gpurun_push_sequence(L, pinned->dtype, element(pinned, first), count, "PinnedBuffer:to_table");
+    return 1;
+}
+
+/* to_bytes([first [, count]]) -> the elements' bytes as a string */
+static int pinned_to_bytes(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    size_t first, count;
+    gpurun_opt_range(L, 2, pinned->count, 0, &first, &count);
+    lua_pushlstring(L, (const char *)element(pinned, first), count * pinned->element_size);
+    return 1;
+}
+
+/* copy_from(table | string [, first [, count]]) -> self: a sequence of
+ * elements, or a string of their raw bytes, into the range (the whole
+ * buffer by default; from first on, as many as the source holds). */
+static int pinned_copy_from(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    int type = lua_type(L, 2);
+    if (type != LUA_TTABLE && type != LUA_TSTRING)
+        return gpurun_type_error(L, 2, "table or string");
+    size_t length = lua_rawlen(L, 2);
+    size_t source_count = type == LUA_TTABLE ? length : length / pinned->element_size;
+    size_t first, count;
+    gpurun_opt_range(L, 3, pinned->count, source_count ? source_count : 1, &first, &count);
+    if (type == LUA_TTABLE) {
+        if (length != count)
+            return gpurun_arg_error(L, 2, "table of %I elements expected, got %I",
+                                    (LUAI_UACINT)count, (LUAI_UACINT)length);
+        /* Checked into staging first: a bad element leaves the memory as it was. */
+        void *staging = gpurun_push_staging(L, count * pinned->element_size);
+        gpurun_store_sequence(L, 2, 2, count, pinned->dtype, staging);
+        pinned = check_ready(L); /* a metamethod-free read, but the allocation ran finalizers */
+        memcpy(element(pinned, first), staging, count * pinned->element_size);
+    } else {
+        if (length != count * pinned->element_size)
+            return gpurun_arg_error(L, 2, "string of %I bytes (%I %s elements) expected, got %I "
+                                          "bytes", (LUAI_UACINT)(count * pinned->element_size),
+                                    (LUAI_UACINT)count, gpurun_dtypes[pinned->dtype].name,
+                                    (LUAI_UACINT)length);
+        memcpy(element(pinned, first), lua_tostring(L, 2), length);
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ---- fields and metamethods --------------------------------------------- */
+
+static struct gpurun_pinned *self(lua_State *L)
+{
+    return lua_touserdata(L, 1);
+}
+
+static int pinned_dtype(lua_State *L)
+{
+    lua_pushstring(L, gpurun_dtypes[self(L)->dtype].name);
+    return 1;
+}
+
+static int pinned_size(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)self(L)->count);
+    return 1;
+}
+
+static int pinned_nbytes(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)(self(L)->count * self(L)->element_size));
+    return 1;
+}
+
+static int pinned_ptr(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)self(L)->host);
+    return 1;
+}
+
+/* p[i]: element i, 1-based. */
+static int pinned_element(lua_State *L)
+{
+    if (lua_type(L, 2) != LUA_TNUMBER) {
+        lua_pushnil(L);
+        return 1;
+    }
+    struct gpurun_pinned *pinned = check_ready(L);
+    size_t index = check_index(L, pinned, 2, "gpurun.PinnedBuffer[i]");
+    gpurun_push_element(L, pinned->dtype, element(pinned, index));
+    return 1;
+}
+
+/* p[i] = value */
+static int pinned_newindex(lua_State *L)
+{
+    struct gpurun_pinned *pinned = check_ready(L);
+    if (lua_type(L, 2) != LUA_TNUMBER)
+        return gpurun_error(L, "gpurun.PinnedBuffer: only elements can be set (p[i] = value), "
+                               "not %s", gpurun_value_text(L, 2));
+    size_t index = check_index(L, pinned, 2, "gpurun.PinnedBuffer[i]");
+    const char *why = gpurun_to_element(L, 3, pinned->dtype, element(pinned, index));
+    if (why)
+        return gpurun_error(L, "gpurun.PinnedBuffer[i]: %s", why);
+    return 0;
+}
+
+static int pinned_len(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)gpurun_check_pinned(L, 1)->count);
+    return 1;
+}
+
+static int pinned_tostring(lua_State *L)
+{
+    struct gpurun_pinned *pinned = gpurun_check_tagged(L, 1, &gpurun_pinned_tag);
+    if (pinned->header.closed)
+        lua_pushliteral(L, "gpurun.PinnedBuffer(closed)");
+    else
+        lua_pushfstring(L, "gpurun.PinnedBuffer(%s, %I)", gpurun_dtypes[pinned->dtype].name,
+                        (LUAI_UACINT)pinned->count);
+    return 1;
+}
+
+/* pinned(n [, dtype]): contents undefined, as for gpurun.empty. */
+static int module_pinned(lua_State *L)
+{
+    size_t count = gpurun_check_count(L, 1);
+    int dtype = gpurun_check_dtype(L, 2, GPURUN_FLOAT32);
+    gpurun_push_new_pinned(L, count, dtype, 1);
+    return 1;
+}
+
+static const luaL_Reg pinned_methods[] = {
+    {"get", pinned_get},
+    {"set", pinned_set},
+    {"fill", pinned_fill},
+    {"to_table", pinned_to_table},
+    {"to_bytes", pinned_to_bytes},
+    {"copy_from", pinned_copy_from},
+    {"close", pinned_close},
+    {NULL, NULL}
+};
+
+static const luaL_Reg pinned_fields[] = {
+    {"dtype", pinned_dtype},
+    {"size", pinned_size},
+    {"nbytes", pinned_nbytes},
+    {"ptr", pinned_ptr},
+    {NULL, NULL}
+};
+
+static const luaL_Reg pinned_metamethods[] = {
+    {"__newindex", pinned_newindex},
+    {"__len", pinned_len},
+    {"__tostring", pinned_tostring},
+    {"__close", pinned_close},
+    {"__gc", pinned_gc},
+    {NULL, NULL}
+};
+
+static const struct gpurun_type pinned_type = {
+    &gpurun_pinned_tag, pinned_methods, pinned_metamethods, pinned_fields, pinned_element,
+};
+
+static const luaL_Reg module_functions[] = {
+    {"pinned", module_pinned},
+    {NULL, NULL}
+};
+
+void gpurun_open_pinned(lua_State *L)
+{
+    gpurun_register_type(L, &pinned_type);
+    gpurun_set_functions(L, module_functions);
+}

@@ -1,8 +1,0 @@
-/* gpurun's version: the module's gpurun.version, `gpurun -v`, and a part of
- * every kernel cache key. */
-#ifndef GPURUN_VERSION_H
-#define GPURUN_VERSION_H
-
-#define GPURUN_VERSION "0.1.0"
-
-#endif
