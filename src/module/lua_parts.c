@@ -47,6 +47,21 @@ static int internal_type_name(lua_State *L)
     return 1;
 }
 
+/* internal.guard(f) -> f guarded; internal.guard(t) guards every function
+ * of t in place and returns t: for the methods of the objects a part makes
+ * (gpurun_push_guarded). */
+static int internal_guard(lua_State *L)
+{
+    if (lua_type(L, 1) == LUA_TTABLE) {
+        gpurun_guard_table(L, 1);
+        lua_settop(L, 1);
+        return 1;
+    }
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    gpurun_push_guarded(L, 1);
+    return 1;
+}
+
 /* Pushes the exports of the Lua part `name`, made once per Lua state. */
 static void push_lua_part(lua_State *L, const char *name)
 {
@@ -72,10 +87,20 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_setfield(L, -2, "raise");
     lua_pushcfunction(L, internal_type_name);
     lua_setfield(L, -2, "type_name");
+    lua_pushcfunction(L, internal_guard);
+    lua_setfield(L, -2, "guard");
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))
         gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);
     int exports = lua_gettop(L);
+    /* Every function it exports, and every method it adds, under the one
+     * capture rule. */
+    gpurun_guard_table(L, exports);
+    if (lua_getfield(L, exports, "methods") == LUA_TTABLE)
+        for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1))
+            if (lua_type(L, -1) == LUA_TTABLE)
+                gpurun_guard_table(L, -1);
+    lua_settop(L, exports);
     if (lua_getfield(L, exports, "metatable") == LUA_TTABLE
         && lua_getfield(L, exports + 1, "__name") == LUA_TSTRING) {
         lua_pushvalue(L, exports + 1);

@@ -66,6 +66,44 @@ int gpurun_error_outside(lua_State *L, const char *inside, const char *message)
     return gpurun_error_at(L, level, message);
 }
 
+/* ---- the guard around gpurun's Lua code -------------------------------- */
+
+static int guarded_finish(lua_State *L, int status, lua_KContext base)
+{
+    if (status != LUA_OK && status != LUA_YIELD) {
+        gpurun_capture_abort_all(L);
+        return lua_error(L);
+    }
+    return lua_gettop(L) - (int)base;
+}
+
+static int guarded_call(lua_State *L)
+{
+    int count = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    return guarded_finish(L, lua_pcallk(L, count, LUA_MULTRET, 0, 0, guarded_finish), 0);
+}
+
+void gpurun_push_guarded(lua_State *L, int index)
+{
+    lua_pushvalue(L, index);
+    lua_pushcclosure(L, guarded_call, 1);
+}
+
+void gpurun_guard_table(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    for (lua_pushnil(L); lua_next(L, index); lua_pop(L, 1)) {
+        if (lua_type(L, -1) != LUA_TFUNCTION
+            || (lua_iscfunction(L, -1) && lua_tocfunction(L, -1) == guarded_call))
+            continue;
+        lua_pushvalue(L, -2);
+        gpurun_push_guarded(L, -2);
+        lua_rawset(L, index);
+    }
+}
+
 /* The running function's name when gpurun registered it ("Buffer:fill",
  * "gpurun.empty"), else NULL. */
 static const char *function_name(lua_State *L)

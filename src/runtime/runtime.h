@@ -111,6 +111,17 @@ int gpurun_error_at(lua_State *L, int level, const char *message);
  * raised by gpurun's own Lua code. */
 int gpurun_error_outside(lua_State *L, const char *inside, const char *message);
 
+/* The one capture rule for gpurun's code written in Lua: replaces the
+ * function at index with a C closure that calls it and, if it raises, ends
+ * every capture in progress before raising the same error object again
+ * (its message and position unchanged). Yields pass through. The Lua-part
+ * loader guards every function a part exports; a part guards its own
+ * objects' methods through internal.guard. */
+void gpurun_push_guarded(lua_State *L, int index);
+
+/* Guards every function-valued field of the table at index, in place. */
+void gpurun_guard_table(lua_State *L, int index);
+
 /* "bad argument #n to 'Type:method' (why)": the name is the running
  * function's; a method's arguments count from after self, as in a colon
  * call, and a bad self says "calling 'Type:method' on bad self (why)". */

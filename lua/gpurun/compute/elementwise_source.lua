@@ -146,22 +146,21 @@ function source.uses(code, names)
   return uses
 end
 
--- How errors are raised: error(), or when the gpurun module installed
--- these kernels, its own raise, which ends any capture in progress first as
--- every gpurun error does (lua/gpurun/builtin/elementwise.lua sets it).
-source.fail = error
-
--- Raises at the first caller outside lua/gpurun/compute/, so
--- that a message points at the user's line however deep it was found.
+-- Raises at the first caller outside gpurun's own Lua code (lua/gpurun/
+-- compute/ and builtin/, and the C functions between them), so that a
+-- message points at the user's line however deep it was found. Every entry
+-- point of the module's Lua parts is guarded (internal.guard): the error
+-- ends any capture in progress on its way out, as every gpurun error does.
 function source.raise(message)
   local level = 2
   while true do
     local info = debug.getinfo(level, "S")
     if not info then
-      source.fail(message, 0)
+      error(message, 0)
     end
-    if not info.source:match("[/\\]gpurun[/\\]compute[/\\][%w_]+%.lua$") then
-      source.fail(message, level)
+    if info.what ~= "C" and not info.source:match("[/\\]gpurun[/\\]compute[/\\][%w_]+%.lua$")
+        and not info.source:match("[/\\]gpurun[/\\]builtin[/\\][%w_]+%.lua$") then
+      error(message, level)
     end
     level = level + 1
   end
