@@ -415,6 +415,102 @@ row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
   "elementwise pipeline 'p': output 'r9' is not a stage")
 
+-- ---- reductions and scans (Lua parts of the module: their own messages) ----------------
+
+local RK = "reduction kernel 'k'"
+local OPS_TEXT = "sum, prod, min, max, argmin, argmax, any, all"
+row("gpurun.reduction", A(), "reduction kernel 'reduction' in_params: a string such as \"float32 a, float32 b\" expected, got nil")
+row("gpurun.reduction", A("float32 x"), "reduction kernel 'reduction' out_params: a string such as")
+row("gpurun.reduction", A("float32 x", ""), "reduction kernel 'reduction': out_params names no output")
+row("gpurun.reduction", A("float32 x", "float32 s"), "reduction kernel 'reduction': map_expr must be a non-empty string of C code, got nil")
+row("gpurun.reduction", A("float32 x", "float32 s", "x"),
+  "reduce_expr (an expression of a and b, or one of " .. OPS_TEXT .. ") must be a non-empty string of C code, got nil")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "a + b"), "identity must be a number or a non-empty string of C, got nil")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "a + b", nil, 0 / 0), "identity must not be NaN")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, 0, "k"), RK .. ": 'sum' brings its own identity; pass nil for identity")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "2k"), "reduction: the name must be a C identifier not starting with '_', got 2k")
+row("gpurun.reduction", A("float16 x", "float32 s", "x", "sum", nil, nil, "k"), RK .. " in_params: unknown dtype 'float16' for x")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "k", { reduce_type = "float16" }),
+  RK .. ": options.reduce_type must be a dtype")
+row("gpurun.reduction", A("float32 x", "float32 s, float32 t", "x", "sum", nil, nil, "k"), RK .. ": post_map_expr is needed to write several outputs")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", "t = a", nil, "k"), RK .. ": post_map_expr never mentions output 's'")
+row("gpurun.reduction", A("float32 x", "float32 count", "x", "sum", nil, nil, "k"), RK .. ": an output cannot be named 'count'")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "any", nil, nil, "k", { reduce_type = "float32" }),
+  RK .. ": any reduces as bool; options.reduce_type does not apply")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "k", 5), RK .. ": options must be a table, got number")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "k", { block = 100 }), RK .. ": options.block must be a multiple of 32, got 100")
+
+local TARGET = "gpurun.Stream or gpurun.GraphBuilder expected, got "
+for _, name in ipairs{ "sum", "prod", "min", "max", "argmin", "argmax", "any", "all", "mean", "norm",
+                       "max_abs_diff", "inclusive_scan", "exclusive_scan", "select" } do
+  local label = "gpurun." .. name
+  local fname = "'" .. label .. "'"
+  row(label, A(), "bad argument #1 to " .. fname .. " (" .. TARGET .. "nil)")
+  row(label, A(42), "bad argument #1 to " .. fname .. " (" .. TARGET .. "number)")
+  row(label, A(R.options), "bad argument #1 to " .. fname .. " (" .. TARGET .. "gpurun.ProgramOptions)")
+  row(label, A(R.stream, 5), "bad argument #2 to " .. fname .. " (gpurun.Buffer expected for "
+      .. (name == "max_abs_diff" and "a" or "x") .. ", got number)")
+  row(label, A(R.stream, R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
+end
+for _, name in ipairs{ "sum", "prod", "min", "max", "argmin", "argmax", "any", "all", "mean", "norm" } do
+  local label = "gpurun." .. name
+  local fname = "'" .. label .. "'"
+  -- argmin and argmax write positions: their out must be an integer buffer
+  local arg = name == "argmin" or name == "argmax"
+  local out, out_dtype = arg and R.buffer_i32 or R.buffer, arg and "int32" or "float32"
+  row(label, A(R.stream, R.buffer, out), ("reduction kernel 'gpurun_%s' output 1 (%s s): has 16 elements, "
+      .. "but this reduction gives 1 (one per call)"):format(name, out_dtype))
+  row(label, A(R.stream, R.buffer, "x"), "bad argument #3 to " .. fname .. " (gpurun.Buffer or nil expected for out, got string)")
+  row(label, A(R.stream, R.buffer, nil, { nope = 1 }), "bad argument #4 to " .. fname
+      .. " (unknown option 'nope' (known: accumulate, rows, cols, axis, offsets))")
+  row(label, A(R.stream, R.buffer, nil, "x"), "bad argument #4 to " .. fname .. " (options table expected, got string)")
+  row(label, A(R.building, R.buffer), "bad argument #3 to " .. fname
+      .. " (out is needed on a GraphBuilder: no buffer can be made while capturing)")
+  row(label, A(R.stream, R.buffer, out, { rows = 3, cols = 5, axis = 2 }),
+      "reduction kernel 'gpurun_" .. name .. "': rows * cols (3 * 5) must be the inputs' 16 elements")
+  row(label, A(R.stream, R.buffer_f64, out, { rows = 4, cols = 4, axis = 3 }),
+      "shape.axis must be 2 (a result per row) or 1 (a result per column), got 3")
+  row(label, A(R.stream, R.buffer_f64, out, { offsets = R.buffer }),
+      "shape.offsets must be int32, uint32, int64 or uint64, got float32")
+end
+row("gpurun.argmin", A(R.stream, R.buffer, R.buffer), "bad argument #3 to 'gpurun.argmin' (out must be an integer buffer (a 1-based position), got float32)")
+row("gpurun.argmax", A(R.stream, R.buffer, R.buffer), "bad argument #3 to 'gpurun.argmax' (out must be an integer buffer (a 1-based position), got float32)")
+row("gpurun.mean", A(R.stream, R.buffer, R.buffer_i32), "bad argument #3 to 'gpurun.mean' (out must be float32 or float64, got int32)")
+row("gpurun.norm", A(R.stream, R.buffer, nil, { accumulate = "float16" }),
+  "bad argument #4 to 'gpurun.norm' (options.accumulate must be a dtype")
+row("gpurun.max", A(R.stream, R.buffer, nil, { accumulate = "float64" }),
+  "bad argument #4 to 'gpurun.max' (options.accumulate does not apply: max combines values exactly)")
+row("gpurun.max_abs_diff", A(R.stream, R.buffer, "x"), "bad argument #3 to 'gpurun.max_abs_diff' (gpurun.Buffer expected for b, got string)")
+row("gpurun.max_abs_diff", A(R.stream, R.buffer, R.buffer8), "reduction kernel 'gpurun_max_abs_diff' input 2 (float32 b): has 8 elements, but a has 16")
+row("gpurun.max_abs_diff", A(R.stream, R.buffer, R.buffer, R.buffer_i32), "bad argument #4 to 'gpurun.max_abs_diff' (out must be float32 or float64, got int32)")
+for _, name in ipairs{ "inclusive_scan", "exclusive_scan" } do
+  local label = "gpurun." .. name
+  local fname = "'" .. label .. "'"
+  row(label, A(R.stream, R.buffer, 5), "bad argument #3 to " .. fname .. " (gpurun.Buffer expected for y, got number)")
+  row(label, A(R.stream, R.buffer, R.buffer8), "bad argument #3 to " .. fname .. " (y has 8 elements, but x has 16)")
+  row(label, A(R.stream, R.buffer, R.buffer, "nope"), "bad argument #4 to " .. fname
+      .. " ('nope' is neither an operation (sum, prod, min, max) nor an expression of a and b)")
+  row(label, A(R.stream, R.buffer, R.buffer, "argmax"), "bad argument #4 to " .. fname
+      .. " (argmax is not a scan operation (sum, prod, min, max))")
+  row(label, A(R.stream, R.buffer, R.buffer, "a * b"), "bad argument #5 to " .. fname
+      .. " (options.identity (a number or C text) is needed with an expression, got nil)")
+  row(label, A(R.stream, R.buffer, R.buffer, "sum", { identity = 0 }), "bad argument #5 to " .. fname
+      .. " (options.identity: 'sum' brings its own identity)")
+  row(label, A(R.stream, R.buffer, R.buffer, "sum", { items = 0 }), "bad argument #5 to " .. fname
+      .. " (options.items must be an integer from 1 to 32, got 0)")
+  row(label, A(R.stream, R.buffer, R.buffer, "sum", { deterministic = 1 }), "bad argument #5 to " .. fname
+      .. " (options.deterministic must be a boolean, got number)")
+  row(label, A(R.stream, R.buffer, R.buffer, "sum", { nope = 1 }), "bad argument #5 to " .. fname
+      .. " (unknown option 'nope' (known: block, deterministic, identity, items))")
+end
+row("gpurun.select", A(R.stream, R.buffer, 5), "bad argument #3 to 'gpurun.select' (predicate: a C expression of x (and i) expected, got number)")
+row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer_i32, R.buffer_i32),
+  "bad argument #4 to 'gpurun.select' (out must have x's dtype float32, got int32)")
+row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, R.buffer),
+  "bad argument #5 to 'gpurun.select' (count must be one int32, uint32, int64 or uint64 element, got 16 float32)")
+row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, nil),
+  "bad argument #5 to 'gpurun.select' (gpurun.Buffer expected for count, got nil)")
+
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
 local OPTION = "gpurun.ProgramOptions: "

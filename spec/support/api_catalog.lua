@@ -33,6 +33,13 @@
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever).
+--   For reductions and scans: params_text (a parameter list), c_expression
+--   (a map, post-map or reduce expression), reduce_op (a named operation or
+--   an expression of a and b), identity, reduction_options (gpurun.reduction's),
+--   reduce_options (the prebuilt reductions'), scan_op, scan_options,
+--   predicate (select's).
+-- reduces = the call generates and compiles a kernel for its arguments'
+-- dtypes (NVRTC's time, once per dtype: the fuzzer's draws stay few).
 -- writes = the argument position of a path the call writes (the fuzzer
 -- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
@@ -100,6 +107,24 @@ catalog.functions = {
   default_rng = { args = { "seed" } },
   elementwise = { args = { "string", "string", "string", "string" } },
   elementwise_pipeline = { args = { "string", "any", "string", "string" } },
+  reduction = { args = { "params_text", "params_text", "c_expression", "reduce_op", "c_expression",
+                         "identity", "string", "reduction_options" } },
+  sum = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  prod = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  min = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  max = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  argmin = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  argmax = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  any = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  all = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  mean = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  norm = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
+  max_abs_diff = { args = { "launch_target", "buffer", "buffer_or_number", "buffer", "reduce_options" },
+                   reduces = true },
+  inclusive_scan = { args = { "launch_target", "buffer", "buffer", "scan_op", "scan_options" }, reduces = true },
+  exclusive_scan = { args = { "launch_target", "buffer", "buffer", "scan_op", "scan_options" }, reduces = true },
+  select = { args = { "launch_target", "buffer", "predicate", "buffer", "buffer", "scan_options" },
+             reduces = true },
   join = { args = { "builder", "builder", "builder", "..." } },
   Event = { args = { "event_options" }, needs = "device" },
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },

@@ -28,38 +28,19 @@
 
 local gpurun = require("gpurun")
 local source = require("gpurun.compute.elementwise_source")
-
-local DTYPES = source.DTYPES
-local SCALAR_DTYPE = { f32 = "float32", f64 = "float64", i32 = "int32", u32 = "uint32",
-                       i64 = "int64", u64 = "uint64" }
-local SCALAR_TAG = {}  -- dtype -> the lookup key of a scalar of it
-for dtype in pairs(DTYPES) do
-  SCALAR_TAG[dtype] = dtype .. " scalar"
-end
-
-local MAX_THREADS_PER_MULTIPROCESSOR = 39 -- CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
-local MAX_CACHED_SIZES = 64                -- launch shapes kept per kernel and device
+local arguments = require("gpurun.compute.arguments")
+local device_code = require("gpurun.compute.device_code")
 
 local elementwise = {}
 
 local Kernel = {}
 Kernel.__index = Kernel
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
-
 local raise = source.raise
 
-local function param_error(kernel, index, fmt, ...)
-  local param = kernel.params[index]
-  raise(("elementwise kernel '%s' %s %d (%s %s): "):format(kernel.name,
-        param.output and "output" or "input", param.output and index - kernel.input_count or index,
-        param.type, param.name) .. fmt:format(...))
-end
-
-local function check_options(options, what)
+-- options -> { block, unroll, blocks_per_sm, preamble }, checked; `defaults`
+-- may change unroll's (reductions unroll more). Shared with reductions.
+function elementwise.check_options(options, what, defaults)
   options = options or {}
   if type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
@@ -85,11 +66,12 @@ local function check_options(options, what)
   end
   return {
     block = block,
-    unroll = integer("unroll", 1, 8, 1),
+    unroll = integer("unroll", 1, 8, defaults and defaults.unroll or 1),
     blocks_per_sm = integer("blocks_per_sm", 1, 64, nil),
     preamble = preamble,
   }
 end
+local check_options = elementwise.check_options
 
 -- elementwise(in_params, out_params, operation [, name [, options]]) -> kernel.
 -- options: block (threads per block, 256), blocks_per_sm (default: as many
@@ -117,6 +99,7 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
     raise(what .. ": the operation must be a non-empty string of CUDA C")
   end
   local kernel = setmetatable({
+    kind = "elementwise kernel",
     name = name, operation = operation, in_params = in_params, out_params = out_params,
     params = {}, input_count = #inputs, type_variables = {},
     variants = {}, bound = {}, arguments = {},
@@ -124,7 +107,7 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
   for k, v in pairs(check_options(options, what)) do
     kernel[k] = v
   end
-  local seen, output_names, variables = {}, {}, {}
+  local output_names = {}
   for index, param in ipairs(inputs) do
     kernel.params[index] = param
   end
@@ -133,16 +116,7 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
     kernel.params[#kernel.params + 1] = param
     output_names[#output_names + 1] = param.name
   end
-  for _, param in ipairs(kernel.params) do
-    if seen[param.name] then
-      raise(("%s: parameter name '%s' is used twice"):format(what, param.name))
-    end
-    seen[param.name] = true
-    if param.variable and not variables[param.type] then
-      variables[param.type] = true
-      kernel.type_variables[#kernel.type_variables + 1] = param.type
-    end
-  end
+  arguments.collect(kernel, what)
   local uses = source.uses(operation, output_names)
   for _, param in ipairs(kernel.params) do
     if param.output then
@@ -152,7 +126,6 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
       param.read = uses[param.name].read_first or nil
     end
   end
-  kernel.arity = #kernel.params
   if #kernel.type_variables == 0 then
     kernel.source = kernel:source_for({})
   end
@@ -162,296 +135,53 @@ end
 -- The generated source for every argument a buffer of its declared dtype,
 -- type variables bound by `bindings` ({ T = "float64" }).
 function Kernel:source_for(bindings)
-  local signature = { dtypes = {}, scalar = {}, bindings = {} }
-  for _, variable in ipairs(self.type_variables) do
-    local dtype = bindings and bindings[variable]
-    if not DTYPES[dtype] then
-      raise(("elementwise kernel '%s': source_for needs a dtype for %s (one of %s)"):format(
-            self.name, variable, source.DTYPE_NAMES))
-    end
-    signature.bindings[variable] = dtype
-  end
-  for index, param in ipairs(self.params) do
-    signature.dtypes[index] = param.variable and signature.bindings[param.type] or param.type
-  end
-  return (source.generate(self, signature))
+  return (source.generate(self, arguments.declared_signature(self, bindings)))
 end
 
 -- ---- a call's arguments -> its variant ------------------------------------
 
--- What carried a dtype, for messages only (building it allocates).
-local function carrier(dtype, scalar_type)
-  return scalar_type and "gpurun." .. scalar_type or "a " .. dtype .. " buffer"
-end
-
--- Binds or checks the dtype of argument `index`: `dtype` is what the buffer
--- or the typed scalar (of scalar_type) carries.
-local function match_dtype(kernel, index, dtype, scalar_type)
-  local param = kernel.params[index]
-  if param.variable then
-    local bound = kernel.bound[param.type]
-    if bound == nil then
-      kernel.bound[param.type] = dtype
-    elseif bound ~= dtype then
-      param_error(kernel, index, "%s is %s, but %s is %s here", param.type, bound,
-                  carrier(dtype, scalar_type), dtype)
-    end
-  elseif param.type ~= dtype then
-    param_error(kernel, index, "expected %s, got %s", param.type, carrier(dtype, scalar_type))
+local function generate(kernel, signature)
+  local text, width = source.generate(kernel, signature)
+  local names = { kernel.name .. "_scalar" }
+  if width then
+    names[2] = kernel.name .. "_vec"
   end
-end
-
--- A typed scalar for an int8 or uint8 parameter comes as i32 or u32.
-local function scalar_dtype_for(param_dtype, scalar_type)
-  local dtype = SCALAR_DTYPE[scalar_type]
-  if (param_dtype == "int8" and dtype == "int32") or (param_dtype == "uint8" and dtype == "uint32") then
-    return param_dtype
-  end
-  return dtype
-end
-
-local function dtype_of(kernel, index)
-  local param = kernel.params[index]
-  return param.variable and kernel.bound[param.type] or param.type
-end
-
--- A Lua number as its parameter takes it (a float, or an exact integer in
--- range), or an error.
-local function number_for(kernel, index, value)
-  local dtype = dtype_of(kernel, index)
-  local info = DTYPES[dtype]
-  if info.float then
-    if dtype == "float32" and value == value and math.abs(value) ~= math.huge
-       and math.abs(value) > 3.4028234663852886e38 then
-      param_error(kernel, index, "%s is out of float32 range", tostring(value))
-    end
-    return value + 0.0
-  end
-  local integer = math.tointeger(value)
-  if integer == nil then
-    param_error(kernel, index, "%s is not an integer", tostring(value))
-  end
-  if integer < info.min or integer > info.max then
-    param_error(kernel, index, "%d is out of %s range", integer, dtype)
-  end
-  return integer
-end
-
--- First pass over the arguments: their kinds, dtypes, sizes and the type
--- variables they bind. Returns n, the device and whether a Lua number is
--- among them.
-local function read_arguments(kernel, ...)
-  local bound = kernel.bound
-  for _, variable in ipairs(kernel.type_variables) do
-    bound[variable] = nil
-  end
-  local n, device, numbers, first
-  for index = 1, kernel.arity do
-    local param = kernel.params[index]
-    local arg = select(index, ...)
-    local kind = type_name(arg)
-    if kind == "gpurun.Buffer" then
-      local dtype = arg.dtype
-      match_dtype(kernel, index, dtype)
-      local size = #arg
-      if n == nil then
-        n, device, first = size, arg.device, param
-      elseif size ~= n then
-        param_error(kernel, index, "has %d elements, but %s has %d",
-                    size, first.name, n)
-      elseif arg.device ~= device then
-        param_error(kernel, index, "is on device %d, but %s is on device %d",
-                    arg.device, first.name, device)
-      end
-    elseif param.output then
-      param_error(kernel, index, "an output must be a gpurun.Buffer, got %s", kind)
-    elseif kind == "gpurun.Scalar" then
-      local wanted = param.variable and bound[param.type] or param.type
-      local scalar_type = arg.type
-      match_dtype(kernel, index, scalar_dtype_for(wanted, scalar_type), scalar_type)
-    elseif kind == "number" then
-      numbers = true
-    else
-      param_error(kernel, index, "a gpurun.Buffer, a gpurun scalar or a number "
-                  .. "expected, got %s", kind)
-    end
-  end
-  if numbers then
-    for index = 1, kernel.arity do
-      local param = kernel.params[index]
-      local arg = select(index, ...)
-      if type(arg) == "number" then
-        if param.variable and not bound[param.type] then
-          param_error(kernel, index, "a Lua number does not say what %s is: pass a "
-                      .. "buffer or a typed scalar (gpurun.f32(x), ...) for a %s parameter",
-                      param.type, param.type)
-        end
-        number_for(kernel, index, arg)
-      end
-    end
-  end
-  return n, device, numbers
-end
-
-
--- The variant for this call's signature: a tree with one level per
--- parameter, keyed by dtype (or "<dtype> scalar"), so that finding it
--- builds no string.
-local function find_variant(kernel, ...)
-  local node = kernel.variants
-  for index = 1, kernel.arity do
-    local dtype = dtype_of(kernel, index)
-    local tag = type_name(select(index, ...)) == "gpurun.Buffer" and dtype or SCALAR_TAG[dtype]
-    local child = node[tag]
-    if not child then
-      child = {}
-      node[tag] = child
-    end
-    node = child
-  end
-  local variant = node.variant
-  if not variant then
-    local signature = { dtypes = {}, scalar = {}, bindings = {} }
-    for index = 1, kernel.arity do
-      signature.dtypes[index] = dtype_of(kernel, index)
-      signature.scalar[index] = type_name(select(index, ...)) ~= "gpurun.Buffer" or nil
-    end
-    for _, variable in ipairs(kernel.type_variables) do
-      signature.bindings[variable] = kernel.bound[variable]
-    end
-    local text, width = source.generate(kernel, signature)
-    variant = { signature = signature, source = text, width = width, devices = {} }
-    node.variant = variant
-  end
-  return variant
+  return { source = text, width = width, kernel_names = names }
 end
 
 -- Whether this call's buffers allow the variant's vector kernel.
 local function vectorisable(kernel, variant, ...)
-  if not variant.width then
-    return false
-  end
-  for index = 1, kernel.arity do
-    local arg = select(index, ...)
-    if type_name(arg) == "gpurun.Buffer" and arg.ptr % source.VECTOR_BYTES ~= 0 then
-      return false
-    end
-  end
-  return true
+  return variant.width ~= nil and arguments.aligned(kernel, source.VECTOR_BYTES, ...)
 end
 
 -- ---- compiled kernels and launch shapes -------------------------------------
 
-local function compiled(kernel, variant, device_id)
-  local entry = variant.devices[device_id]
-  if entry then
-    return entry
-  end
-  local device = gpurun.Device(device_id)
-  local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }
-  local program = gpurun.Program(variant.source, "c++", options)
-  local code = program:compile("cubin", { name = kernel.name .. ".cu" })
-  local per_sm = kernel.blocks_per_sm
-    or math.max(1, device:get_attribute(MAX_THREADS_PER_MULTIPROCESSOR) // kernel.block)
-  entry = {
-    program = program, code = code, -- kept: the kernels live as long as their code
-    scalar = code:get_kernel(kernel.name .. "_scalar"),
-    vec = variant.width and code:get_kernel(kernel.name .. "_vec") or nil,
-    max_blocks = device.multiprocessor_count * per_sm,
-    shapes = {}, shape_count = 0,
-  }
-  variant.devices[device_id] = entry
-  return entry
-end
-
-local function blocks(kernel, entry, work)
-  local per_block = kernel.block * kernel.unroll
-  return math.max(1, math.min((work + per_block - 1) // per_block, entry.max_blocks))
-end
-
 -- The launch configurations and the n argument for size n, made once.
-local function shape(kernel, variant, entry, n)
-  local found = entry.shapes[n]
-  if found then
-    return found
-  end
-  if entry.shape_count >= MAX_CACHED_SIZES then
-    entry.shapes, entry.shape_count = {}, 0
-  end
-  found = {
+local function make_shape(n, kernel, variant, entry)
+  local per_block = kernel.block * kernel.unroll
+  return {
     n = gpurun.u64(n),
-    scalar = gpurun.LaunchConfig{ grid = blocks(kernel, entry, n), block = kernel.block },
+    scalar = gpurun.LaunchConfig{ grid = device_code.blocks(entry, n, per_block), block = kernel.block },
     -- blocks() gives at least one block, more threads than any tail
-    vec = variant.width and gpurun.LaunchConfig{ grid = blocks(kernel, entry, n // variant.width),
-                                                 block = kernel.block } or nil,
+    vec = variant.width and gpurun.LaunchConfig{
+      grid = device_code.blocks(entry, n // variant.width, per_block), block = kernel.block } or nil,
   }
-  entry.shapes[n] = found
-  entry.shape_count = entry.shape_count + 1
-  return found
-end
-
--- Typed scalars for int8/uint8 parameters are range-checked here; the rest
--- is gpurun's own launch check.
-local function check_small_scalars(kernel, ...)
-  for index = 1, kernel.input_count do
-    local arg = select(index, ...)
-    local info = DTYPES[dtype_of(kernel, index)]
-    if info.passed_as and type_name(arg) == "gpurun.Scalar" then
-      local value = arg.value
-      if value < info.min or value > info.max then
-        param_error(kernel, index, "%d is out of %s range", value,
-                    dtype_of(kernel, index))
-      end
-    end
-  end
 end
 
 -- Everything a launch needs: the kernel to launch, its configuration, the
 -- n argument, and whether numbers must be converted first.
-local function check_count(kernel, ...)
-  local count = select("#", ...)
-  if count ~= kernel.arity then
-    local names = {}
-    for index, param in ipairs(kernel.params) do
-      names[index] = param.name
-    end
-    raise(("elementwise kernel '%s' takes %d argument%s (%s), got %d")
-          :format(kernel.name, kernel.arity, kernel.arity == 1 and "" or "s",
-                  table.concat(names, ", "), count))
-  end
-end
-
 local function prepare(kernel, target, ...)
-  check_count(kernel, ...)
-  local n, device, numbers = read_arguments(kernel, ...)
-  check_small_scalars(kernel, ...)
-  local variant = find_variant(kernel, ...)
-  -- Loading code is one of the calls a capture forbids (and it would end it).
-  if not variant.devices[device] and type_name(target) == "gpurun.GraphBuilder" then
-    raise(("elementwise kernel '%s' is compiled on its first call for these dtypes; make that "
-           .. "call, or kernel:prepare(...) with the same arguments, before capturing it"):format(
-           kernel.name))
-  end
-  local entry = compiled(kernel, variant, device)
-  local found = shape(kernel, variant, entry, n)
+  arguments.check_count(kernel, select("#", ...))
+  local n, device, numbers = arguments.read(kernel, ...)
+  arguments.check_small_scalars(kernel, ...)
+  local variant = arguments.find_variant(kernel, generate, ...)
+  device_code.refuse_capture(kernel, variant, device, target)
+  local entry = device_code.compiled(kernel, variant, device)
+  local found = device_code.shape(entry, n, make_shape, kernel, variant, entry)
   if vectorisable(kernel, variant, ...) then
-    return entry.vec, found.vec, found.n, numbers
+    return entry.kernels[kernel.name .. "_vec"], found.vec, found.n, numbers
   end
-  return entry.scalar, found.scalar, found.n, numbers
-end
-
--- The arguments with every Lua number replaced by its typed scalar, in a
--- table the kernel reuses.
-local function converted(kernel, ...)
-  local arguments = kernel.arguments
-  for index = 1, kernel.arity do
-    local arg = select(index, ...)
-    if type(arg) == "number" then
-      arg = gpurun[DTYPES[dtype_of(kernel, index)].scalar](number_for(kernel, index, arg))
-    end
-    arguments[index] = arg
-  end
-  return table.unpack(arguments, 1, kernel.arity)
+  return entry.kernels[kernel.name .. "_scalar"], found.scalar, found.n, numbers
 end
 
 -- kernel(target, inputs..., outputs...) or kernel:launch(...): target is a
@@ -459,7 +189,7 @@ end
 function Kernel:launch(target, ...)
   local cuda_kernel, config, n, numbers = prepare(self, target, ...)
   if numbers then
-    gpurun.launch(target, config, cuda_kernel, n, converted(self, ...))
+    gpurun.launch(target, config, cuda_kernel, n, arguments.converted(self, ...))
   else
     gpurun.launch(target, config, cuda_kernel, n, ...)
   end
@@ -472,7 +202,7 @@ Kernel.__call = Kernel.launch
 function Kernel:bind(...)
   local cuda_kernel, config, n, numbers = prepare(self, nil, ...)
   if numbers then
-    return cuda_kernel:bind(config, n, converted(self, ...))
+    return cuda_kernel:bind(config, n, arguments.converted(self, ...))
   end
   return cuda_kernel:bind(config, n, ...)
 end
@@ -490,9 +220,9 @@ end
 -- "<name>_scalar", vectorised = bool, width = elements per access or nil,
 -- n = elements, source = the program's text }.
 function Kernel:variant(...)
-  check_count(self, ...)
-  local n = read_arguments(self, ...)
-  local variant = find_variant(self, ...)
+  arguments.check_count(self, select("#", ...))
+  local n = arguments.read(self, ...)
+  local variant = arguments.find_variant(self, generate, ...)
   local vectorised = vectorisable(self, variant, ...)
   return {
     kernel = self.name .. (vectorised and "_vec" or "_scalar"),

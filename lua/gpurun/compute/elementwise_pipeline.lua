@@ -4,9 +4,14 @@
 --   pipeline(in_params, stages, outputs [, name [, options]])
 --     in_params  "float32 a, float32 b, float32 c"
 --     stages     { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }:
---                each "<dtype> <name> = <expression>", reading inputs and earlier stages
+--                each "<dtype> <name> = <expression>", reading inputs and earlier stages;
+--                the last ones may be reductions, "<op> <dtype> <name> = <expression>"
+--                (op: sum, prod, min, max, argmin, argmax, any, all, mean, norm): the
+--                expression reduced over every element into a 1-element output
+--                (lua/gpurun/compute/pipeline_reduction.lua)
 --     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
---     options    fuse = "auto" (default), "always" or "never", and elementwise()'s options
+--     options    fuse = "auto" (default), "always" or "never", accumulate (the dtype
+--                sums, products, means and norms are combined in), and elementwise()'s options
 --
 -- How stages become kernels (pipe.kernels, pipe:describe()):
 --   auto    a kernel ends after each wanted stage that a later stage reads;
@@ -16,8 +21,10 @@
 --   always  one kernel, writing every wanted stage on the way.
 --   never   one kernel per stage; every stage a later one reads must then be
 --           an output.
--- Called as pipe(target, inputs..., outputs...) with the outputs in the
--- order `outputs` lists them.
+-- Called as pipe(target, inputs..., outputs... [, shape]) with the outputs
+-- in the order `outputs` lists them; a kernel with reductions is one
+-- reduction kernel (the stages before them run in its registers), and the
+-- shape table, if any, goes to it (rows, cols, axis or offsets).
 
 local source = require("gpurun.compute.elementwise_source")
 
@@ -31,10 +38,20 @@ PlanList.__index = PlanList
 
 local FUSE_MODES = { auto = true, always = true, never = true }
 
+-- Reduction stages (loaded on first use: it requires elementwise.lua,
+-- which requires this file).
+local function reductions()
+  return require("gpurun.compute.pipeline_reduction")
+end
+
 local function parse_stage(text, what, index)
   if type(text) ~= "string" then
     raise(("%s: stage %d must be a string \"<dtype> <name> = <expression>\", got %s"):format(
           what, index, type(text)))
+  end
+  local stage = reductions().parse_stage(text, what, index)
+  if stage then
+    return stage
   end
   local dtype, name, expression = text:match("^%s*([%w_]+)%s+([%w_]+)%s*=%s*(.-)%s*;?%s*$")
   if not dtype or expression == "" or expression:sub(1, 1) == "=" then
@@ -96,6 +113,10 @@ local function read_stages(stages, inputs, what)
     stage.reads = {}
     for word in stage.expression:gmatch("[%a_][%w_]*") do
       local read = stage_index[word]
+      if read and list[read].reduce then
+        raise(("%s: stage '%s' reads '%s', a reduction: it has one value per call, not one per "
+               .. "element"):format(what, stage.name, word))
+      end
       if read == stage.index then
         raise(("%s: stage '%s' reads itself"):format(what, stage.name))
       elseif read and read > stage.index then
@@ -105,6 +126,7 @@ local function read_stages(stages, inputs, what)
       end
     end
   end
+  reductions().check_order(list, what)
   return list, stage_index
 end
 
@@ -193,7 +215,9 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
   end
   for index, stage in ipairs(stages) do
     if needed[index] and (in_group[index] or not wanted[stage.name]) then
-      if in_group[index] and wanted[stage.name] then
+      if stage.reduce then
+        -- reduced, not computed per element: pipeline_reduction.lua's part
+      elseif in_group[index] and wanted[stage.name] then
         body[#body + 1] = ("%s = %s;"):format(stage.name, stage.expression)
       else
         body[#body + 1] = ("const %s %s = %s;"):format(c_type_of(stage), stage.name, stage.expression)
@@ -201,11 +225,21 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
       end
     end
   end
-  local written = {}
+  local written, reduces = {}, nil
   for _, name in ipairs(pipe.outputs) do
     local index = stage_index[name]
-    if in_group[index] then
+    if in_group[index] and not stages[index].reduce then
       out_params[#out_params + 1] = stages[index].type .. " " .. name
+      arguments[#arguments + 1] = pipe.output_argument[name]
+      written[#written + 1] = name
+    end
+  end
+  -- a reduction kernel's results come after its per-element outputs
+  for _, name in ipairs(pipe.outputs) do
+    local index = stage_index[name]
+    if in_group[index] and stages[index].reduce then
+      reduces = reduces or {}
+      reduces[#reduces + 1] = index
       arguments[#arguments + 1] = pipe.output_argument[name]
       written[#written + 1] = name
     end
@@ -215,6 +249,7 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
     in_params = table.concat(in_params, ", "), out_params = table.concat(out_params, ", "),
     operation = table.concat(body, "\n"), arguments = arguments, written = written,
     locals = locals, name = #pipe.groups == 1 and pipe.name or pipe.name .. "_" .. last,
+    reduces = reduces,
   }
 end
 
@@ -248,7 +283,8 @@ local function constructor(elementwise)
       kernel_options[key] = value
     end
     local mode = kernel_options.fuse or "auto"
-    kernel_options.fuse = nil
+    local accumulate = kernel_options.accumulate
+    kernel_options.fuse, kernel_options.accumulate = nil, nil
     if not FUSE_MODES[mode] then
       raise(("%s: options.fuse must be \"auto\", \"always\" or \"never\", got %s"):format(
             what, tostring(mode)))
@@ -279,8 +315,14 @@ local function constructor(elementwise)
     for position, group in ipairs(pipe.groups) do
       local spec = group_kernel(pipe, group, stage_list, wanted, stage_index, inputs)
       check_type_variables(spec, stage_list, stage_index, what)
-      local kernel = elementwise(spec.in_params, spec.out_params, spec.operation, spec.name,
-                                 kernel_options)
+      local kernel
+      if spec.reduces then
+        kernel = reductions().kernel(spec, stage_list, kernel_options, accumulate, what)
+        pipe.reduces = true
+      else
+        kernel = elementwise(spec.in_params, spec.out_params, spec.operation, spec.name,
+                             kernel_options)
+      end
       kernel.pipeline_arguments, kernel.writes, kernel.in_registers = spec.arguments, spec.written,
                                                                        spec.locals
       pipe.kernels[position] = kernel
@@ -294,19 +336,25 @@ local function constructor(elementwise)
 end
 
 local function check_count(pipe, count)
-  if count ~= pipe.arity then
+  if count ~= pipe.arity and not (pipe.reduces and count == pipe.arity + 1) then
     raise(("elementwise pipeline '%s' takes %d arguments after the stream or builder "
-           .. "(%d inputs, then the outputs %s), got %d"):format(pipe.name, pipe.arity,
-           pipe.input_count, table.concat(pipe.outputs, ", "), count))
+           .. "(%d inputs, then the outputs %s%s), got %d"):format(pipe.name, pipe.arity,
+           pipe.input_count, table.concat(pipe.outputs, ", "),
+           pipe.reduces and ", then a shape table if any" or "", count))
   end
 end
 
--- The arguments of one kernel, picked from the pipeline's, in a reused table.
+-- The arguments of one kernel, picked from the pipeline's, in a reused
+-- table; a reduction kernel gets the shape table after them.
 local function pick(pipe, kernel, ...)
   local arguments = pipe.arguments
   local indexes = kernel.pipeline_arguments
   for position = 1, #indexes do
     arguments[position] = select(indexes[position], ...)
+  end
+  if kernel.result_count and select("#", ...) > pipe.arity then
+    arguments[#indexes + 1] = select(pipe.arity + 1, ...)
+    return table.unpack(arguments, 1, #indexes + 1)
   end
   return table.unpack(arguments, 1, #indexes)
 end

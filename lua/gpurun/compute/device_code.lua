@@ -1,0 +1,83 @@
+-- A generated program compiled and loaded once per device (through
+-- gpurun.Program and the kernel cache), and the launch shapes kept for
+-- it: what gpurun.elementwise kernels, reductions and scans share.
+
+local gpurun = require("gpurun")
+local source = require("gpurun.compute.elementwise_source")
+
+local raise = source.raise
+
+local device_code = {}
+
+local MAX_THREADS_PER_MULTIPROCESSOR = 39 -- CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
+local MAX_CACHED_SHAPES = 64               -- launch shapes kept per program and device
+
+local function type_name(value)
+  local meta = getmetatable(value)
+  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
+end
+
+-- Loading code is one of the calls a capture forbids (and it would end
+-- it): a first call on a builder is refused, saying what to do instead.
+function device_code.refuse_capture(kernel, variant, device_id, target, why)
+  if not variant.devices[device_id] and type_name(target) == "gpurun.GraphBuilder" then
+    raise(("%s '%s' is compiled on its first call for these dtypes; make that call, or "
+           .. "kernel:prepare(...) with the same arguments, before capturing it%s"):format(
+           kernel.kind, kernel.name, why or ""))
+  end
+end
+
+-- The variant's program on device `device_id`: { code, kernels = { [name]
+-- = gpurun.Kernel }, multiprocessors, max_blocks (multiprocessors times
+-- kernel.blocks_per_sm, or as many blocks of kernel.block threads as one
+-- multiprocessor holds), device, shapes }, compiled and loaded on first
+-- use. `names` are the kernels to load (default: variant.kernel_names).
+function device_code.compiled(kernel, variant, device_id, names)
+  local entry = variant.devices[device_id]
+  if entry then
+    return entry
+  end
+  local device = gpurun.Device(device_id)
+  local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }
+  local program = gpurun.Program(variant.source, "c++", options)
+  local code = program:compile("cubin", { name = kernel.name .. ".cu" })
+  local per_sm = kernel.blocks_per_sm
+    or math.max(1, device:get_attribute(MAX_THREADS_PER_MULTIPROCESSOR) // kernel.block)
+  entry = {
+    program = program, code = code, -- kept: the kernels live as long as their code
+    kernels = {}, device = device,
+    multiprocessors = device.multiprocessor_count,
+    max_blocks = device.multiprocessor_count * per_sm,
+    shapes = {}, shape_count = 0,
+  }
+  for _, name in ipairs(names or variant.kernel_names) do
+    entry.kernels[name] = code:get_kernel(name)
+  end
+  variant.devices[device_id] = entry
+  return entry
+end
+
+-- entry's shape for `key` (a size), made by make(key) once. The cache
+-- starts again past MAX_CACHED_SHAPES keys (what a graph captured from an
+-- older shape uses, it keeps itself).
+function device_code.shape(entry, key, make, ...)
+  local found = entry.shapes[key]
+  if found then
+    return found
+  end
+  if entry.shape_count >= MAX_CACHED_SHAPES then
+    entry.shapes, entry.shape_count = {}, 0
+  end
+  found = make(key, ...)
+  entry.shapes[key] = found
+  entry.shape_count = entry.shape_count + 1
+  return found
+end
+
+-- Blocks for `work` items at `per_block` a block: at least one, at most
+-- entry.max_blocks.
+function device_code.blocks(entry, work, per_block)
+  return math.max(1, math.min((work + per_block - 1) // per_block, entry.max_blocks))
+end
+
+return device_code
