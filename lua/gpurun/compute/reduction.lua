@@ -128,6 +128,7 @@ function reduction.kernel(spec)
     kind = "reduction kernel", name = spec.name, params = {}, input_count = #spec.inputs,
     type_variables = {}, variants = {}, bound = {}, arguments = {},
     body = spec.body or "", reductions = spec.reductions, extra_shape_keys = spec.extra_shape_keys,
+    what = ("reduction kernel '%s'"):format(spec.name),
   }, Kernel)
   for key, value in pairs(check_options(spec.options, spec.what, { unroll = 4 })) do
     kernel[key] = value
@@ -307,7 +308,7 @@ local function read_shape(kernel, shape, n, device)
   if shape == nil then
     return "full", 1
   end
-  local what = kernel.kind .. " '" .. kernel.name .. "'"
+  local what = kernel.what -- "reduction kernel 'name'", made once
   if type(shape) ~= "table" or getmetatable(shape) ~= nil then
     raise(("%s: the argument after the outputs must be a shape table ({ rows =, cols =, axis = } "
            .. "or { offsets = }), got %s"):format(what, type_name(shape)))

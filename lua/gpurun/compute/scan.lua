@@ -335,11 +335,11 @@ function scan.select(target, x, predicate, out, count, options)
     bad_argument(FNAME, 5, "count must be one int32, uint32, int64 or uint64 element, got %d %s",
                  #count, count.dtype)
   end
-  for index, buffer in ipairs{ out, count } do
-    if buffer.device ~= x.device then
-      bad_argument(FNAME, index == 1 and 4 or 5, "%s is on device %d, but x is on device %d",
-                   index == 1 and "out" or "count", buffer.device, x.device)
-    end
+  if out.device ~= x.device then
+    bad_argument(FNAME, 4, "out is on device %d, but x is on device %d", out.device, x.device)
+  end
+  if count.device ~= x.device then
+    bad_argument(FNAME, 5, "count is on device %d, but x is on device %d", count.device, x.device)
   end
   local block, items = launch_options(FNAME, 6, options, SELECT_OPTION_KEYS,
                                       math.max(8, DTYPES[x.dtype].size))
