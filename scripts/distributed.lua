@@ -3,8 +3,9 @@
 -- NCCL inside the same graph.
 --
 -- Each rank makes its slice of the vectors from seeded generators, captures
--- one graph holding the pipeline, a reduction of r3 to one float64 sum and
--- dist.all_reduce of that sum, and replays it. Rank 0 then checks the
+-- one graph holding the pipeline, a reduction of r3 to one float64 sum
+-- (gpurun.sum accumulating in float64: deterministic, the same bits every
+-- replay) and dist.all_reduce of that sum, and replays it. Rank 0 then checks the
 -- all-reduced checksum against the host's arithmetic on the same seeded
 -- inputs and against one process doing every slice on its own GPU, and
 -- reports time per iteration (its own, the slowest rank's, the one-process
@@ -20,9 +21,9 @@ local report = require("gpurun.report")
 local dist = require("gpurun.dist")
 local kernels = require("gpurun.samples.kernels")
 
-local SOURCE = kernels.source("cudagraphs") .. kernels.source("checksum")
+local SOURCE = kernels.source("cudagraphs")
 local BLOCK = 256
-local PARTIALS = 1024 -- blocks of the first reduction step, at most
+local CHECKSUM = { accumulate = "float64" } -- float32 elements summed in float64
 local HOST_CHUNK = 1 << 16
 local SEED = 20240611
 
@@ -53,18 +54,15 @@ local function build(kernel, stream, r, count, collective)
   local ga, gb, gc = generators(r)
   local s = { a = ga:random(count), b = gb:random(count), c = gc:random(count) }
   s.r1, s.r2, s.r3 = gpurun.empty(count), gpurun.empty(count), gpurun.empty(count)
-  local blocks = math.min((count + BLOCK - 1) // BLOCK, PARTIALS)
-  s.partials, s.checksum = gpurun.zeros(blocks, "float64"), gpurun.zeros(1, "float64")
+  s.checksum = gpurun.zeros(1, "float64")
   local config = gpurun.LaunchConfig{ grid = math.min((count + BLOCK - 1) // BLOCK, 65535), block = BLOCK }
-  local reduce = gpurun.LaunchConfig{ grid = blocks, block = BLOCK }
-  local single = gpurun.LaunchConfig{ grid = 1, block = BLOCK }
   local n = gpurun.u64(count)
+  gpurun.sum(stream, s.r3, s.checksum, CHECKSUM) -- compiles it, which a capture cannot
   s.graph = bench.capture(stream, function(builder)
     gpurun.launch(builder, config, kernel.vec_add, s.a, s.b, s.r1, n)
     gpurun.launch(builder, config, kernel.vec_mul, s.r1, s.c, s.r2, n)
     gpurun.launch(builder, config, kernel.vec_sub, s.r2, s.a, s.r3, n)
-    gpurun.launch(builder, reduce, kernel.partial_sums, s.r3, s.partials, n)
-    gpurun.launch(builder, single, kernel.sum_partials, s.partials, s.checksum, gpurun.u32(blocks))
+    gpurun.sum(builder, s.r3, s.checksum, CHECKSUM)
     if collective then dist.all_reduce(s.checksum, "sum", builder) end
   end)
   return s
@@ -105,7 +103,7 @@ local function main()
   local code = gpurun.Program(SOURCE, "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
   local kernel = {}
-  for _, name in ipairs({ "vec_add", "vec_mul", "vec_sub", "partial_sums", "sum_partials" }) do
+  for _, name in ipairs({ "vec_add", "vec_mul", "vec_sub" }) do
     kernel[name] = code:get_kernel(name)
   end
 

@@ -1006,3 +1006,34 @@ describe("scans on the GPU", function()
     assert.are.same({ 5, 7, 9 }, { out:get(1), out:get(2), out:get(3) })
   end)
 end)
+
+describe("scripts/reduce.lua", function()
+  local process = require("spec.support.process")
+  local q = process.quote
+
+  it("runs the fused map-reduce and the scan, launched and in a graph, checked, in JSON #gpu", function()
+    local result = process.gpurun(q("scripts/reduce.lua") .. " --elements 65537 --iters 5 --json")
+    assert.are.equal(0, result.code, result.stderr)
+    local report = require("cjson").decode(result.stdout)
+    assert.is_true(report.checks_passed)
+    assert.are.equal(65537, report.elements)
+    for _, key in ipairs{ "fused", "scan", "graph" } do
+      assert.is_true(report[key].us_per_iter > 0, key)
+    end
+    assert.is_true(report.negative > 0)
+  end)
+
+  it("prints the text report #gpu", function()
+    local result = process.gpurun(q("scripts/reduce.lua") .. " --elements 4096 --iters 3")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("squares: writes s; r3 in registers", result.stdout)
+    assert.matches("fused map%-reduce:", result.stdout)
+    assert.matches("\nDone\n$", result.stdout)
+  end)
+
+  it("refuses a bad option before touching the GPU", function()
+    local result = process.gpurun(q("scripts/reduce.lua") .. " --elements 0")
+    assert.are.equal(2, result.code)
+    assert.matches("reduce.lua: error: %-%-elements: expected a positive integer, got '0'", result.stderr)
+  end)
+end)
