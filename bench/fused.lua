@@ -7,6 +7,8 @@
 --   fused launch      pipe(stream, a, b, c, r3): one fused kernel, argument checks in Lua
 --   fused plan        the same kernel bound once (pipe:bind), plan:launch per iteration
 --   fused graph       a graph of that one kernel, graph:launch per iteration
+--   fused streaming graph  the same with cache = "streaming": its 16-byte loads
+--                     and stores carry the evict-first hint (ld/st.global.cs)
 --   generated launch  three generated kernels (r1, r2, r3 all written), launched
 --   generated graph   the same three in one graph
 --   copy              one device-to-device copy of --copy-mib MiB (read + write)
@@ -70,7 +72,7 @@ local function check(stream, buffer, what, n)
   end
 end
 
-local function measure_size(stream, n, fused, generated)
+local function measure_size(stream, n, fused, generated, streaming)
   local a <close> = gpurun.full(n, A, "float32")
   local b <close> = gpurun.full(n, B, "float32")
   local c <close> = gpurun.full(n, C, "float32")
@@ -99,6 +101,10 @@ local function measure_size(stream, n, fused, generated)
     local graph <close> = graph_of(fused_step)
     timed("fused_graph", function(s) graph:launch(s) end)
   end
+  do
+    local graph <close> = graph_of(function(s) streaming(s, a, b, c, r3) end)
+    timed("fused_streaming_graph", function(s) graph:launch(s) end)
+  end
   timed("generated_launch", generated_step)
   do
     local graph <close> = graph_of(generated_step)
@@ -117,23 +123,24 @@ local function measure_copy(stream)
            gb_per_s = 2 * 4 * n / (timing.us_per_iter * 1e-6) / 1e9 }
 end
 
-local PATHS = { "fused_launch", "fused_plan", "fused_graph", "generated_launch", "generated_graph" }
+local PATHS = { "fused_launch", "fused_plan", "fused_graph", "fused_streaming_graph", "generated_launch",
+                "generated_graph" }
 
 local function print_table(device, results, copy)
   print(("gpurun on %s: us/iter, median of %d repetitions"):format(device.name, options.reps))
-  local header = { ("%-18s"):format("path") }
+  local header = { ("%-24s"):format("path") }
   for _, figures in ipairs(results) do
     header[#header + 1] = ("%12d"):format(figures.elements)
   end
   print(table.concat(header))
   for _, path in ipairs(PATHS) do
-    local row = { ("%-18s"):format(path:gsub("_", " ")) }
+    local row = { ("%-24s"):format(path:gsub("_", " ")) }
     for _, figures in ipairs(results) do
       row[#row + 1] = ("%12.2f"):format(figures[path].us_per_iter)
     end
     print(table.concat(row))
   end
-  local row = { ("%-18s"):format("fused graph GB/s") }
+  local row = { ("%-24s"):format("fused graph GB/s") }
   for _, figures in ipairs(results) do
     row[#row + 1] = ("%12.0f"):format(16 * figures.elements / (figures.fused_graph.us_per_iter * 1e-6) / 1e9)
   end
@@ -150,9 +157,12 @@ local function main()
                            blocks_per_sm = options.blocks_per_sm }
   local fused = ew.pipeline(INPUTS, STAGES, "r3", "fused", kernel_options)
   local generated = ew.pipeline(INPUTS, STAGES, "r1, r2, r3", "generated", kernel_options)
+  local streaming_options = { cache = "streaming" }
+  for key, value in pairs(kernel_options) do streaming_options[key] = value end
+  local streaming = ew.pipeline(INPUTS, STAGES, "r3", "fused_streaming", streaming_options)
   local results = {}
   for index, n in ipairs(sizes) do
-    results[index] = measure_size(stream, n, fused, generated)
+    results[index] = measure_size(stream, n, fused, generated, streaming)
   end
   local copy = measure_copy(stream)
   if options.json then

@@ -140,6 +140,7 @@ def copy_bandwidth(mib, seconds, reps):
 
 GPURUN_ROWS = [("fused_launch", "gpurun fused, launched"), ("fused_plan", "gpurun fused, plan"),
                ("fused_graph", "gpurun fused, graph"),
+               ("fused_streaming_graph", "gpurun fused, streaming, graph"),
                ("generated_launch", "gpurun 3 generated kernels, launched"),
                ("generated_graph", "gpurun 3 generated kernels, graph")]
 PYTHON_ROWS = ["cupy elementwise", "cupy elementwise graph", "torch eager", "torch eager graph",

@@ -409,6 +409,8 @@ row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name mus
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
 row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", { cache = "fast" }),
+  EW .. ": options.cache must be \"default\" or \"streaming\", got fast")
 row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
 row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")

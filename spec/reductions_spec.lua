@@ -199,6 +199,20 @@ describe("gpurun.reduction code", function()
     assert.matches("%.entry masked_scalar%(", ptx(kernel.source))
   end)
 
+  it("marks 16-byte loads and stores evict-first with cache = \"streaming\", elementwise and reduction alike", function()
+    local pipe = ew.pipeline("float32 a, float32 b, float32 c",
+      { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }, "r3", "streamed",
+      { cache = "streaming" })
+    local code = ptx(pipe.source)
+    assert.are.equal(3, count(code, "ld%.global%.cs%.v4%.[fsu]32"))
+    assert.are.equal(1, count(code, "st%.global%.cs%.v4%.[fsu]32"))
+    local kernel = red.reduction("float32 x", "float32 s", "x", "sum", nil, nil, "streamed_sum",
+                                 { cache = "streaming" })
+    assert.are.equal(5, count(ptx(kernel.source), "ld%.global%.cs%.v4%.[fsu]32"))
+    assert.matches("options%.cache must be \"default\" or \"streaming\", got fast",
+      error_of(ew.elementwise, "float32 a", "float32 r", "r = a", "k", { cache = "fast" }))
+  end)
+
   it("refuses a bad expression with NVRTC's log, at compile time", function()
     local kernel = red.reduction("float32 x", "float32 s", "x +* 2", "sum", nil, nil, "broken")
     local message = error_of(compile, kernel.source)
@@ -1035,5 +1049,64 @@ describe("scripts/reduce.lua", function()
     local result = process.gpurun(q("scripts/reduce.lua") .. " --elements 0")
     assert.are.equal(2, result.code)
     assert.matches("reduce.lua: error: %-%-elements: expected a positive integer, got '0'", result.stderr)
+  end)
+end)
+
+describe("bench/reduce.lua and bench/reduce_compare.py", function()
+  local process = require("spec.support.process")
+  local q = process.quote
+
+  it("times every path at two sizes, checked, and reports them in JSON #gpu", function()
+    local result = process.gpurun(q("bench/reduce.lua")
+      .. " --sizes 4096,65537 --reps 2 --seconds 0.01 --copy-mib 16 --json")
+    assert.are.equal(0, result.code, result.stderr)
+    local report = require("cjson").decode(result.stdout)
+    assert.are.equal(2, #report.sizes)
+    for _, figures in ipairs(report.sizes) do
+      for _, path in ipairs{ "sum", "sum_f64", "argmax", "fused", "scan", "sum_launch" } do
+        assert.is_true(figures[path].us_per_iter > 0, path)
+      end
+      assert.are.equal("fused_sum_vec", figures.fused_kernel)
+    end
+    assert.is_true(report.copy.gb_per_s > 0)
+    assert.is_true(report.read.gb_per_s > 0)
+  end)
+
+  it("prints one table from the sides' figures, a missing module's rows as '-'", function()
+    if os.execute("python3 -c '' 2>/dev/null") ~= true then
+      pending("no python3")
+      return
+    end
+    local gpurun_file, cub_file = os.tmpname(), os.tmpname()
+    local function write(path, text)
+      local file = assert(io.open(path, "w"))
+      file:write(text)
+      file:close()
+    end
+    local function sizes(extra)
+      return ('[{"elements":4096,"sum":{"us_per_iter":2},"argmax":{"us_per_iter":2},"fused":{"us_per_iter":2},'
+              .. '"scan":{"us_per_iter":4}%s}]'):format(extra)
+    end
+    write(gpurun_file, '{"device":"stand-in","sizes":' .. sizes(',"sum_f64":{"us_per_iter":2},'
+          .. '"sum_launch":{"us_per_iter":9}') .. ',"copy":{"gb_per_s":4000},"read":{"gb_per_s":4400}}')
+    write(cub_file, '{"device":"stand-in","sizes":' .. sizes("") .. "}")
+    -- a python without cupy or torch (a folder of stand-ins that fail to import)
+    local shadow = os.tmpname()
+    os.remove(shadow)
+    os.execute("mkdir -p " .. q(shadow))
+    write(shadow .. "/cupy.py", "raise ImportError('hidden by the spec')\n")
+    write(shadow .. "/torch.py", "raise ImportError('hidden by the spec')\n")
+    local result = process.run("PYTHONPATH=" .. q(shadow) .. " python3 bench/reduce_compare.py --sizes 4096 --reps 1"
+                               .. " --gpurun " .. q(gpurun_file) .. " --cub " .. q(cub_file))
+    os.remove(gpurun_file)
+    os.remove(cub_file)
+    os.execute("rm -rf " .. q(shadow))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("gpurun sum, graph%s+2%.00 %(%s*8%)", result.stdout)
+    assert.matches("CUB DeviceScan::InclusiveSum, graph%s+4%.00", result.stdout)
+    assert.matches("torch%.sum, graph%s+%-", result.stdout)
+    assert.matches("at 4096: sum 0%% of read, %+0%.0%% vs CUB", result.stdout)
+    assert.matches("cupy is missing", result.stderr)
+    assert.matches("torch is missing", result.stderr)
   end)
 end)

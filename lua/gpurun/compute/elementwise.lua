@@ -64,11 +64,16 @@ function elementwise.check_options(options, what, defaults)
   if type(preamble) ~= "string" then
     raise(what .. ": options.preamble must be a string")
   end
+  local cache = options.cache or "default"
+  if cache ~= "default" and cache ~= "streaming" then
+    raise(("%s: options.cache must be \"default\" or \"streaming\", got %s"):format(what, tostring(cache)))
+  end
   return {
     block = block,
     unroll = integer("unroll", 1, 8, defaults and defaults.unroll or 1),
     blocks_per_sm = integer("blocks_per_sm", 1, 64, nil),
     preamble = preamble,
+    cache = cache,
   }
 end
 local check_options = elementwise.check_options
@@ -76,7 +81,9 @@ local check_options = elementwise.check_options
 -- elementwise(in_params, out_params, operation [, name [, options]]) -> kernel.
 -- options: block (threads per block, 256), blocks_per_sm (default: as many
 -- as the device runs at once), unroll (vectors per thread per loop step, 1),
--- preamble (C++ placed before the kernels).
+-- preamble (C++ placed before the kernels), cache ("default", or
+-- "streaming": the vector kernel's 16-byte loads and stores carry the
+-- evict-first hint, ld.global.cs / st.global.cs, for data touched once).
 function elementwise.elementwise(in_params, out_params, operation, name, options)
   name = name or "kernel"
   if not source.is_identifier(name) or name:sub(1, 1) == "_" then

@@ -32,6 +32,31 @@ source.DTYPE_NAMES = "float32, float64, int32, uint32, int64, uint64, int8, uint
 
 source.VECTOR_BYTES = 16
 
+-- 16-byte moves with the evict-first hint (ld.global.cs, st.global.cs):
+-- for data read or written once, so that it does not push out what the
+-- caches hold for others.
+source.STREAMING = [[
+#ifndef GPURUN_STREAMING_VEC
+#define GPURUN_STREAMING_VEC
+template <typename V>
+__device__ __forceinline__ V _ew_load_cs(const V *p)
+{
+    static_assert(sizeof(V) == 16, "16-byte vectors");
+    const int4 bits = __ldcs(reinterpret_cast<const int4 *>(p));
+    V value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+template <typename V>
+__device__ __forceinline__ void _ew_store_cs(V *p, const V &value)
+{
+    static_assert(sizeof(V) == 16, "16-byte vectors");
+    int4 bits;
+    memcpy(&bits, &value, sizeof bits);
+    __stcs(reinterpret_cast<int4 *>(p), bits);
+}
+#endif]]
+
 -- Names the generated code uses itself, and C++ words a parameter cannot be.
 local RESERVED = {}
 for word in ([[i n alignas alignof asm auto bool break case catch char class const constexpr
@@ -263,13 +288,19 @@ local function vector_kernel(add, kernel, signature, width)
   add("    unsigned long long v = first;")
   local function step(count, condition, advance)
     add("    for (; %s; v += %s) {", condition, advance)
+    local streaming = kernel.cache == "streaming"
     for index, param in ipairs(kernel.params) do
       if not signature.scalar[index] and (not param.output or param.read) then
         local space = param.output and "out" or "in"
         for u = 0, count - 1 do
-          add("        const _vec<%s, %d> _l_%s_%d = reinterpret_cast<const _vec<%s, %d> *>(_%s_%s)[%s];",
-              c_type(signature, index), width, param.name, u, c_type(signature, index), width,
-              space, param.name, at(u))
+          local vec = ("_vec<%s, %d>"):format(c_type(signature, index), width)
+          if streaming then
+            add("        const %s _l_%s_%d = _ew_load_cs(reinterpret_cast<const %s *>(_%s_%s) + (%s));",
+                vec, param.name, u, vec, space, param.name, at(u))
+          else
+            add("        const %s _l_%s_%d = reinterpret_cast<const %s *>(_%s_%s)[%s];",
+                vec, param.name, u, vec, space, param.name, at(u))
+          end
         end
       end
     end
@@ -298,8 +329,13 @@ local function vector_kernel(add, kernel, signature, width)
     for index, param in ipairs(kernel.params) do
       if param.output then
         for u = 0, count - 1 do
-          add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
-              c_type(signature, index), width, param.name, at(u), param.name, u)
+          if streaming then
+            add("        _ew_store_cs(reinterpret_cast<_vec<%s, %d> *>(_out_%s) + (%s), _s_%s_%d);",
+                c_type(signature, index), width, param.name, at(u), param.name, u)
+          else
+            add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
+                c_type(signature, index), width, param.name, at(u), param.name, u)
+          end
         end
       end
     end
@@ -360,6 +396,9 @@ function source.generate(kernel, signature)
     add("#define GPURUN_ELEMENTWISE_VEC")
     add("template <typename T, int N> struct alignas(sizeof(T) * N) _vec { T v[N]; };")
     add("#endif")
+    if kernel.cache == "streaming" then
+      add(source.STREAMING)
+    end
   else
     add("// %s_scalar only: its buffers' element sizes differ, so no vector kernel.", kernel.name)
   end

@@ -490,12 +490,18 @@ local function full_vector_kernel(add, kernel, signature, width)
   add("    unsigned long long v = first;")
   local function step(count, condition, advance)
     add("    for (; %s; v += %s) {", condition, advance)
+    local streaming = kernel.cache == "streaming"
     for index, param in ipairs(kernel.params) do
       if not signature.scalar[index] and not param.output then
-        local c = param_c(signature, index)
+        local vec = ("_vec<%s, %d>"):format(param_c(signature, index), width)
         for u = 0, count - 1 do
-          add("        const _vec<%s, %d> _l_%s_%d = reinterpret_cast<const _vec<%s, %d> *>(_in_%s)[%s];",
-              c, width, param.name, u, c, width, param.name, at(u))
+          if streaming then
+            add("        const %s _l_%s_%d = _ew_load_cs(reinterpret_cast<const %s *>(_in_%s) + (%s));",
+                vec, param.name, u, vec, param.name, at(u))
+          else
+            add("        const %s _l_%s_%d = reinterpret_cast<const %s *>(_in_%s)[%s];",
+                vec, param.name, u, vec, param.name, at(u))
+          end
         end
       end
     end
@@ -520,7 +526,8 @@ local function full_vector_kernel(add, kernel, signature, width)
     for index, param in ipairs(kernel.params) do
       if param.output and not param.result then
         for u = 0, count - 1 do
-          add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
+          add(streaming and "        _ew_store_cs(reinterpret_cast<_vec<%s, %d> *>(_out_%s) + (%s), _s_%s_%d);"
+              or "        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
               param_c(signature, index), width, param.name, at(u), param.name, u)
         end
       end
@@ -656,6 +663,9 @@ function rs.generate(kernel, signature, family)
     add("//   reduce %s of: %s", reduction.op or ("(" .. reduction.combine .. ")"), reduction.map)
   end
   add(rs.COMMON)
+  if kernel.cache == "streaming" and width then
+    add(source.STREAMING)
+  end
   if kernel.preamble ~= "" then
     add(kernel.preamble)
   end
