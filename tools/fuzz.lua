@@ -335,6 +335,7 @@ for _, entry in ipairs(catalog.entries()) do
   local weight = WEIGHTS[entry.label]
     or ((entry.name == "close" or entry.name == "__close") and 0.05) -- or every pool ends up closed
     or (entry.spec.never_raises and 0.2)
+    or (entry.spec.reduces and 0.3) -- each new dtype compiles a kernel: NVRTC's time
     or (entry.kind == "metamethod" and 0.4)
     or 1
   total = total + weight
