@@ -142,6 +142,30 @@ local function uninstall()
   for _, name in ipairs(REPLACED) do gpurun[name] = saved[name] end
 end
 
+-- Fresh copies of the compute modules, so that the kernels made here on
+-- stand-in devices stay out of the caches behind gpurun.sum and the others,
+-- which later specs of the same process use on the real GPU.
+local M, saved_modules = {}, {}
+local function fresh_modules()
+  for name, module in pairs(package.loaded) do
+    if name:match("^gpurun%.compute%.") then
+      saved_modules[name] = module
+      package.loaded[name] = nil
+    end
+  end
+  M.prebuilt = require("gpurun.compute.prebuilt")
+  M.scan = require("gpurun.compute.scan")
+  M.reduction = require("gpurun.compute.reduction")
+  M.elementwise = require("gpurun.compute.elementwise")
+end
+
+local function restore_modules()
+  for name in pairs(package.loaded) do
+    if name:match("^gpurun%.compute%.") then package.loaded[name] = nil end
+  end
+  for name, module in pairs(saved_modules) do package.loaded[name] = module end
+end
+
 local function last_launches(from)
   local list = {}
   for index = from + 1, #launches do list[#list + 1] = launches[index] end
@@ -166,20 +190,24 @@ describe("reduction launches (stand-ins for the GPU)", function()
   local stream, builder
   setup(function()
     install()
+    fresh_modules()
     stream, builder = stand_in("gpurun.Stream"), stand_in("gpurun.GraphBuilder")
   end)
-  teardown(uninstall)
+  teardown(function()
+    restore_modules()
+    uninstall()
+  end)
 
   it("pass every full reduction's arguments as its kernels declare them, vector or scalar", function()
     for _, dtype in ipairs{ "float32", "float64", "int8", "uint64" } do
       local x, out = new_buffer(100000, dtype), new_buffer(1, dtype == "int8" and "int64" or dtype)
       local from = #launches
-      gpurun.sum(stream, x, out)
+      M.prebuilt.sum(stream, x, out)
       local list = last_launches(from)
       assert.are.equal(1, #list)
       assert.matches("gpurun_sum_vec", list[1].kernel.name)
       local misaligned = new_buffer(1000, dtype, 0x7f0000000001)
-      gpurun.max(stream, misaligned, new_buffer(1, dtype))
+      M.prebuilt.max(stream, misaligned, new_buffer(1, dtype))
       assert.matches("gpurun_max_scalar", launches[#launches].kernel.name)
     end
   end)
@@ -187,24 +215,24 @@ describe("reduction launches (stand-ins for the GPU)", function()
   it("size the full reduction's temporaries for every block's partial", function()
     local x = new_buffer(1 << 26, "float32")
     local from = #launches
-    gpurun.argmax(stream, x, new_buffer(1, "int64"))
+    M.prebuilt.argmax(stream, x, new_buffer(1, "int64"))
     local launch = last_launches(from)[1]
     local temp = launch.args[2]
     -- 16 bytes of ticket, then one 16-byte { value, index } partial per block
     assert.is_true(temp.count * 4 >= 16 + launch.config.grid[1] * 16)
     assert.are.equal(132 * 8, launch.config.grid[1]) -- a full device of 256-thread blocks
-    gpurun.sum(stream, new_buffer(4096, "float32"), new_buffer(1, "float32"))
+    M.prebuilt.sum(stream, new_buffer(4096, "float32"), new_buffer(1, "float32"))
     assert.are.equal(1, launches[#launches].config.grid[1]) -- 4096 elements: one block, one kernel
   end)
 
   it("launch rows, columns (one chunk or several, then the finish) and offsets with their shape arguments", function()
     local x = new_buffer(6000, "float64")
     local from = #launches
-    gpurun.sum(stream, x, new_buffer(3, "float64"), { rows = 3, cols = 2000, axis = 2 })
-    gpurun.sum(stream, x, new_buffer(2000, "float64"), { rows = 3, cols = 2000, axis = 1 })
-    gpurun.sum(stream, x, new_buffer(2, "float64"), { rows = 3000, cols = 2, axis = 1 })
-    gpurun.sum(stream, x, new_buffer(100, "float64"), { offsets = new_buffer(101, "int64") })
-    gpurun.sum(stream, x, new_buffer(100, "float64"), { offsets = new_buffer(101, "uint32") })
+    M.prebuilt.sum(stream, x, new_buffer(3, "float64"), { rows = 3, cols = 2000, axis = 2 })
+    M.prebuilt.sum(stream, x, new_buffer(2000, "float64"), { rows = 3, cols = 2000, axis = 1 })
+    M.prebuilt.sum(stream, x, new_buffer(2, "float64"), { rows = 3000, cols = 2, axis = 1 })
+    M.prebuilt.sum(stream, x, new_buffer(100, "float64"), { offsets = new_buffer(101, "int64") })
+    M.prebuilt.sum(stream, x, new_buffer(100, "float64"), { offsets = new_buffer(101, "uint32") })
     local names = {}
     for index, launch in ipairs(last_launches(from)) do names[index] = launch.kernel.name end
     assert.are.same({ "gpurun_sum_segments_block", "gpurun_sum_columns", "gpurun_sum_columns",
@@ -219,9 +247,9 @@ describe("reduction launches (stand-ins for the GPU)", function()
 
   it("launch nothing for no segments, and pass pipelines' shapes to their reduction kernel", function()
     local from = #launches
-    gpurun.sum(stream, new_buffer(8, "float32"), new_buffer(0, "float32"), { offsets = new_buffer(1, "int32") })
+    M.prebuilt.sum(stream, new_buffer(8, "float32"), new_buffer(0, "float32"), { offsets = new_buffer(1, "int32") })
     assert.are.equal(from, #launches)
-    local pipe = gpurun.elementwise_pipeline("float32 a, float32 b",
+    local pipe = M.elementwise.pipeline("float32 a, float32 b",
       { "float32 r = a * b", "sum float64 s = r", "argmax int64 w = r" }, "r, s, w", "dot", { fuse = "always" })
     local a = new_buffer(12, "float32")
     pipe(stream, a, a, new_buffer(12, "float32"), new_buffer(3, "float64"), new_buffer(3, "int64"),
@@ -231,11 +259,11 @@ describe("reduction launches (stand-ins for the GPU)", function()
 
   it("capture prepared kernels on a builder, and refuse ones not prepared", function()
     local x, out = new_buffer(5000, "int32"), new_buffer(1, "int64")
-    gpurun.sum(stream, x, out)
+    M.prebuilt.sum(stream, x, out)
     local from = #launches
-    gpurun.sum(builder, x, out)
+    M.prebuilt.sum(builder, x, out)
     assert.are.equal(builder, launches[from + 1].target)
-    local kernel = gpurun.reduction("int32 x", "int32 s", "x", "min", nil, nil, "k")
+    local kernel = M.reduction.reduction("int32 x", "int32 s", "x", "min", nil, nil, "k")
     local ok, message = pcall(kernel, builder, x, new_buffer(1, "int32"))
     assert.is_false(ok)
     assert.matches(SPEC_FILE .. ":%d+: reduction kernel 'k' is compiled on its first call", message)
@@ -244,7 +272,7 @@ describe("reduction launches (stand-ins for the GPU)", function()
     -- columns with partials make their temporaries on the first call of the shape
     local columns = new_buffer(400, "int32")
     kernel(stream, new_buffer(40000, "int32"), new_buffer(400, "int32"), { rows = 100, cols = 400, axis = 1 })
-    local again = gpurun.reduction("int32 x", "int32 s", "x", "max", nil, nil, "k2")
+    local again = M.reduction.reduction("int32 x", "int32 s", "x", "max", nil, nil, "k2")
     again:prepare(x, new_buffer(1, "int32"), { rows = 5000, cols = 1, axis = 1 }) -- compiles columns
     ok, message = pcall(again, builder, new_buffer(100 * 40, "int32"), new_buffer(40, "int32"),
                         { rows = 100, cols = 40, axis = 1 })
@@ -253,7 +281,7 @@ describe("reduction launches (stand-ins for the GPU)", function()
   end)
 
   it("bind into plans checked as launches are", function()
-    local kernel = gpurun.reduction("float32 x, float32 w", "float32 s", "x * w", "a + b", nil, 0, "wsum")
+    local kernel = M.reduction.reduction("float32 x, float32 w", "float32 s", "x * w", "a + b", nil, 0, "wsum")
     local plans = kernel:bind(new_buffer(300, "float32"), 2.5, new_buffer(1, "float32"))
     assert.are.equal(1, #plans)
     local columns = kernel:bind(new_buffer(3000, "float32"), gpurun.f32(1), new_buffer(3, "float32"),
@@ -265,14 +293,14 @@ describe("reduction launches (stand-ins for the GPU)", function()
     local x, out = new_buffer(1 << 20, "float32"), new_buffer(1, "float32")
     local rows_out, offsets = new_buffer(16, "float32"), new_buffer(17, "int32")
     local shape, segments = { rows = 16, cols = 1 << 16, axis = 2 }, { offsets = offsets }
-    local kernel = gpurun.reduction("float32 x", "float32 s", "x", "sum", nil, nil, "lean")
+    local kernel = M.reduction.reduction("float32 x", "float32 s", "x", "sum", nil, nil, "lean")
     recording = false
     finally(function() recording = true end)
     for index, step in ipairs{
-      function() gpurun.sum(stream, x, out) end,
+      function() M.prebuilt.sum(stream, x, out) end,
       function() kernel(stream, x, out) end,
       function() kernel(stream, x, rows_out, shape) end,
-      function() gpurun.max(stream, x, rows_out, segments) end,
+      function() M.prebuilt.max(stream, x, rows_out, segments) end,
     } do
       local lean, grew = allocates_nothing(step)
       if not lean then refuse("launch %d allocated %.3f KiB in 2000 calls", index, grew) end
@@ -285,9 +313,13 @@ describe("scan and select launches (stand-ins for the GPU)", function()
   local stream, builder
   setup(function()
     install()
+    fresh_modules()
     stream, builder = stand_in("gpurun.Stream"), stand_in("gpurun.GraphBuilder")
   end)
-  teardown(uninstall)
+  teardown(function()
+    restore_modules()
+    uninstall()
+  end)
 
   -- The view of temp that was filled last before the launch.
   local function reset_of(temp)
@@ -301,7 +333,7 @@ describe("scan and select launches (stand-ins for the GPU)", function()
     for _, n in ipairs{ 1, 2944, 2945, 1 << 20 } do
       local x, y = new_buffer(n, "float32"), new_buffer(n, "float32")
       local from = #launches
-      gpurun.inclusive_scan(stream, x, y)
+      M.scan.inclusive_scan(stream, x, y)
       local launch = last_launches(from)[1]
       local tiles = (n + 2943) // 2944
       assert.are.equal(tiles, launch.config.grid[1])
@@ -318,8 +350,8 @@ describe("scan and select launches (stand-ins for the GPU)", function()
   it("clear them on a builder too, before each captured launch", function()
     local n = 10000
     local x, y = new_buffer(n, "int32"), new_buffer(n, "int64")
-    gpurun.exclusive_scan(stream, x, y)
-    gpurun.exclusive_scan(builder, x, y)
+    M.scan.exclusive_scan(stream, x, y)
+    M.scan.exclusive_scan(builder, x, y)
     local launch = launches[#launches]
     assert.are.equal(builder, launch.target)
     local reset = reset_of(launch.args[2])
@@ -328,19 +360,19 @@ describe("scan and select launches (stand-ins for the GPU)", function()
 
   it("grow the temporaries for a larger size, which a builder cannot do", function()
     local small, large = new_buffer(100, "float64"), new_buffer(1 << 20, "float64")
-    gpurun.inclusive_scan(stream, small, small, "max")
-    gpurun.inclusive_scan(builder, small, small, "max") -- fits what was made
-    local ok, message = pcall(gpurun.inclusive_scan, builder, large, large, "max")
+    M.scan.inclusive_scan(stream, small, small, "max")
+    M.scan.inclusive_scan(builder, small, small, "max") -- fits what was made
+    local ok, message = pcall(M.scan.inclusive_scan, builder, large, large, "max")
     assert.is_false(ok)
     assert.matches("makes its temporaries on its first call of this size or larger", message)
-    gpurun.inclusive_scan(stream, large, large, "max")
-    gpurun.inclusive_scan(builder, large, large, "max")
+    M.scan.inclusive_scan(stream, large, large, "max")
+    M.scan.inclusive_scan(builder, large, large, "max")
   end)
 
   it("select into out with its capacity and count", function()
     local x, out, count = new_buffer(5000, "float64"), new_buffer(100, "float64"), new_buffer(1, "uint32")
     local from = #launches
-    gpurun.select(stream, x, "x > 0.5", out, count)
+    M.scan.select(stream, x, "x > 0.5", out, count)
     local launch = last_launches(from)[1]
     assert.are.equal("gpurun_select", launch.kernel.name)
     assert.are.equal(100, launch.args[6].value) -- the capacity
@@ -356,9 +388,9 @@ describe("scan and select launches (stand-ins for the GPU)", function()
     end
     Buffer.fill = function() end -- the stand-in's record would allocate
     for index, step in ipairs{
-      function() gpurun.inclusive_scan(stream, x, y) end,
-      function() gpurun.exclusive_scan(stream, x, y, "max") end,
-      function() gpurun.select(stream, x, "x > 0.5f", out, count) end,
+      function() M.scan.inclusive_scan(stream, x, y) end,
+      function() M.scan.exclusive_scan(stream, x, y, "max") end,
+      function() M.scan.select(stream, x, "x > 0.5f", out, count) end,
     } do
       local lean, grew = allocates_nothing(step)
       if not lean then refuse("launch %d allocated %.3f KiB in 2000 calls", index, grew) end
