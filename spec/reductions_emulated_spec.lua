@@ -123,6 +123,35 @@ describe("emulated reductions", function()
     assert.are.equal(want, viewed:get(1))
   end)
 
+  it("reset the ticket and the tile statuses for the next launch, launched and through bound plans", function()
+    local session <close> = emulated.session{ multiprocessors = 4, concurrency = 8 }
+    local M, stream = session.modules, session.stream
+    local t = values(50001, "int32", 4)
+    local x = session:array(t, "int32")
+    local sums, scans = {}, {}
+    local kernel = M.reduction.reduction("int32 x", "int64 s", "x", "sum", nil, nil, "again")
+    local bound_out = session:zeros(1, "int64")
+    local plans = kernel:bind(x, bound_out)
+    for round = 1, 3 do
+      sums[round] = session:zeros(1, "int64")
+      kernel(stream, x, sums[round])
+      plans:launch(stream)
+      scans[round] = session:zeros(#t, "int32")
+      M.scan.inclusive_scan(stream, x, scans[round])
+    end
+    session:run()
+    local want = 0
+    for _, v in ipairs(t) do want = want + v end
+    local running = {}
+    local run = 0
+    for i, v in ipairs(t) do run = run + v; running[i] = run end
+    for round = 1, 3 do
+      assert.are.equal(want, sums[round]:get(1))
+      assert.are.same(running, scans[round]:to_table())
+    end
+    assert.are.equal(want, bound_out:get(1))
+  end)
+
   it("reduce rows (by warps and by blocks), columns (in one pass and in chunks) and segments", function()
     local session <close> = emulated.session{ multiprocessors = 2 }
     local M, stream = session.modules, session.stream
