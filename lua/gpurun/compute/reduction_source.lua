@@ -193,7 +193,6 @@ local function c_of(type_name)
   end
   return type_name
 end
-rs.c_of = c_of
 
 -- The dtype a reduction's type stands for under this signature's bindings.
 local function resolved(type_name, signature)

@@ -27,10 +27,7 @@
 -- Kernels take (n, temp, tiles, x, y) for scans and (n, temp, tiles, x,
 -- out, capacity, count) for select.
 
-local source = require("gpurun.compute.elementwise_source")
 local rs = require("gpurun.compute.reduction_source")
-
-local DTYPES = source.DTYPES
 
 local ss = {}
 
@@ -327,7 +324,5 @@ function ss.generate(spec)
   add("}")
   return table.concat(out, "\n") .. "\n"
 end
-
-ss.c_of = function(dtype) return DTYPES[dtype].c end
 
 return ss
