@@ -134,7 +134,7 @@ describe("the bindings", function()
     local raising = { "luaL_error", "luaL_argerror", "luaL_typeerror", "luaL_argcheck",
                       "luaL_argexpected", "luaL_check%a+", "luaL_opt%a*", "lua_error" }
     local offenders = {}
-    local listing = io.popen("ls src/l*.c src/runtime_*.c")
+    local listing = io.popen("ls src/types/*.c src/runtime/*.c")
     for path in listing:lines() do
       if path ~= "src/runtime/error.c" then
         local number = 0
