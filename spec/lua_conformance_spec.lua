@@ -2,7 +2,7 @@
 -- each case runs the same command through both, each started as `lua` from
 -- PATH (so argv[0], the prefix of their messages, is the same word), and
 -- compares stdout, stderr and the exit code. The deliberate differences,
--- listed in the README, have cases of their own that pin down what each
+-- listed in docs/command-line.md, have cases of their own that pin down what each
 -- one does.
 local process = require("spec.support.process")
 local q = process.quote
@@ -348,7 +348,7 @@ describe("gpurun as lua5.4", function()
     end)
   end)
 
-  describe("differs on purpose (README: differences from lua):", function()
+  describe("differs on purpose (docs/command-line.md: differences from lua5.4):", function()
     it("-h and --help print gpurun's help, where lua reports an unknown option", function()
       for _, flag in ipairs({ "-h", "--help" }) do
         local expected, actual = both(flag)
