@@ -69,7 +69,12 @@ describe("gpurun command line", function()
 
   it("runs an interactive session with -i after its version lines, lines of any length", function()
     local long_comment = "-- " .. ("long "):rep(2000)
-    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\n" .. long_comment .. "\nx\n" })
+    -- Readline echoes the input wrapped at the screen's width, which with
+    -- no terminal comes from $COLUMNS or else terminfo (80 for xterm, with
+    -- \r at each wrap, on a bare Debian 12): a width past the line, so
+    -- that the echo is the line as typed.
+    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\n" .. long_comment .. "\nx\n",
+      env = { COLUMNS = "100000" } })
     assert.are.equal(0, result.code, result.stderr)
     assert.matches("^gpurun %d+%.%d+%.%d+\nNVRTC [^\n]*\nCUDA driver[^\n]*\nLua 5%.4[^\n]*\n> ",
       result.stdout)
