@@ -41,11 +41,13 @@ part tests tools/dev.sh test
 part module tools/dev.sh test-module
 part packages tools/dev.sh package
 
-# The main job: with a GPU it runs; without one, one line and exit 1.
+# The main job: with a GPU it runs; without one, one line (on stderr, after
+# dev.sh's own build lines) and exit 1.
 echo "== fresh-check: run: tools/dev.sh run"
-output=$(tools/dev.sh run 2>/dev/null)
+output=$(tools/dev.sh run 2>&1)
 status=$?
 printf '%s\n' "$output"
+output=$(printf '%s\n' "$output" | grep -v -E '^(dev\.sh: |\[[0-9]+/[0-9]+\] |ninja: )')
 if gpurun_devices=$(build/gpurun -e 'io.write(require("gpurun").device_count())') &&
    [ "$gpurun_devices" -gt 0 ]; then
   if [ "$status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_parts="$failed_parts run"; fi
