@@ -60,7 +60,7 @@ const char *nvrtc_compile_identity(void)
 static const char *load_builtins(void)
 {
     static int attempted;
-    static char why[PATH_MAX + 512];
+    static char why[440]; /* fits nvrtc_output.error with the result's name */
     if (attempted)
         return why;
     attempted = 1;
