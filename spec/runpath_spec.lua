@@ -10,8 +10,12 @@ describe("the built binaries", function()
     local build_dir = process.gpurun_bin():match("^(.*)/[^/]*$")
     local result = process.run("tools/check-runpath.sh " .. q(build_dir))
     assert.are.equal(0, result.code, result.stdout .. result.stderr)
-    assert.matches("%.so %(RUNPATH=/", result.stdout) -- gpurun.so was among them
     assert.matches("/gpurun %(RUNPATH=/", result.stdout)
+    local module = io.open(build_dir .. "/gpurun.so") -- sanitizer builds make none
+    if module then
+      module:close()
+      assert.matches("/gpurun%.so %(RUNPATH=/", result.stdout)
+    end
   end)
 
   it("a bad entry fails the check, naming it", function()

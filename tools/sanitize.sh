@@ -330,10 +330,10 @@ run_hammer() {
       fi
     done
     wait
-    local done=0 crashes=0 failures=0 run code
+    local made=0 crashes=0 failures=0 run code
     for run in "$out/$kind"/*; do
       [ -e "$run/code" ] || continue
-      done=$((done + 1))
+      made=$((made + 1))
       code=$(cat "$run/code")
       local reported=0
       compgen -G "$run/asan.*" >/dev/null || compgen -G "$run/ubsan.*" >/dev/null && reported=1
@@ -349,9 +349,9 @@ run_hammer() {
         echo "  replay: $(cat "$run/command") --trace"
       fi
     done
-    echo "hammer: $kind: $done runs (seeds $base..$((base + done - 1))), $crashes crashes, $failures other failures, $((SECONDS - started)) s"
-    [ "$done" -lt "$runs" ] && echo "hammer: $kind: stopped after $budget s, $done of $runs runs made"
-    total_runs=$((total_runs + done))
+    echo "hammer: $kind: $made runs (seeds $base..$((base + made - 1))), $crashes crashes, $failures other failures, $((SECONDS - started)) s"
+    [ "$made" -lt "$runs" ] && echo "hammer: $kind: stopped after $budget s, $made of $runs runs made"
+    total_runs=$((total_runs + made))
     total_crashes=$((total_crashes + crashes))
     total_failures=$((total_failures + failures))
   done

@@ -642,9 +642,11 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
-    CUcontext previous = gpurun_enter_context(graph->context);
-    (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
-    gpurun_leave_context(previous);
+    if (graph->exec) { /* NULL when complete() failed before instantiating */
+        CUcontext previous = gpurun_enter_context(graph->context);
+        (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
+        gpurun_leave_context(previous);
+    }
     graph->exec = NULL;
     if (graph->source)
         (void)CUDA_CALL(cuGraphDestroy, graph->source);
