@@ -137,10 +137,17 @@ describe("gpurun as lua5.4", function()
 
     it("-e and -v without a script leave stdin alone", function()
       same("-e 'print(1)'", { stdin = "print(2)" })
-      same("-v -e 'print(3)'", { stdin = "print(4)" }, function(result)
-        result.stdout = result.stdout:gsub("^.-\n3\n$", "3\n")
-        return result
-      end)
+      same("-v -e 'print(3)'", { stdin = "print(4)" }, without_version)
+    end)
+
+    it("-v: what -e and a script print follows Lua's banner, as lua's own tests expect", function()
+      local path = write_file("print('script', ...)")
+      same("-v -e \"print'hello'\"", nil, without_version)
+      same("-v " .. q(path) .. " x", nil, without_version)
+      os.remove(path)
+      -- The banner is the last version line, so -v's output ends as lua's.
+      local expected, actual = both("-v -e \"print'hello'\"")
+      assert.are.equal(expected.stdout, actual.stdout:sub(-#expected.stdout))
     end)
 
     it("a first line starting with # is skipped", function()

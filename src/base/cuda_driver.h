@@ -74,6 +74,11 @@ extern struct cuda_driver cuda;
 CUresult cuda_driver_load(void);
 const char *cuda_driver_load_error(void);
 
+/* The driver's version (cuDriverGetVersion, e.g. 13000) without cuInit:
+ * only the library is opened, so `gpurun -v` costs no driver start-up. On
+ * failure, the reason is in cuda_driver_load_error(). */
+CUresult cuda_driver_version(int *version);
+
 /* Device count that never fails: 0 without a driver or without a GPU. */
 int cuda_driver_device_count(void);
 

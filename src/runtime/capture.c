@@ -264,6 +264,10 @@ void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index
 {
     index = lua_absindex(L, index);
     capture = capture->root;
+    /* A capture that ended (a finalizer closed its builder) keeps nothing:
+     * its caller's checks of the target raise. */
+    if (capture->kept == LUA_NOREF)
+        return;
     lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
     lua_pushvalue(L, index);
     if (lua_rawget(L, -2) == LUA_TNIL) {

@@ -216,8 +216,13 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
                            void *out);
 
 /* Pushes a new sequence of the count elements of dtype at p; `what`
- * names the caller when count is too many for a Lua table. */
+ * names the caller when count is too many for a Lua table. Making the
+ * table can run finalizers, so p must be memory no close can free (Lua
+ * staging); for other memory, push the table with gpurun_new_sequence,
+ * check its owner again, then gpurun_fill_sequence, which runs none. */
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
+void gpurun_new_sequence(lua_State *L, size_t count, const char *what);
+void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count);
 
 /* An optional element range of a container of `size` elements, in Lua's
  * 1-based element indices: when the argument at arg is a number, it is the

@@ -223,17 +223,28 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
     }
 }
 
-void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
+void gpurun_new_sequence(lua_State *L, size_t count, const char *what)
 {
     if (count > INT_MAX)
         gpurun_error(L, "%s: %I elements are too many for a Lua table", what, (LUAI_UACINT)count);
+    lua_createtable(L, (int)count, 0);
+}
+
+void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count)
+{
     size_t size = gpurun_dtypes[dtype].size;
     const unsigned char *bytes = p;
-    lua_createtable(L, (int)count, 0);
+    /* Numbers and a presized table: nothing here runs the collector. */
     for (size_t i = 0; i < count; i++) {
         gpurun_push_element(L, dtype, bytes + i * size);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+}
+
+void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
+{
+    gpurun_new_sequence(L, count, what);
+    gpurun_fill_sequence(L, dtype, p, count);
 }
 
 int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, size_t *first,

@@ -205,10 +205,12 @@ static void write_file(lua_State *L, const struct gpurun_buffer *part, FILE *fil
 void gpurun_copy_file(lua_State *L, int self_index, const struct gpurun_buffer *part, int index,
                       int to_device, int stream_index, const char *operation)
 {
-    FILE *file = check_file(L, index);
+    check_file(L, index);
     struct gpurun_pinned *staging[2];
     push_staging(L, part_bytes(part), staging);
-    gpurun_check_live_buffer(L, self_index); /* the staging ran finalizers */
+    /* The staging ran finalizers: either may have been closed. */
+    gpurun_check_live_buffer(L, self_index);
+    FILE *file = check_file(L, index);
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
     if (to_device)
         read_file(L, part, file, staging, stream, operation);

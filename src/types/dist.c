@@ -262,13 +262,14 @@ struct target {
     int device;       /* the stream's; -1 for none */
     int from_current; /* the current stream, not an argument */
     int whole_device;
+    int index;        /* where the stream or builder argument is */
 };
 
 /* Checked before the communicator is made, so that a bad argument raises
  * before any rank starts the collective work of making it. */
 static struct target resolve_target(lua_State *L, int index)
 {
-    struct target target = {NULL, NULL, -1, 0, 0};
+    struct target target = {NULL, NULL, -1, 0, 0, index};
     if (lua_isnoneornil(L, index)) {
         struct gpurun_stream *current = gpurun_runtime.current_stream;
         if (current == NULL) {
@@ -341,6 +342,9 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
 {
     struct communicator *c = push_communicator(L);
     int communicator_index = lua_gettop(L);
+    /* Making the communicator allocates, and a finalizer may have closed
+     * the stream or the builder meanwhile. */
+    *target = resolve_target(L, target->index);
     for (int i = first; i <= last; i++) {
         const struct gpurun_buffer *buffer = lua_touserdata(L, i);
         if (buffer->device != c->device)

@@ -11,6 +11,7 @@
  * as it now stands (user value 3: node index -> { kernel, launch }). */
 #include "types/graph.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "types/graph_builder.h"
@@ -48,73 +49,122 @@ static struct graph *check_graph(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_graph_tag);
 }
 
-/* The Kernel in the sequence at kept_index that launches `function`. */
-static int push_kernel_of(lua_State *L, int kept_index, CUfunction function)
+/* A kernel node of a gpurun.Kernel, while push_kernel_nodes works. */
+struct kernel_node {
+    lua_Integer kept_at;      /* the Kernel's place in the kept sequence; 0: not one */
+    struct node_launch *launch;
+};
+
+/* Whether `source` is still what `capture` (NULL: nobody) holds. */
+static int source_held(const struct gpurun_capture *capture, CUgraph source)
 {
-    lua_Integer count = (lua_Integer)lua_rawlen(L, kept_index);
-    for (lua_Integer i = 1; i <= count; i++) {
-        lua_rawgeti(L, kept_index, i);
-        const struct gpurun_kernel *kernel = gpurun_to_tagged(L, -1, &gpurun_kernel_tag);
-        if (kernel && kernel->function == function)
-            return 1;
-        lua_pop(L, 1);
-    }
-    return 0;
+    return capture == NULL
+           || (capture->state == GPURUN_CAPTURE_BUILT && capture->graph == source);
 }
 
 /* Pushes { node index -> { kernel = Kernel, launch = node_launch } } for the
- * kernel nodes of `nodes` (count of them) whose Kernel is in the sequence
- * at kept_index, with each launch as the node holds it. */
-static void push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t count, int kept_index)
+ * kernel nodes of `nodes` (count of them, of the graph `source`) whose
+ * Kernel is in the sequence at kept_index, with each launch as the node
+ * holds it. When the graph is a builder's (capture), a finalizer run by an
+ * allocation here can close the builder and destroy the graph: so the
+ * tables are made first, the nodes read after, and 0 is returned (nothing
+ * pushed) when the builder no longer holds the graph; else 1. */
+static int push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t count, int kept_index,
+                             const struct gpurun_capture *capture, CUgraph source)
 {
     kept_index = lua_absindex(L, kept_index);
+    int top = lua_gettop(L);
+    struct kernel_node *found = gpurun_push_staging(L, (count + 1) * sizeof *found);
+    if (!source_held(capture, source))
+        goto lost;
+    /* Which nodes launch a Kept kernel: no allocation. */
+    for (size_t i = 0; i < count; i++) {
+        found[i].kept_at = 0;
+        found[i].launch = NULL;
+        CUgraphNodeType type;
+        CUDA_KERNEL_NODE_PARAMS params;
+        if (CUDA_CALL(cuGraphNodeGetType, nodes[i], &type) != CUDA_SUCCESS
+            || type != CU_GRAPH_NODE_TYPE_KERNEL
+            || CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &params) != CUDA_SUCCESS)
+            continue;
+        lua_Integer kept_count = (lua_Integer)lua_rawlen(L, kept_index);
+        for (lua_Integer k = 1; k <= kept_count && !found[i].kept_at; k++) {
+            lua_rawgeti(L, kept_index, k);
+            const struct gpurun_kernel *kernel = gpurun_to_tagged(L, -1, &gpurun_kernel_tag);
+            if (kernel && kernel->function == params.func)
+                found[i].kept_at = k;
+            lua_pop(L, 1);
+        }
+    }
+    /* The tables and the launches' blocks. */
     lua_newtable(L);
     for (size_t i = 0; i < count; i++) {
-        CUgraphNodeType type;
-        if (CUDA_CALL(cuGraphNodeGetType, nodes[i], &type) != CUDA_SUCCESS
-            || type != CU_GRAPH_NODE_TYPE_KERNEL)
+        if (!found[i].kept_at)
             continue;
-        CUDA_KERNEL_NODE_PARAMS params;
-        if (CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &params) != CUDA_SUCCESS
-            || !push_kernel_of(L, kept_index, params.func))
-            continue;
-        const struct gpurun_kernel *kernel = lua_touserdata(L, -1);
+        lua_rawgeti(L, kept_index, found[i].kept_at);
+        const struct gpurun_kernel *kernel = lua_touserdata(L, -1); /* anchored in kept */
         lua_createtable(L, 0, 2);
         lua_insert(L, -2);
         lua_setfield(L, -2, "kernel");
         size_t pointers_at = (sizeof(struct node_launch) + 15) / 16 * 16;
         size_t storage_at = pointers_at + (size_t)kernel->param_count * sizeof(void *);
         unsigned char *block = lua_newuserdatauv(L, storage_at + kernel->storage_size + 1, 0);
-        struct node_launch *launch = (struct node_launch *)block;
-        launch->params = params;
-        launch->pointers = (void **)(block + pointers_at);
-        launch->storage = block + storage_at;
-        for (int p = 0; p < kernel->param_count; p++) {
-            launch->pointers[p] = launch->storage + kernel->param_offsets[p];
-            memcpy(launch->pointers[p], params.kernelParams[p], kernel->param_sizes[p]);
-        }
-        launch->params.kernelParams = launch->pointers;
-        launch->params.extra = NULL;
+        found[i].launch = (struct node_launch *)block;
+        found[i].launch->pointers = (void **)(block + pointers_at);
+        found[i].launch->storage = block + storage_at;
         lua_setfield(L, -2, "launch");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+    if (!source_held(capture, source))
+        goto lost;
+    /* The launches, read from the nodes: no allocation from here on. */
+    for (size_t i = 0; i < count; i++) {
+        if (!found[i].kept_at)
+            continue;
+        lua_rawgeti(L, kept_index, found[i].kept_at);
+        const struct gpurun_kernel *kernel = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        struct node_launch *launch = found[i].launch;
+        if (CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &launch->params) != CUDA_SUCCESS)
+            goto lost;
+        for (int p = 0; p < kernel->param_count; p++) {
+            launch->pointers[p] = launch->storage + kernel->param_offsets[p];
+            memcpy(launch->pointers[p], launch->params.kernelParams[p], kernel->param_sizes[p]);
+        }
+        launch->params.kernelParams = launch->pointers;
+        launch->params.extra = NULL;
+    }
+    lua_remove(L, top + 1); /* the staging */
+    return 1;
+lost:
+    lua_settop(L, top);
+    return 0;
+}
+
+/* The builder at 1, still an origin with a graph built: checked again
+ * after each allocation, which can run a finalizer that closes it. */
+static struct gpurun_capture *check_built(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
+    struct gpurun_capture *capture = &builder->capture;
+    if (capture->role != GPURUN_CAPTURE_ORIGIN)
+        gpurun_error(L, "GraphBuilder:complete: a %s builder's work is part of the graph "
+                        "of the builder it came from: complete that one",
+                     capture->role == GPURUN_CAPTURE_FORK ? "split" : "conditional body");
+    if (capture->state != GPURUN_CAPTURE_BUILT)
+        gpurun_error(L, "GraphBuilder:complete: nothing built (it is %s): call "
+                        "begin_building(), launch, end_building() first",
+                     gpurun_capture_state_name(capture->state));
+    return capture;
 }
 
 /* builder:complete() -> Graph */
 static int builder_complete(lua_State *L)
 {
-    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
-    struct gpurun_capture *capture = &builder->capture;
-    if (capture->role != GPURUN_CAPTURE_ORIGIN)
-        return gpurun_error(L, "GraphBuilder:complete: a %s builder's work is part of the graph "
-                               "of the builder it came from: complete that one",
-                            capture->role == GPURUN_CAPTURE_FORK ? "split" : "conditional body");
-    if (capture->state != GPURUN_CAPTURE_BUILT)
-        return gpurun_error(L, "GraphBuilder:complete: nothing built (it is %s): call "
-                               "begin_building(), launch, end_building() first",
-                            gpurun_capture_state_name(capture->state));
+    check_built(L);
     struct graph *graph = gpurun_new_object(L, sizeof *graph, 3, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
+    struct gpurun_capture *capture = check_built(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
     /* A copy, so that the builder can build again; the driver does not copy
@@ -128,25 +178,37 @@ static int builder_complete(lua_State *L)
         CHECK_CUDA(L, "copying the captured graph", cuGraphClone, &graph->source,
                    capture->graph);
     }
-    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL,
-               &graph->node_count);
-    graph->nodes = lua_newuserdatauv(L, (graph->node_count + 1) * sizeof(CUgraphNode), 0);
+    /* The Graph's own from here: its close (at collection too) frees it. */
+    graph->header.closed = 0;
+    graph->has_loop = capture->has_loop;
+    size_t count = 0;
+    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL, &count);
+    graph->nodes = lua_newuserdatauv(L, (count + 1) * sizeof(CUgraphNode), 0);
     lua_setiuservalue(L, graph_index, NODES_VALUE);
-    size_t count = graph->node_count;
     if (count > 0)
         CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes,
                    &count);
+    graph->node_count = count;
     CUcontext previous = gpurun_enter_context(graph->context);
     CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source, 0);
     gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS) {
+        graph->exec = NULL;
         gpurun_cuda_error(L, "instantiating a graph");
+    }
+    /* What the capture kept; a builder closed meanwhile let it go, and a
+     * graph that kept nothing would replay memory freed under it. */
+    struct gpurun_graph_builder *builder = lua_touserdata(L, 1);
     gpurun_capture_push_kept(L, capture);
-    push_kernel_nodes(L, graph->nodes, graph->node_count, -1);
-    lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
     lua_setiuservalue(L, graph_index, KEPT_VALUE);
-    graph->has_loop = capture->has_loop;
-    graph->header.closed = 0;
+    if (builder->header.closed)
+        return gpurun_closed_error(L, gpurun_builder_tag.type_name);
+    lua_getiuservalue(L, graph_index, KEPT_VALUE);
+    if (!push_kernel_nodes(L, graph->nodes, graph->node_count, -1, NULL, graph->source))
+        return gpurun_error(L, "GraphBuilder:complete: the kernel nodes of the graph could "
+                               "not be read");
+    lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
+    lua_settop(L, graph_index);
     return 1;
 }
 
@@ -217,13 +279,27 @@ static const char *update_failure(CUgraphExecUpdateResult result)
     }
 }
 
+/* Lets go of the new kept sequence at kept_index (its users), then raises
+ * `message`: the graph replays as before. */
+static int update_failed(lua_State *L, int kept_index, const char *message)
+{
+    gpurun_release_users(L, kept_index);
+    return gpurun_error(L, "Graph:update: %s; the graph replays as before", message);
+}
+
+#define BUILDER_LOST "the GraphBuilder was closed or built again during the update"
+
 /* update(builder) -> self: the same pipeline captured again (other scalars,
  * other buffers of the same kind) becomes this graph's, without a new
  * instantiation. A changed topology is refused, and the graph replays as
- * before. Afterwards the graph keeps what the new capture used. */
+ * before. Afterwards the graph keeps what the new capture used.
+ *
+ * Everything that allocates comes before the executable graph changes: an
+ * allocation can run a finalizer that closes the builder (destroying its
+ * graph) or this graph, which is checked after each. */
 static int graph_update(lua_State *L)
 {
-    struct graph *graph = check_graph(L, 1);
+    check_graph(L, 1);
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 2);
     struct gpurun_capture *capture = &builder->capture;
     if (capture->role != GPURUN_CAPTURE_ORIGIN || capture->state != GPURUN_CAPTURE_BUILT)
@@ -231,28 +307,50 @@ static int graph_update(lua_State *L)
                                 gpurun_capture_state_name(capture->state),
                                 capture->role == GPURUN_CAPTURE_ORIGIN ? "" : ", and not one "
                                 "that records into another builder's graph");
-    CUgraphExecUpdateResultInfo info;
-    memset(&info, 0, sizeof info);
-    CUresult result = CUDA_CALL(cuGraphExecUpdate, graph->exec, capture->graph, &info);
-    if (result != CUDA_SUCCESS || info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS)
-        return gpurun_error(L, "Graph:update: the builder's graph cannot update this one: %s "
-                               "(%s); the graph replays as before", update_failure(info.result),
-                            result == CUDA_SUCCESS ? "CUDA_SUCCESS"
-                                                   : lua_pushfstring(L, "CUresult %d", (int)result));
-    /* What the new capture kept, then let go of what the old one did. */
+    lua_settop(L, 2);
+    CUgraph source = capture->graph;
+    /* What the new capture kept, each counted as this graph's user. */
     gpurun_capture_push_kept(L, capture);
     int kept = lua_gettop(L);
+    if (!source_held(capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
     size_t count = 0;
-    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, capture->graph, NULL, &count);
+    if (CUDA_CALL(cuGraphGetNodes, source, NULL, &count) != CUDA_SUCCESS)
+        return update_failed(L, kept, "counting the builder's graph nodes failed");
     CUgraphNode *nodes = gpurun_push_staging(L, (count + 1) * sizeof *nodes);
-    if (count > 0)
-        CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, capture->graph, nodes, &count);
-    push_kernel_nodes(L, nodes, count, kept);
+    if (!source_held(capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
+    if (count > 0 && CUDA_CALL(cuGraphGetNodes, source, nodes, &count) != CUDA_SUCCESS)
+        return update_failed(L, kept, "listing the builder's graph nodes failed");
+    if (!push_kernel_nodes(L, nodes, count, kept, capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
+    int kernel_nodes = lua_gettop(L);
+    struct graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
+    if (graph->header.closed) {
+        gpurun_release_users(L, kept);
+        return gpurun_closed_error(L, gpurun_graph_tag.type_name);
+    }
+
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    CUresult result = CUDA_CALL(cuGraphExecUpdate, graph->exec, source, &info);
+    if (result != CUDA_SUCCESS || info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        char code[32], why[256];
+        if (result == CUDA_SUCCESS)
+            snprintf(code, sizeof code, "CUDA_SUCCESS");
+        else
+            snprintf(code, sizeof code, "CUresult %d", (int)result);
+        snprintf(why, sizeof why, "the builder's graph cannot update this one: %s (%s)",
+                 update_failure(info.result), code);
+        return update_failed(L, kept, why);
+    }
+    /* No allocation from here on: the new lists in, the old kept let go. */
+    lua_pushvalue(L, kernel_nodes);
     lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
-    lua_pop(L, 1);
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
         gpurun_release_users(L, -1);
     lua_pop(L, 1);
+    lua_pushvalue(L, kept);
     lua_setiuservalue(L, 1, KEPT_VALUE);
     graph->has_loop = capture->has_loop;
     lua_settop(L, 1);
@@ -324,59 +422,85 @@ static int graph_nodes(lua_State *L)
     /* Room for every node as a dependency, with its edge's data: the driver
      * refuses to drop edge data (programmatic edges have some). */
     size_t room = graph->node_count + 1;
-    CUgraphNode *dependencies =
-        gpurun_push_staging(L, room * (sizeof(CUgraphNode) + sizeof(CUgraphEdgeData)));
-    CUgraphEdgeData *edges = (CUgraphEdgeData *)(dependencies + room);
-    lua_createtable(L, (int)graph->node_count, 0);
-    for (size_t i = 0; i < graph->node_count; i++) {
+    CUgraphEdgeData *edges = gpurun_push_staging(
+        L, room * (sizeof(CUgraphEdgeData) + sizeof(CUgraphNode) + sizeof(size_t)));
+    CUgraphNode *dependencies = (CUgraphNode *)(edges + room);
+    size_t *dependency_indices = (size_t *)(dependencies + room);
+    size_t total = graph->node_count;
+    lua_createtable(L, (int)total, 0);
+    int list = lua_gettop(L);
+    for (size_t i = 0; i < total; i++) {
+        /* Each node is read from the driver first, then made into tables:
+         * their allocations can run a finalizer that closes the graph,
+         * destroying the nodes, so the graph is checked again each time. */
+        graph = check_graph(L, 1);
         CUgraphNode node = graph->nodes[i];
         CUgraphNodeType type;
         CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, node, &type);
+        int has_kernel = type == CU_GRAPH_NODE_TYPE_KERNEL
+                         && lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE;
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel)
+            lua_pop(L, 1);
+        const char *lent_name = NULL; /* the driver's, valid while the graph is */
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel) {
+            CUDA_KERNEL_NODE_PARAMS params;
+            if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) != CUDA_SUCCESS
+                || CUDA_CALL(cuFuncGetName, &lent_name, params.func) != CUDA_SUCCESS)
+                lent_name = NULL;
+        }
+        int has_enabled = type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
+                          || type == CU_GRAPH_NODE_TYPE_MEMSET;
+        unsigned int enabled = 1;
+        if (has_enabled)
+            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
+                       graph->exec, node, &enabled);
+        size_t count = room;
+        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
+                   dependencies, edges, &count);
+        for (size_t d = 0; d < count; d++)
+            dependency_indices[d] = node_index(graph, dependencies[d]);
+
+        /* From here on nothing reads the graph. The name first: pushing it
+         * copies it before anything can run a finalizer. */
+        if (lent_name)
+            lua_pushstring(L, lent_name);
+        else
+            lua_pushnil(L);
         lua_createtable(L, 0, 9);
+        lua_insert(L, -2);
+        lua_setfield(L, -2, "name"); /* nil: no name */
         lua_pushinteger(L, (lua_Integer)i + 1);
         lua_setfield(L, -2, "index");
         lua_pushstring(L, node_kind(type));
         lua_setfield(L, -2, "kind");
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
-            if (lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE) {
-                lua_getfield(L, -1, "kernel");
-                lua_setfield(L, -3, "kernel");
-                lua_getfield(L, -2, "kernel");
-                lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
-                lua_setfield(L, -4, "name");
-                lua_getfield(L, -2, "launch");
-                set_node_shape(L, -4, &((const struct node_launch *)lua_touserdata(L, -1))->params);
-                lua_pop(L, 2);
-            } else {
-                CUDA_KERNEL_NODE_PARAMS params;
-                const char *name = NULL;
-                if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) == CUDA_SUCCESS
-                    && CUDA_CALL(cuFuncGetName, &name, params.func) == CUDA_SUCCESS && name) {
-                    lua_pushstring(L, name);
-                    lua_setfield(L, -3, "name");
-                }
-            }
+        if (has_kernel) {
+            /* node's { kernel, launch } (below the node's table) lives in
+             * kernel_nodes, anchored on the stack. */
+            lua_getfield(L, -2, "kernel");
+            lua_setfield(L, -2, "kernel");
+            lua_getfield(L, -2, "kernel");
+            lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
+            lua_setfield(L, -3, "name");
+            lua_pop(L, 1);
+            lua_getfield(L, -2, "launch");
+            set_node_shape(L, -2, &((const struct node_launch *)lua_touserdata(L, -1))->params);
             lua_pop(L, 1);
         }
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
-            || type == CU_GRAPH_NODE_TYPE_MEMSET) {
-            unsigned int enabled = 1;
-            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
-                       graph->exec, node, &enabled);
+        if (has_enabled) {
             lua_pushboolean(L, enabled != 0);
             lua_setfield(L, -2, "enabled");
         }
-        size_t count = room;
-        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, edges, &count);
         lua_createtable(L, (int)count, 0);
         for (size_t d = 0; d < count; d++) {
-            lua_pushinteger(L, (lua_Integer)node_index(graph, dependencies[d]));
+            lua_pushinteger(L, (lua_Integer)dependency_indices[d]);
             lua_rawseti(L, -2, (lua_Integer)d + 1);
         }
         lua_setfield(L, -2, "dependencies");
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+        lua_rawseti(L, list, (lua_Integer)i + 1);
+        if (has_kernel)
+            lua_pop(L, 1);
     }
+    lua_settop(L, list);
     return 1;
 }
 
@@ -450,6 +574,10 @@ static int graph_set_args(lua_State *L)
                             kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
     /* Packed into scratch first: an error leaves the node as it was. */
     unsigned char *packed = gpurun_push_staging(L, kernel->storage_size + 1);
+    /* The scratch's allocation can run a finalizer that closes the graph
+     * (its kept list and nodes let go) or the kernel's code. */
+    graph = check_graph(L, 1);
+    gpurun_check_kernel_open(L, kernel);
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 3 + i, packed + kernel->param_offsets[i], NULL);
     for (int i = 0; i < given; i++)
@@ -514,9 +642,11 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
-    CUcontext previous = gpurun_enter_context(graph->context);
-    (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
-    gpurun_leave_context(previous);
+    if (graph->exec) { /* NULL when complete() failed before instantiating */
+        CUcontext previous = gpurun_enter_context(graph->context);
+        (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
+        gpurun_leave_context(previous);
+    }
     graph->exec = NULL;
     if (graph->source)
         (void)CUDA_CALL(cuGraphDestroy, graph->source);

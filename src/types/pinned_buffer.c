@@ -185,7 +185,11 @@ static int pinned_to_table(lua_State *L)
     struct gpurun_pinned *pinned = check_ready(L);
     size_t first, count;
     gpurun_opt_range(L, 2, pinned->count, 0, &first, &count);
-    gpurun_push_sequence(L, pinned->dtype, element(pinned, first), count, "PinnedBuffer:to_table");
+    gpurun_new_sequence(L, count, "PinnedBuffer:to_table");
+    /* The table's allocation can run a finalizer that closes the buffer,
+     * whose memory is then unmapped. */
+    pinned = check_ready(L);
+    gpurun_fill_sequence(L, pinned->dtype, element(pinned, first), count);
     return 1;
 }
 

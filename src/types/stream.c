@@ -73,6 +73,7 @@ static int stream_record(lua_State *L)
     struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
         event = gpurun_push_event_on(L, CU_EVENT_DEFAULT, stream->context, stream->device);
+        stream = gpurun_check_stream(L, 1); /* the event's allocation ran finalizers */
     } else {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
         lua_settop(L, 2);
