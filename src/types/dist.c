@@ -262,13 +262,14 @@ struct target {
     int device;       /* the stream's; -1 for none */
     int from_current; /* the current stream, not an argument */
     int whole_device;
+    int index;        /* the Stream or GraphBuilder argument; 0 for none */
 };
 
 /* Checked before the communicator is made, so that a bad argument raises
  * before any rank starts the collective work of making it. */
 static struct target resolve_target(lua_State *L, int index)
 {
-    struct target target = {NULL, NULL, -1, 0, 0};
+    struct target target = {NULL, NULL, -1, 0, 0, 0};
     if (lua_isnoneornil(L, index)) {
         struct gpurun_stream *current = gpurun_runtime.current_stream;
         if (current == NULL) {
@@ -284,6 +285,7 @@ static struct target resolve_target(lua_State *L, int index)
         return target;
     }
     target.stream = gpurun_launch_target(L, index, &target.capture);
+    target.index = index;
     target.device = target.capture
         ? target.capture->stream->device
         : ((struct gpurun_stream_object *)lua_touserdata(L, index))->stream.device;
@@ -360,8 +362,11 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
         for (int i = first; i <= last; i++)
             gpurun_capture_keep(L, target->capture, i);
     }
-    for (int i = first; i <= last; i++)
-        gpurun_check_buffer(L, i);
+    for (int i = first; i <= last; i++) {
+        gpurun_check_buffer_memory(L, gpurun_check_buffer(L, i), target->capture);
+        if (!target->capture && !target->whole_device)
+            gpurun_note_buffer_use_on(L, i, target->index);
+    }
     if (target->whole_device) {
         target->stream = NULL;
         CUcontext previous = gpurun_enter_context(c->context);
