@@ -126,8 +126,11 @@ struct gpurun_memory_pool *gpurun_push_default_pool(lua_State *L, int ordinal)
         gpurun_new_object(L, sizeof *pool, 0, &gpurun_memory_pool_tag);
     pool->context = context;
     pool->device = ordinal;
-    CHECK_CUDA(L, "getting the device's default memory pool", cuDeviceGetDefaultMemPool,
-               &pool->handle, device);
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult result = CUDA_CALL(cuDeviceGetDefaultMemPool, &pool->handle, device);
+    gpurun_restore_captures(relaxed);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "getting the device's default memory pool");
     /* As cuda.core's DeviceMemoryResource does: at the driver's threshold of
      * 0 the pool gives its free memory back to the OS at every synchronize
      * (and gpurun synchronizes at every host copy), so nearly every
