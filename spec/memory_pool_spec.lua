@@ -383,8 +383,9 @@ describe("gpurun.MemoryPool", function()
     second:set_current()
     local foreign <close> = second:create_stream()
     device:set_current()
-    assert.matches("gpurun.MemoryPool%(device 0%) cannot allocate on a stream of device 1: its memory "
-                   .. "lives on device 0", error_of(gpurun.empty, 16, "float32", { pool = pool, stream = foreign }))
+    assert.matches("gpurun.MemoryPool%(device 0%) cannot allocate 64 bytes for 16 float32 elements on a "
+                   .. "stream of device 1: its memory lives on device 0",
+                   error_of(gpurun.empty, 16, "float32", { pool = pool, stream = foreign }))
   end)
 end)
 

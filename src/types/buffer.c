@@ -141,15 +141,20 @@ static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer)
         if (streams[i]->handle && !streams[i]->capture && streams[i]->context == buffer->context)
             free_on = streams[i];
     int after_device = buffer->uses_lost || free_on == NULL || gpurun_runtime.abandoned;
+    /* None of this touches a stream being captured; relaxed all the same,
+     * so that no call here can invalidate a capture in progress. */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
     for (int i = 0; i < count && !after_device; i++)
         if (streams[i] != free_on && order_after(free_on, streams[i]) != CUDA_SUCCESS)
             after_device = 1;
-    if (after_device)
-        return gpurun_free_memory_after_device(pointer, buffer->context);
-    struct gpurun_relaxed relaxed = gpurun_relax_captures();
-    CUcontext previous = gpurun_enter_context(buffer->context);
-    CUresult result = CUDA_CALL(cuMemFreeAsync, pointer, free_on->handle);
-    gpurun_leave_context(previous);
+    CUresult result;
+    if (after_device) {
+        result = gpurun_free_memory_after_device(pointer, buffer->context);
+    } else {
+        CUcontext previous = gpurun_enter_context(buffer->context);
+        result = CUDA_CALL(cuMemFreeAsync, pointer, free_on->handle);
+        gpurun_leave_context(previous);
+    }
     gpurun_restore_captures(relaxed);
     return result;
 }
@@ -380,14 +385,15 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
         pool_index = lua_gettop(L);
     }
     struct gpurun_memory_pool *pool = gpurun_check_memory_pool(L, pool_index);
+    char what[80], size_text[32];
+    snprintf(what, sizeof what, "for %llu %s elements", (unsigned long long)count, info->name);
+    gpurun_format_size(size_text, sizeof size_text, bytes);
     if (pool->device != stream->device) {
         const char *name = gpurun_push_pool_name(L, pool);
-        gpurun_error(L, "%s cannot allocate on a stream of device %d: its memory lives on device "
-                        "%d (pass a stream of device %d)", name, stream->device, pool->device,
-                     pool->device);
+        gpurun_error(L, "%s cannot allocate %s %s on a stream of device %d: its memory lives on "
+                        "device %d (pass a stream of device %d)", name, size_text, what,
+                     stream->device, pool->device, pool->device);
     }
-    char what[80];
-    snprintf(what, sizeof what, "for %llu %s elements", (unsigned long long)count, info->name);
     if (capture && pool->max_size > 0) {
         /* A graph's memory is the graph's, not the pool's, so the driver
          * holds it to no pool limit: gpurun holds it to this one. */
@@ -412,12 +418,10 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
     gpurun_leave_context(previous);
     gpurun_restore_captures(relaxed);
     if (result != CUDA_SUCCESS) {
-        char size_text[32];
         buffer->pointer = 0;
         if (result == CUDA_ERROR_OUT_OF_MEMORY)
             gpurun_pool_out_of_memory(L, pool, bytes, what, capture != NULL);
-        gpurun_transfer_error(L, "allocating %s %s from a memory pool",
-                              gpurun_format_size(size_text, sizeof size_text, bytes), what);
+        gpurun_transfer_error(L, "allocating %s %s from a memory pool", size_text, what);
     }
     buffer->ordered = 1;
     buffer->pool = pool;
