@@ -19,8 +19,6 @@
 #include <limits.h>
 #include <string.h>
 
-#include <stdio.h>
-
 #include "types/graph_builder.h"
 #include "types/memory_pool.h"
 #include "types/pinned_buffer.h"
@@ -385,13 +383,14 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
         pool_index = lua_gettop(L);
     }
     struct gpurun_memory_pool *pool = gpurun_check_memory_pool(L, pool_index);
-    char what[80], size_text[32];
-    snprintf(what, sizeof what, "for %llu %s elements", (unsigned long long)count, info->name);
-    gpurun_format_size(size_text, sizeof size_text, bytes);
+    /* Messages only: no text is made on the way to a buffer. */
+#define WHAT() lua_pushfstring(L, "for %I %s elements", (LUAI_UACINT)count, info->name)
+#define SIZE_TEXT() gpurun_format_size(size_text, sizeof size_text, bytes)
+    char size_text[32];
     if (pool->device != stream->device) {
         const char *name = gpurun_push_pool_name(L, pool);
         gpurun_error(L, "%s cannot allocate %s %s on a stream of device %d: its memory lives on "
-                        "device %d (pass a stream of device %d)", name, size_text, what,
+                        "device %d (pass a stream of device %d)", name, SIZE_TEXT(), WHAT(),
                      stream->device, pool->device, pool->device);
     }
     if (capture && pool->max_size > 0) {
@@ -400,7 +399,7 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
         cuuint64_t used = 0;
         (void)gpurun_pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
         if (bytes > pool->max_size || (size_t)used + pool->graph_bytes > pool->max_size - bytes)
-            gpurun_pool_out_of_memory(L, pool, bytes, what, 1);
+            gpurun_pool_out_of_memory(L, pool, bytes, WHAT(), 1);
     }
     if (!gpurun_capture_in_progress())
         gpurun_flush_frees();
@@ -420,9 +419,11 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
     if (result != CUDA_SUCCESS) {
         buffer->pointer = 0;
         if (result == CUDA_ERROR_OUT_OF_MEMORY)
-            gpurun_pool_out_of_memory(L, pool, bytes, what, capture != NULL);
-        gpurun_transfer_error(L, "allocating %s %s from a memory pool", size_text, what);
+            gpurun_pool_out_of_memory(L, pool, bytes, WHAT(), capture != NULL);
+        gpurun_transfer_error(L, "allocating %s %s from a memory pool", SIZE_TEXT(), WHAT());
     }
+#undef WHAT
+#undef SIZE_TEXT
     buffer->ordered = 1;
     buffer->pool = pool;
     pool->live_buffers++;
