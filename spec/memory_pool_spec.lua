@@ -134,13 +134,11 @@ describe("gpurun.MemoryPool", function()
     stream:sync()
     gpurun.launch(other, gpurun.LaunchConfig({ grid = 1, block = 1 }), busy, cycles)
     buffer:fill(1, other) -- used on `other`, behind the busy kernel
-    local started = gpurun.perf_counter()
     buffer:close()
-    local seconds = gpurun.perf_counter() - started
-    -- The free waits on `stream` for `other`; the host did not.
+    -- The free waits on `stream` for `other`; the host did not (had it
+    -- waited, the busy kernel would be done).
     assert.is_false(other:query())
     assert.is_false(stream:query())
-    assert.is_true(seconds < 0.1, ("closing took %.3f s"):format(seconds))
     other:sync()
     stream:sync()
   end)
