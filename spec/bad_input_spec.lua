@@ -83,14 +83,14 @@ local CLOSED = {
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
-  PinnedBuffer = "closed_pinned",
+  PinnedBuffer = "closed_pinned", MemoryPool = "closed_pool",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
   Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
-  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size",
+  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", MemoryPool = "device",
 }
 
 local SETTOP_FIRST = {
@@ -1271,6 +1271,201 @@ row("Buffer:save", A(R.buffer, SAVE_PATH, { 4, 4.5 }),
 row("Buffer:save", A(R.buffer, SAVE_PATH, 16), arg_error(2, "save", "shape table expected, got number"))
 row("Buffer:save", A(R.view, SAVE_PATH, { 16 }), arg_error(2, "save", "shape {16} holds 16 elements, the buffer 8"))
 row("Buffer:save", A(R.orphan_view, SAVE_PATH), "attempt to use a closed gpurun.Buffer")
+
+-- ---- memory pools and stream-ordered buffers ---------------------------------------------
+
+-- The constructors' { pool =, stream = } options, at argument `at`.
+local PLACED = {
+  { "gpurun.empty", "empty", { 16, "float32" }, 3 },
+  { "gpurun.zeros", "zeros", { 16, "float32" }, 3 },
+  { "gpurun.full", "full", { 16, 1, "float32" }, 4 },
+  { "gpurun.array", "array", { { 1, 2 }, "float32" }, 3, host_data = true },
+  { "Generator:random", "random", { R.rng, 16, "float32" }, 3, host_data = true },
+  { "Generator:integers", "integers", { R.rng, 16, 0, 10, "int32" }, 5, host_data = true },
+}
+
+-- A row's call of the constructor with options(env) last.
+local function placed(case, options)
+  local label, name, before = case[1], case[2], case[3]
+  return function(env)
+    local args = {}
+    for i, value in ipairs(before) do
+      args[i] = type(value) == "table" and rawget(value, "ref") and env[value.ref] or value
+    end
+    args[#args + 1] = options(env)
+    if label:find(":", 1, true) then
+      return args[1][name](table.unpack(args, 1, #args))
+    end
+    return gpurun[name](table.unpack(args, 1, #args))
+  end
+end
+
+for _, case in ipairs(PLACED) do
+  local label, name, before, at = case[1], case[2], case[3], case[4]
+  local function args(options)
+    local list = A(table.unpack(before))
+    list[list.n + 1], list.n = options, list.n + 1
+    return list
+  end
+  row(label, args(5), arg_error(at, name, "table of options expected, got number"))
+  row(label, args("pool"), arg_error(at, name, "table of options expected, got string"))
+  row(label, args({ nope = 1 }), arg_error(at, name, "unknown option 'nope' (known: pool, stream)"))
+  row(label, args({ [1] = true }), arg_error(at, name, "unknown option: a number key (known: pool, stream)"))
+  row(label, args({ pool = 5 }), arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got number"))
+  row(label, args({ pool = {} }), arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got table"))
+  row(label, args({ stream = "s" }),
+    arg_error(at, name, "option 'stream' must be a gpurun.Stream or a gpurun.GraphBuilder, got string"))
+  local function gpu_row(options, expected)
+    row(label, nil, expected, { gpu = true, call = placed(case, options) })
+  end
+  gpu_row(function(env) return { pool = env.closed_pool } end, "attempt to use a closed gpurun.MemoryPool")
+  gpu_row(function(env) return { stream = env.closed_stream } end, "attempt to use a closed gpurun.Stream")
+  gpu_row(function(env) return { pool = env.stream } end,
+    arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got gpurun.Stream"))
+  gpu_row(function(env) return { stream = env.pool } end,
+    arg_error(at, name, "option 'stream' must be a gpurun.Stream or a gpurun.GraphBuilder, got gpurun.MemoryPool"))
+  gpu_row(function(env) return { pool = env.pool } end,
+    "a buffer from a memory pool is allocated in order on a stream: pass { stream = s }")
+  gpu_row(function(env) return { stream = env.building.stream } end,
+    "the stream is being captured by a GraphBuilder: pass the builder as the stream")
+  if case.host_data then
+    gpu_row(function(env) return { stream = env.building } end,
+      arg_error(at, name, "option 'stream' cannot be a GraphBuilder here: the host data is copied "
+        .. "when the call is made"))
+  else
+    gpu_row(function(env) return { stream = env.builder } end,
+      "GraphBuilder is not building (it is idle): call begin_building() first")
+    gpu_row(function(env) return { stream = env.built } end, "GraphBuilder is not building (it is built)")
+  end
+end
+
+row("gpurun.empty", nil, "a conditional body's graph cannot allocate memory", { gpu = true,
+  call = function(env)
+    local body = env.body
+    body:begin_building()
+    return gpurun.empty(16, "float32", { stream = body })
+  end })
+row("gpurun.empty", nil, P"gpurun%.MemoryPool%(device %d+, max 2%.00 MiB%): out of memory allocating 4%.00 MiB for 1048576 float32 elements in the graph being built: 2%.00 MiB of its 2%.00 MiB maximum left",
+  { gpu = true, call = function(env)
+    return gpurun.empty(1 << 20, "float32", { pool = env.small_pool, stream = env.building })
+  end })
+row("gpurun.zeros", nil, P"gpurun%.MemoryPool%(device %d+, max 2%.00 MiB%): out of memory allocating 4%.00 MiB for 1048576 float32 elements: ",
+  { gpu = true, call = function(env)
+    return gpurun.zeros(1 << 20, "float32", { pool = env.small_pool, stream = env.stream })
+  end })
+row("gpurun.empty", A(16), "cannot allocate a gpurun.Buffer while a graph is being built (allocate before "
+  .. "begin_building, or pass { stream = builder } to allocate inside the graph)", { before = { "building" } })
+
+row("gpurun.MemoryPool", A(5), arg_error(1, "MemoryPool", "table of options expected, got number"))
+row("gpurun.MemoryPool", A("big"), arg_error(1, "MemoryPool", "table of options expected, got string"))
+row("gpurun.MemoryPool", A({ nope = 1 }),
+  arg_error(1, "MemoryPool", "unknown option 'nope' (known: device, release_threshold, max_size)"))
+row("gpurun.MemoryPool", A({ maxsize = 1 }), "unknown option 'maxsize'")
+row("gpurun.MemoryPool", A({ max_size = -1 }), arg_error(1, "MemoryPool",
+  "option 'max_size' must be a non-negative integer number of bytes (0: the driver's limit), got -1"))
+row("gpurun.MemoryPool", A({ max_size = 1.5 }),
+  arg_error(1, "MemoryPool", "option 'max_size' must be a non-negative integer number of bytes, got 1.5"))
+row("gpurun.MemoryPool", A({ max_size = "1" }),
+  arg_error(1, "MemoryPool", "option 'max_size' must be a non-negative integer number of bytes, got string"))
+row("gpurun.MemoryPool", A({ max_size = NAN }), P("option 'max_size' must be a non%-negative integer number of bytes, got " .. NAN_TEXT))
+row("gpurun.MemoryPool", A({ release_threshold = -1 }), arg_error(1, "MemoryPool",
+  "option 'release_threshold' must be a non-negative integer number of bytes or math.huge, got -1"))
+row("gpurun.MemoryPool", A({ release_threshold = 0.5 }), "option 'release_threshold' must be a non-negative "
+  .. "integer number of bytes or math.huge, got 0.5")
+row("gpurun.MemoryPool", A({ release_threshold = -INF }), "or math.huge, got -inf")
+row("gpurun.MemoryPool", A({ release_threshold = true }), "or math.huge, got boolean")
+row("gpurun.MemoryPool", A({ device = "x" }),
+  arg_error(1, "MemoryPool", "option 'device' must be a gpurun.Device or a device ordinal, got string"))
+row("gpurun.MemoryPool", A({ device = 1.5 }), "option 'device' must be a gpurun.Device or a device ordinal, got 1.5")
+row("gpurun.MemoryPool", A({ device = {} }), "option 'device' must be a gpurun.Device or a device ordinal, got table")
+row("gpurun.MemoryPool", A(), NO_DEVICE, { when = "no_device" })
+row("gpurun.MemoryPool", A(), NO_DRIVER, { when = "no_driver" })
+row("gpurun.MemoryPool", A({ device = 0 }), NO_DRIVER, { when = "no_driver" })
+row("gpurun.MemoryPool", A({ device = 99 }), P"option 'device': CUDA device 99 not found: %d+ device%(s%) visible",
+  { gpu = true })
+row("gpurun.MemoryPool", A({ device = -1 }), "option 'device': CUDA device -1 not found", { gpu = true })
+row("gpurun.MemoryPool", nil, "attempt to use a closed gpurun.Device", { gpu = true,
+  call = function(env) return gpurun.MemoryPool({ device = env.closed_device }) end })
+
+row("MemoryPool:trim", A(R.pool, "x"), arg_error(1, "trim", "integer number of bytes expected, got string"))
+row("MemoryPool:trim", A(R.pool, 1.5), arg_error(1, "trim", "integer number of bytes expected, got 1.5"))
+row("MemoryPool:trim", A(R.pool, {}), arg_error(1, "trim", "integer number of bytes expected, got table"))
+row("MemoryPool:trim", A(R.pool, -1),
+  arg_error(1, "trim", "a non-negative number of bytes to keep expected, got -1"))
+row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+%) has 1 buffer%(s%) from it still open; close them first",
+  { gpu = true, call = function(env)
+    local _ = env.pool_buffer
+    return env.pool:close()
+  end })
+row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+, default%) has 1 buffer%(s%)",
+  { gpu = true, call = function(env)
+    local buffer = gpurun.empty(16, "float32", { stream = env.stream })
+    local ok, err = pcall(env.default_pool.close, env.default_pool)
+    buffer:close()
+    error(err, 0)
+  end })
+
+row("GraphBuilder:complete", A(R.built, 5), arg_error(1, "complete", "table of options expected, got number"))
+row("GraphBuilder:complete", A(R.built, { nope = 1 }),
+  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch)"))
+row("GraphBuilder:complete", A(R.built, { auto_free_on_launch = 1 }),
+  arg_error(1, "complete", "option 'auto_free_on_launch' must be a boolean, got number"))
+
+-- Buffers a graph's allocation node makes.
+local function allocating_graph(env, options)
+  local builder = env.builder
+  builder:begin_building()
+  local buffer = gpurun.empty(16, "float32", { stream = builder })
+  buffer:fill(1.5, builder)
+  builder:end_building()
+  return builder:complete(options), buffer
+end
+
+row("Graph:launch", nil, "Graph:launch: 1 buffer(s) this graph allocated at its last launch (64 bytes) "
+  .. "are still open, and a launch makes their memory anew: close them first, or complete the graph "
+  .. "with { auto_free_on_launch = true }", { gpu = true, call = function(env)
+    local graph = allocating_graph(env)
+    graph:launch(env.stream)
+    return graph:launch(env.stream)
+  end })
+row("Buffer:to_table", nil, "gpurun.Buffer belongs to a graph that has not been launched yet", { gpu = true,
+  call = function(env)
+    local _, buffer = allocating_graph(env)
+    return buffer:to_table(env.stream)
+  end })
+row("gpurun.launch", nil, "gpurun.Buffer belongs to a graph that has not been launched yet", { gpu = true,
+  call = function(env)
+    local _, buffer = allocating_graph(env)
+    return gpurun.launch(env.stream, env.config, env.add, buffer, buffer, buffer, gpurun.u64(16))
+  end })
+row("Buffer:fill", nil, "gpurun.Buffer was made inside a graph capture: it has memory only for that "
+  .. "capture's work", { gpu = true, call = function(env)
+    local other = env.other_stream -- made before the capture
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return buffer:fill(1, other)
+  end })
+row("Buffer:to_table", nil, "gpurun.Buffer was made inside a graph capture", { gpu = true,
+  call = function(env)
+    local other = env.other_stream
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return buffer:to_table(other)
+  end })
+row("Kernel:bind", nil, "gpurun.Buffer was made inside a graph capture", { gpu = true,
+  call = function(env)
+    local add, config = env.add, env.config
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return add:bind(config, buffer, buffer, buffer, gpurun.u64(16))
+  end })
+row("Graph:update", nil, "Graph:update: a graph with memory allocation or free nodes cannot be updated",
+  { gpu = true, call = function(env)
+    local graph = allocating_graph(env)
+    local other = env.other_stream:create_graph_builder()
+    local add, config, buffer = env.add, env.config, env.buffer
+    other:begin_building()
+    gpurun.launch(other, config, add, buffer, buffer, buffer, gpurun.u64(16))
+    other:end_building()
+    return graph:update(other)
+  end })
 
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 

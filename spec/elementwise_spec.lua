@@ -349,6 +349,24 @@ describe("gpurun.elementwise pipelines", function()
     assert.are.equal(2, pipe.kernels[1].unroll)
   end)
 
+  it("keep unwanted intermediates in temporaries with fuse = \"never\"", function()
+    local pipe = ew.pipeline(SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "never" })
+    assert.are.equal(3, #pipe.kernels)
+    assert.are.equal("p_r1: writes r1 (a temporary)\np_r2: writes r2 (a temporary)\np_r3: writes r3",
+                     pipe:describe())
+    assert.are.same({ { name = "r1", dtype = "float32", last_reader = 2 },
+                      { name = "r2", dtype = "float32", last_reader = 3 } }, pipe.temporaries)
+    -- The caller passes the inputs and r3 only; r1 and r2 are arguments 5 and 6.
+    assert.are.equal(4, pipe.arity)
+    assert.are.same({ 1, 2, 5 }, pipe.kernels[1].pipeline_arguments)
+    assert.are.same({ 3, 5, 6 }, pipe.kernels[2].pipeline_arguments)
+    assert.are.same({ 1, 6, 4 }, pipe.kernels[3].pipeline_arguments)
+    local code = ptx(pipe.source)
+    for _, name in ipairs{ "p_r1", "p_r2", "p_r3" } do
+      assert.matches("%.entry " .. name .. "_vec%(", code)
+    end
+  end)
+
   it("carry type variables through the stages", function()
     local pipe = ew.pipeline("T a, T b", { "T s = a + b", "T r = s * a" }, "r", "generic")
     assert.is_nil(pipe.source)
@@ -359,8 +377,8 @@ describe("gpurun.elementwise pipelines", function()
   end)
 
   for _, case in ipairs{
-    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "never" } },
-      "fuse = \"never\" needs stage 'r1' as an output: a later stage reads it" },
+    { { "T a, T b", { "T s = a + b", "T r = s * a" }, "r", "p", { fuse = "never" } },
+      "fuse = \"never\" keeps stage 's' in a temporary buffer, which needs a dtype, not the type variable T" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r2" }, "stage 'r3' feeds no output" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r4" }, "output 'r4' is not a stage" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r3, r3" }, "output 'r3' is listed twice" },

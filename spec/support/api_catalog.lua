@@ -32,7 +32,9 @@
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
---   clears its condition replays forever).
+--   clears its condition replays forever), pool (a MemoryPool),
+--   placement (a constructor's { pool =, stream = }), pool_options
+--   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
 -- writes = the argument position of a path the call writes (the fuzzer
 -- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
@@ -43,7 +45,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer",
+  "Condition", "PinnedBuffer", "MemoryPool",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -57,6 +59,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
+  MemoryPool = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
@@ -91,10 +94,11 @@ catalog.functions = {
   u8 = { args = { "integer" } },
   i16 = { args = { "integer" } },
   u16 = { args = { "integer" } },
-  empty = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  zeros = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  full = { args = { "count", "element", "dtype" }, needs = "device", allocates = 1 },
-  array = { args = { "sequence", "dtype" }, needs = "device" },
+  empty = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  zeros = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  full = { args = { "count", "element", "dtype", "placement" }, needs = "device", allocates = 1 },
+  array = { args = { "sequence", "dtype", "placement" }, needs = "device" },
+  MemoryPool = { args = { "pool_options" }, needs = "device" },
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
@@ -116,6 +120,10 @@ catalog.methods = {
     get_attribute = { args = { "attribute" } },
     can_access_peer = { args = { "device" } },
     enable_peer_access = { args = { "device" } },
+    memory_pool = { args = {} },
+    graph_memory = { args = {} },
+    trim_graph_memory = { args = {} },
+    reset_graph_memory_peaks = { args = {} },
     close = { args = {} },
   },
   Stream = {
@@ -180,15 +188,15 @@ catalog.methods = {
     close = { args = {} },
   },
   Generator = {
-    random = { args = { "count", "dtype" }, allocates = 1 },
-    integers = { args = { "count", "integer", "integer", "dtype" }, allocates = 1 },
+    random = { args = { "count", "dtype", "placement" }, allocates = 1 },
+    integers = { args = { "count", "integer", "integer", "dtype", "placement" }, allocates = 1 },
     random_table = { args = { "count", "dtype" }, host_table = 1 },
     close = { args = {} },
   },
   GraphBuilder = {
     begin_building = { args = {} },
     end_building = { args = {} },
-    complete = { args = {} },
+    complete = { args = { "complete_options" } },
     split = { args = { "integer" }, forks = 1 },
     record = { args = { "event" } },
     wait = { args = { "event_or_builder" } },
@@ -216,6 +224,11 @@ catalog.methods = {
   Condition = {
     close = { args = {} },
   },
+  MemoryPool = {
+    trim = { args = { "integer" } },
+    reset_peaks = { args = {} },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -238,6 +251,7 @@ catalog.metamethods = {
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
+  MemoryPool = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

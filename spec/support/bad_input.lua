@@ -228,6 +228,13 @@ GPU_FACTORIES = {
   end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
+  pool = function() current_device(); return gpurun.MemoryPool() end,
+  closed_pool = function() current_device(); return closed(gpurun.MemoryPool()) end,
+  small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 2 << 20 }) end,
+  default_pool = function() return current_device():memory_pool() end,
+  pool_buffer = function(env) -- 16 float32 from env.pool, ordered on env.stream
+    return gpurun.zeros(16, "float32", { pool = env.pool, stream = env.stream })
+  end,
 }
 for name, factory in pairs(GPU_FACTORIES) do
   factories[name] = factory

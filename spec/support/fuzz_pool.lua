@@ -381,6 +381,23 @@ draws = {
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
   dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
     { { title = 5 }, { name = {} }, "title" }),
+  pool = function(p) return p:typed("MemoryPool") end,
+  -- A constructor's { pool =, stream = }: mostly nil (cuMemAlloc), else live
+  -- or closed pools, streams and builders, or junk.
+  placement = function(p)
+    local roll = p.random()
+    if roll < 0.45 then return nil end
+    if roll < 0.55 then return {} end
+    if roll < 0.70 then return { pool = p:typed("MemoryPool"), stream = p:typed("Stream") } end
+    if roll < 0.80 then return { stream = p:typed(p:chance(0.7) and "Stream" or "GraphBuilder") } end
+    if roll < 0.88 then return { pool = p:typed("MemoryPool") } end
+    return p:pick({ { pool = 5 }, { stream = "s" }, { nope = 1 }, 7, "pool" })
+  end,
+  pool_options = from({ nil, {}, { max_size = 1 << 21 }, { max_size = 1 << 20 }, { release_threshold = 0 },
+    { release_threshold = math.huge }, { device = 0 }, { max_size = 0, release_threshold = 1 << 20 } }, 0.8,
+    { { max_size = -1 }, { release_threshold = -1 }, { device = 99 }, { device = "x" }, { nope = 1 }, 5 }),
+  complete_options = from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false } }, 0.8,
+    { { auto_free_on_launch = 1 }, { nope = true }, 5 }),
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),
@@ -408,6 +425,8 @@ draws = {
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",
     "multiprocessor_count", "max_threads_per_block", "max_shared_memory_per_block",
+    "used", "reserved", "used_high", "reserved_high", "release_threshold", "max_size", "buffers",
+    "is_default", "pool", "has_memory_nodes", "auto_free_on_launch",
     "nope", 1, 0, -1, 1.5, 4097, true }),
 }
 

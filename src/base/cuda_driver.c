@@ -193,6 +193,13 @@ static CUresult CUDAAPI keep_event(CUevent event) { (void)event; return CUDA_SUC
 static CUresult CUDAAPI keep_exec(CUgraphExec exec) { (void)exec; return CUDA_SUCCESS; }
 static CUresult CUDAAPI keep_graph(CUgraph graph) { (void)graph; return CUDA_SUCCESS; }
 static CUresult CUDAAPI keep_library(CUlibrary library) { (void)library; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_ordered_memory(CUdeviceptr pointer, CUstream stream)
+{
+    (void)pointer;
+    (void)stream;
+    return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI keep_pool(CUmemoryPool pool) { (void)pool; return CUDA_SUCCESS; }
 
 void cuda_driver_skip_teardown(void)
 {
@@ -204,4 +211,6 @@ void cuda_driver_skip_teardown(void)
     cuda.cuGraphExecDestroy = keep_exec;
     cuda.cuGraphDestroy = keep_graph;
     cuda.cuLibraryUnload = keep_library;
+    cuda.cuMemFreeAsync = keep_ordered_memory;
+    cuda.cuMemPoolDestroy = keep_pool;
 }

@@ -16,6 +16,7 @@
 #include "types/launch.h"
 #include "types/launch_config.h"
 #include "types/launch_plan.h"
+#include "types/memory_pool.h"
 #include "types/object_code.h"
 #include "types/pinned_buffer.h"
 #include "types/program.h"
@@ -37,6 +38,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_event,         /* gpurun.Event */
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
     gpurun_open_device,        /* gpurun.Device */
+    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
     gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */

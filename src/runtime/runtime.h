@@ -48,6 +48,11 @@ struct gpurun_object {
     /* Where a use counts: NULL for the object itself; a Kernel counts for the
      * ObjectCode whose library holds its code. */
     struct gpurun_object *counts_for;
+    /* The capture whose graph allocates this object's memory (a Buffer made
+     * on a building GraphBuilder), or NULL: that capture keeps it without
+     * counting as its user, since the graph's own nodes allocate and free
+     * the memory (runtime/capture.c). */
+    const struct gpurun_capture *allocated_in;
 };
 
 /* The object at index when it carries `tag` (open or closed), else NULL. */
@@ -256,7 +261,10 @@ struct gpurun_stream {
     /* Work queued since the last completed wait may never end (a graph with
      * a while loop): waits poll, so that Ctrl-C can end them. */
     int unbounded;
-    CUevent order_event; /* recorded when another stream waits for this one */
+    /* Recorded when another stream waits for this one, and once more when it
+     * is closed (kept until it is collected), so that memory freed later on
+     * another stream can still wait for the work it had queued. */
+    CUevent order_event;
 };
 
 struct gpurun_runtime {
@@ -344,6 +352,9 @@ struct gpurun_capture {
     int open_bodies;             /* origin: conditional bodies (at any depth) still building */
     int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
     int has_conditional;         /* origin: its graph holds a conditional node (no clone) */
+    int has_memory_nodes;        /* origin: its graph allocates or frees memory (no clone) */
+    int allocations;             /* origin: registry reference to { object = true }, the
+                                  * objects allocated in it and not freed in it yet */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
 
@@ -408,6 +419,40 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalNodeType type, unsigned int count,
                                         CUgraph *bodies);
 
+/* ---- memory allocated inside a capture ---- */
+
+/* The object at index (a Buffer whose memory an allocation node of this
+ * capture's graph makes) belongs to the capture's graph: the origin keeps
+ * it, not as a user, until the graph is completed (the Graph takes it over:
+ * gpurun_capture_push_allocations) or dropped (the drop function runs on
+ * it). Allocates: callers keep the value anchored. */
+void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index);
+
+/* The object at index was freed inside the capture (a free node): its
+ * capture lets go of it. */
+void gpurun_capture_remove_allocation(lua_State *L, struct gpurun_capture *capture, int index);
+
+/* Pushes a sequence of the objects allocated in the capture and not freed
+ * in it, which the capture no longer keeps (a Graph takes them over). */
+void gpurun_capture_push_allocations(lua_State *L, struct gpurun_capture *capture);
+
+/* What runs on each object allocated in a capture whose graph goes without
+ * a Graph taking it (an error, end_building after an error, a builder
+ * closed or building again): the object's memory never comes to exist.
+ * Set once by the type that allocates (types/buffer.c). */
+void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index));
+
+/* While a capture is in progress on this thread, the driver refuses calls
+ * it counts as unsafe during a capture (reading or setting a memory pool's
+ * attributes, making or destroying a pool, allocating on another stream),
+ * and the refusal invalidates the capture (cuda-python #2834). Around such
+ * a call gpurun switches this thread to the relaxed capture mode, which
+ * allows them (cuThreadExchangeStreamCaptureMode), and back after; with no
+ * capture in progress both do nothing. */
+struct gpurun_relaxed { int active; CUstreamCaptureMode saved; };
+struct gpurun_relaxed gpurun_relax_captures(void);
+void gpurun_restore_captures(struct gpurun_relaxed relaxed);
+
 /* For each gpurun object in the sequence at index: one user fewer. */
 void gpurun_release_users(lua_State *L, int index);
 
@@ -419,6 +464,12 @@ void gpurun_adjust_users(lua_State *L, int index, int delta);
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);
+
+/* Frees stream-ordered memory (a pool's) after all the work of its context
+ * queued so far: waits for the context, then cuMemFree; while a capture is
+ * in progress, once none is. For the rare free whose ordering gpurun cannot
+ * tell by streams (the buffer's stream was closed, or is being captured). */
+CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context);
 
 /* Frees page-locked host memory (cuMemFreeHost) once the event of its last
  * queued copy (NULL: none) has completed, destroying the event; while a

@@ -104,6 +104,7 @@ void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t fi
                            size_t count, const void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
+    gpurun_check_buffer_memory(L, buffer, NULL);
     if (CUDA_CALL(cuMemcpyHtoDAsync, buffer->pointer + first * size, host, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying to a gpurun.Buffer");
@@ -115,6 +116,7 @@ void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size
                           size_t count, void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
+    gpurun_check_buffer_memory(L, buffer, NULL);
     if (CUDA_CALL(cuMemcpyDtoHAsync, host, buffer->pointer + first * size, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying from a gpurun.Buffer");

@@ -285,6 +285,7 @@ static struct target resolve_target(lua_State *L, int index)
         return target;
     }
     target.stream = gpurun_launch_target(L, index, &target.capture);
+    target.index = index;
     target.device = target.capture
         ? target.capture->stream->device
         : ((struct gpurun_stream_object *)lua_touserdata(L, index))->stream.device;
@@ -364,8 +365,11 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
         for (int i = first; i <= last; i++)
             gpurun_capture_keep(L, target->capture, i);
     }
-    for (int i = first; i <= last; i++)
-        gpurun_check_buffer(L, i);
+    for (int i = first; i <= last; i++) {
+        gpurun_check_buffer_memory(L, gpurun_check_buffer(L, i), target->capture);
+        if (!target->capture && !target->whole_device)
+            gpurun_note_buffer_use_on(L, i, target->index);
+    }
     if (target->whole_device) {
         target->stream = NULL;
         CUcontext previous = gpurun_enter_context(c->context);

@@ -140,14 +140,17 @@ static void draw_elements(const struct draws *d, void *host, size_t n)
 }
 
 /* Pushes a new buffer of count elements (the count is argument 2) holding
- * the next draws, generated and copied to the device a chunk at a time. */
-static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count,
+ * the next draws, generated and copied to the device a chunk at a time, on
+ * the stream of the options at options_arg (the current stream by default). */
+static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count, int options_arg,
                               const char *operation)
 {
-    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, d->dtype, 2);
+    struct gpurun_placement where;
+    gpurun_check_placement(L, options_arg, &where, 1);
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, d->dtype, 2, &where);
     size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
     void *host = gpurun_push_staging(L, chunk * buffer->element_size);
-    CUstream stream = gpurun_begin_host_transfer(L, operation);
+    CUstream stream = gpurun_begin_transfer(L, where.stream_index, operation);
     for (size_t first = 0; first < count; first += chunk) {
         size_t n = count - first < chunk ? count - first : chunk;
         draw_elements(d, host, n);
@@ -170,20 +173,21 @@ static int module_default_rng(lua_State *L)
     return 1;
 }
 
-/* random(n [, dtype="float32"]) -> Buffer of uniform floats in [0, 1). */
+/* random(n [, dtype="float32" [, { pool =, stream = }]]) -> Buffer of
+ * uniform floats in [0, 1). */
 static int generator_random(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
     size_t count = gpurun_check_count(L, 2);
     int dtype = check_float_dtype(L, 3, GPURUN_FLOAT32, "integers() makes integer buffers");
-    lua_settop(L, 3);
+    lua_settop(L, 4);
     struct draws draws = {.g = g, .dtype = dtype};
-    push_drawn_buffer(L, &draws, count, "Generator:random");
+    push_drawn_buffer(L, &draws, count, 4, "Generator:random");
     return 1;
 }
 
-/* integers(n, low, high [, dtype="int32"]) -> Buffer of uniform integers in
- * [low, high). */
+/* integers(n, low, high [, dtype="int32" [, options]]) -> Buffer of uniform
+ * integers in [low, high). */
 static int generator_integers(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
@@ -201,10 +205,10 @@ static int generator_integers(lua_State *L)
     if (low < info->min || high - 1 > info->max)
         gpurun_arg_error(L, 4, "range [%I, %I) does not fit %s (%s)", (LUAI_UACINT)low,
                          (LUAI_UACINT)high, info->name, info->range);
-    lua_settop(L, 5);
+    lua_settop(L, 6);
     struct draws draws = {.g = g, .dtype = dtype, .low = (uint64_t)low,
                           .range = (uint64_t)high - (uint64_t)low};
-    push_drawn_buffer(L, &draws, count, "Generator:integers");
+    push_drawn_buffer(L, &draws, count, 6, "Generator:integers");
     return 1;
 }
 

@@ -8,7 +8,18 @@
  * replay touches and an explicit close is refused. It keeps a clone of the
  * captured graph, whose nodes name the executable's (user value 2 lists
  * them), and for each kernel node whose Kernel it knows, that node's launch
- * as it now stands (user value 3: node index -> { kernel, launch }). */
+ * as it now stands (user value 3: node index -> { kernel, launch }).
+ *
+ * Memory nodes: a Buffer made on a builder of the capture (gpurun.empty(n,
+ * dtype, { stream = builder })) is an allocation node, and closing it while
+ * the capture builds a free node. One still open when the capture ended
+ * belongs to the graph (user value 4 lists them, 5 their addresses): each
+ * launch makes its memory anew at the same address, so a launch is refused
+ * while the last launch's is still held by an open buffer, unless the
+ * graph was completed with { auto_free_on_launch = true }, where each launch
+ * frees the last one's first. What a closed buffer no longer holds, the
+ * graph frees after each launch itself. Such graphs cannot be copied, so
+ * complete() takes the builder's graph over, as for conditional nodes. */
 #include "types/graph.h"
 
 #include <stdio.h>
@@ -24,6 +35,16 @@ const struct gpurun_tag gpurun_graph_tag = {"gpurun.Graph"};
 #define KEPT_VALUE 1
 #define NODES_VALUE 2
 #define KERNEL_NODES_VALUE 3
+#define ALLOCATIONS_VALUE 4  /* the Buffers its allocation nodes make, in order */
+#define ADDRESSES_VALUE 5    /* their nodes' addresses (struct allocation) */
+#define LAUNCHED_ON_VALUE 6  /* 6..: the streams of launched_on */
+#define LAUNCH_STREAMS 4
+#define USER_VALUES (LAUNCHED_ON_VALUE + LAUNCH_STREAMS - 1)
+
+struct allocation {
+    struct gpurun_buffer *buffer; /* kept by ALLOCATIONS_VALUE */
+    CUdeviceptr address;
+};
 
 struct graph {
     struct gpurun_object header;
@@ -34,6 +55,16 @@ struct graph {
     int has_loop;          /* a while loop: a replay may not end */
     CUcontext context; /* the captured stream's: the graph replays on its device only */
     int device;
+    int has_memory_nodes;
+    int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+    size_t allocation_count;
+    struct allocation *allocations;
+    /* It keeps buffers of stream-ordered memory, whose frees must wait for
+     * its replays: the streams it was launched on (held by user values),
+     * told to those buffers when it lets go of them. */
+    int keeps_ordered;
+    int launches_lost;
+    struct gpurun_stream *launched_on[LAUNCH_STREAMS];
 };
 
 /* A kernel node's launch as it now stands: set_args and set_config change
@@ -158,19 +189,61 @@ static struct gpurun_capture *check_built(lua_State *L)
     return capture;
 }
 
-/* builder:complete() -> Graph */
+/* Whether the sequence at index holds a Buffer of stream-ordered memory. */
+static int has_ordered_buffer(lua_State *L, int index)
+{
+    lua_Integer count = (lua_Integer)lua_rawlen(L, index);
+    int found = 0;
+    for (lua_Integer i = 1; i <= count && !found; i++) {
+        lua_rawgeti(L, index, i);
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, -1, &gpurun_buffer_tag);
+        found = buffer && gpurun_buffer_owner(buffer)->ordered;
+        lua_pop(L, 1);
+    }
+    return found;
+}
+
+/* Takes over the buffers the capture's allocation nodes make: the sequence
+ * at the top (popped), and a table of their addresses. */
+static void take_allocations(lua_State *L, struct graph *graph, int graph_index)
+{
+    int sequence = lua_gettop(L);
+    size_t count = lua_rawlen(L, sequence);
+    struct allocation *allocations =
+        lua_newuserdatauv(L, (count + 1) * sizeof *allocations, 0);
+    for (size_t i = 0; i < count; i++) {
+        lua_rawgeti(L, sequence, (lua_Integer)i + 1);
+        struct gpurun_buffer *buffer = lua_touserdata(L, -1);
+        allocations[i].buffer = buffer;
+        allocations[i].address = buffer->graph_address;
+        gpurun_buffer_graph_completed(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_setiuservalue(L, graph_index, ADDRESSES_VALUE);
+    lua_setiuservalue(L, graph_index, ALLOCATIONS_VALUE);
+    graph->allocations = allocations;
+    graph->allocation_count = count;
+}
+
+/* builder:complete([{ auto_free_on_launch = false }]) -> Graph */
 static int builder_complete(lua_State *L)
 {
+    static const char *const known[] = {"auto_free_on_launch", NULL};
     check_built(L);
-    struct graph *graph = gpurun_new_object(L, sizeof *graph, 3, &gpurun_graph_tag);
+    gpurun_check_options(L, 2, known);
+    int auto_free = gpurun_opt_boolean_field(L, 2, "auto_free_on_launch", 0);
+    lua_settop(L, 1);
+    check_built(L);
+    struct graph *graph = gpurun_new_object(L, sizeof *graph, USER_VALUES, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
     struct gpurun_capture *capture = check_built(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
-    /* A copy, so that the builder can build again; the driver does not copy
-     * graphs with conditional nodes, which the Graph then takes over (the
-     * builder is idle again). */
-    if (capture->has_conditional) {
+    /* A copy, so that the builder can build again; the driver copies no
+     * graph with conditional or memory nodes, which the Graph then takes
+     * over (the builder is idle again). */
+    int moved = capture->has_conditional || capture->has_memory_nodes;
+    if (moved) {
         graph->source = capture->graph;
         capture->graph = NULL;
         capture->state = GPURUN_CAPTURE_IDLE;
@@ -190,16 +263,24 @@ static int builder_complete(lua_State *L)
                    &count);
     graph->node_count = count;
     CUcontext previous = gpurun_enter_context(graph->context);
-    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source, 0);
+    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source,
+                                auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS) {
         graph->exec = NULL;
+        if (moved) {
+            (void)CUDA_CALL(cuGraphDestroy, graph->source);
+            graph->source = NULL;
+            cuda_last_failed_result = result;
+            cuda_last_failed_call = "cuGraphInstantiateWithFlags";
+        }
         gpurun_cuda_error(L, "instantiating a graph");
     }
     /* What the capture kept; a builder closed meanwhile let it go, and a
      * graph that kept nothing would replay memory freed under it. */
     struct gpurun_graph_builder *builder = lua_touserdata(L, 1);
     gpurun_capture_push_kept(L, capture);
+    graph->keeps_ordered = has_ordered_buffer(L, lua_gettop(L));
     lua_setiuservalue(L, graph_index, KEPT_VALUE);
     if (builder->header.closed)
         return gpurun_closed_error(L, gpurun_builder_tag.type_name);
@@ -208,6 +289,11 @@ static int builder_complete(lua_State *L)
         return gpurun_error(L, "GraphBuilder:complete: the kernel nodes of the graph could "
                                "not be read");
     lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
+    lua_settop(L, graph_index);
+    graph->has_memory_nodes = capture->has_memory_nodes;
+    graph->auto_free = auto_free;
+    gpurun_capture_push_allocations(L, capture);
+    take_allocations(L, graph, graph_index);
     lua_settop(L, graph_index);
     return 1;
 }
@@ -227,21 +313,92 @@ static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *gra
 
 typedef CUresult (*replay_call)(CUgraphExec, CUstream);
 
+/* Before a launch: the memory the last launch allocated must be freed first,
+ * by the driver (auto-free) or by closing the buffers that hold it. */
+static void check_allocations_freed(lua_State *L, const struct graph *graph)
+{
+    if (graph->auto_free)
+        return;
+    int held = 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < graph->allocation_count; i++) {
+        const struct gpurun_buffer *buffer = graph->allocations[i].buffer;
+        if (!buffer->header.closed && !buffer->unallocated) {
+            held++;
+            bytes += buffer->graph_bytes;
+        }
+    }
+    if (held > 0) {
+        char size[32];
+        gpurun_error(L, "Graph:launch: %d buffer(s) this graph allocated at its last launch (%s) "
+                        "are still open, and a launch makes their memory anew: close them "
+                        "first, or complete the graph with { auto_free_on_launch = true } so that "
+                        "each launch frees the last one's", held,
+                     gpurun_format_size(size, sizeof size, bytes));
+    }
+}
+
+/* After a launch on the stream at 2: open buffers have the new memory, and
+ * what closed ones no longer hold is freed after the launch. */
+static void after_allocating_launch(lua_State *L, const struct graph *graph,
+                                    const struct gpurun_stream *stream)
+{
+    lua_getiuservalue(L, 1, ALLOCATIONS_VALUE);
+    for (size_t i = 0; i < graph->allocation_count; i++) {
+        const struct allocation *allocation = &graph->allocations[i];
+        if (allocation->buffer->header.closed) {
+            struct gpurun_relaxed relaxed = gpurun_relax_captures();
+            CUresult result = CUDA_CALL(cuMemFreeAsync, allocation->address, stream->handle);
+            gpurun_restore_captures(relaxed);
+            if (result != CUDA_SUCCESS)
+                gpurun_cuda_error(L, "freeing a graph's allocation after its launch");
+        } else {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            gpurun_buffer_graph_launched(L, -1, 2);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+}
+
+/* Remembers the stream of a launch, for the stream-ordered buffers the
+ * graph keeps. */
+static void note_launch_stream(lua_State *L, struct graph *graph, struct gpurun_stream *stream)
+{
+    int slot = 0;
+    while (slot < LAUNCH_STREAMS && graph->launched_on[slot] && graph->launched_on[slot] != stream)
+        slot++;
+    if (slot == LAUNCH_STREAMS) {
+        graph->launches_lost = 1;
+    } else if (graph->launched_on[slot] == NULL) {
+        lua_pushvalue(L, 2);
+        lua_setiuservalue(L, 1, LAUNCHED_ON_VALUE + slot);
+        graph->launched_on[slot] = stream;
+    }
+}
+
 /* graph:launch(stream) (runs = 1) and graph:upload(stream), in the graph's
  * context. */
 static int replay(lua_State *L, replay_call call, const char *name, const char *what,
                   int runs)
 {
-    const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
+    struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     struct gpurun_stream *stream = replay_stream(L, graph, 2);
+    if (runs && graph->allocation_count)
+        check_allocations_freed(L, graph);
     CUcontext previous = gpurun_enter_context(graph->context);
     CUresult result = cuda_checked(call(graph->exec, stream->handle), name);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "%s", what);
     /* A while loop may never end: waits for this stream become interruptible. */
-    if (runs)
+    if (runs) {
         stream->unbounded |= graph->has_loop;
+        if (graph->allocation_count)
+            after_allocating_launch(L, graph, stream);
+        if (graph->keeps_ordered && graph->launched_on[0] != stream)
+            note_launch_stream(L, graph, stream);
+    }
     return 0;
 }
 
@@ -289,6 +446,30 @@ static int update_failed(lua_State *L, int kept_index, const char *message)
 
 #define BUILDER_LOST "the GraphBuilder was closed or built again during the update"
 
+/* Lets go of the sequence of kept objects at index: its stream-ordered
+ * buffers learn which streams the graph was launched on, so that their
+ * frees wait for replays still running. */
+static void let_go(lua_State *L, const struct graph *graph, int index)
+{
+    index = lua_absindex(L, index);
+    lua_Integer count = graph->keeps_ordered ? (lua_Integer)lua_rawlen(L, index) : 0;
+    for (lua_Integer i = 1; i <= count; i++) {
+        lua_rawgeti(L, index, i);
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, -1, &gpurun_buffer_tag);
+        if (buffer && gpurun_buffer_owner(buffer)->ordered) {
+            if (graph->launches_lost)
+                gpurun_buffer_owner(buffer)->uses_lost = 1;
+            for (int k = 0; k < LAUNCH_STREAMS && graph->launched_on[k]; k++) {
+                lua_getiuservalue(L, 1, LAUNCHED_ON_VALUE + k);
+                gpurun_note_buffer_use(L, buffer, -2, graph->launched_on[k], lua_gettop(L));
+                lua_pop(L, 1);
+            }
+        }
+        lua_pop(L, 1);
+    }
+    gpurun_release_users(L, index);
+}
+
 /* update(builder) -> self: the same pipeline captured again (other scalars,
  * other buffers of the same kind) becomes this graph's, without a new
  * instantiation. A changed topology is refused, and the graph replays as
@@ -307,6 +488,11 @@ static int graph_update(lua_State *L)
                                 gpurun_capture_state_name(capture->state),
                                 capture->role == GPURUN_CAPTURE_ORIGIN ? "" : ", and not one "
                                 "that records into another builder's graph");
+    const struct graph *target = check_graph(L, 1);
+    if (target->has_memory_nodes || capture->has_memory_nodes)
+        return gpurun_error(L, "Graph:update: a graph with memory allocation or free nodes cannot "
+                               "be updated (the driver fixes their addresses when it "
+                               "instantiates): complete a new graph from the builder");
     lua_settop(L, 2);
     CUgraph source = capture->graph;
     /* What the new capture kept, each counted as this graph's user. */
@@ -348,8 +534,9 @@ static int graph_update(lua_State *L)
     lua_pushvalue(L, kernel_nodes);
     lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
-        gpurun_release_users(L, -1);
+        let_go(L, graph, lua_gettop(L));
     lua_pop(L, 1);
+    graph->keeps_ordered = graph->keeps_ordered || has_ordered_buffer(L, kept);
     lua_pushvalue(L, kept);
     lua_setiuservalue(L, 1, KEPT_VALUE);
     graph->has_loop = capture->has_loop;
@@ -410,9 +597,45 @@ static void set_node_shape(lua_State *L, int table, const CUDA_KERNEL_NODE_PARAM
     lua_setfield(L, table, "shmem_size");
 }
 
+/* bytes and address of an allocation node, address of a free node, in the
+ * node's table at the top. */
+/* What an allocation or free node holds: its size (allocations only) and
+ * address. Read before nodes() makes tables, which can run finalizers. */
+struct memory_node {
+    size_t bytes;
+    CUdeviceptr address;
+};
+
+static void read_memory_node(lua_State *L, CUgraphNode node, CUgraphNodeType type,
+                             struct memory_node *memory)
+{
+    memory->bytes = 0;
+    memory->address = 0;
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        CUDA_MEM_ALLOC_NODE_PARAMS params;
+        memset(&params, 0, sizeof params);
+        CHECK_CUDA(L, "reading an allocation node", cuGraphMemAllocNodeGetParams, node, &params);
+        memory->bytes = params.bytesize;
+        memory->address = params.dptr;
+    } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        CHECK_CUDA(L, "reading a free node", cuGraphMemFreeNodeGetParams, node, &memory->address);
+    }
+}
+
+static void set_memory_node(lua_State *L, CUgraphNodeType type, const struct memory_node *memory)
+{
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        lua_pushinteger(L, (lua_Integer)memory->bytes);
+        lua_setfield(L, -2, "bytes");
+    }
+    lua_pushinteger(L, (lua_Integer)memory->address);
+    lua_setfield(L, -2, "address");
+}
+
 /* nodes() -> { { index =, kind =, name = (kernel nodes), kernel, grid,
- * block, shmem_size (kernel nodes of a gpurun.Kernel), dependencies =
- * { index... }, enabled = (kernel, memcpy and memset nodes) }, ... }: the
+ * block, shmem_size (kernel nodes of a gpurun.Kernel), bytes (allocation
+ * nodes), address (allocation and free nodes), dependencies = { index... },
+ * enabled = (kernel, memcpy and memset nodes) }, ... }: the
  * graph's top-level nodes, in a fixed order (conditional bodies not listed). */
 static int graph_nodes(lua_State *L)
 {
@@ -454,6 +677,9 @@ static int graph_nodes(lua_State *L)
         if (has_enabled)
             CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
                        graph->exec, node, &enabled);
+        int is_memory = type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
+        struct memory_node memory;
+        read_memory_node(L, node, type, &memory);
         size_t count = room;
         CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
                    dependencies, edges, &count);
@@ -486,6 +712,8 @@ static int graph_nodes(lua_State *L)
             set_node_shape(L, -2, &((const struct node_launch *)lua_touserdata(L, -1))->params);
             lua_pop(L, 1);
         }
+        if (is_memory)
+            set_memory_node(L, type, &memory);
         if (has_enabled) {
             lua_pushboolean(L, enabled != 0);
             lua_setfield(L, -2, "enabled");
@@ -557,6 +785,8 @@ static void keep(lua_State *L, int index)
     lua_rawseti(L, -2, count + 1);
     gpurun_adjust_users(L, index, +1);
     lua_pop(L, 1);
+    struct graph *graph = lua_touserdata(L, 1);
+    graph->keeps_ordered |= gpurun_buffer_owner(lua_touserdata(L, index))->ordered;
 }
 
 /* set_args(i, args...) -> self: new arguments for kernel node i, checked
@@ -653,9 +883,23 @@ static int graph_close(lua_State *L)
     graph->source = NULL;
     graph->node_count = 0;
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
-        gpurun_release_users(L, -1);
+        let_go(L, graph, -1);
     lua_pop(L, 1);
-    for (int value = KEPT_VALUE; value <= KERNEL_NODES_VALUE; value++) {
+    /* The buffers its allocation nodes made keep the last launch's memory. */
+    if (lua_getiuservalue(L, 1, ALLOCATIONS_VALUE) == LUA_TTABLE) {
+        for (size_t i = 0; i < graph->allocation_count; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            gpurun_buffer_graph_closed(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    graph->allocation_count = 0;
+    graph->allocations = NULL;
+    graph->keeps_ordered = 0;
+    for (int k = 0; k < LAUNCH_STREAMS; k++)
+        graph->launched_on[k] = NULL;
+    for (int value = KEPT_VALUE; value <= USER_VALUES; value++) {
         lua_pushnil(L);
         lua_setiuservalue(L, 1, value);
     }
@@ -671,6 +915,18 @@ static int graph_node_count(lua_State *L)
 static int graph_has_loop(lua_State *L)
 {
     lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_loop);
+    return 1;
+}
+
+static int graph_auto_free_on_launch(lua_State *L)
+{
+    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->auto_free);
+    return 1;
+}
+
+static int graph_has_memory_nodes(lua_State *L)
+{
+    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_memory_nodes);
     return 1;
 }
 
@@ -705,6 +961,8 @@ static const luaL_Reg graph_methods[] = {
 static const luaL_Reg graph_fields[] = {
     {"node_count", graph_node_count},
     {"has_loop", graph_has_loop},
+    {"has_memory_nodes", graph_has_memory_nodes},
+    {"auto_free_on_launch", graph_auto_free_on_launch},
     {"device", graph_device},
     {NULL, NULL}
 };

@@ -236,6 +236,8 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
         if (buffer) {
             if (buffer->header.closed)
                 param_error(L, kernel, i, "attempt to use a closed gpurun.Buffer");
+            if (gpurun_buffer_owner(buffer)->unallocated)
+                gpurun_check_buffer_memory(L, buffer, capture);
             if (size != sizeof(CUdeviceptr))
                 param_error(L, kernel, i, "a gpurun.Buffer passes as an 8-byte pointer; this "
                                           "parameter is %d bytes", (int)size);
@@ -379,9 +381,15 @@ static int module_launch(lua_State *L)
             if (gpurun_to_tagged(L, 4 + i, &gpurun_buffer_tag))
                 gpurun_capture_keep(L, capture, 4 + i);
     }
-    for (int i = 0; i < given; i++)
-        gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i],
-                             capture);
+    for (int i = 0; i < given; i++) {
+        struct gpurun_buffer *buffer = gpurun_pack_argument(
+            L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i], capture);
+        /* A pool's memory is freed in stream order: its free must also wait
+         * for the streams it was used on. */
+        if (buffer && capture == NULL)
+            gpurun_note_buffer_use(L, buffer, 4 + i,
+                                   &((struct gpurun_stream_object *)lua_touserdata(L, 1))->stream, 1);
+    }
     gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
     return 0;
 }

@@ -148,14 +148,36 @@ static int stream_close(lua_State *L)
     if (gpurun_runtime.current_stream == stream)
         gpurun_set_current_stream(L, 0, NULL);
     object->header.closed = 1;
-    /* Work already queued finishes; the driver frees the stream after it. */
+    /* Work already queued finishes; the driver frees the stream after it.
+     * Its ordering event marks the end of that work, for memory a pool
+     * frees later on another stream (types/buffer.c). */
     CUcontext previous = gpurun_enter_context(stream->context);
+    if (stream->order_event == NULL
+        && CUDA_CALL(cuEventCreate, &stream->order_event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        stream->order_event = NULL;
+    if (stream->order_event
+        && CUDA_CALL(cuEventRecord, stream->order_event, stream->handle) != CUDA_SUCCESS) {
+        (void)CUDA_CALL(cuEventDestroy, stream->order_event);
+        stream->order_event = NULL;
+    }
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
     gpurun_leave_context(previous);
     stream->handle = NULL;
-    if (stream->order_event)
-        (void)CUDA_CALL(cuEventDestroy, stream->order_event);
-    stream->order_event = NULL;
+    return 0;
+}
+
+/* Nothing can wait for a collected stream any more: a buffer that did
+ * keeps the Stream object alive. */
+static int stream_gc(lua_State *L)
+{
+    stream_close(L);
+    struct gpurun_stream_object *object = lua_touserdata(L, 1);
+    if (object->stream.order_event) {
+        CUcontext previous = gpurun_enter_context(object->stream.context);
+        (void)CUDA_CALL(cuEventDestroy, object->stream.order_event);
+        gpurun_leave_context(previous);
+    }
+    object->stream.order_event = NULL;
     return 0;
 }
 
@@ -234,7 +256,7 @@ static const luaL_Reg stream_fields[] = {
 static const luaL_Reg stream_metamethods[] = {
     {"__tostring", stream_tostring},
     {"__close", stream_close},
-    {"__gc", stream_close},
+    {"__gc", stream_gc},
     {NULL, NULL}
 };
 
