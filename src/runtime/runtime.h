@@ -4,8 +4,9 @@
  *   runtime/error.c    raising errors, and what messages call values; every
  *                      error gpurun raises goes through here, which is what
  *                      makes the capture rule hold
- *   runtime/object.c   the object header, type registration with fast method
- *                      lookup, checks of self and of arguments by type
+ *   runtime/object.c   the object header, type registration with methods
+ *                      looked up by plain table reads, checks of self and of
+ *                      arguments by type
  *   runtime/value.c    arguments as numbers, integers, strings, dtypes and
  *                      elements (over base/dtype.c's one set of rules)
  *   runtime/state.c    contexts, the current device and stream, the module's
@@ -74,10 +75,13 @@ void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct 
 /* A Lua type: methods (also callable on a closed object, so that close()
  * always works), metamethods, fields (getters called with the open object at
  * 1 and the key at 2; they push one value), and a getter for keys that name
- * neither (numbers, for buf[i]), or NULL. __index is a closure over the
- * methods and fields tables, so a method costs one table look-up. Every
- * function is registered as a closure over its own name ("Buffer:fill"), which
- * error messages use. */
+ * neither (numbers, for buf[i]), or NULL. A method is a plain table read:
+ * the methods table is __index for a type without fields, and an object of
+ * a type with both has a metatable of its own whose __index table keeps
+ * each method once looked up (runtime/object.c says why); a key that is not
+ * a method goes to the getters. The type's metatable is what getmetatable
+ * returns either way. Every function is registered as a closure over its own
+ * name ("Buffer:fill"), which error messages use. */
 struct gpurun_type {
     const struct gpurun_tag *tag;
     const luaL_Reg *methods;
