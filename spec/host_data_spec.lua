@@ -195,7 +195,7 @@ describe("gpurun.PinnedBuffer", function()
     assert.are.same({ 1, 2 }, pinned:to_table(3, 2))
     pinned:copy_from(string.pack("<i2<i2", -5, 5), 7)
     assert.are.equal(string.pack("<i2<i2", -5, 5), pinned:to_bytes(7))
-    assert_contains("gpurun.PinnedBuffer[i]: 40000 out of range for int16",
+    assert_contains("bad argument #3 to 'PinnedBuffer.__newindex' (40000 out of range for int16",
       error_of(function() pinned[2] = 40000 end))
     assert.are.equal(7, pinned[2]) -- unchanged
     assert.matches("gpurun.PinnedBuffer%(int16, 8%)", tostring(pinned))

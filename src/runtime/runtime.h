@@ -223,6 +223,17 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
  * names the caller when count is too many for a Lua table. */
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
 
+/* The fields every container of elements has (Buffer, PinnedBuffer), for
+ * the key at 2: "dtype" (its name), "size" (the element count) or "nbytes".
+ * Pushes it and returns 1: a type registers one getter that calls this under
+ * each of the three names. */
+int gpurun_push_elements_field(lua_State *L, int dtype, size_t count);
+
+/* The one check of a 1-based index, at arg, into `count` things (`what`:
+ * "element", "node"), returned 0-based; else an argument error, "integer
+ * element index expected, got 1.5" or "element index 0 out of range (1..16)". */
+size_t gpurun_check_index(lua_State *L, int arg, size_t count, const char *what);
+
 /* An optional element range of a container of `size` elements, in Lua's
  * 1-based element indices: when the argument at arg is a number, it is the
  * first element and arg + 1 the count (nil: default_count, or to the end
@@ -378,6 +389,13 @@ void gpurun_capture_abort_all(lua_State *L);
 
 /* Whether any capture is in progress. */
 int gpurun_capture_in_progress(void);
+
+/* The one refusal of plain work on a stream being captured (such work would
+ * run outside the graph, or break the capture): raises "[operation: ]the
+ * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
+ * as an argument error at arg when arg > 0. Raising ends the capture, as
+ * every error does. Never returns. */
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
 
 /* The capture keeps the gpurun object at index alive (and counts as its
  * user) until released; forks and bodies keep into their origin. Allocates:

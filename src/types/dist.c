@@ -276,8 +276,9 @@ static struct target resolve_target(lua_State *L, int index)
             return target;
         }
         if (current->capture)
-            gpurun_error(L, "the current stream is being captured by a GraphBuilder: pass the "
-                            "builder, so that the graph keeps what it uses (capture abandoned)");
+            gpurun_refuse_captured(L, 0, NULL, "pass the builder rather than leave the current "
+                                               "stream to be used, so that the graph keeps what "
+                                               "it uses");
         target.stream = current->handle;
         target.device = current->device;
         target.from_current = 1;

@@ -22,8 +22,8 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
         if (stream->header.closed)
             gpurun_closed_error(L, gpurun_stream_tag.type_name);
         if (stream->stream.capture)
-            gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the "
-                            "builder, so that the graph keeps what it uses (capture abandoned)");
+            gpurun_refuse_captured(L, 0, NULL, "launch on the builder, so that the graph "
+                                               "keeps what it uses");
         return stream->stream.handle;
     }
     struct gpurun_graph_builder *builder = gpurun_to_tagged(L, index, &gpurun_builder_tag);
