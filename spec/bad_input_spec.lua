@@ -207,14 +207,14 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
     args[args.n + 1], args.n = value, args.n + 1
     return args
   end
-  row(label, with("float16"), arg_error(at, name, "unknown dtype 'float16' " .. DTYPE_LIST))
+  row(label, with("float8"), arg_error(at, name, "unknown dtype 'float8' " .. DTYPE_LIST))
   row(label, with(""), arg_error(at, name, "unknown dtype '' " .. DTYPE_LIST))
   row(label, with("FLOAT32"), ("bad argument #%d to '%s' (unknown dtype 'FLOAT32' (expected"):format(at, name))
   row(label, with(4), arg_error(at, name, "dtype name expected, got number"))
@@ -395,7 +395,7 @@ row("gpurun.u8", A(256), arg_error(1, "u8", "256 out of range for uint8 (0..255)
 row("gpurun.i8", A(-129), arg_error(1, "i8", "-129 out of range for int8 (-128..127)"))
 row("gpurun.u16", A(65536), arg_error(1, "u16", "65536 out of range for uint16 (0..65535)"))
 row("gpurun.i16", A(32768), arg_error(1, "i16", "32768 out of range for int16 (-32768..32767)"))
-for _, name in ipairs({ "f32", "f64" }) do
+for _, name in ipairs({ "f32", "f64", "f16", "bf16" }) do
   local label = "gpurun." .. name
   row(label, A(), arg_error(1, name, "number expected, got no value"))
   row(label, A("1.5"), arg_error(1, name, "number expected, got string"))
@@ -405,6 +405,11 @@ for _, name in ipairs({ "f32", "f64" }) do
 end
 row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 out of range for float32"))
 row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 out of range for float32"))
+-- A finite value that rounds to infinity: from the largest finite plus half an ulp.
+row("gpurun.f16", A(65520), arg_error(1, "f16", "65520 out of range for float16"))
+row("gpurun.f16", A(-1e5), arg_error(1, "f16", "-100000.0 out of range for float16"))
+row("gpurun.bf16", A(0x1.ffp127), arg_error(1, "bf16", "3.3961775292305e+38 out of range for bfloat16"))
+row("gpurun.bf16", A(1e39), arg_error(1, "bf16", "1e+39 out of range for bfloat16"))
 
 -- ---- elementwise kernels (Lua parts of the module: their own messages) ----------------
 
@@ -416,7 +421,7 @@ row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a 
 row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
-row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
+row("gpurun.elementwise", A("float8 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float8' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
 row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
 row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
@@ -806,12 +811,12 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 -- ---- generators ------------------------------------------------------------------------------
 
 row("Generator:random", A(R.rng, 16, "int32"),
-  arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
+  arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
 row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
 row("Generator:random_table", A(R.rng, 16, "int8"),
-  arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
+  arg_error(2, "random_table", "float dtype (float32, float64, float16, bfloat16) expected, got int8 (the values are floats)"))
 row("Generator:random_table", A(R.rng, 1 << 31), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:random_table", A(R.rng, math.maxinteger), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:integers", A(R.rng, 16), arg_error(2, "integers", "number expected, got no value"))
@@ -985,7 +990,7 @@ for _, name in ipairs(catalog.sorted_keys(COLLECTIVES)) do
   row(label, A(R.options), arg_error(1, label, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
   row(label, A(R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
   row(label, A(R.buffer_i16, R.buffer_i16), arg_error(1, label,
-    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8 and uint8)"))
+    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8, uint8, float16 and bfloat16)"))
   if COLLECTIVES[name] == 2 then
     row(label, A(R.buffer), arg_error(2, label, "gpurun.Buffer expected, got no value"))
     row(label, A(R.buffer, "x"), arg_error(2, label, "gpurun.Buffer expected, got string"))

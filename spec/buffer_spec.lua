@@ -4,8 +4,10 @@
 local gpurun = require("gpurun")
 local process = require("spec.support.process")
 
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
-local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1 }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16", "uint16",
+  "float16", "bfloat16" }
+local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1,
+  int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2 }
 local MiB = 1 << 20
 
 -- The message of the error f raises; fails the spec when f does not raise.
@@ -57,8 +59,8 @@ end
 
 describe("gpurun buffers without a device", function()
   it("reject unknown dtypes, listing the valid ones", function()
-    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
-    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float16' " .. list, gpurun.empty, 4, "float16")
+    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float8' " .. list, gpurun.empty, 4, "float8")
     assert_error("unknown dtype 'f32'", gpurun.zeros, 4, "f32")
     assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'bool'", gpurun.full, 4, 1, "bool")
     assert_error("bad argument #2 to 'gpurun.array' (unknown dtype 'double'", gpurun.array, { 1 }, "double")
@@ -189,13 +191,13 @@ describe("gpurun.Generator without a device", function()
     assert_error("bad argument #1 to 'gpurun.default_rng' (integer seed expected, got no value)", gpurun.default_rng)
     assert_error("integer seed expected, got 1.5", gpurun.default_rng, 1.5)
     assert_error("bad argument #1 to 'Generator:random' (positive element count expected, got 0)", function() return rng:random(0) end)
-    assert_error("bad argument #2 to 'Generator:random' (float32 or float64 expected, got int32", function() return rng:random(4, "int32") end)
-    assert_error("unknown dtype 'float16'", function() return rng:random(4, "float16") end)
+    assert_error("bad argument #2 to 'Generator:random' (float dtype (float32, float64, float16, bfloat16) expected, got int32", function() return rng:random(4, "int32") end)
+    assert_error("unknown dtype 'float8'", function() return rng:random(4, "float8") end)
     assert_error("bad argument #4 to 'Generator:integers' (integer dtype expected, got float32", function() return rng:integers(4, 0, 2, "float32") end)
     assert_error("bad argument #3 to 'Generator:integers' (high (5) must be greater than low (5))", function() return rng:integers(4, 5, 5) end)
     assert_error("range [0, 300) does not fit uint8 (0..255)", function() return rng:integers(4, 0, 300, "uint8") end)
     assert_error("range [-1, 3) does not fit uint32", function() return rng:integers(4, -1, 3, "uint32") end)
-    assert_error("float32 or float64 expected, got uint8", function() return rng:random_table(4, "uint8") end)
+    assert_error("float dtype (float32, float64, float16, bfloat16) expected, got uint8", function() return rng:random_table(4, "uint8") end)
   end)
 
   it("closes idempotently and refuses use after close", function()
@@ -233,12 +235,24 @@ describe("gpurun.Buffer", function()
     uint64 = { 0, 1, math.maxinteger, 1 << 40 },
     int8 = { 0, -1, -128, 127 },
     uint8 = { 0, 1, 128, 255 },
+    int16 = { 0, -1, -32768, 32767 },
+    uint16 = { 0, 1, 32768, 65535 },
+    -- the largest finite, the least subnormal, a value that rounds, a tie to even
+    float16 = { 0, 1.5, -2.25, 65504, -65519, 2 ^ -24, 0.1, 1 + 2 ^ -11, math.huge, -math.huge },
+    bfloat16 = { 0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.1, 1 + 2 ^ -8, math.huge, -math.huge },
+  }
+  -- What the 16-bit floats hold of those: rounded to nearest even.
+  local ROUNDED = {
+    float16 = { 0.0, 1.5, -2.25, 65504.0, -65504.0, 2 ^ -24, 0.0999755859375, 1.0, math.huge, -math.huge },
+    bfloat16 = { 0.0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.10009765625, 1.0, math.huge, -math.huge },
   }
 
   local function expected_of(dtype, values)
     local expected = {}
     for i, v in ipairs(values) do
-      if dtype == "float32" then
+      if dtype == "float16" or dtype == "bfloat16" then
+        expected[i] = gpurun[gpurun.dtypes[dtype].scalar](v).value -- as a typed scalar stores it
+      elseif dtype == "float32" then
         expected[i] = float32(v)
       elseif dtype == "float64" then
         expected[i] = v + 0.0
@@ -253,6 +267,7 @@ describe("gpurun.Buffer", function()
     for _, dtype in ipairs(DTYPES) do
       local values = EDGES[dtype]
       local expected = expected_of(dtype, values)
+      if ROUNDED[dtype] then assert.are.same(ROUNDED[dtype], expected, dtype) end
       local buffer = gpurun.array(values, dtype)
       assert.are.equal(#values, #buffer)
       assert.are.equal(#values, buffer.size)
@@ -260,7 +275,7 @@ describe("gpurun.Buffer", function()
       assert.are.equal(#values * SIZES[dtype], buffer.nbytes)
       local back = buffer:to_table()
       assert.are.same(expected, back, dtype)
-      local kind = dtype:find("^float") and "float" or "integer"
+      local kind = gpurun.dtypes[dtype].float and "float" or "integer"
       for i = 1, #values do
         assert.are.equal(kind, math.type(back[i]), dtype)
         assert.are.equal(expected[i], buffer[i], dtype)
@@ -302,6 +317,8 @@ describe("gpurun.Buffer", function()
     local cases = {
       { "float32", 2.5 }, { "float64", 1.5 }, { "float64", -0.0 }, { "int32", -7 }, { "uint32", 4000000000 },
       { "int64", -1 }, { "int64", (1 << 40) + 3 }, { "uint64", math.maxinteger }, { "int8", -128 }, { "uint8", 200 },
+      { "int16", -300 }, { "uint16", 60000 }, { "float16", 0.1 }, { "float16", -65504 }, { "bfloat16", -3.5 },
+      { "bfloat16", 2 ^ -133 },
     }
     for _, case in ipairs(cases) do
       local dtype, value = case[1], case[2]
@@ -483,7 +500,7 @@ describe("gpurun.Generator", function()
 
   it("makes the same buffers from the same seed, matching random_table #gpu", function()
     local n = 3 * (1 << 20) + 17 -- several staging chunks and a partial one
-    for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
       local a = gpurun.default_rng(77):random(n, dtype)
       local b = gpurun.default_rng(77):random(n, dtype)
       assert.are.equal(dtype, a.dtype)
@@ -500,19 +517,23 @@ describe("gpurun.Generator", function()
   end)
 
   it("draws uniform floats in [0, 1) #gpu", function()
-    local values = gpurun.default_rng(2):random(1 << 16, "float64"):to_table()
-    local sum = 0
-    for _, v in ipairs(values) do
-      assert.is_true(v >= 0 and v < 1)
-      sum = sum + v
+    for _, dtype in ipairs({ "float64", "float32", "float16", "bfloat16" }) do
+      local values = gpurun.default_rng(2):random(1 << 16, dtype):to_table()
+      local step = 2 ^ -gpurun.dtypes[dtype].digits -- every value a multiple of it, exact in the dtype
+      local sum = 0
+      for _, v in ipairs(values) do
+        assert.is_true(v >= 0 and v < 1, dtype)
+        assert.are.equal(0, v / step % 1, dtype)
+        sum = sum + v
+      end
+      assert.is_true(math.abs(sum / #values - 0.5) < 0.01, dtype)
     end
-    assert.is_true(math.abs(sum / #values - 0.5) < 0.01)
   end)
 
   it("draws integers in [low, high) for every integer dtype #gpu", function()
     local cases = {
       { "int32", -5, 5 }, { "uint32", 0, 10 }, { "int64", -3, 7 }, { "uint64", 100, 110 },
-      { "int8", -128, 128 }, { "uint8", 0, 256 },
+      { "int8", -128, 128 }, { "uint8", 0, 256 }, { "int16", -1000, 1000 }, { "uint16", 65000, 65536 },
     }
     for _, case in ipairs(cases) do
       local dtype, low, high = case[1], case[2], case[3]

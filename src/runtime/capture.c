@@ -46,16 +46,6 @@ int gpurun_capture_in_progress(void)
 }
 
 /* Only gpurun objects are ever kept: the header says where a use counts. */
-int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead)
-{
-    const char *why = lua_pushfstring(L, "%s%sthe stream is being captured by a GraphBuilder: %s; "
-                                         "capture abandoned", operation ? operation : "",
-                                      operation ? ": " : "", instead);
-    if (arg > 0)
-        return gpurun_arg_error(L, arg, "%s", why);
-    return gpurun_error(L, "%s", why);
-}
-
 void gpurun_adjust_users(lua_State *L, int index, int delta)
 {
     struct gpurun_object *object = lua_touserdata(L, index);

@@ -137,6 +137,13 @@ int gpurun_type_error(lua_State *L, int arg, const char *expected);
 /* "attempt to use a closed gpurun.<Type>". */
 int gpurun_closed_error(lua_State *L, const char *type_name);
 
+/* The one refusal of plain work on a stream being captured (such work would
+ * run outside the graph, or break the capture): raises "[operation: ]the
+ * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
+ * as an argument error at arg when arg > 0. Raising ends the capture, as
+ * every error does. Never returns. */
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
+
 /* "<call>: CUDA_ERROR_X (description) while <what>", from the call CUDA_CALL
  * recorded; after a sticky error, that the context is no longer usable. */
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...);
@@ -389,13 +396,6 @@ void gpurun_capture_abort_all(lua_State *L);
 
 /* Whether any capture is in progress. */
 int gpurun_capture_in_progress(void);
-
-/* The one refusal of plain work on a stream being captured (such work would
- * run outside the graph, or break the capture): raises "[operation: ]the
- * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
- * as an argument error at arg when arg > 0. Raising ends the capture, as
- * every error does. Never returns. */
-int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
 
 /* The capture keeps the gpurun object at index alive (and counts as its
  * user) until released; forks and bodies keep into their origin. Allocates:

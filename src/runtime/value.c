@@ -185,27 +185,17 @@ void gpurun_check_element(lua_State *L, int arg, int dtype, void *out)
 
 void gpurun_push_element(lua_State *L, int dtype, const void *p)
 {
-    switch (dtype) {
-    case GPURUN_FLOAT32: { float v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
-    case GPURUN_FLOAT64: { double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
-    case GPURUN_INT32: { int32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_INT64: { int64_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT64: {
-        /* Lua has no integer above LUA_MAXINTEGER: those come back as floats. */
-        uint64_t v;
-        memcpy(&v, p, sizeof v);
-        if (v <= (uint64_t)LUA_MAXINTEGER)
-            lua_pushinteger(L, (lua_Integer)v);
-        else
-            lua_pushnumber(L, (lua_Number)v);
-        break;
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_FLOAT) {
+        lua_pushnumber(L, gpurun_float_element(dtype, p));
+        return;
     }
-    case GPURUN_INT8: { int8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT8: { uint8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_INT16: { int16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    default: { uint16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    }
+    uint64_t bits = gpurun_integer_element(dtype, p);
+    /* Lua has no integer above LUA_MAXINTEGER: those come back as floats. */
+    if (info->kind == GPURUN_KIND_UNSIGNED && bits > (uint64_t)LUA_MAXINTEGER)
+        lua_pushnumber(L, (lua_Number)bits);
+    else
+        lua_pushinteger(L, (lua_Integer)bits);
 }
 
 void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count, int dtype,
