@@ -98,44 +98,25 @@ local object = setmetatable({}, Object)
 
 local function sync() stream:sync() end
 
-report("lua table:method()", measure(function(n)
-  local o = object
-  for _ = 1, n do o:method() end
-end, options.lookups))
-report("graph:launch(stream)", measure(function(n)
-  local g, s = graph, stream
-  for _ = 1, n do g:launch(s) end
-end, options.calls, sync, sync))
-report("plan:launch(stream)", measure(function(n)
-  local p, s = plan, stream
-  for _ = 1, n do p:launch(s) end
-end, options.calls, sync, sync))
+-- A loop of n calls of `body` (Lua text over o and s), compiled with the
+-- key written out, as a script writes it: `o:launch(s)`, `o.size`.
+local function loop(body, o)
+  local chunk = ("local o, s = ...; return function(n) local f; for _ = 1, n do %s end; return f end")
+    :format(body)
+  return assert(load(chunk, "=" .. body))(o, stream)
+end
 
-local sink
-report("lua table.method", measure(function(n)
-  local o, f = object, nil
-  for _ = 1, n do f = o.method end
-  sink = f
-end, options.lookups))
-report("graph.launch", measure(function(n)
-  local g, f = graph, nil
-  for _ = 1, n do f = g.launch end
-  sink = f
-end, options.lookups))
-report("plan.launch", measure(function(n)
-  local p, f = plan, nil
-  for _ = 1, n do f = p.launch end
-  sink = f
-end, options.lookups))
-report("buf.size", measure(function(n)
-  local b, f = buf, nil
-  for _ = 1, n do f = b.size end
-  sink = f
-end, options.lookups))
-report("empty loop", measure(function(n)
-  local f
-  for i = 1, n do f = i end
-  sink = f
-end, options.lookups))
-assert(sink ~= nil)
+for _, case in ipairs({
+  { "lua table:method()", "o:method()", object, options.lookups },
+  { "graph:launch(stream)", "o:launch(s)", graph, options.calls, sync },
+  { "plan:launch(stream)", "o:launch(s)", plan, options.calls, sync },
+  { "lua table.method", "f = o.method", object, options.lookups },
+  { "graph.launch", "f = o.launch", graph, options.lookups },
+  { "plan.launch", "f = o.launch", plan, options.lookups },
+  { "buf.size", "f = o.size", buf, options.lookups },
+  { "empty loop", "f = o", object, options.lookups },
+}) do
+  local name, body, o, calls, around = table.unpack(case)
+  report(name, measure(loop(body, o), calls, around, around))
+end
 stream:sync()

@@ -12,11 +12,7 @@ local function bits(scalar)
   return (string.unpack("<I2", scalar.bytes))
 end
 
-local function error_of(f, ...)
-  local ok, message = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(message)
-end
+local error_of = require("spec.support.expect").error_of
 
 describe("gpurun.dtypes", function()
   local NAMES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8",

@@ -11,11 +11,7 @@ local function program()
   return gpurun.Program(SOURCE, "c++", { arch = "sm_90" })
 end
 
-local function error_of(f, ...)
-  local ok, message = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(message)
-end
+local error_of = require("spec.support.expect").error_of
 
 describe("method lookup", function()
   it("finds the type's methods, the same functions every time", function()
