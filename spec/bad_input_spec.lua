@@ -207,14 +207,14 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
     args[args.n + 1], args.n = value, args.n + 1
     return args
   end
-  row(label, with("float16"), arg_error(at, name, "unknown dtype 'float16' " .. DTYPE_LIST))
+  row(label, with("float8"), arg_error(at, name, "unknown dtype 'float8' " .. DTYPE_LIST))
   row(label, with(""), arg_error(at, name, "unknown dtype '' " .. DTYPE_LIST))
   row(label, with("FLOAT32"), ("bad argument #%d to '%s' (unknown dtype 'FLOAT32' (expected"):format(at, name))
   row(label, with(4), arg_error(at, name, "dtype name expected, got number"))
@@ -281,11 +281,20 @@ row("gpurun.array", A({ 1, 2 }), NO_DRIVER, { when = "no_driver" })
 
 for _, name in ipairs({ "compare", "allclose" }) do
   local label = "gpurun." .. name
-  row(label, A(), arg_error(1, name, "gpurun.Buffer expected, got no value"))
-  row(label, A(1, 1), arg_error(1, name, "gpurun.Buffer expected, got number"))
-  row(label, A({ 1 }, 1), arg_error(1, name, "gpurun.Buffer expected, got table"))
-  row(label, A(R.options, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
-  row(label, A(R.stream, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.Stream"))
+  local FIRST = "gpurun.Buffer or table of numbers expected, got "
+  row(label, A(), arg_error(1, name, FIRST .. "no value"))
+  row(label, A(1, 1), arg_error(1, name, FIRST .. "number"))
+  row(label, A("x", 1), arg_error(1, name, FIRST .. "string"))
+  row(label, A(R.options, 1), arg_error(1, name, FIRST .. "gpurun.ProgramOptions"))
+  row(label, A(R.stream, 1), arg_error(1, name, FIRST .. "gpurun.Stream"))
+  row(label, A({ 1 }), arg_error(2, name, "table of numbers or number expected, got no value"))
+  row(label, A({ 1 }, "1"), arg_error(2, name, "table of numbers or number expected, got string"))
+  row(label, A({ 1 }, R.buffer), arg_error(2, name, "table of numbers or number expected, got gpurun.Buffer"))
+  row(label, A({ 1, 2 }, { 1 }), arg_error(2, name, "table of 2 numbers expected, got 1"))
+  row(label, A({ 1, "2" }, 1), arg_error(1, name, "element 2: number expected, got string"))
+  row(label, A({ 1 }, { {} }), arg_error(2, name, "element 1: number expected, got table"))
+  row(label, A({ 1 }, 1, -1), arg_error(3, name, "non-negative relative tolerance expected"))
+  row(label, A({ 1 }, 1, 0, NAN), arg_error(4, name, "non-negative absolute tolerance expected"))
   row(label, A(R.closed_buffer, 1), "attempt to use a closed gpurun.Buffer")
   row(label, A(R.buffer), arg_error(2, name, "gpurun.Buffer or number expected, got no value"))
   row(label, A(R.buffer, "1"), arg_error(2, name, "gpurun.Buffer or number expected, got string"))
@@ -386,7 +395,7 @@ row("gpurun.u8", A(256), arg_error(1, "u8", "256 out of range for uint8 (0..255)
 row("gpurun.i8", A(-129), arg_error(1, "i8", "-129 out of range for int8 (-128..127)"))
 row("gpurun.u16", A(65536), arg_error(1, "u16", "65536 out of range for uint16 (0..65535)"))
 row("gpurun.i16", A(32768), arg_error(1, "i16", "32768 out of range for int16 (-32768..32767)"))
-for _, name in ipairs({ "f32", "f64" }) do
+for _, name in ipairs({ "f32", "f64", "f16", "bf16" }) do
   local label = "gpurun." .. name
   row(label, A(), arg_error(1, name, "number expected, got no value"))
   row(label, A("1.5"), arg_error(1, name, "number expected, got string"))
@@ -396,6 +405,11 @@ for _, name in ipairs({ "f32", "f64" }) do
 end
 row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 out of range for float32"))
 row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 out of range for float32"))
+-- A finite value that rounds to infinity: from the largest finite plus half an ulp.
+row("gpurun.f16", A(65520), arg_error(1, "f16", "65520 out of range for float16"))
+row("gpurun.f16", A(-1e5), arg_error(1, "f16", "-100000.0 out of range for float16"))
+row("gpurun.bf16", A(0x1.ffp127), arg_error(1, "bf16", "3.3961775292305e+38 out of range for bfloat16"))
+row("gpurun.bf16", A(1e39), arg_error(1, "bf16", "1e+39 out of range for bfloat16"))
 
 -- ---- elementwise kernels (Lua parts of the module: their own messages) ----------------
 
@@ -407,7 +421,7 @@ row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a 
 row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
-row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
+row("gpurun.elementwise", A("float8 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float8' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
 row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
 row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
@@ -700,7 +714,7 @@ row("Stream:record", A(R.stream, 1), arg_error(1, "record", "gpurun.Event expect
 row("Stream:record", A(R.stream, R.other_stream), arg_error(1, "record", "gpurun.Event expected, got gpurun.Stream"))
 row("Stream:record", A(R.stream, R.closed_event), "attempt to use a closed gpurun.Event")
 row("Stream:sync", A(R.stream),
-  "Stream:sync: the stream is being captured into a graph (synchronizing is not allowed while building); capture abandoned",
+  "Stream:sync: the stream is being captured by a GraphBuilder: synchronize before begin_building or after end_building; capture abandoned",
   { before = { "building" } })
 
 row("Event:elapsed_ms", A(R.event), arg_error(1, "elapsed_ms", "gpurun.Event expected, got no value"))
@@ -726,7 +740,7 @@ row("Buffer:fill", A(R.buffer_u8, -1), "-1 out of range for uint8")
 row("Buffer:fill", A(R.buffer, 1, "stream"), arg_error(2, "fill", STREAM_ARG .. "string"))
 row("Buffer:fill", A(R.buffer, 1, R.event), arg_error(2, "fill", STREAM_ARG .. "gpurun.Event"))
 row("Buffer:fill", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
-row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured into a graph",
+row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured by a GraphBuilder",
   { before = { "building" } })
 
 row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
@@ -760,20 +774,21 @@ row("Buffer:to_table", A(R.buffer, R.graph), arg_error(1, "to_table", STREAM_ARG
 row("Buffer:to_table", A(R.buffer, R.closed_stream), "attempt to use a closed gpurun.Stream")
 
 for _, method in ipairs({ "get", "set" }) do
-  local label, what = "Buffer:" .. method, "Buffer:" .. method .. ": "
+  local label = "Buffer:" .. method
+  local function index_error(what) return arg_error(1, method, what) end
   local function args(index) return method == "get" and A(R.buffer, index) or A(R.buffer, index, 1) end
-  row(label, method == "get" and A(R.buffer) or A(R.buffer, nil, 1), what .. "integer index expected, got nil")
-  row(label, args(0), what .. "index 0 out of range (1..16)")
-  row(label, args(17), what .. "index 17 out of range (1..16)")
-  row(label, args(-1), what .. "index -1 out of range (1..16)")
-  row(label, args(math.mininteger), what .. "index -9223372036854775808 out of range (1..16)")
-  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
-  row(label, args(1.5), what .. "integer index expected, got 1.5")
-  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
-  row(label, args(INF), what .. "integer index expected, got inf")
-  row(label, args(BIG_FLOAT), what .. "integer index expected, got 9.2233720368548e+18")
-  row(label, args("1"), what .. "integer index expected, got string")
-  row(label, args({}), what .. "integer index expected, got table")
+  row(label, method == "get" and A(R.buffer) or A(R.buffer, nil, 1), index_error("integer element index expected, got nil"))
+  row(label, args(0), index_error("element index 0 out of range (1..16)"))
+  row(label, args(17), index_error("element index 17 out of range (1..16)"))
+  row(label, args(-1), index_error("element index -1 out of range (1..16)"))
+  row(label, args(math.mininteger), index_error("element index -9223372036854775808 out of range (1..16)"))
+  row(label, args(math.maxinteger), index_error("element index 9223372036854775807 out of range (1..16)"))
+  row(label, args(1.5), index_error("integer element index expected, got 1.5"))
+  row(label, args(NAN), P(("bad argument #1 to '%s' %%(integer element index expected, got %s%%)"):format(label, NAN_TEXT)))
+  row(label, args(INF), index_error("integer element index expected, got inf"))
+  row(label, args(BIG_FLOAT), index_error("integer element index expected, got 9.2233720368548e+18"))
+  row(label, args("1"), index_error("integer element index expected, got string"))
+  row(label, args({}), index_error("integer element index expected, got table"))
 end
 row("Buffer:get", A(R.buffer, 1, "s"), arg_error(2, "get", STREAM_ARG .. "string"))
 row("Buffer:get", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
@@ -783,10 +798,10 @@ row("Buffer:set", A(R.buffer, 1, 1e39), arg_error(2, "set", "1e+39 out of range 
 row("Buffer:set", A(R.buffer_u8, 1, 256), arg_error(2, "set", "256 out of range for uint8 (0..255)"))
 row("Buffer:set", A(R.buffer_i32, 1, 0.5), arg_error(2, "set", "integer expected for int32, got 0.5"))
 row("Buffer:set", A(R.buffer, 1, 1, {}), arg_error(3, "set", STREAM_ARG .. "table"))
-row("Buffer.__index", A(R.buffer, 0), "gpurun.Buffer[i]: index 0 out of range (1..16)")
-row("Buffer.__index", A(R.buffer, 17), "gpurun.Buffer[i]: index 17 out of range (1..16)")
-row("Buffer.__index", A(R.buffer, 1.5), "gpurun.Buffer[i]: integer index expected, got 1.5")
-row("Buffer.__index", A(R.buffer, NAN), P("gpurun%.Buffer%[i%]: integer index expected, got " .. NAN_TEXT))
+row("Buffer.__index", A(R.buffer, 0), arg_error(2, "__index", "element index 0 out of range (1..16)"))
+row("Buffer.__index", A(R.buffer, 17), arg_error(2, "__index", "element index 17 out of range (1..16)"))
+row("Buffer.__index", A(R.buffer, 1.5), arg_error(2, "__index", "integer element index expected, got 1.5"))
+row("Buffer.__index", A(R.buffer, NAN), P("bad argument #2 to 'Buffer%.__index' %(integer element index expected, got " .. NAN_TEXT .. "%)"))
 -- The graph and the builder that made it (still open) both use the buffer.
 row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
   { before = { "graph" } })
@@ -796,12 +811,12 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 -- ---- generators ------------------------------------------------------------------------------
 
 row("Generator:random", A(R.rng, 16, "int32"),
-  arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
+  arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
 row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
 row("Generator:random_table", A(R.rng, 16, "int8"),
-  arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
+  arg_error(2, "random_table", "float dtype (float32, float64, float16, bfloat16) expected, got int8 (the values are floats)"))
 row("Generator:random_table", A(R.rng, 1 << 31), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:random_table", A(R.rng, math.maxinteger), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:integers", A(R.rng, 16), arg_error(2, "integers", "number expected, got no value"))
@@ -893,9 +908,9 @@ row("Stream:wait", A(R.stream, R.closed_stream), "attempt to use a closed gpurun
 row("Stream:wait", A(R.other_stream, R.building), arg_error(1, "wait",
   "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
 row("Stream:wait", A(R.other_stream, R.stream), arg_error(1, "wait", "the stream is being "
-  .. "captured by a GraphBuilder: wait for it on a builder of that capture"), { before = { "building" } })
+  .. "captured by a GraphBuilder: wait for it on a builder of that capture; capture abandoned"), { before = { "building" } })
 row("Stream:wait", A(R.stream, R.other_stream), "Stream:wait: the stream is being captured by a "
-  .. "GraphBuilder: wait on the builder (builder:wait(...)) instead", { before = { "building" } })
+  .. "GraphBuilder: wait on the builder (builder:wait(...)) instead; capture abandoned", { before = { "building" } })
 for _, method in ipairs({ "create_condition", "create_conditional_handle" }) do
   for _, value in ipairs({ -1, 4294967296 }) do
     row("GraphBuilder:" .. method, A(R.building, value),
@@ -975,7 +990,7 @@ for _, name in ipairs(catalog.sorted_keys(COLLECTIVES)) do
   row(label, A(R.options), arg_error(1, label, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
   row(label, A(R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
   row(label, A(R.buffer_i16, R.buffer_i16), arg_error(1, label,
-    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8 and uint8)"))
+    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8, uint8, float16 and bfloat16)"))
   if COLLECTIVES[name] == 2 then
     row(label, A(R.buffer), arg_error(2, label, "gpurun.Buffer expected, got no value"))
     row(label, A(R.buffer, "x"), arg_error(2, label, "gpurun.Buffer expected, got string"))
@@ -1208,16 +1223,17 @@ row("gpurun.pinned", A(1 << 46), P"cuMemHostAlloc: CUDA_ERROR_[%u_]+ %b() while 
 row("gpurun.pinned", A(16), "cannot allocate a gpurun.PinnedBuffer while a graph is being built", { before = { "building" } })
 
 for _, method in ipairs({ "get", "set" }) do
-  local label, what = "PinnedBuffer:" .. method, "PinnedBuffer:" .. method .. ": "
+  local label = "PinnedBuffer:" .. method
+  local function index_error(what) return arg_error(1, method, what) end
   local function args(index) return method == "get" and A(R.pinned, index) or A(R.pinned, index, 1) end
   row(label, method == "get" and A(R.pinned) or A(R.pinned, nil, 1),
-    what .. "integer index expected, got " .. (method == "get" and "no value" or "nil"))
-  row(label, args(0), what .. "index 0 out of range (1..16)")
-  row(label, args(17), what .. "index 17 out of range (1..16)")
-  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
-  row(label, args(1.5), what .. "integer index expected, got 1.5")
-  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
-  row(label, args("1"), what .. "integer index expected, got string")
+    index_error("integer element index expected, got " .. (method == "get" and "no value" or "nil")))
+  row(label, args(0), index_error("element index 0 out of range (1..16)"))
+  row(label, args(17), index_error("element index 17 out of range (1..16)"))
+  row(label, args(math.maxinteger), index_error("element index 9223372036854775807 out of range (1..16)"))
+  row(label, args(1.5), index_error("integer element index expected, got 1.5"))
+  row(label, args(NAN), P(("bad argument #1 to '%s' %%(integer element index expected, got %s%%)"):format(label, NAN_TEXT)))
+  row(label, args("1"), index_error("integer element index expected, got string"))
 end
 row("PinnedBuffer:set", A(R.pinned, 1), arg_error(2, "set", "number expected, got no value"))
 row("PinnedBuffer:set", A(R.pinned, 1, "x"), arg_error(2, "set", "number expected, got string"))
@@ -1240,12 +1256,12 @@ row("PinnedBuffer:copy_from", A(R.pinned, "abc"),
 row("PinnedBuffer:copy_from", A(R.pinned, "abcdefgh", 15, 1),
   arg_error(1, "copy_from", "string of 4 bytes (1 float32 elements) expected, got 8 bytes"))
 range_rows("PinnedBuffer:copy_from", "copy_from", "pinned", { {} }, 2)
-row("PinnedBuffer.__index", A(R.pinned, 0), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
-row("PinnedBuffer.__index", A(R.pinned, 1.5), "gpurun.PinnedBuffer[i]: integer index expected, got 1.5")
+row("PinnedBuffer.__index", A(R.pinned, 0), arg_error(2, "__index", "element index 0 out of range (1..16)"))
+row("PinnedBuffer.__index", A(R.pinned, 1.5), arg_error(2, "__index", "integer element index expected, got 1.5"))
 row("PinnedBuffer.__newindex", A(R.pinned, "x", 1), "gpurun.PinnedBuffer: only elements can be set (p[i] = value), not string")
-row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
-row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), "gpurun.PinnedBuffer[i]: number expected, got string")
-row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), "gpurun.PinnedBuffer[i]: 300 out of range for uint8 (0..255)")
+row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), arg_error(2, "__newindex", "element index 0 out of range (1..16)"))
+row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), arg_error(3, "__newindex", "number expected, got string"))
+row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), arg_error(3, "__newindex", "300 out of range for uint8 (0..255)"))
 row("PinnedBuffer.__newindex", A(R.closed_pinned, 1, 1), "attempt to use a closed gpurun.PinnedBuffer")
 row("PinnedBuffer.__len", A(R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
 

@@ -5,8 +5,10 @@ local process = require("spec.support.process")
 local kernels = require("spec.support.kernels")
 local assert_contains = require("spec.support.expect").contains
 
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
-local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1 }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16", "uint16",
+  "float16", "bfloat16" }
+local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1,
+  int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2 }
 local MiB = 1 << 20
 
 -- The message of the error f raises; fails the spec when f does not raise.
@@ -41,8 +43,8 @@ end
 
 describe("gpurun buffers without a device", function()
   it("reject unknown dtypes, listing the valid ones", function()
-    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
-    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float16' " .. list, gpurun.empty, 4, "float16")
+    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float8' " .. list, gpurun.empty, 4, "float8")
     assert_error("unknown dtype 'f32'", gpurun.zeros, 4, "f32")
     assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'bool'", gpurun.full, 4, 1, "bool")
     assert_error("bad argument #2 to 'gpurun.array' (unknown dtype 'double'", gpurun.array, { 1 }, "double")
@@ -139,12 +141,24 @@ describe("gpurun.Buffer", function()
     uint64 = { 0, 1, math.maxinteger, 1 << 40 },
     int8 = { 0, -1, -128, 127 },
     uint8 = { 0, 1, 128, 255 },
+    int16 = { 0, -1, -32768, 32767 },
+    uint16 = { 0, 1, 32768, 65535 },
+    -- the largest finite, the least subnormal, a value that rounds, a tie to even
+    float16 = { 0, 1.5, -2.25, 65504, -65519, 2 ^ -24, 0.1, 1 + 2 ^ -11, math.huge, -math.huge },
+    bfloat16 = { 0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.1, 1 + 2 ^ -8, math.huge, -math.huge },
+  }
+  -- What the 16-bit floats hold of those: rounded to nearest even.
+  local ROUNDED = {
+    float16 = { 0.0, 1.5, -2.25, 65504.0, -65504.0, 2 ^ -24, 0.0999755859375, 1.0, math.huge, -math.huge },
+    bfloat16 = { 0.0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.10009765625, 1.0, math.huge, -math.huge },
   }
 
   local function expected_of(dtype, values)
     local expected = {}
     for i, v in ipairs(values) do
-      if dtype == "float32" then
+      if dtype == "float16" or dtype == "bfloat16" then
+        expected[i] = gpurun[gpurun.dtypes[dtype].scalar](v).value -- as a typed scalar stores it
+      elseif dtype == "float32" then
         expected[i] = float32(v)
       elseif dtype == "float64" then
         expected[i] = v + 0.0
@@ -159,6 +173,7 @@ describe("gpurun.Buffer", function()
     for _, dtype in ipairs(DTYPES) do
       local values = EDGES[dtype]
       local expected = expected_of(dtype, values)
+      if ROUNDED[dtype] then assert.are.same(ROUNDED[dtype], expected, dtype) end
       local buffer = gpurun.array(values, dtype)
       assert.are.equal(#values, #buffer)
       assert.are.equal(#values, buffer.size)
@@ -166,7 +181,7 @@ describe("gpurun.Buffer", function()
       assert.are.equal(#values * SIZES[dtype], buffer.nbytes)
       local back = buffer:to_table()
       assert.are.same(expected, back, dtype)
-      local kind = dtype:find("^float") and "float" or "integer"
+      local kind = gpurun.dtypes[dtype].float and "float" or "integer"
       for i = 1, #values do
         assert.are.equal(kind, math.type(back[i]), dtype)
         assert.are.equal(expected[i], buffer[i], dtype)
@@ -208,6 +223,8 @@ describe("gpurun.Buffer", function()
     local cases = {
       { "float32", 2.5 }, { "float64", 1.5 }, { "float64", -0.0 }, { "int32", -7 }, { "uint32", 4000000000 },
       { "int64", -1 }, { "int64", (1 << 40) + 3 }, { "uint64", math.maxinteger }, { "int8", -128 }, { "uint8", 200 },
+      { "int16", -300 }, { "uint16", 60000 }, { "float16", 0.1 }, { "float16", -65504 }, { "bfloat16", -3.5 },
+      { "bfloat16", 2 ^ -133 },
     }
     for _, case in ipairs(cases) do
       local dtype, value = case[1], case[2]
@@ -281,12 +298,12 @@ describe("gpurun.Buffer", function()
     assert.are.equal(buffer, buffer:set(2, -5))
     assert.are.equal(-5, buffer[2])
     assert.are.equal(30, buffer[3.0])
-    assert_error("Buffer:get: index 0 out of range (1..3)", function() return buffer:get(0) end)
-    assert_error("Buffer:get: index 4 out of range (1..3)", function() return buffer:get(4) end)
-    assert_error("Buffer:set: index -1 out of range (1..3)", function() return buffer:set(-1, 1) end)
-    assert_error("gpurun.Buffer[i]: index 4 out of range (1..3)", function() return buffer[4] end)
-    assert_error("Buffer:get: integer index expected, got 1.5", function() return buffer:get(1.5) end)
-    assert_error("Buffer:get: integer index expected, got nil", function() return buffer:get() end)
+    assert_error("bad argument #1 to 'Buffer:get' (element index 0 out of range (1..3))", function() return buffer:get(0) end)
+    assert_error("bad argument #1 to 'Buffer:get' (element index 4 out of range (1..3))", function() return buffer:get(4) end)
+    assert_error("bad argument #1 to 'Buffer:set' (element index -1 out of range (1..3))", function() return buffer:set(-1, 1) end)
+    assert_error("bad argument #2 to 'Buffer.__index' (element index 4 out of range (1..3))", function() return buffer[4] end)
+    assert_error("bad argument #1 to 'Buffer:get' (integer element index expected, got 1.5)", function() return buffer:get(1.5) end)
+    assert_error("bad argument #1 to 'Buffer:get' (integer element index expected, got nil)", function() return buffer:get() end)
     assert.are.same({ 10, -5, 30 }, buffer:to_table())
   end)
 
@@ -323,7 +340,7 @@ describe("gpurun.Buffer", function()
     local a = gpurun.zeros(16, "float32")
     local builder <close> = stream:create_graph_builder()
     builder:begin_building()
-    assert_error("Buffer:fill: the stream is being captured into a graph", function() a:fill(1, stream) end)
+    assert_error("Buffer:fill: the stream is being captured by a GraphBuilder", function() a:fill(1, stream) end)
     assert.are.equal("abandoned", builder.state)
     a:fill(2, stream)
     assert.are.equal(2, a:get(16, stream))

@@ -97,7 +97,7 @@ describe("an error raised while a builder is capturing", function()
   end)
 
   it("a buffer operation on the captured stream #gpu", function()
-    abandoned_by("the stream is being captured into a graph", function()
+    abandoned_by("the stream is being captured by a GraphBuilder", function()
       a:fill(1, stream)
     end)
   end)

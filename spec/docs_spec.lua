@@ -92,6 +92,7 @@ for _, path in ipairs(markdown.doc_files()) do
         end
         assert(head <= 40, path .. ": no '## Contents' among the first 40 lines")
         local contents = text:match("\n## Contents\n(.-)\n## ")
+        assert(contents, path .. ": no '## Contents' section followed by the sections it lists")
         for _, heading in ipairs(headings(text)) do
           if heading.level == 2 and heading.title ~= "Contents" then
             assert(contents:find("(#" .. heading.anchor .. ")", 1, true),

@@ -92,13 +92,13 @@ describe("gpurun.Generator without a device", function()
     assert_error("bad argument #1 to 'gpurun.default_rng' (integer seed expected, got no value)", gpurun.default_rng)
     assert_error("integer seed expected, got 1.5", gpurun.default_rng, 1.5)
     assert_error("bad argument #1 to 'Generator:random' (positive element count expected, got 0)", function() return rng:random(0) end)
-    assert_error("bad argument #2 to 'Generator:random' (float32 or float64 expected, got int32", function() return rng:random(4, "int32") end)
-    assert_error("unknown dtype 'float16'", function() return rng:random(4, "float16") end)
+    assert_error("bad argument #2 to 'Generator:random' (float dtype (float32, float64, float16, bfloat16) expected, got int32", function() return rng:random(4, "int32") end)
+    assert_error("unknown dtype 'float8'", function() return rng:random(4, "float8") end)
     assert_error("bad argument #4 to 'Generator:integers' (integer dtype expected, got float32", function() return rng:integers(4, 0, 2, "float32") end)
     assert_error("bad argument #3 to 'Generator:integers' (high (5) must be greater than low (5))", function() return rng:integers(4, 5, 5) end)
     assert_error("range [0, 300) does not fit uint8 (0..255)", function() return rng:integers(4, 0, 300, "uint8") end)
     assert_error("range [-1, 3) does not fit uint32", function() return rng:integers(4, -1, 3, "uint32") end)
-    assert_error("float32 or float64 expected, got uint8", function() return rng:random_table(4, "uint8") end)
+    assert_error("float dtype (float32, float64, float16, bfloat16) expected, got uint8", function() return rng:random_table(4, "uint8") end)
   end)
 
   it("closes idempotently and refuses use after close", function()
@@ -123,7 +123,7 @@ describe("gpurun.Generator", function()
 
   it("makes the same buffers from the same seed, matching random_table #gpu", function()
     local n = 3 * (1 << 20) + 17 -- several staging chunks and a partial one
-    for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
       local a = gpurun.default_rng(77):random(n, dtype)
       local b = gpurun.default_rng(77):random(n, dtype)
       assert.are.equal(dtype, a.dtype)
@@ -140,19 +140,23 @@ describe("gpurun.Generator", function()
   end)
 
   it("draws uniform floats in [0, 1) #gpu", function()
-    local values = gpurun.default_rng(2):random(1 << 16, "float64"):to_table()
-    local sum = 0
-    for _, v in ipairs(values) do
-      assert.is_true(v >= 0 and v < 1)
-      sum = sum + v
+    for _, dtype in ipairs({ "float64", "float32", "float16", "bfloat16" }) do
+      local values = gpurun.default_rng(2):random(1 << 16, dtype):to_table()
+      local step = 2 ^ -gpurun.dtypes[dtype].digits -- every value a multiple of it, exact in the dtype
+      local sum = 0
+      for _, v in ipairs(values) do
+        assert.is_true(v >= 0 and v < 1, dtype)
+        assert.are.equal(0, v / step % 1, dtype)
+        sum = sum + v
+      end
+      assert.is_true(math.abs(sum / #values - 0.5) < 0.01, dtype)
     end
-    assert.is_true(math.abs(sum / #values - 0.5) < 0.01)
   end)
 
   it("draws integers in [low, high) for every integer dtype #gpu", function()
     local cases = {
       { "int32", -5, 5 }, { "uint32", 0, 10 }, { "int64", -3, 7 }, { "uint64", 100, 110 },
-      { "int8", -128, 128 }, { "uint8", 0, 256 },
+      { "int8", -128, 128 }, { "uint8", 0, 256 }, { "int16", -1000, 1000 }, { "uint16", 65000, 65536 },
     }
     for _, case in ipairs(cases) do
       local dtype, low, high = case[1], case[2], case[3]

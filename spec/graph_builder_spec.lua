@@ -147,7 +147,7 @@ describe("GraphBuilder: split, join, events and nodes", function()
       { function(b) buffer:copy_from({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 }, b) end,
         "Buffer:copy_from: a copy to or from Lua values cannot be a graph node" },
       { function(b) buffer:to_table(b) end, "Buffer:to_table: a copy to or from Lua values cannot be a graph node" },
-      { function() buffer:fill(1, stream) end, "the stream is being captured into a graph" },
+      { function() buffer:fill(1, stream) end, "the stream is being captured by a GraphBuilder" },
       { function(b) wide:fill(1.5, b) end, "the two halves of this 8-byte value differ" },
     }) do
       local builder <close> = stream:create_graph_builder()

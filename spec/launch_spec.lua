@@ -87,6 +87,33 @@ describe("launch", function()
     assert.is_true(gpurun.allclose(out, 2.0, 0, 0))
   end)
 
+  it("passes float16 and bfloat16 scalars to __half and __nv_bfloat16 parameters #gpu", function()
+    local options = gpurun.ProgramOptions({ std = "c++17", arch = "sm_" .. gpurun.Device(0).arch })
+    local code <close> = gpurun.Program([[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void halves(float *out, __half h, __nv_bfloat16 b, unsigned short bits) {
+  out[0] = __half2float(h); out[1] = __bfloat162float(b); out[2] = (float)bits;
+}]], "c++", options):compile("cubin")
+    local halves = code:get_kernel("halves")
+    local out <close> = gpurun.zeros(3, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 1 })
+    gpurun.launch(stream, config, halves, out, gpurun.f16(0.1), gpurun.bf16(-2.5), gpurun.u16(7))
+    stream:sync()
+    assert.are.same({ gpurun.f16(0.1).value, -2.5, 7.0 }, out:to_table())
+    local plan <close> = halves:bind(config, out, gpurun.bf16(3), gpurun.f16(1 / 3), 1)
+    plan:launch(stream)
+    stream:sync()
+    assert.are.same({ 3.0, gpurun.bf16(1 / 3).value, 1.0 }, out:to_table())
+    local function message(...)
+      local ok, why = pcall(gpurun.launch, stream, config, halves, out, ...)
+      assert.is_false(ok)
+      return why
+    end
+    assert.matches("parameter 2 %(.-%): takes 2 bytes but gpurun.f32 is 4", message(gpurun.f32(1), gpurun.bf16(1), 1))
+    assert.matches("parameter 2 %(.-%): a 2%-byte struct or vector takes no number", message(0.5, gpurun.bf16(1), 1))
+  end)
+
   it("launches 2D grids #gpu", function()
     local width, height = 37, 19
     local out = gpurun.zeros(width * height, "int32")

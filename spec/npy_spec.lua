@@ -5,9 +5,10 @@ local gpurun = require("gpurun")
 local npy = require("gpurun.npy")
 local shell = require("gpurun.shell")
 
-local DTYPES = { "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64" }
+local DTYPES = { "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+  "float16" }
 local DESCRS = { float32 = "<f4", float64 = "<f8", int8 = "|i1", uint8 = "|u1", int16 = "<i2", uint16 = "<u2",
-  int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8" }
+  int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8", float16 = "<f2" }
 
 local expect = require("spec.support.expect")
 local error_of = expect.error_of
@@ -91,9 +92,17 @@ describe("gpurun.npy", function()
     assert_contains("big-endian data ('>i8') is not supported", why(dict("'>i8'", "False", "(3,)")))
     assert_contains("Fortran-ordered arrays are not supported: save a C-ordered copy (np.ascontiguousarray(a))",
       why(dict("'<f4'", "True", "(3, 4)")))
-    for _, descr in ipairs({ "<f2", "|b1", "<c8", "|O", "<U10", "|S5", "<M8[ns]" }) do
+    for _, descr in ipairs({ "|b1", "<c8", "|O", "<U10", "|S5", "<M8[ns]", "|V2" }) do
       assert_contains(("dtype '%s' is not supported (gpurun reads <f4 float32, <f8 float64"):format(descr),
         why(dict("'" .. descr .. "'", "False", "(3,)")))
+      assert_contains("bfloat16 has no NumPy dtype, so no .npy file holds it",
+        why(dict("'" .. descr .. "'", "False", "(3,)")))
+    end
+    assert_contains("big-endian data ('>f2') is not supported", why(dict("'>f2'", "False", "(3,)")))
+    for _, call in ipairs({ { npy.descr, "bfloat16" }, { npy.header, "bfloat16", { 3 } } }) do
+      local result, message = call[1](table.unpack(call, 2))
+      assert.is_nil(result)
+      assert_contains("bfloat16 has no NumPy dtype, so no .npy file holds it (convert it to float32 first)", message)
     end
     assert_contains("structured dtypes are not supported", why(dict("[('x', '<f4')]", "False", "(3,)")))
     assert_contains("the header has no shape tuple", why(numpy_header("{'descr': '<f4', 'fortran_order': False, }")))
@@ -103,7 +112,7 @@ describe("gpurun.npy", function()
     assert_contains("the shape holds too many elements",
       why(dict("'<f4'", "False", "(4294967296, 4294967296)")))
     assert_contains("the header is not a dict", why(numpy_header("['descr', '<f4']")))
-    assert.are.same({ nil, "no .npy descr for dtype float16" }, { npy.header("float16", { 3 }) })
+    assert.are.same({ nil, "no .npy descr for dtype float8" }, { npy.header("float8", { 3 }) })
   end)
 
   it("reads a header from a file and leaves it at the data", function()
@@ -205,6 +214,11 @@ describe("gpurun.load and Buffer:save", function()
     local flat <close> = gpurun.zeros(7, "int8")
     flat:save(directory .. "/flat.npy")
     assert.are.same({ 7 }, select(2, gpurun.load(directory .. "/flat.npy")))
+    local brain <close> = gpurun.zeros(4, "bfloat16")
+    local no_file = directory .. "/bfloat16.npy"
+    assert_contains("Buffer:save: bfloat16 has no NumPy dtype, so no .npy file holds it",
+      error_of(brain.save, brain, no_file))
+    assert.is_nil(io.open(no_file, "rb"))
   end)
 
   it("move large arrays through pinned staging in chunks #gpu", function()
@@ -265,7 +279,7 @@ describe("gpurun.load and Buffer:save", function()
     assert.are.same({ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, v2:to_table())
     assert_contains("Fortran-ordered arrays are not supported", error_of(gpurun.load, directory .. "/fortran.npy"))
     assert_contains("big-endian data ('>f4') is not supported", error_of(gpurun.load, directory .. "/big.npy"))
-    assert_contains("dtype '<f2' is not supported", error_of(gpurun.load, directory .. "/half.npy"))
+    assert_contains("dtype '<c8' is not supported", error_of(gpurun.load, directory .. "/complex.npy"))
     run("check")
   end)
 end)

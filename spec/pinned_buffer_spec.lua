@@ -36,13 +36,35 @@ describe("gpurun.PinnedBuffer", function()
     assert.are.same({ 1, 2 }, pinned:to_table(3, 2))
     pinned:copy_from(string.pack("<i2<i2", -5, 5), 7)
     assert.are.equal(string.pack("<i2<i2", -5, 5), pinned:to_bytes(7))
-    assert_contains("gpurun.PinnedBuffer[i]: 40000 out of range for int16",
+    assert_contains("bad argument #3 to 'PinnedBuffer.__newindex' (40000 out of range for int16",
       error_of(function() pinned[2] = 40000 end))
     assert.are.equal(7, pinned[2]) -- unchanged
     assert.matches("gpurun.PinnedBuffer%(int16, 8%)", tostring(pinned))
     pinned:close()
     pinned:close()
     assert_contains("attempt to use a closed gpurun.PinnedBuffer", error_of(function() return pinned[1] end))
+  end)
+
+  it("holds float16 and bfloat16 elements, stored as their typed scalars store them #gpu", function()
+    for _, dtype in ipairs({ "float16", "bfloat16" }) do
+      local scalar = gpurun[gpurun.dtypes[dtype].scalar]
+      local values = { 1 / 3, -0.1, 2 ^ -24, 1 + 2 ^ -11, 0, -0.0, math.huge, 1e4 }
+      local pinned <close> = gpurun.pinned(#values, dtype)
+      assert.are.equal(2 * #values, pinned.nbytes)
+      pinned:copy_from(values)
+      local bytes = {}
+      for i, v in ipairs(values) do
+        bytes[i] = scalar(v).bytes
+        assert.are.equal(scalar(v).value, pinned[i], dtype .. " element " .. i)
+      end
+      assert.are.equal(table.concat(bytes), pinned:to_bytes(), dtype)
+      pinned[1] = 0.5
+      assert.are.equal(0.5, pinned:get(1))
+      assert_contains("out of range for " .. dtype, error_of(function() pinned[2] = 1e39 end))
+      local device_copy <close> = gpurun.array(values, dtype)
+      assert.are.equal(table.concat(bytes, "", 2), device_copy:to_bytes(2), dtype)
+      assert.are.same(pinned:to_table(2), device_copy:to_table(2), dtype)
+    end
   end)
 
   it("copies to and from buffers on a stream without waiting, and waits when the host looks #gpu", function()

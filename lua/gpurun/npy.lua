@@ -18,30 +18,40 @@ local npy = {}
 local MAGIC = "\x93NUMPY"
 local ALIGN = 64 -- NumPy aligns the data to 64 bytes
 
--- gpurun's dtypes by NumPy's little-endian descr, and back.
-local DESCRS = {
-  float32 = "<f4", float64 = "<f8", int8 = "|i1", uint8 = "|u1", int16 = "<i2", uint16 = "<u2",
-  int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8",
-}
-local SIZES = {
-  float32 = 4, float64 = 8, int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4,
-  int64 = 8, uint64 = 8,
-}
-local DTYPES = {}
-for dtype, descr in pairs(DESCRS) do DTYPES[descr] = dtype end
+-- gpurun's dtypes by NumPy's little-endian descr, and back, from the one
+-- table of dtypes (gpurun.dtypes); a dtype NumPy lacks (bfloat16) has none.
+local DESCRS, SIZES, DTYPES, NO_DESCR = {}, {}, {}, {}
+local supported = {}
+for _, info in ipairs(require("gpurun").dtypes) do
+  SIZES[info.name] = info.size
+  if info.numpy then
+    DESCRS[info.name], DTYPES[info.numpy] = info.numpy, info.name
+    supported[#supported + 1] = info.numpy .. " " .. info.name
+  else
+    NO_DESCR[#NO_DESCR + 1] = info.name
+  end
+end
 -- One byte has no order: NumPy writes "|", but "<" and ">" mean the same.
 for _, kind in ipairs({ "i1", "u1" }) do
   DTYPES["<" .. kind], DTYPES[">" .. kind], DTYPES["=" .. kind] = DTYPES["|" .. kind],
     DTYPES["|" .. kind], DTYPES["|" .. kind]
 end
 
-local SUPPORTED = "<f4 float32, <f8 float64, |i1 int8, |u1 uint8, <i2 int16, <u2 uint16, "
-  .. "<i4 int32, <u4 uint32, <i8 int64, <u8 uint64"
+local SUPPORTED = table.concat(supported, ", ")
+-- What a message says of the dtypes NumPy has no code for.
+local NO_NUMPY = ("%s %s no NumPy dtype, so no .npy file holds %s"):format(
+  table.concat(NO_DESCR, " and "), #NO_DESCR == 1 and "has" or "have", #NO_DESCR == 1 and "it" or "them")
 
 -- descr(dtype) -> NumPy's descr ("<f4"), or nil and why.
 function npy.descr(dtype)
   local descr = DESCRS[dtype]
-  if not descr then return nil, ("no .npy descr for dtype %s"):format(tostring(dtype)) end
+  if not descr then
+    if SIZES[dtype] then
+      return nil, ("%s has no NumPy dtype, so no .npy file holds it (convert it to float32 first)")
+        :format(dtype)
+    end
+    return nil, ("no .npy descr for dtype %s"):format(tostring(dtype))
+  end
   return descr
 end
 
@@ -59,7 +69,7 @@ function npy.dtype(descr)
     return nil, ("native-order data ('%s') is not supported: save it little-endian "
       .. "(a.astype('<%s'))"):format(descr, kind)
   end
-  return nil, ("dtype '%s' is not supported (gpurun reads %s)"):format(descr, SUPPORTED)
+  return nil, ("dtype '%s' is not supported (gpurun reads %s; %s)"):format(descr, SUPPORTED, NO_NUMPY)
 end
 
 -- itemsize(dtype) -> bytes per element.

@@ -90,6 +90,8 @@ catalog.functions = {
   u64 = { args = { "integer" } },
   f32 = { args = { "number" } },
   f64 = { args = { "number" } },
+  f16 = { args = { "number" } },
+  bf16 = { args = { "number" } },
   i8 = { args = { "integer" } },
   u8 = { args = { "integer" } },
   i16 = { args = { "integer" } },

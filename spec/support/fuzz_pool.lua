@@ -20,8 +20,9 @@ local INTEGERS = { 0, 1, -1, 2, 3, 7, 8, 16, 31, 32, 64, 100, 127, 128, 255, 256
 local FLOATS = { 0.0, -0.0, 0.5, 1.5, -1.5, 2.0, 3.5, 1e-300, 1e300, 1e39, -1e39,
   3.4028234663852886e38, 3.4028235677973366e38, 2 ^ 53, 2 ^ 63, -2 ^ 63, 2 ^ 64, INF, -INF,
   NAN, math.pi, 4096.0 }
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
-local BAD_DTYPES = { "float16", "", "FLOAT32", "float", "int", 4, true }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16",
+  "uint16", "float16", "bfloat16" }
+local BAD_DTYPES = { "float8", "", "FLOAT32", "float", "int", 4, true }
 local KERNEL_NAMES = { "vec_add", "vec_mul", "scale_shift", "fill_double", "byte_flag",
   "write_index_2d", "uses_shared", "k", "scale<float>", "nope", "", "vec_add\0x" }
 local STRINGS = { "", "x", "ptx", "cubin", "c++", "c", "float32", "int8", "uint64", "float16",

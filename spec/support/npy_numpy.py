@@ -6,7 +6,8 @@ for gpurun to load, and a check of the files gpurun saved.
                            values, see expected()), DIR/matrix.npy (3 x 4
                            float32, 0..11), DIR/v2.npy (format 2.0, int32),
                            DIR/fortran.npy (Fortran order), DIR/big.npy
-                           (big-endian float32), DIR/half.npy (float16)
+                           (big-endian float32), DIR/complex.npy (complex64,
+                           which gpurun does not read)
   npy_numpy.py check DIR   loads DIR/from_gpurun_<dtype>.npy and
                            DIR/from_gpurun_matrix.npy and compares them
                            with the same values
@@ -19,7 +20,7 @@ import sys
 import numpy as np
 
 DTYPES = ["float32", "float64", "int8", "uint8", "int16", "uint16",
-          "int32", "uint32", "int64", "uint64"]
+          "int32", "uint32", "int64", "uint64", "float16"]
 COUNT = 1000
 
 
@@ -43,7 +44,7 @@ def write(directory):
     np.save(os.path.join(directory, "fortran.npy"),
             np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)))
     np.save(os.path.join(directory, "big.npy"), np.arange(4, dtype=">f4"))
-    np.save(os.path.join(directory, "half.npy"), np.arange(4, dtype=np.float16))
+    np.save(os.path.join(directory, "complex.npy"), np.arange(4, dtype=np.complex64))
     print("OK")
     return 0
 

@@ -9,6 +9,7 @@
 #include "types/condition.h"
 #include "types/device.h"
 #include "types/dist.h"
+#include "types/dtypes.h"
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
@@ -35,6 +36,7 @@ int luaopen_gpurun(lua_State *L);
  * the ones below. */
 static void (*const openers[])(lua_State *L) = {
     gpurun_open_system,        /* device_count, versions, mem_info, perf_counter */
+    gpurun_open_dtypes,        /* dtypes */
     gpurun_open_event,         /* gpurun.Event */
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
     gpurun_open_device,        /* gpurun.Device */

@@ -171,6 +171,16 @@ int gpurun_closed_error(lua_State *L, const char *type_name)
     return gpurun_error(L, "attempt to use a closed %s", type_name);
 }
 
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead)
+{
+    const char *why = lua_pushfstring(L, "%s%sthe stream is being captured by a GraphBuilder: %s; "
+                                         "capture abandoned", operation ? operation : "",
+                                      operation ? ": " : "", instead);
+    if (arg > 0)
+        return gpurun_arg_error(L, arg, "%s", why);
+    return gpurun_error(L, "%s", why);
+}
+
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)
 {
     /* The message first: ending the captures makes driver calls of its own,

@@ -4,8 +4,9 @@
  *   runtime/error.c    raising errors, and what messages call values; every
  *                      error gpurun raises goes through here, which is what
  *                      makes the capture rule hold
- *   runtime/object.c   the object header, type registration with fast method
- *                      lookup, checks of self and of arguments by type
+ *   runtime/object.c   the object header, type registration with methods
+ *                      looked up by plain table reads, checks of self and of
+ *                      arguments by type
  *   runtime/value.c    arguments as numbers, integers, strings, dtypes and
  *                      elements (over base/dtype.c's one set of rules)
  *   runtime/state.c    contexts, the current device and stream, the module's
@@ -79,10 +80,13 @@ void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct 
 /* A Lua type: methods (also callable on a closed object, so that close()
  * always works), metamethods, fields (getters called with the open object at
  * 1 and the key at 2; they push one value), and a getter for keys that name
- * neither (numbers, for buf[i]), or NULL. __index is a closure over the
- * methods and fields tables, so a method costs one table look-up. Every
- * function is registered as a closure over its own name ("Buffer:fill"), which
- * error messages use. */
+ * neither (numbers, for buf[i]), or NULL. A method is a plain table read:
+ * the methods table is __index for a type without fields, and an object of
+ * a type with both has a metatable of its own whose __index table keeps
+ * each method once looked up (runtime/object.c says why); a key that is not
+ * a method goes to the getters. The type's metatable is what getmetatable
+ * returns either way. Every function is registered as a closure over its own
+ * name ("Buffer:fill"), which error messages use. */
 struct gpurun_type {
     const struct gpurun_tag *tag;
     const luaL_Reg *methods;
@@ -137,6 +141,13 @@ int gpurun_type_error(lua_State *L, int arg, const char *expected);
 
 /* "attempt to use a closed gpurun.<Type>". */
 int gpurun_closed_error(lua_State *L, const char *type_name);
+
+/* The one refusal of plain work on a stream being captured (such work would
+ * run outside the graph, or break the capture): raises "[operation: ]the
+ * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
+ * as an argument error at arg when arg > 0. Raising ends the capture, as
+ * every error does. Never returns. */
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
 
 /* "<call>: CUDA_ERROR_X (description) while <what>", from the call CUDA_CALL
  * recorded; after a sticky error, that the context is no longer usable. */
@@ -228,6 +239,17 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
 void gpurun_new_sequence(lua_State *L, size_t count, const char *what);
 void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count);
+
+/* The fields every container of elements has (Buffer, PinnedBuffer), for
+ * the key at 2: "dtype" (its name), "size" (the element count) or "nbytes".
+ * Pushes it and returns 1: a type registers one getter that calls this under
+ * each of the three names. */
+int gpurun_push_elements_field(lua_State *L, int dtype, size_t count);
+
+/* The one check of a 1-based index, at arg, into `count` things (`what`:
+ * "element", "node"), returned 0-based; else an argument error, "integer
+ * element index expected, got 1.5" or "element index 0 out of range (1..16)". */
+size_t gpurun_check_index(lua_State *L, int arg, size_t count, const char *what);
 
 /* An optional element range of a container of `size` elements, in Lua's
  * 1-based element indices: when the argument at arg is a number, it is the

@@ -542,21 +542,6 @@ static void copy_buffer(lua_State *L, struct gpurun_buffer *self, struct gpurun_
     gpurun_end_transfer(L, stream, operation);
 }
 
-/* A 1-based element index at arg, returned 0-based. */
-static size_t check_index(lua_State *L, const struct gpurun_buffer *buffer, int arg,
-                          const char *operation)
-{
-    lua_Integer index = 0;
-    if (!gpurun_exact_integer(L, arg, &index)) {
-        const char *got = gpurun_value_text(L, arg);
-        gpurun_error(L, "%s: integer index expected, got %s", operation, got);
-    }
-    if (index < 1 || (lua_Unsigned)index > buffer->count)
-        gpurun_error(L, "%s: index %I out of range (1..%I)", operation, (LUAI_UACINT)index,
-                     (LUAI_UACINT)buffer->count);
-    return (size_t)index - 1;
-}
-
 static int read_one(lua_State *L, struct gpurun_buffer *buffer, size_t index, int stream_index,
                     const char *operation)
 {
@@ -752,7 +737,7 @@ static int buffer_get(lua_State *L)
 {
     lua_settop(L, 3);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    size_t index = check_index(L, buffer, 2, "Buffer:get");
+    size_t index = gpurun_check_index(L, 2, buffer->count, "element");
     return read_one(L, buffer, index, 3, "Buffer:get");
 }
 
@@ -761,7 +746,7 @@ static int buffer_set(lua_State *L)
 {
     lua_settop(L, 4);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    size_t index = check_index(L, buffer, 2, "Buffer:set");
+    size_t index = gpurun_check_index(L, 2, buffer->count, "element");
     unsigned char value[8];
     gpurun_check_element(L, 3, buffer->dtype, value);
     CUstream stream = gpurun_begin_transfer(L, 4, "Buffer:set");
@@ -778,22 +763,10 @@ static struct gpurun_buffer *self(lua_State *L)
     return lua_touserdata(L, 1);
 }
 
-static int buffer_dtype(lua_State *L)
+/* dtype, size, nbytes: as every container of elements has them. */
+static int buffer_elements_field(lua_State *L)
 {
-    lua_pushstring(L, gpurun_dtypes[self(L)->dtype].name);
-    return 1;
-}
-
-static int buffer_size(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)self(L)->count);
-    return 1;
-}
-
-static int buffer_nbytes(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)(self(L)->count * self(L)->element_size));
-    return 1;
+    return gpurun_push_elements_field(L, self(L)->dtype, self(L)->count);
 }
 
 static int buffer_ptr(lua_State *L)
@@ -841,7 +814,7 @@ static int buffer_element(lua_State *L)
         return 1;
     }
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    size_t index = check_index(L, buffer, 2, "gpurun.Buffer[i]");
+    size_t index = gpurun_check_index(L, 2, buffer->count, "element");
     return read_one(L, buffer, index, 3, "gpurun.Buffer[i]");
 }
 
@@ -975,9 +948,9 @@ static const luaL_Reg buffer_methods[] = {
 };
 
 static const luaL_Reg buffer_fields[] = {
-    {"dtype", buffer_dtype},
-    {"size", buffer_size},
-    {"nbytes", buffer_nbytes},
+    {"dtype", buffer_elements_field},
+    {"size", buffer_elements_field},
+    {"nbytes", buffer_elements_field},
     {"ptr", buffer_ptr},
     {"device", buffer_device},
     {"base", buffer_base},

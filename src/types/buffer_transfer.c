@@ -58,11 +58,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
         && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "asking whether the stream is being captured");
     if (stream->capture || status != CU_STREAM_CAPTURE_STATUS_NONE)
-        gpurun_error(L, "%s: the stream is being captured into a graph: pass its GraphBuilder "
-                        "for a fill or a copy between buffers to become a graph node (host "
-                        "data is read when the call is made, so copies to or from Lua tables "
-                        "happen before begin_building or after end_building); capture "
-                        "abandoned", operation);
+        gpurun_refuse_captured(L, 0, operation, "pass its GraphBuilder for a fill or a copy "
+                               "between buffers to become a graph node (host data is read when "
+                               "the call is made, so copies to or from Lua tables happen before "
+                               "begin_building or after end_building)");
     return stream->handle;
 }
 

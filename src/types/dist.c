@@ -277,8 +277,9 @@ static struct target resolve_target(lua_State *L, int index)
             return target;
         }
         if (current->capture)
-            gpurun_error(L, "the current stream is being captured by a GraphBuilder: pass the "
-                            "builder, so that the graph keeps what it uses (capture abandoned)");
+            gpurun_refuse_captured(L, 0, NULL, "pass the builder rather than leave the current "
+                                               "stream to be used, so that the graph keeps what "
+                                               "it uses");
         target.stream = current->handle;
         target.device = current->device;
         target.from_current = 1;
@@ -303,9 +304,11 @@ static nccl_data_type check_nccl_type(lua_State *L, int arg, const struct gpurun
     case GPURUN_UINT64: return NCCL_UINT64;
     case GPURUN_INT8: return NCCL_INT8;
     case GPURUN_UINT8: return NCCL_UINT8;
+    case GPURUN_FLOAT16: return NCCL_FLOAT16;
+    case GPURUN_BFLOAT16: return NCCL_BFLOAT16;
     default:
         gpurun_arg_error(L, arg, "NCCL has no %s type (it moves float32, float64, int32, "
-                                 "uint32, int64, uint64, int8 and uint8)",
+                                 "uint32, int64, uint64, int8, uint8, float16 and bfloat16)",
                          gpurun_dtypes[buffer->dtype].name);
         return NCCL_FLOAT32;
     }

@@ -13,6 +13,7 @@
 #include "types/buffer_transfer.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 /* Elements generated per host-to-device copy: bounds the staging memory. */
@@ -64,6 +65,14 @@ static inline float next_float32(struct generator *g)
     return (float)(next_u64(g) >> 40) * 0x1p-24f;
 }
 
+/* The same for a float dtype of `digits` significant bits: a multiple of
+ * 2^-digits, which the dtype holds exactly (next_float32 and next_float64
+ * for 24 and 53 bits). */
+static inline double next_fraction(struct generator *g, int digits)
+{
+    return ldexp((double)(next_u64(g) >> (64 - digits)), -digits);
+}
+
 /* Uniform in [0, range) without modulo bias (Lemire's multiply-and-reject). */
 static inline uint64_t next_below(struct generator *g, uint64_t range)
 {
@@ -88,8 +97,8 @@ static int check_float_dtype(lua_State *L, int arg, int default_dtype, const cha
 {
     int dtype = gpurun_check_dtype(L, arg, default_dtype);
     if (gpurun_dtypes[dtype].kind != GPURUN_KIND_FLOAT)
-        gpurun_arg_error(L, arg, "float32 or float64 expected, got %s (%s)",
-                         gpurun_dtypes[dtype].name, instead);
+        gpurun_arg_error(L, arg, "float dtype (float32, float64, float16, bfloat16) expected, "
+                                 "got %s (%s)", gpurun_dtypes[dtype].name, instead);
     return dtype;
 }
 
@@ -116,6 +125,13 @@ static void draw_elements(const struct draws *d, void *host, size_t n)
         double *out = host;
         for (size_t i = 0; i < n; i++)
             out[i] = next_float64(g);
+        return;
+    }
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[d->dtype];
+    if (info->kind == GPURUN_KIND_FLOAT) { /* the 16-bit floats */
+        unsigned char *out = host;
+        for (size_t i = 0; i < n; i++)
+            gpurun_store_float(d->dtype, next_fraction(g, info->digits), out + i * info->size);
         return;
     }
     /* Two's complement: the low bytes of low + offset are the element. */
@@ -213,7 +229,7 @@ static int generator_integers(lua_State *L)
 }
 
 /* random_table(n [, dtype="float64"]) -> sequence of the floats random(n,
- * dtype) would put in a buffer; float32 values come rounded to float32. */
+ * dtype) would put in a buffer, each a multiple of 2^-digits of the dtype. */
 static int generator_random_table(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
@@ -223,7 +239,7 @@ static int generator_random_table(lua_State *L)
         gpurun_arg_error(L, 2, "too many elements for a Lua table");
     lua_createtable(L, (int)count, 0);
     for (size_t i = 0; i < count; i++) {
-        lua_pushnumber(L, dtype == GPURUN_FLOAT32 ? (double)next_float32(g) : next_float64(g));
+        lua_pushnumber(L, next_fraction(g, gpurun_dtypes[dtype].digits));
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -303,8 +303,8 @@ static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *gra
 {
     struct gpurun_stream_object *object = gpurun_check_open(L, index, &gpurun_stream_tag);
     if (object->stream.capture)
-        gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the builder, "
-                        "so that the graph keeps what it uses (capture abandoned)");
+        gpurun_refuse_captured(L, 0, NULL, "launch on the builder, so that the graph keeps "
+                                           "what it uses");
     if (object->stream.device != graph->device)
         gpurun_error(L, "the graph was captured on device %d and replays only there; the stream "
                         "belongs to device %d", graph->device, object->stream.device);
@@ -735,11 +735,7 @@ static int graph_nodes(lua_State *L)
 /* The node index at arg, 1-based. */
 static CUgraphNode check_node(lua_State *L, const struct graph *graph, int arg)
 {
-    lua_Integer index = gpurun_check_integer(L, arg, "integer node index");
-    if (index < 1 || (size_t)index > graph->node_count)
-        gpurun_arg_error(L, arg, "node index %I out of range (1..%d)", (LUAI_UACINT)index,
-                         (int)graph->node_count);
-    return graph->nodes[index - 1];
+    return graph->nodes[gpurun_check_index(L, arg, graph->node_count, "node")];
 }
 
 /* Pushes the kernel and node_launch of kernel node `arg`, or raises. */

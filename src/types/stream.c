@@ -52,8 +52,8 @@ static int stream_sync(lua_State *L)
 {
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     if (is_capturing(L, stream))
-        return gpurun_error(L, "Stream:sync: the stream is being captured into a graph "
-                               "(synchronizing is not allowed while building); capture abandoned");
+        return gpurun_refuse_captured(L, 0, "Stream:sync", "synchronize before begin_building "
+                                                          "or after end_building");
     gpurun_wait_stream(L, stream, "synchronizing a stream");
     return 0;
 }
@@ -100,8 +100,8 @@ static int stream_wait(lua_State *L)
 {
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     if (stream->capture)
-        return gpurun_error(L, "Stream:wait: the stream is being captured by a GraphBuilder: "
-                               "wait on the builder (builder:wait(...)) instead");
+        return gpurun_refuse_captured(L, 0, "Stream:wait", "wait on the builder "
+                                                          "(builder:wait(...)) instead");
     struct gpurun_event *event = gpurun_to_tagged(L, 2, &gpurun_event_tag);
     if (event) {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
@@ -116,8 +116,7 @@ static int stream_wait(lua_State *L)
     } else if (gpurun_to_tagged(L, 2, &gpurun_stream_tag)) {
         struct gpurun_stream *other = gpurun_check_stream(L, 2);
         if (other->capture)
-            return gpurun_arg_error(L, 2, "the stream is being captured by a GraphBuilder: wait "
-                                          "for it on a builder of that capture");
+            return gpurun_refuse_captured(L, 2, NULL, "wait for it on a builder of that capture");
         if (other->context != stream->context)
             return gpurun_arg_error(L, 2, "a stream of device %d expected (this one's), got one "
                                           "of device %d", stream->device, other->device);

@@ -86,7 +86,8 @@ return function(internal)
       raise(("bad argument #2 to 'Buffer:save' (shape {%s} holds %d elements, the buffer %d)")
         :format(table.concat(shape, ", "), elements, size))
     end
-    local header = assert(npy().header(dtype, shape))
+    local header, no_header = npy().header(dtype, shape)
+    if not header then raise("Buffer:save: " .. no_header) end -- a dtype NumPy lacks
     local file, why = io.open(path, "wb")
     if not file then raise("Buffer:save: cannot open " .. why) end
     local written, err = pcall(function()

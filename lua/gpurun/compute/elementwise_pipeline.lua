@@ -157,8 +157,10 @@ local function group_stages(stages, wanted, mode, what)
   return groups, temporaries
 end
 
+-- The type a stage kept in registers has: its dtype's compute type (float
+-- for float16 and bfloat16, rounded only where a kernel stores it).
 local function c_type_of(stage)
-  return stage.variable and stage.type or source.DTYPES[stage.type].c
+  return stage.variable and stage.type or source.DTYPES[stage.type].compute
 end
 
 -- One group's kernel: its parameters (inputs, earlier wanted stages, its
