@@ -1347,7 +1347,7 @@ for _, case in ipairs(PLACED) do
   if case.host_data then
     gpu_row(function(env) return { stream = env.building } end,
       arg_error(at, name, "option 'stream' cannot be a GraphBuilder here: the host data is copied "
-        .. "when the call is made"))
+        .. "when the call is made, not at each replay (make the buffer before begin_building)"))
   else
     gpu_row(function(env) return { stream = env.builder } end,
       "GraphBuilder is not building (it is idle): call begin_building() first")
@@ -1361,13 +1361,13 @@ row("gpurun.empty", nil, "a conditional body's graph cannot allocate memory", { 
     body:begin_building()
     return gpurun.empty(16, "float32", { stream = body })
   end })
-row("gpurun.empty", nil, P"gpurun%.MemoryPool%(device %d+, max 2%.00 MiB%): out of memory allocating 4%.00 MiB for 1048576 float32 elements in the graph being built: 2%.00 MiB of its 2%.00 MiB maximum left",
+row("gpurun.empty", nil, P"gpurun%.MemoryPool%(device %d+, max 64%.00 MiB%): out of memory allocating 128%.00 MiB for 33554432 float32 elements in the graph being built: 64%.00 MiB of its 64%.00 MiB maximum left",
   { gpu = true, call = function(env)
-    return gpurun.empty(1 << 20, "float32", { pool = env.small_pool, stream = env.building })
+    return gpurun.empty(1 << 25, "float32", { pool = env.small_pool, stream = env.building })
   end })
-row("gpurun.zeros", nil, P"gpurun%.MemoryPool%(device %d+, max 2%.00 MiB%): out of memory allocating 4%.00 MiB for 1048576 float32 elements: ",
+row("gpurun.zeros", nil, P"gpurun%.MemoryPool%(device %d+, max 64%.00 MiB%): out of memory allocating 128%.00 MiB for 33554432 float32 elements: ",
   { gpu = true, call = function(env)
-    return gpurun.zeros(1 << 20, "float32", { pool = env.small_pool, stream = env.stream })
+    return gpurun.zeros(1 << 25, "float32", { pool = env.small_pool, stream = env.stream })
   end })
 row("gpurun.empty", A(16), "cannot allocate a gpurun.Buffer while a graph is being built (allocate before "
   .. "begin_building, or pass { stream = builder } to allocate inside the graph)", { before = { "building" } })

@@ -101,7 +101,7 @@ extern "C" __global__ void halves(float *out, __half h, __nv_bfloat16 b, unsigne
     gpurun.launch(stream, config, halves, out, gpurun.f16(0.1), gpurun.bf16(-2.5), gpurun.u16(7))
     stream:sync()
     assert.are.same({ gpurun.f16(0.1).value, -2.5, 7.0 }, out:to_table())
-    local plan <close> = halves:bind(config, out, gpurun.bf16(3), gpurun.f16(1 / 3), 1)
+    local plan <close> = halves:bind(config, out, gpurun.f16(3), gpurun.bf16(1 / 3), 1)
     plan:launch(stream)
     stream:sync()
     assert.are.same({ 3.0, gpurun.bf16(1 / 3).value, 1.0 }, out:to_table())

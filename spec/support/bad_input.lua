@@ -230,7 +230,7 @@ GPU_FACTORIES = {
   closed_graph = function(env) return closed(env.built:complete()) end,
   pool = function() current_device(); return gpurun.MemoryPool() end,
   closed_pool = function() current_device(); return closed(gpurun.MemoryPool()) end,
-  small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 2 << 20 }) end,
+  small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 64 << 20 }) end, -- the driver rounds a maximum up to its granularity (32 MiB on an H200)
   default_pool = function() return current_device():memory_pool() end,
   pool_buffer = function(env) -- 16 float32 from env.pool, ordered on env.stream
     return gpurun.zeros(16, "float32", { pool = env.pool, stream = env.stream })

@@ -649,9 +649,11 @@ static int graph_nodes(lua_State *L)
         L, room * (sizeof(CUgraphEdgeData) + sizeof(CUgraphNode) + sizeof(size_t)));
     CUgraphNode *dependencies = (CUgraphNode *)(edges + room);
     size_t *dependency_indices = (size_t *)(dependencies + room);
-    size_t total = graph->node_count;
-    lua_createtable(L, (int)total, 0);
+    lua_createtable(L, (int)graph->node_count, 0);
     int list = lua_gettop(L);
+    /* Both allocations can run a finalizer that closes the graph. */
+    graph = check_graph(L, 1);
+    size_t total = graph->node_count;
     for (size_t i = 0; i < total; i++) {
         /* Each node is read from the driver first, then made into tables:
          * their allocations can run a finalizer that closes the graph,
