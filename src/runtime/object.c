@@ -7,12 +7,15 @@
  * table as its __index. A type with fields cannot: when __index is a table,
  * Lua looks a missing key up in that table's own metatable with the table,
  * not the object, so no getter could see which object it was asked about.
- * So each object of such a type gets a metatable of its own (the type's
+ * So an object of such a type that is asked for its methods often enough
+ * (PROMOTE_AFTER look-ups: one that is made, used once and closed never is,
+ * so making objects stays cheap) gets a metatable of its own (the type's
  * metamethods, copied) whose __index is a table of its own, holding a
  * reference to the object: a key it lacks goes to one C function that finds
  * the object there, answers a method and keeps it in the table (the next
  * look-up is a plain read), or reads a field. `__metatable` makes
- * getmetatable(object) the type's metatable, as before. */
+ * getmetatable(object) the type's metatable, as before. Until then the
+ * type's __index, one C function, answers. */
 #include "runtime/runtime.h"
 
 #include <string.h>
@@ -72,15 +75,23 @@ void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct 
     memset(object, 0, size);
     object->tag = tag;
     object->closed = 1;
-    if (luaL_getmetatable(L, tag->type_name) == LUA_TTABLE) {
-        if (lua_rawgetp(L, -1, &own_metatable_key) == LUA_TTABLE) {
-            set_own_metatable(L);
-            return object;
-        }
-        lua_pop(L, 1);
-    }
+    luaL_getmetatable(L, tag->type_name);
     lua_setmetatable(L, -2);
     return object;
+}
+
+/* Method look-ups through the type's __index before an object gets a
+ * metatable of its own. */
+#define PROMOTE_AFTER 3
+
+/* Gives the object at 1 its own metatable, when its type makes them. */
+static void promote(lua_State *L)
+{
+    int top = lua_gettop(L);
+    lua_pushvalue(L, 1);
+    if (lua_getmetatable(L, 1) && lua_rawgetp(L, -1, &own_metatable_key) == LUA_TTABLE)
+        set_own_metatable(L);
+    lua_settop(L, top);
 }
 
 /* "Buffer" of "gpurun.Buffer". */
@@ -137,8 +148,13 @@ static int type_index(lua_State *L)
         gpurun_check_tagged(L, 1, lua_touserdata(L, lua_upvalueindex(TAG)));
     lua_settop(L, 2);
     lua_pushvalue(L, 2);
-    if (lua_rawget(L, lua_upvalueindex(METHODS)) != LUA_TNIL)
+    if (lua_rawget(L, lua_upvalueindex(METHODS)) != LUA_TNIL) {
+        struct gpurun_object *object =
+            gpurun_to_tagged(L, 1, lua_touserdata(L, lua_upvalueindex(TAG)));
+        if (object && ++object->method_lookups == PROMOTE_AFTER)
+            promote(L);
         return 1;
+    }
     lua_pop(L, 1);
     return index_field(L);
 }

@@ -43,6 +43,9 @@ struct gpurun_tag {
 struct gpurun_object {
     const struct gpurun_tag *tag;
     int closed;
+    /* Method look-ups through the type's __index so far (runtime/object.c):
+     * an object looked up often enough gets a metatable of its own. */
+    unsigned int method_lookups;
     /* Graphs and builders that hold this object (runtime/capture.c): an
      * explicit close is refused while it is above 0. */
     int graph_users;
