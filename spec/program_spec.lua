@@ -95,7 +95,7 @@ describe("gpurun.ProgramOptions", function()
   it("names the key of an unknown option or a wrong type", function()
     local cases = {
       { { archh = "90" }, "unknown option 'archh' %(known: std, arch," },
-      { { [1] = "x" }, "unknown option a number key" },
+      { { [1] = "x" }, "unknown option: a number key" },
       { { std = 17 }, "'std' must be a C%+%+ standard such as \"c%+%+17\", got number" },
       { { std = "gnu++17" }, "'std' must be a C%+%+ standard such as \"c%+%+17\", got \"gnu%+%+17\"" },
       { { arch = "sm90" }, "'arch' must be an architecture such as \"sm_90\".*got \"sm90\"" },
@@ -220,7 +220,7 @@ describe("gpurun.Program", function()
     local program = gpurun.Program(VEC, "c++", { arch = "90" })
     assert.matches("bad argument #1 to 'Program:compile' %(\"ptx\" or \"cubin\" expected, got \"elf\"%)",
       error_of(function() return program:compile("elf") end))
-    assert.matches("bad argument #2 to 'Program:compile' %(unknown key 'names'",
+    assert.matches("bad argument #2 to 'Program:compile' %(unknown option 'names' %(known: name_expressions, name%)",
       error_of(function() return program:compile("ptx", { names = {} }) end))
     assert.matches("bad argument #2 to 'Program:compile' %(name_expressions must be a list of strings%)",
       error_of(function() return program:compile("ptx", { name_expressions = "vec_add" }) end))

@@ -59,11 +59,15 @@ local function param_error(kernel, index, fmt, ...)
         param.type, param.name) .. fmt:format(...))
 end
 
-local function check_options(options, what)
+local KERNEL_OPTIONS = { "block", "unroll", "blocks_per_sm", "preamble" }
+
+local function check_options(options, what, known)
   options = options or {}
   if type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
   end
+  local unknown = require("gpurun.options").unknown(options, known or KERNEL_OPTIONS)
+  if unknown then raise(what .. ": " .. unknown) end
   local function integer(key, low, high, default)
     local value = options[key]
     if value == nil then

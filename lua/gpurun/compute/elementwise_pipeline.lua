@@ -243,6 +243,9 @@ local function constructor(elementwise)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
+    local unknown = require("gpurun.options").unknown(options or {},
+      { "fuse", "block", "unroll", "blocks_per_sm", "preamble" })
+    if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
       kernel_options[key] = value
