@@ -409,6 +409,9 @@ row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name mus
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
 row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
+row("gpurun.guard", A(), arg_error(1, "guard", "function or table expected, got no value"))
+row("gpurun.guard", A(5), arg_error(1, "guard", "function or table expected, got number"))
+row("gpurun.guard", A("f"), arg_error(1, "guard", "function or table expected, got string"))
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", { blok = 64 }),
   EW .. ": unknown option 'blok' (known: block, unroll, blocks_per_sm, preamble)")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, "r", "p", { fusion = "never" }),
@@ -1539,6 +1542,19 @@ describe("bad input", function()
     local reference = bad.reference()
     local counts, failures = bad.run(select_rows(true), reference)
     report("GPU", counts, failures)
+  end)
+
+  -- The capture rule, table-driven: every row above (so every public
+  -- function and method, by the completeness check) raises while a builder
+  -- captures, and the builder is then abandoned, the stream takes a plain
+  -- launch at once, and the builder begins again.
+  it("ends the capture on every error raised while a builder captures #gpu", function()
+    local reference = bad.reference()
+    reference.capture_stream = gpurun.Device(0):create_stream()
+    local all = {}
+    for _, r in ipairs(rows) do all[#all + 1] = r end
+    local counts, failures = bad.run(all, reference, true)
+    report("capture rule", counts, failures)
   end)
 
   it("survives the sequences that once crashed, each in a child process", function()

@@ -132,4 +132,6 @@ function bench.capture(stream, pipeline, options)
   return graph
 end
 
-return bench
+-- bench.capture runs while a builder captures: its errors (and those of the
+-- rest) end the capture as gpurun's own do.
+return gpurun.guard(bench)

@@ -119,4 +119,6 @@ function dist.device()
   return ordinal and gpurun.Device(ordinal) or nil
 end
 
-return dist
+-- Scripts call these while a builder captures (a collective is captured):
+-- their errors end the capture as gpurun's own do.
+return gpurun.guard(dist)

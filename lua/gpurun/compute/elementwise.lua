@@ -513,6 +513,12 @@ elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructo
 
 -- The module is callable too, so that installed as gpurun.elementwise it is
 -- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).
+-- Scripts call these (and the kernels' methods) while a builder captures:
+-- their errors end the capture as gpurun's own do, whether they came
+-- through gpurun.elementwise or straight from this module.
+gpurun.guard(Kernel)
+gpurun.guard(elementwise)
+
 return setmetatable(elementwise, {
   __call = function(_, ...)
     return elementwise.elementwise(...)

@@ -375,4 +375,8 @@ function Pipeline:__tostring()
                                                                     #self.kernels == 1 and "" or "s")
 end
 
+-- A pipeline's methods run while a builder captures: their errors end the
+-- capture as gpurun's own do.
+require("gpurun").guard(Pipeline)
+
 return { constructor = constructor, Pipeline = Pipeline }
