@@ -423,6 +423,13 @@ row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name mus
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
 row("gpurun.elementwise", A("float8 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float8' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
+row("gpurun.guard", A(), arg_error(1, "guard", "function or table expected, got no value"))
+row("gpurun.guard", A(5), arg_error(1, "guard", "function or table expected, got number"))
+row("gpurun.guard", A("f"), arg_error(1, "guard", "function or table expected, got string"))
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", { blok = 64 }),
+  EW .. ": unknown option 'blok' (known: block, unroll, blocks_per_sm, preamble)")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, "r", "p", { fusion = "never" }),
+  "elementwise pipeline 'p': unknown option 'fusion' (known: fuse, block, unroll, blocks_per_sm, preamble)")
 row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
 row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
@@ -437,7 +444,7 @@ local option_cases = {
   { 42, arg_error(1, "ProgramOptions", "table expected, got number") },
   { R.options, arg_error(1, "ProgramOptions", "table expected, got gpurun.ProgramOptions") },
   { { nope = 1 }, OPTION .. "unknown option 'nope' (known: std, arch, defines, include_paths" },
-  { { [1] = true }, OPTION .. "unknown option a number key" },
+  { { [1] = true }, OPTION .. "unknown option: a number key" },
   { { std = 17 }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got number" },
   { { std = "c++1" }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got \"c++1\"" },
   { { std = "c++2x" }, OPTION .. "'std' must be a C++ standard" },
@@ -497,12 +504,12 @@ row("Program:compile", A(R.program, {}), arg_error(1, "compile", "string expecte
 row("Program:compile", A(R.program, "PTX"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"PTX\""))
 row("Program:compile", A(R.program, "sass"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"sass\""))
 row("Program:compile", A(R.program, 5), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"5\""))
-row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table expected, got number"))
-row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table expected, got string"))
+row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table of options expected, got number"))
+row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table of options expected, got string"))
 row("Program:compile", A(R.program, "ptx", { foo = 1 }),
-  arg_error(2, "compile", "unknown key 'foo' (name_expressions or name expected)"))
+  arg_error(2, "compile", "unknown option 'foo' (known: name_expressions, name)"))
 row("Program:compile", A(R.program, "ptx", { [1] = 2 }),
-  arg_error(2, "compile", "unexpected number key (name_expressions or name expected)"))
+  arg_error(2, "compile", "unknown option: a number key (known: name_expressions, name)"))
 for _, name in ipairs({ "", 5, "a\0b", {} }) do
   row("Program:compile", A(R.program, "ptx", { name = name }),
     arg_error(2, "compile", "name must be a non-empty string"))
@@ -551,8 +558,8 @@ local config_cases = {
   { {}, CONFIG .. "grid and block are required" },
   { { grid = 1 }, CONFIG .. "grid and block are required" },
   { { block = 1 }, CONFIG .. "grid and block are required" },
-  { { grid = 1, block = 1, shmem = 4 }, CONFIG .. "unknown field 'shmem' (grid, block, shmem_size, cluster, is_cooperative, programmatic_stream_serialization expected)" },
-  { { grid = 1, block = 1, [1] = 2 }, CONFIG .. "unknown field" },
+  { { grid = 1, block = 1, shmem = 4 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'shmem' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization))" },
+  { { grid = 1, block = 1, [1] = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option: a number key (known: grid," },
   { { grid = 0, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 0" },
   { { grid = -1, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got -1" },
   { { grid = 2147483648, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 2147483648" },
@@ -936,9 +943,9 @@ row("GraphBuilder:debug_dot_print", A(R.building, "/nonexistent-gpurun/g.dot"),
   "GraphBuilder:debug_dot_print: nothing built (it is building): end_building() first")
 row("GraphBuilder:debug_dot_print", A(R.built), arg_error(1, "debug_dot_print", "string expected, got no value"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", 5),
-  arg_error(2, "debug_dot_print", "table expected, got number"))
+  arg_error(2, "debug_dot_print", "table of options expected, got number"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", { nope = true }),
-  arg_error(2, "debug_dot_print", "unknown option 'nope' (verbose, kernel_node_params, "
+  arg_error(2, "debug_dot_print", "unknown option 'nope' (known: verbose, kernel_node_params, "
     .. "memcpy_node_params, memset_node_params, event_node_params, kernel_node_attributes, handles, "
     .. "conditional_node_params)"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/nonexistent-gpurun/g.dot"), "writing the graph's DOT file")
@@ -968,6 +975,7 @@ row("Graph:set_enabled", A(R.graph, 1, 1), arg_error(2, "set_enabled", "boolean 
 row("Graph:to_dot", A(R.graph, 5), arg_error(1, "to_dot", "table of options expected, got number"))
 row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title must be a string, got number"))
 row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
+row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
 -- ---- gpurun.dist ------------------------------------------------------------------------------
@@ -977,7 +985,7 @@ row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 row("dist.init", A(5), arg_error(1, "dist.init", "table of options or nil expected, got number"))
 row("dist.init", A("x"), arg_error(1, "dist.init", "table of options or nil expected, got string"))
 row("dist.init", A({ devise = 1 }), "dist.init: unknown option 'devise' (known: device)")
-row("dist.init", A({ [1] = true }), "dist.init: unknown option a number key (known: device)")
+row("dist.init", A({ [1] = true }), "dist.init: unknown option: a number key (known: device)")
 row("dist.init", A({ device = 1.5 }), "dist.init: 'device' must be a device ordinal or false, got 1.5")
 row("dist.init", A({ device = "0" }), "dist.init: 'device' must be a device ordinal or false, got string")
 row("dist.init", A({ device = true }), "dist.init: 'device' must be a device ordinal or false, got boolean")
@@ -1745,6 +1753,19 @@ describe("bad input", function()
     local reference = bad.reference()
     local counts, failures = bad.run(select_rows(true), reference)
     report("GPU", counts, failures)
+  end)
+
+  -- The capture rule, table-driven: every row above (so every public
+  -- function and method, by the completeness check) raises while a builder
+  -- captures, and the builder is then abandoned, the stream takes a plain
+  -- launch at once, and the builder begins again.
+  it("ends the capture on every error raised while a builder captures #gpu", function()
+    local reference = bad.reference()
+    reference.capture_stream = gpurun.Device(0):create_stream()
+    local all = {}
+    for _, r in ipairs(rows) do all[#all + 1] = r end
+    local counts, failures = bad.run(all, reference, true)
+    report("capture rule", counts, failures)
   end)
 
   it("survives the sequences that once crashed, each in a child process", function()

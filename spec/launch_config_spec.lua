@@ -29,7 +29,7 @@ describe("LaunchConfig", function()
       { { grid = "8", block = 1 }, "grid must be an integer or a table" },
       { { grid = { 1, 2, 3, 4 }, block = 1 }, "grid has 4 entries, at most 3" },
       { { grid = 1 }, "grid and block are required" },
-      { { grid = 1, block = 1, shmem = 4 }, "unknown field 'shmem'" },
+      { { grid = 1, block = 1, shmem = 4 }, "unknown option 'shmem' (known: grid, block, shmem_size," },
       { { grid = 1, block = 1, shmem_size = -1 }, "shmem_size must be an integer number of bytes >= 0" },
     }
     for _, case in ipairs(cases) do

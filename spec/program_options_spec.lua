@@ -79,7 +79,7 @@ describe("gpurun.ProgramOptions", function()
   it("names the key of an unknown option or a wrong type", function()
     local cases = {
       { { archh = "90" }, "unknown option 'archh' %(known: std, arch," },
-      { { [1] = "x" }, "unknown option a number key" },
+      { { [1] = "x" }, "unknown option: a number key" },
       { { std = 17 }, "'std' must be a C%+%+ standard such as \"c%+%+17\", got number" },
       { { std = "gnu++17" }, "'std' must be a C%+%+ standard such as \"c%+%+17\", got \"gnu%+%+17\"" },
       { { arch = "sm90" }, "'arch' must be an architecture such as \"sm_90\".*got \"sm90\"" },

@@ -116,7 +116,7 @@ describe("gpurun.Program", function()
     local program = gpurun.Program(VEC, "c++", { arch = "90" })
     assert.matches("bad argument #1 to 'Program:compile' %(\"ptx\" or \"cubin\" expected, got \"elf\"%)",
       error_of(function() return program:compile("elf") end))
-    assert.matches("bad argument #2 to 'Program:compile' %(unknown key 'names'",
+    assert.matches("bad argument #2 to 'Program:compile' %(unknown option 'names' %(known: name_expressions, name%)",
       error_of(function() return program:compile("ptx", { names = {} }) end))
     assert.matches("bad argument #2 to 'Program:compile' %(name_expressions must be a list of strings%)",
       error_of(function() return program:compile("ptx", { name_expressions = "vec_add" }) end))

@@ -17,6 +17,7 @@
 
 local gpurun = require("gpurun")
 local with_range = require("gpurun.nvtx").with_range
+local check_options = require("gpurun.options").check
 
 local bench = {}
 
@@ -59,7 +60,11 @@ end
 -- gpurun.progress line, told after each repeat).
 -- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... },
 -- per_step }: iters counts calls of step.
+local RUN_OPTIONS = { "iters", "warmup", "repeats", "per_step", "name", "progress" }
+
 function bench.run(stream, step, options)
+  if options == nil then error("bench.run: options with iters are required", 2) end
+  check_options("bench.run", options, RUN_OPTIONS)
   local iters = options.iters
   local warmup = options.warmup or DEFAULT_WARMUP
   local repeats = options.repeats or 1
@@ -118,6 +123,7 @@ local function capture_into(builder, pipeline, iterations)
 end
 
 function bench.capture(stream, pipeline, options)
+  check_options("bench.capture", options, { "iterations", "auto_free_on_launch" })
   local iterations = options and options.iterations or 1
   if math.type(iterations) ~= "integer" or iterations < 1 then
     error("bench.capture: options.iterations must be a positive integer, got "
@@ -146,4 +152,6 @@ function bench.graph_peak(device, graph, stream)
   return device:graph_memory().used_high
 end
 
-return bench
+-- bench.capture runs while a builder captures: its errors (and those of the
+-- rest) end the capture as gpurun's own do.
+return gpurun.guard(bench)

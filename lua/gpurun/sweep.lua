@@ -88,6 +88,7 @@ sweep.GRAPH = {
 -- Adds --from, --to, --step, --repeats, --json FILE, --csv FILE, --plot
 -- FILE. defaults: { from =, to = } as size text ("2^10").
 function sweep.add_options(cli, defaults)
+  defaults = require("gpurun.options").check("sweep.add_options", defaults, { "from", "to" }) or {}
   cli:converted_option("--from", "Smallest size in elements (N or 2^K).", defaults.from,
                        sizes.parse_size):argname("<N|2^K>")
   cli:converted_option("--to", "Largest size in elements (N or 2^K).", defaults.to,

@@ -111,6 +111,7 @@ catalog.functions = {
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
   pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
   load = { args = { "path" } },
+  guard = { args = { "any" } },
 }
 
 -- Methods, by type; self comes first and is not listed.

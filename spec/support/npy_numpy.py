@@ -11,11 +11,21 @@ for gpurun to load, and a check of the files gpurun saved.
   npy_numpy.py check DIR   loads DIR/from_gpurun_<dtype>.npy and
                            DIR/from_gpurun_matrix.npy and compares them
                            with the same values
+  npy_numpy.py verdicts DIR
+                           np.load's verdict on every DIR/*.npy, one JSON
+                           object a line (spec/npy_numpy_spec.lua): name,
+                           ok, and descr (dtype.str), shape, and from the
+                           header: fortran, header_shape and plain (a dtype
+                           with no fields or subarray) when it loads, else
+                           error; dimensions as strings (JSON's numbers are
+                           doubles)
 
-Prints OK and exits 0, or prints each difference and exits 1.
+write and check print OK and exit 0, or print each difference and exit 1.
 """
+import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -74,11 +84,40 @@ def check(directory):
     return 0
 
 
+def header_of(path):
+    """The header's fortran_order, shape and dtype, as NumPy reads them."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        return np.lib.format._read_array_header(f, version)
+
+
+def verdicts(directory):
+    warnings.simplefilter("ignore")  # deprecated spellings still load
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".npy"):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            array = np.load(path)
+            header_shape, fortran, dtype = header_of(path)
+            verdict = {"name": name, "ok": True, "descr": array.dtype.str,
+                       "shape": [str(n) for n in array.shape],
+                       "fortran": bool(fortran),
+                       "header_shape": [str(n) for n in header_shape],
+                       "plain": dtype.names is None and dtype.subdtype is None}
+        except Exception as error:  # any refusal, whatever NumPy raised
+            verdict = {"name": name, "ok": False,
+                       "error": "%s: %s" % (type(error).__name__, str(error)[:200])}
+        print(json.dumps(verdict))
+    return 0
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("write", "check"):
-        print("usage: npy_numpy.py write|check DIR", file=sys.stderr)
+    modes = {"write": write, "check": check, "verdicts": verdicts}
+    if len(argv) != 3 or argv[1] not in modes:
+        print("usage: npy_numpy.py write|check|verdicts DIR", file=sys.stderr)
         return 2
-    return write(argv[2]) if argv[1] == "write" else check(argv[2])
+    return modes[argv[1]](argv[2])
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ static const char *const lua_parts[] = {
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
     "npy_files",       /* gpurun.load, Buffer:save */
+    "guard",           /* gpurun.guard */
 };
 
 int luaopen_gpurun(lua_State *L)

@@ -95,8 +95,9 @@ void gpurun_guard_table(lua_State *L, int index)
 {
     index = lua_absindex(L, index);
     for (lua_pushnil(L); lua_next(L, index); lua_pop(L, 1)) {
-        if (lua_type(L, -1) != LUA_TFUNCTION
-            || (lua_iscfunction(L, -1) && lua_tocfunction(L, -1) == guarded_call))
+        /* C functions raise through gpurun_error already; a guarded one is
+         * not guarded twice. */
+        if (lua_type(L, -1) != LUA_TFUNCTION || lua_iscfunction(L, -1))
             continue;
         lua_pushvalue(L, -2);
         gpurun_push_guarded(L, -2);

@@ -131,7 +131,8 @@ int gpurun_error_outside(lua_State *L, const char *inside, const char *message);
  * objects' methods through internal.guard. */
 void gpurun_push_guarded(lua_State *L, int index);
 
-/* Guards every function-valued field of the table at index, in place. */
+/* Guards every Lua function of the table at index, in place (C functions
+ * raise through gpurun_error already). */
 void gpurun_guard_table(lua_State *L, int index);
 
 /* "bad argument #n to 'Type:method' (why)": the name is the running

@@ -382,6 +382,11 @@ static const struct {
     {"conditional_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS},
 };
 
+static const char *const dot_flag_names[] = {
+    "verbose", "kernel_node_params", "memcpy_node_params", "memset_node_params",
+    "event_node_params", "kernel_node_attributes", "handles", "conditional_node_params", NULL
+};
+
 /* debug_dot_print(path [, options]): the driver's own Graphviz picture of
  * the built graph, in a file (cuda.core's name); options: { verbose = true,
  * kernel_node_params = true, ... }. graph:to_dot() draws gpurun's. */
@@ -390,22 +395,12 @@ static int builder_debug_dot_print(lua_State *L)
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
     const char *path = gpurun_check_string(L, 2, NULL);
     unsigned int flags = 0;
-    if (!lua_isnoneornil(L, 3)) {
-        gpurun_check_table(L, 3);
-        for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
-            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-            size_t i = 0;
-            while (key && i < sizeof dot_flags / sizeof dot_flags[0]
-                   && strcmp(dot_flags[i].name, key) != 0)
-                i++;
-            if (!key || i == sizeof dot_flags / sizeof dot_flags[0])
-                return gpurun_arg_error(L, 3, "unknown option %s (verbose, kernel_node_params, "
-                                              "memcpy_node_params, memset_node_params, "
-                                              "event_node_params, kernel_node_attributes, "
-                                              "handles, conditional_node_params)",
-                                        key ? lua_pushfstring(L, "'%s'", key) : "key");
+    if (gpurun_check_options(L, 3, dot_flag_names)) {
+        for (size_t i = 0; i < sizeof dot_flags / sizeof dot_flags[0]; i++) {
+            lua_getfield(L, 3, dot_flags[i].name);
             if (lua_toboolean(L, -1))
                 flags |= dot_flags[i].flag;
+            lua_pop(L, 1);
         }
     }
     if (builder->capture.role != GPURUN_CAPTURE_ORIGIN

@@ -45,6 +45,8 @@ return function(internal)
         :format(type(options)))
     end
     options = options or {}
+    local unknown = require("gpurun.options").unknown(options, { "name", "title" })
+    if unknown then internal.raise(("bad argument #1 to 'Graph:to_dot' (%s)"):format(unknown)) end
     local name = option(options, "name", "string") or "gpurun_graph"
     local title = option(options, "title", "string")
     local nodes = graph:nodes()

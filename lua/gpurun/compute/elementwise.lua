@@ -68,11 +68,15 @@ local function param_error(kernel, index, fmt, ...)
         param.type, param.name) .. fmt:format(...))
 end
 
-local function check_options(options, what)
+local KERNEL_OPTIONS = { "block", "unroll", "blocks_per_sm", "preamble" }
+
+local function check_options(options, what, known)
   options = options or {}
   if type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
   end
+  local unknown = require("gpurun.options").unknown(options, known or KERNEL_OPTIONS)
+  if unknown then raise(what .. ": " .. unknown) end
   local function integer(key, low, high, default)
     local value = options[key]
     if value == nil then
@@ -496,6 +500,12 @@ elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructo
 
 -- The module is callable too, so that installed as gpurun.elementwise it is
 -- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).
+-- Scripts call these (and the kernels' methods) while a builder captures:
+-- their errors end the capture as gpurun's own do, whether they came
+-- through gpurun.elementwise or straight from this module.
+gpurun.guard(Kernel)
+gpurun.guard(elementwise)
+
 return setmetatable(elementwise, {
   __call = function(_, ...)
     return elementwise.elementwise(...)

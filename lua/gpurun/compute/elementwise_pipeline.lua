@@ -255,6 +255,9 @@ local function constructor(elementwise)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
+    local unknown = require("gpurun.options").unknown(options or {},
+      { "fuse", "block", "unroll", "blocks_per_sm", "preamble" })
+    if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
       kernel_options[key] = value
@@ -442,5 +445,9 @@ function Pipeline:__tostring()
   return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
                                                                     #self.kernels == 1 and "" or "s")
 end
+
+-- A pipeline's methods run while a builder captures: their errors end the
+-- capture as gpurun's own do.
+require("gpurun").guard(Pipeline)
 
 return { constructor = constructor, Pipeline = Pipeline }
