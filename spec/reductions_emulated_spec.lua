@@ -5,6 +5,7 @@
 -- spec/support/emulated_gpu.lua. The same checks on the real device are
 -- spec/reductions_spec.lua's #gpu ones; these catch a wrong index, order or
 -- look-back before a GPU ever runs them. Pending where g++ is missing.
+local gpurun = require("gpurun")
 local emulated = require("spec.support.emulated_gpu")
 
 local available = emulated.available()
@@ -16,8 +17,8 @@ local function values(n, dtype, seed)
   for i = 1, n do
     state = (state * 1103515245 + 12345) % 2147483648
     local u = state / 2147483648
-    if dtype == "float32" or dtype == "float64" then
-      -- exact in float32: quarters in [-8, 8)
+    if dtype:match("float") then
+      -- exact in float32, float16 and bfloat16: quarters in [-8, 8)
       list[i] = math.floor(u * 64) / 4 - 8
     elseif dtype == "int8" then
       list[i] = math.floor(u * 200) - 100
@@ -28,6 +29,11 @@ local function values(n, dtype, seed)
     end
   end
   return list
+end
+
+-- A value as a dtype stores it (gpurun's one rounding rule).
+local function as(dtype, value)
+  return gpurun[gpurun.dtypes[dtype].scalar](value).value
 end
 
 local function check(cond, fmt, ...)
@@ -46,7 +52,8 @@ describe("emulated reductions", function()
     local session <close> = emulated.session{ multiprocessors = 2 }
     local M, stream = session.modules, session.stream
     local cases = {}
-    for _, dtype in ipairs{ "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" } do
+    for _, dtype in ipairs{ "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8",
+                            "int16", "uint16" } do
       for _, n in ipairs{ 1, 5, 33, 1023, 4099, 20011 } do
         local t = values(n, dtype, n)
         local x = session:array(t, dtype)
@@ -83,6 +90,53 @@ describe("emulated reductions", function()
       if case.out.prod then
         local got = case.out.prod:get(1)
         check(got == prod or math.abs(got - prod) <= 1e-12 * math.abs(prod), "%s: prod %s, want %s", what, got, prod)
+      end
+    end
+  end)
+
+  it("reduce float16 and bfloat16 in float, rounding only the result, against the host", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local M, stream = session.modules, session.stream
+    local cases = {}
+    for _, dtype in ipairs{ "float16", "bfloat16" } do
+      for _, n in ipairs{ 1, 33, 4099, 20011 } do
+        local t = values(n, dtype, n)
+        local x = session:array(t, dtype)
+        local case = { dtype = dtype, n = n, t = t, out = {} }
+        for _, op in ipairs{ "sum", "min", "max", "argmin", "argmax", "any", "all", "mean", "norm" } do
+          case.out[op] = M.prebuilt[op](stream, x)
+        end
+        case.out.f32 = M.prebuilt.sum(stream, x, nil, { accumulate = "float32" })
+        case.out.rows = M.prebuilt.sum(stream, x, session:zeros(1, dtype), { rows = 1, cols = n, axis = 2 })
+        case.out.diff = M.prebuilt.max_abs_diff(stream, x, 0.25)
+        cases[#cases + 1] = case
+      end
+    end
+    session:run()
+    for _, case in ipairs(cases) do
+      local what = ("%s n=%d"):format(case.dtype, case.n)
+      local sum, squares, lo, hi, lo_at, hi_at, diff = 0, 0, math.huge, -math.huge, 0, 0, 0
+      for i, v in ipairs(case.t) do
+        sum, squares = sum + v, squares + v * v
+        if v < lo then lo, lo_at = v, i end
+        if v > hi then hi, hi_at = v, i end
+        diff = math.max(diff, math.abs(v - 0.25))
+      end
+      assert.are.equal(case.dtype, case.out.sum.dtype, what)
+      -- quarters sum exactly in float: only the stored result is rounded
+      check(case.out.sum:get(1) == as(case.dtype, sum), "%s: sum %s, want %s", what, case.out.sum:get(1),
+            as(case.dtype, sum))
+      check(case.out.rows:get(1) == as(case.dtype, sum), "%s: row sum %s", what, case.out.rows:get(1))
+      check(case.out.f32:get(1) == sum, "%s: float32 sum %s, want %s", what, case.out.f32:get(1), sum)
+      assert.are.same({ lo, hi, lo_at, hi_at }, { case.out.min:get(1), case.out.max:get(1),
+                                                 case.out.argmin:get(1), case.out.argmax:get(1) }, what)
+      check(case.out.any:get(1) == (lo ~= 0 or hi ~= 0) and 1 or 0, "%s: any", what)
+      assert.are.equal("float32", case.out.diff.dtype)
+      check(case.out.diff:get(1) == diff, "%s: max_abs_diff %s, want %s", what, case.out.diff:get(1), diff)
+      local ulp = 2.0 ^ (1 - gpurun.dtypes[case.dtype].digits)
+      for name, want in pairs{ mean = sum / case.n, norm = math.sqrt(squares) } do
+        local got = case.out[name]:get(1)
+        check(math.abs(got - want) <= ulp * math.abs(want) + 1e-30, "%s: %s %s, want %s", what, name, got, want)
       end
     end
   end)
@@ -267,6 +321,44 @@ describe("emulated reductions", function()
     for i = 1, n do squares = squares + a[i] * a[i] * 0.25 end
     assert.is_true(math.abs(y:get(1) - math.sqrt(squares)) <= 1e-6 * math.sqrt(squares))
   end)
+
+  it("run float16 pipelines ending in a reduction fused, and unfused through a temporary", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local M, stream = session.modules, session.stream
+    local n = 9001
+    local a, b = values(n, "float16", 1), values(n, "float16", 2)
+    local da, db = session:array(a, "float16"), session:array(b, "float16")
+    local results = {}
+    for _, fuse in ipairs{ "auto", "never" } do
+      local pipe = M.elementwise.pipeline("float16 a, float16 b",
+        { "float16 r = a * b - a", "sum float32 s = r", "max float16 m = r" }, "s, m", "dot_" .. fuse,
+        { fuse = fuse })
+      assert.are.equal(fuse == "auto" and 1 or 3, #pipe.kernels)
+      local s, m = session:zeros(1, "float32"), session:zeros(1, "float16")
+      pipe(stream, da, db, s, m)
+      local rows = session:zeros(3, "float32")
+      local per_row = M.elementwise.pipeline("float16 a, float16 b", { "float16 r = a * b", "sum float32 s = r" },
+                                             "s", "rows_" .. fuse, { fuse = fuse })
+      per_row(stream, da:view(1, 9000), db:view(1, 9000), rows, { rows = 3, cols = 3000, axis = 2 })
+      results[fuse] = { s = s, m = m, rows = rows }
+    end
+    session:run()
+    -- quarters times quarters less a quarter: exact in float16 and in float, fused or stored
+    local sum, best = 0, -math.huge
+    for i = 1, n do
+      local v = a[i] * b[i] - a[i]
+      assert(as("float16", v) == v)
+      sum, best = sum + v, math.max(best, v)
+    end
+    for fuse, got in pairs(results) do
+      assert.are.same({ sum, best }, { got.s:get(1), got.m:get(1) }, fuse)
+      for r = 1, 3 do
+        local dot = 0
+        for i = (r - 1) * 3000 + 1, r * 3000 do dot = dot + a[i] * b[i] end
+        assert.are.equal(dot, got.rows:get(r), fuse)
+      end
+    end
+  end)
 end)
 
 describe("emulated scans and select", function()
@@ -330,6 +422,44 @@ describe("emulated scans and select", function()
     assert.are.same(scanned(source, "inclusive", math.max, math.mininteger), maxes:to_table())
     assert.are.same(scanned(source, "inclusive", math.min, math.maxinteger), own:to_table())
     assert.are.same(scanned(source, "inclusive", add, 0), in_place:to_table())
+  end)
+
+  it("scan float16 and bfloat16 in float, rounding each stored prefix once, and select them", function()
+    local session <close> = emulated.session{ multiprocessors = 2, concurrency = 4 }
+    local M, stream = session.modules, session.stream
+    local cases = {}
+    for _, dtype in ipairs{ "float16", "bfloat16" } do
+      for _, n in ipairs{ 31, TILE + 1, 5 * TILE + 5 } do
+        local t = values(n, dtype, n)
+        local x = session:array(t, dtype)
+        local case = { dtype = dtype, n = n, t = t, inclusive = session:zeros(n, dtype),
+                       wide = session:zeros(n, "float32"), max = session:zeros(n, dtype),
+                       picked = session:zeros(n, dtype), count = session:zeros(1, "int64") }
+        M.scan.inclusive_scan(stream, x, case.inclusive)
+        M.scan.exclusive_scan(stream, x, case.wide)
+        M.scan.inclusive_scan(stream, x, case.max, "max")
+        M.scan.select(stream, x, "x > 0.5f", case.picked, case.count)
+        cases[#cases + 1] = case
+      end
+    end
+    session:run()
+    for _, case in ipairs(cases) do
+      local what = ("%s n=%d"):format(case.dtype, case.n)
+      local inclusive, wide = scanned(case.t, "inclusive", add, 0), scanned(case.t, "exclusive", add, 0)
+      local maxes = scanned(case.t, "inclusive", math.max, -math.huge)
+      local got, got_wide, got_max = case.inclusive:to_table(), case.wide:to_table(), case.max:to_table()
+      for i = 1, case.n do
+        check(got[i] == as(case.dtype, inclusive[i]), "%s: element %d is %s, want %s", what, i, got[i],
+              as(case.dtype, inclusive[i]))
+        check(got_wide[i] == wide[i], "%s: float32 element %d is %s, want %s", what, i, got_wide[i], wide[i])
+        check(got_max[i] == maxes[i], "%s: max element %d is %s, want %s", what, i, got_max[i], maxes[i])
+      end
+      local want = {}
+      for _, v in ipairs(case.t) do if v > 0.5 then want[#want + 1] = v end end
+      assert.are.equal(#want, case.count:get(1), what)
+      local picked = case.picked:to_table()
+      for i = 1, #want do check(picked[i] == want[i], "%s: picked element %d", what, i) end
+    end
   end)
 
   it("scan deterministically in a chain of tiles when asked", function()

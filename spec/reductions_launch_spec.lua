@@ -14,8 +14,10 @@ local C_TO_DTYPE = {}
 for dtype, info in pairs(source.DTYPES) do
   C_TO_DTYPE[info.c] = dtype
 end
-local C_TO_SCALAR = { ["unsigned long long"] = "u64", ["unsigned int"] = "u32", int = "i32",
-                      ["long long"] = "i64", float = "f32", double = "f64" }
+local C_TO_SCALAR = {} -- a scalar parameter's C type -> the typed scalar that fills it
+for _, info in pairs(source.DTYPES) do
+  C_TO_SCALAR[info.c] = info.scalar
+end
 
 -- ---- stand-ins --------------------------------------------------------------------
 
@@ -62,6 +64,7 @@ end
 
 local launches = {}
 local recording = true
+local programs = {} -- every program text the stand-in Program was given, in order
 
 local function refuse(fmt, ...)
   error(fmt:format(...), 0)
@@ -112,6 +115,7 @@ local function install()
              get_attribute = function() return 2048 end }
   end
   gpurun.Program = function(text)
+    programs[#programs + 1] = text
     return {
       compile = function()
         return { get_kernel = function(_, name)
@@ -255,6 +259,67 @@ describe("reduction launches (stand-ins for the GPU)", function()
     pipe(stream, a, a, new_buffer(12, "float32"), new_buffer(3, "float64"), new_buffer(3, "int64"),
          { rows = 3, cols = 4, axis = 2 })
     assert.are.equal("dot_segments_warp", launches[#launches].kernel.name)
+  end)
+
+  -- What NVRTC makes of the programs given since `from` (no GPU needed).
+  local function compile_programs(from)
+    local compiled = 0
+    for index = from + 1, #programs do
+      local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_90" }
+      local program <close> = saved.Program(programs[index], "c++", options)
+      local code <close> = program:compile("ptx")
+      assert.matches("%.entry ", code.code)
+      compiled = compiled + 1
+    end
+    return compiled
+  end
+
+  it("pass 16-bit dtypes' arguments as their kernels declare them, and the programs compile", function()
+    local from_program = #programs
+    for _, dtype in ipairs{ "float16", "bfloat16", "int16", "uint16" } do
+      local float = source.DTYPES[dtype].float
+      local x = new_buffer(5000, dtype)
+      local from = #launches
+      M.prebuilt.sum(stream, x, new_buffer(1, float and dtype or "int64"))
+      M.prebuilt.argmax(stream, x, new_buffer(1, "int64"))
+      M.prebuilt.max(stream, x, new_buffer(4, dtype), { rows = 4, cols = 1250, axis = 2 })
+      M.scan.inclusive_scan(stream, x, new_buffer(5000, dtype))
+      M.scan.select(stream, x, "x > 1", new_buffer(5000, dtype), new_buffer(1, "int64"))
+      local names = {}
+      for index, launch in ipairs(last_launches(from)) do names[index] = launch.kernel.name end
+      assert.are.same({ "gpurun_sum_vec", "gpurun_argmax_vec", "gpurun_max_segments_block",
+                        "gpurun_inclusive_scan", "gpurun_select" }, names)
+    end
+    M.prebuilt.mean(stream, new_buffer(300, "float16"), new_buffer(1, "float16"))
+    M.prebuilt.norm(stream, new_buffer(300, "bfloat16"), new_buffer(1, "bfloat16"))
+    local diff = M.prebuilt.max_abs_diff(stream, new_buffer(300, "float16"), 0.5)
+    assert.are.equal("float32", diff.dtype) -- narrow floats' differences, in float32
+    assert.are.equal("f64", launches[#launches].args[4].type) -- b, a number, as float64
+    M.scan.exclusive_scan(stream, new_buffer(300, "float16"), new_buffer(300, "float32"))
+    assert.is_true(compile_programs(from_program) >= 24)
+  end)
+
+  it("keep a fuse = \"never\" pipeline's intermediate in a temporary that its reduction reads", function()
+    local from_program = #programs
+    local pipe = M.elementwise.pipeline("float16 a", { "float16 r = a * 2", "sum float32 s = r" }, "s", "tmp",
+                                        { fuse = "never" })
+    assert.are.equal("tmp_r: writes r (a temporary)\ntmp_s: writes s", pipe:describe())
+    local a = new_buffer(5000, "float16")
+    for _, shape in ipairs{ false, { rows = 4, cols = 1250, axis = 2 } } do
+      local from = #launches
+      if shape then
+        pipe(stream, a, new_buffer(4, "float32"), shape)
+      else
+        pipe(stream, a, new_buffer(1, "float32"))
+      end
+      local list = last_launches(from)
+      assert.are.equal(2, #list)
+      assert.are.equal(shape and "tmp_s_segments_block" or "tmp_s_vec", list[2].kernel.name)
+      local temporary = list[1].args[3] -- (n, a, r)
+      assert.are.same({ "float16", 5000 }, { temporary.dtype, temporary.count })
+      assert.are.equal(temporary, list[2].args[shape and 6 or 3]) -- read by the reduction
+    end
+    assert.are.equal(3, compile_programs(from_program)) -- the elementwise kernel, two reduction families
   end)
 
   it("capture prepared kernels on a builder, and refuse ones not prepared", function()

@@ -10,7 +10,10 @@ local ss = require("gpurun.compute.scan_source")
 local ew = require("gpurun.compute.elementwise")
 
 local SPEC_FILE = "reductions_spec.lua"
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16",
+                 "uint16" }
+-- Stored in 16 bits, computed and accumulated in float (their compute type).
+local HALVES = { "float16", "bfloat16" }
 local SIZES = { 1, 31, 32, 33, 1023, 1024, 1025, 4096, 4099, 65537, (1 << 20) + 7 }
 
 local function error_of(f, ...)
@@ -166,11 +169,60 @@ describe("gpurun.reduction code", function()
     local code = ptx(joined(function(dtype) return four_ways(dtype, "four_" .. dtype).source end))
     for _, case in ipairs{ { "float32", "v4%.f32" }, { "float64", "v2%.f64" }, { "int32", "v4%.u32" },
                            { "uint32", "v4%.u32" }, { "int64", "v2%.u64" }, { "uint64", "v2%.u64" },
-                           { "int8", "v4%.u32" }, { "uint8", "v4%.u32" } } do
+                           { "int8", "v4%.u32" }, { "uint8", "v4%.u32" }, { "int16", "v4%.u32" },
+                           { "uint16", "v4%.u32" } } do
       local entry = code:match("%.entry four_" .. case[1] .. "_vec%(.-\n}")
       assert.truthy(entry, case[1])
       assert.matches("ld%.global%.nc%." .. case[2], entry, case[1])
     end
+  end)
+
+  it("compiles every named operation for float16 and bfloat16 in float, with their headers, 8 elements a load", function()
+    local texts = {}
+    for index, dtype in ipairs(HALVES) do
+      local info = gpurun.dtypes[dtype]
+      local kernel = four_ways(dtype, "four_" .. dtype)
+      local text = kernel.source
+      assert.matches("#include <" .. info.header .. ">", text, 1, true)
+      -- the accumulator holds floats: { sum, min, { max, index }, any }
+      assert.matches("struct alignas(8) _acc {\n    float f0;\n    float f1;\n    _pair2 f2;", text, 1, true)
+      assert.matches("struct alignas(8) _pair2 { float v; unsigned long long i; };", text, 1, true)
+      assert.matches("const float x = static_cast<float>(_l_x_0.v[_k]);", text, 1, true)
+      assert.matches("_out_s[segment] = static_cast<" .. info.c_type .. ">(s);", text, 1, true)
+      assert.matches("_vec<" .. info.c_type .. ", 8>", text, 1, true)
+      texts[index] = text
+    end
+    local code = ptx(table.concat(texts, "\n"))
+    for _, dtype in ipairs(HALVES) do
+      local entry = code:match("%.entry four_" .. dtype .. "_vec%(.-\n}")
+      assert.truthy(entry, dtype)
+      assert.matches("ld%.global%.nc%.v4%.u32", entry, dtype)
+      assert.is_nil(entry:find("atom%.[%w.]*f16"), dtype)
+    end
+    -- the other families, and a sum of float16 into float64, through ptxas
+    for _, dtype in ipairs(HALVES) do
+      local kernel = four_ways(dtype, "families_" .. dtype)
+      compile(kernel:source_for({}, "segments"))
+      compile(kernel:source_for({}, "columns"))
+    end
+    compile(red.reduction("float16 x", "float64 s", "x", "sum", nil, nil, "wide").source)
+  end)
+
+  it("compiles a reduction of its own over 16-bit floats: type variables, scalars and a post-map in float", function()
+    local kernel = red.reduction("T x, T w", "T y", "x * w", "a + b", "y = sqrt(a / count)", 0, "rms")
+    local variant = kernel:variant(fake_buffer("bfloat16", 64), gpurun.bf16(0.5), fake_buffer("bfloat16", 1))
+    assert.matches("typedef float T;", variant.source, 1, true)
+    assert.matches("__nv_bfloat16 _in_w", variant.source, 1, true)
+    assert.matches("const float w = (float)_in_w;", variant.source, 1, true)
+    compile(variant.source)
+    -- a Lua number and the 32-bit scalar of its kind convert as elementwise kernels' do
+    local int16 = red.reduction("int16 x, int16 k", "int64 s", "x * k", "sum", nil, nil, "scaled")
+    int16:variant(fake_buffer("int16", 8), gpurun.i32(300), fake_buffer("int64", 1))
+    assert.matches("input 2 %(int16 k%): 40000 out of range for int16 %(%-32768%.%.32767%)",
+      error_of(int16.variant, int16, fake_buffer("int16", 8), 40000, fake_buffer("int64", 1)))
+    assert.matches("input 2 %(int16 k%): 70000 out of range for int16",
+      error_of(int16.variant, int16, fake_buffer("int16", 8), gpurun.i32(70000), fake_buffer("int64", 1)))
+    ptx(int16:source_for({}))
   end)
 
   it("compiles the segments and columns families, through ptxas", function()
@@ -338,7 +390,7 @@ describe("the prebuilt reductions, scans and select refuse bad arguments", funct
   for _, case in ipairs{
     { gpurun.sum, { nil, x }, "bad argument #1 to 'gpurun.sum' %(gpurun.Stream or gpurun.GraphBuilder expected, got nil%)" },
     { gpurun.max, { stream, "x" }, "bad argument #2 to 'gpurun.max' %(gpurun.Buffer expected for x, got string%)" },
-    { gpurun.mean, { stream, x, fake_buffer("int32", 1) }, "out must be float32 or float64, got int32" },
+    { gpurun.mean, { stream, x, fake_buffer("int32", 1) }, "out must be a float buffer %(float32, float64, float16, bfloat16%), got int32" },
     { gpurun.argmax, { stream, x, fake_buffer("float32", 1) }, "out must be an integer buffer %(a 1%-based position%), got float32" },
     { gpurun.min, { stream, x, nil, { accumulate = "float64" } }, "options%.accumulate does not apply: min combines values exactly" },
     { gpurun.sum, { stream, x, nil, { accumulate = "half" } }, "options%.accumulate must be a dtype" },
@@ -393,6 +445,27 @@ describe("scan code", function()
     -- and ptxas accepts the inline PTX
     compile(ss.generate(spec_for("inclusive", "float", "float", "a + b", "0")))
     compile(ss.generate(spec_for("exclusive", "double", "double", "(b < a || b != b) ? b : a", "0")))
+  end)
+
+  it("compiles scans and select of float16 and bfloat16 in float, storing rounded, through ptxas", function()
+    for _, dtype in ipairs(HALVES) do
+      local info = gpurun.dtypes[dtype]
+      local text = ss.generate(spec_for("inclusive", info.c_type, info.c_type, "a + b", "0",
+        { name = "scan_" .. dtype, in_compute = "float", value_c = "float", headers = { info.header } }))
+      assert.matches("#include <" .. info.header .. ">", text, 1, true)
+      assert.matches("typedef float _value;", text, 1, true)
+      assert.matches("(_value)((float)_in_x[i])", text, 1, true)
+      assert.matches("_out_y[i] = static_cast<" .. info.c_type .. ">(", text, 1, true)
+      compile(text)
+    end
+    -- float16 into float32, bfloat16's max in place, and select of bfloat16
+    compile(ss.generate(spec_for("exclusive", "__half", "float", "a + b", "0",
+      { in_compute = "float", headers = { "cuda_fp16.h" } })))
+    ptx(ss.generate(spec_for("inclusive", "__nv_bfloat16", "__nv_bfloat16", "(b > a || b != b) ? b : a",
+      "(-__int_as_float(0x7f800000))", { in_compute = "float", value_c = "float", headers = { "cuda_bf16.h" } })))
+    compile(ss.generate{ name = "pick16", mode = "select", in_c = "__nv_bfloat16", in_compute = "float",
+                         headers = { "cuda_bf16.h" }, value_c = "unsigned long long", count_c = "int",
+                         combine = "a + b", identity = "0ull", predicate = "x > 0.5f", block = 128, items = 23 })
   end)
 
   it("compiles a chained (deterministic) scan, a widening scan and select", function()
@@ -463,7 +536,7 @@ describe("elementwise pipelines ending in reductions", function()
     { { "float32 r = a", "sum float32 s = r", "float32 t = r" }, "s, t", "reduction stage 's' must come after the elementwise stages, but 't' follows it" },
     { { "sum float32 s = a", "float32 t = s" }, "t", "stage 't' reads 's', a reduction: it has one value per call, not one per element" },
     { { "argmax float32 w = a" }, "w", "stage 'w': argmax writes a position, so its dtype must be an integer one, got float32" },
-    { { "mean int32 m = a" }, "m", "stage 'm': mean needs float32 or float64, got int32" },
+    { { "mean int32 m = a" }, "m", "stage 'm': mean needs a float dtype, got int32" },
     { { "sum float32 s == a" }, "s", "is not \"<op> <dtype> <name> = <expression>\"" },
     { { "sum float32 s = a" }, "", "outputs names no stage" },
     { { "float32 r = a", "sum float32 s = r" }, "r", "stage 's' feeds no output" },
@@ -500,6 +573,15 @@ end
 
 local function close_enough(got, want, rtol, atol)
   return math.abs(got - want) <= (atol or 0) + (rtol or 0) * math.abs(want)
+end
+
+-- A value as a dtype stores it (gpurun's one rounding rule), and the
+-- relative step of a 16-bit float: 2^(1 - digits).
+local function as(dtype, value)
+  return gpurun[gpurun.dtypes[dtype].scalar](value).value
+end
+local function ulp(dtype)
+  return 2.0 ^ (1 - gpurun.dtypes[dtype].digits)
 end
 
 describe("reductions on the GPU", function()
@@ -575,6 +657,58 @@ describe("reductions on the GPU", function()
           assert.are.equal(sum, s, what) -- int64 / uint64 results: exact
         end
         assert.is_true(close_enough(gpurun.mean(stream, x):get(1), sum / n, 1e-5, 1e-5), what)
+      end
+    end)
+  end
+
+  -- float16 and bfloat16: accumulated in float, so only the stored result
+  -- is rounded; comparisons exact where no arithmetic is involved.
+  for _, dtype in ipairs(HALVES) do
+    it(("reduces %s in float with every named operation, rounding only the result #gpu"):format(dtype), function()
+      for _, n in ipairs{ 1, 17, 1023, 4099, 65537 } do
+        local rng <close> = gpurun.default_rng(n + 3)
+        local x <close> = rng:random(n, dtype)
+        local y <close> = rng:random(n, dtype)
+        local t, u = x:to_table(), y:to_table()
+        local lo, hi, lo_at, hi_at, sum, squares, diff = math.huge, -math.huge, 0, 0, 0, 0, 0
+        for i, v in ipairs(t) do
+          if v < lo then lo, lo_at = v, i end
+          if v > hi then hi, hi_at = v, i end
+          sum, squares, diff = sum + v, squares + v * v, math.max(diff, math.abs(v - u[i]))
+        end
+        local what = ("%s n=%d"):format(dtype, n)
+        assert.are.same({ lo, hi, lo_at, hi_at }, { gpurun.min(stream, x):get(1), gpurun.max(stream, x):get(1),
+                                                   gpurun.argmin(stream, x):get(1), gpurun.argmax(stream, x):get(1) }, what)
+        local s <close> = gpurun.sum(stream, x)
+        assert.are.equal(dtype, s.dtype)
+        local got = s:get(1)
+        assert.are.equal(as(dtype, got), got, what) -- a value of the dtype
+        assert.is_true(close_enough(got, sum, ulp(dtype) + 1e-5, 1e-6), ("%s: sum %.9g, want %.9g"):format(what, got, sum))
+        local wide = gpurun.sum(stream, x, nil, { accumulate = "float32" }):get(1)
+        assert.is_true(close_enough(wide, sum, 1e-5, 1e-6), ("%s: float32 sum %.9g, want %.9g"):format(what, wide, sum))
+        assert.is_true(close_enough(gpurun.mean(stream, x):get(1), sum / n, ulp(dtype) + 1e-5), what)
+        assert.is_true(close_enough(gpurun.norm(stream, x):get(1), math.sqrt(squares), ulp(dtype) + 1e-5), what)
+        local d <close> = gpurun.max_abs_diff(stream, x, y)
+        assert.are.equal("float32", d.dtype)
+        assert.is_true(close_enough(d:get(1), diff, 2 ^ -22), what)
+        assert.are.equal(lo ~= 0 and 1 or 0, gpurun.all(stream, x):get(1), what)
+        if n >= 1023 then -- rows and columns too: 3 rows of n // 3
+          local rows, cols = 3, n // 3
+          local view = x:view(1, rows * cols)
+          local per_row <close> = gpurun.zeros(rows, "float32")
+          local per_col <close> = gpurun.zeros(cols, dtype)
+          gpurun.sum(stream, view, per_row, { rows = rows, cols = cols, axis = 2, accumulate = "float32" })
+          gpurun.max(stream, view, per_col, { rows = rows, cols = cols, axis = 1 })
+          local row_sums, col_max = per_row:to_table(), per_col:to_table()
+          for r = 1, rows do
+            assert.is_true(close_enough(row_sums[r], host_sum(t, (r - 1) * cols + 1, r * cols), 1e-5, 1e-6), what)
+          end
+          for c = 1, cols do
+            local best = -math.huge
+            for r = 1, rows do best = math.max(best, t[(r - 1) * cols + c]) end
+            assert.are.equal(best, col_max[c], what)
+          end
+        end
       end
     end)
   end
@@ -857,6 +991,37 @@ describe("reductions on the GPU", function()
     assert.is_true(close_enough(s:get(1), want, 1e-9, 1e-9))
     for _, buffer in ipairs{ a, b, c } do buffer:close() end
   end)
+
+  it("reduces a float16 pipeline fused in float, and unfused through a rounded temporary, in a graph too #gpu", function()
+    local n = 65537
+    local rng <close> = gpurun.default_rng(5)
+    local a <close> = rng:random(n, "float16")
+    local b <close> = rng:random(n, "float16")
+    local at, bt = a:to_table(), b:to_table()
+    for _, fuse in ipairs{ "auto", "never" } do
+      local pipe = gpurun.elementwise_pipeline("float16 a, float16 b",
+        { "float16 r = a * b", "sum float32 s = r" }, "s", "half_dot_" .. fuse, { fuse = fuse })
+      local s <close> = gpurun.zeros(1, "float32")
+      pipe(stream, a, b, s)
+      stream:sync()
+      local want = 0
+      for i = 1, n do
+        -- fused, r stays in float; unfused, it is stored as float16 first
+        want = want + (fuse == "auto" and at[i] * bt[i] or as("float16", at[i] * bt[i]))
+      end
+      assert.is_true(close_enough(s:get(1), want, 1e-5), ("%s: %.9g, want %.9g"):format(fuse, s:get(1), want))
+      s:fill(0.0)
+      local builder <close> = stream:create_graph_builder()
+      builder:begin_building()
+      pipe(builder, a, b, s)
+      builder:end_building()
+      local graph <close> = builder:complete()
+      graph:launch(stream)
+      graph:launch(stream)
+      stream:sync()
+      assert.is_true(close_enough(s:get(1), want, 1e-5), fuse .. " in a graph")
+    end
+  end)
 end)
 
 describe("scans on the GPU", function()
@@ -928,8 +1093,9 @@ describe("scans on the GPU", function()
       check_scan(y:to_table(), t, "inclusive", math.max, -math.huge, true, dtype .. " max")
       gpurun.exclusive_scan(stream, x, y, "min")
       stream:sync()
-      local lowest = { float32 = math.huge, float64 = math.huge, int8 = 127, uint8 = 255, int32 = 2147483647,
-                       uint32 = 4294967295, int64 = math.maxinteger, uint64 = 2.0 ^ 64 }
+      local lowest = { float32 = math.huge, float64 = math.huge, int8 = 127, uint8 = 255, int16 = 32767,
+                       uint16 = 65535, int32 = 2147483647, uint32 = 4294967295, int64 = math.maxinteger,
+                       uint64 = 2.0 ^ 64 }
       check_scan(y:to_table(), t, "exclusive", math.min, lowest[dtype], true, dtype .. " min")
       if exact and (dtype == "int8" or dtype == "uint8") then
         local wide <close> = gpurun.zeros(n, "int64")
@@ -941,6 +1107,43 @@ describe("scans on the GPU", function()
         stream:sync()
         check_scan(y:to_table(), t, "inclusive", add, 0, exact, dtype .. " sum")
       end
+    end)
+  end
+
+  for _, dtype in ipairs(HALVES) do
+    it(("scans %s in float, rounding each stored prefix once, and selects it #gpu"):format(dtype), function()
+      local n = 3 * TILE + 17
+      local rng <close> = gpurun.default_rng(11)
+      local x <close> = rng:random(n, dtype)
+      local y <close> = gpurun.zeros(n, dtype)
+      local wide <close> = gpurun.zeros(n, "float32")
+      local t = x:to_table()
+      gpurun.inclusive_scan(stream, x, y)
+      gpurun.exclusive_scan(stream, x, wide)
+      stream:sync()
+      local got, got_wide, run = y:to_table(), wide:to_table(), 0
+      for i = 1, n do
+        local before = run
+        run = run + t[i]
+        assert.are.equal(as(dtype, got[i]), got[i])
+        if not close_enough(got[i], run, ulp(dtype) + 1e-4, 1e-3) then
+          error(("%s: element %d is %.9g, want %.9g"):format(dtype, i, got[i], run), 0)
+        end
+        if not close_enough(got_wide[i], before, 1e-4, 1e-3) then
+          error(("%s -> float32: element %d is %.9g, want %.9g"):format(dtype, i, got_wide[i], before), 0)
+        end
+      end
+      gpurun.inclusive_scan(stream, x, y, "max")
+      stream:sync()
+      check_scan(y:to_table(), t, "inclusive", math.max, -math.huge, true, dtype .. " max")
+      local out <close> = gpurun.zeros(n, dtype)
+      local count <close> = gpurun.full(1, -1, "int64")
+      gpurun.select(stream, x, "x > 0.5f", out, count)
+      stream:sync()
+      local want = {}
+      for _, v in ipairs(t) do if v > 0.5 then want[#want + 1] = v end end
+      assert.are.equal(#want, count:get(1))
+      assert.are.same(want, out:to_table(1, #want))
     end)
   end
 

@@ -32,7 +32,9 @@
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
---   clears its condition replays forever).
+--   clears its condition replays forever), pool (a MemoryPool),
+--   placement (a constructor's { pool =, stream = }), pool_options
+--   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
 --   For reductions and scans: params_text (a parameter list), c_expression
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
@@ -50,7 +52,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer",
+  "Condition", "PinnedBuffer", "MemoryPool",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -64,6 +66,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
+  MemoryPool = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
@@ -94,14 +97,17 @@ catalog.functions = {
   u64 = { args = { "integer" } },
   f32 = { args = { "number" } },
   f64 = { args = { "number" } },
+  f16 = { args = { "number" } },
+  bf16 = { args = { "number" } },
   i8 = { args = { "integer" } },
   u8 = { args = { "integer" } },
   i16 = { args = { "integer" } },
   u16 = { args = { "integer" } },
-  empty = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  zeros = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  full = { args = { "count", "element", "dtype" }, needs = "device", allocates = 1 },
-  array = { args = { "sequence", "dtype" }, needs = "device" },
+  empty = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  zeros = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  full = { args = { "count", "element", "dtype", "placement" }, needs = "device", allocates = 1 },
+  array = { args = { "sequence", "dtype", "placement" }, needs = "device" },
+  MemoryPool = { args = { "pool_options" }, needs = "device" },
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
@@ -130,6 +136,7 @@ catalog.functions = {
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
   pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
   load = { args = { "path" } },
+  guard = { args = { "any" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -141,6 +148,10 @@ catalog.methods = {
     get_attribute = { args = { "attribute" } },
     can_access_peer = { args = { "device" } },
     enable_peer_access = { args = { "device" } },
+    memory_pool = { args = {} },
+    graph_memory = { args = {} },
+    trim_graph_memory = { args = {} },
+    reset_graph_memory_peaks = { args = {} },
     close = { args = {} },
   },
   Stream = {
@@ -205,15 +216,15 @@ catalog.methods = {
     close = { args = {} },
   },
   Generator = {
-    random = { args = { "count", "dtype" }, allocates = 1 },
-    integers = { args = { "count", "integer", "integer", "dtype" }, allocates = 1 },
+    random = { args = { "count", "dtype", "placement" }, allocates = 1 },
+    integers = { args = { "count", "integer", "integer", "dtype", "placement" }, allocates = 1 },
     random_table = { args = { "count", "dtype" }, host_table = 1 },
     close = { args = {} },
   },
   GraphBuilder = {
     begin_building = { args = {} },
     end_building = { args = {} },
-    complete = { args = {} },
+    complete = { args = { "complete_options" } },
     split = { args = { "integer" }, forks = 1 },
     record = { args = { "event" } },
     wait = { args = { "event_or_builder" } },
@@ -241,6 +252,11 @@ catalog.methods = {
   Condition = {
     close = { args = {} },
   },
+  MemoryPool = {
+    trim = { args = { "integer" } },
+    reset_peaks = { args = {} },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -263,6 +279,7 @@ catalog.metamethods = {
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
+  MemoryPool = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -323,6 +323,47 @@ inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
 
+// float16 and bfloat16 as the generated code uses cuda_fp16.h's and
+// cuda_bf16.h's types (whose #include lines the driver removes): 16 bits
+// stored, converted to float to compute and back from float, rounding to
+// nearest even. float16 through g++'s _Float16; bfloat16 is float's top
+// half, rounded.
+struct __half {
+    unsigned short bits;
+    __half() = default;
+    __half(float f)
+    {
+        const _Float16 h = (_Float16)f;
+        memcpy(&bits, &h, 2);
+    }
+    operator float() const
+    {
+        _Float16 h;
+        memcpy(&h, &bits, 2);
+        return (float)h;
+    }
+};
+struct __nv_bfloat16 {
+    unsigned short bits;
+    __nv_bfloat16() = default;
+    __nv_bfloat16(float f)
+    {
+        unsigned int u;
+        memcpy(&u, &f, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            bits = (unsigned short)((u >> 16) | 0x40u); // NaN stays NaN, quiet
+        else
+            bits = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    operator float() const
+    {
+        const unsigned int u = (unsigned int)bits << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+};
+
 // The scan's helpers, as C++ (the real ones are inline PTX).
 #define GPURUN_SCAN_COMMON
 inline void _gs_store_release(unsigned int *p, unsigned int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

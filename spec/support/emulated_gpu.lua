@@ -24,8 +24,38 @@ if HERE:sub(1, 1) ~= "/" then
   HERE = (os.getenv("PWD") or ".") .. "/" .. HERE:gsub("^%./", "")
 end
 local PACK = { float32 = "<f", float64 = "<d", int8 = "<i1", uint8 = "<I1", int32 = "<i4",
-               uint32 = "<I4", int64 = "<i8", uint64 = "<I8" }
-local SCALAR_PACK = { u64 = "<I8", i64 = "<i8", u32 = "<I4", i32 = "<i4", f32 = "<f", f64 = "<d" }
+               uint32 = "<I4", int64 = "<i8", uint64 = "<I8", int16 = "<i2", uint16 = "<I2" }
+
+-- float16 and bfloat16 elements: their bits from gpurun's own rounding
+-- (the typed scalar's bytes), and their values decoded exactly.
+local function half_value(bits)
+  local sign = bits >= 0x8000 and -1 or 1
+  local exponent, fraction = (bits >> 10) & 31, bits & 1023
+  if exponent == 31 then
+    return fraction == 0 and sign * math.huge or 0 / 0
+  elseif exponent == 0 then
+    return sign * fraction * 2.0 ^ -24
+  end
+  return sign * (1024 + fraction) * 2.0 ^ (exponent - 25)
+end
+local HALF = {
+  float16 = function(bits) return half_value(bits) end,
+  bfloat16 = function(bits) return (string.unpack("<f", string.pack("<I4", bits << 16))) end,
+}
+
+local function encode(dtype, value)
+  if HALF[dtype] then
+    return gpurun[source.DTYPES[dtype].scalar](value).bytes
+  end
+  return string.pack(PACK[dtype], value)
+end
+
+local function decode(dtype, data, at)
+  if HALF[dtype] then
+    return HALF[dtype]((string.unpack("<I2", data, at)))
+  end
+  return (string.unpack(PACK[dtype], data, at))
+end
 
 local function quote(text)
   return "'" .. text:gsub("'", "'\\''") .. "'"
@@ -56,7 +86,7 @@ function Buffer:view(first, count)
 end
 
 function Buffer:fill(value, target)
-  local bytes = PACK[self.dtype] and string.pack(PACK[self.dtype], value)
+  local bytes = encode(self.dtype, value)
   self.session.ops[#self.session.ops + 1] = ("fill %d %d %d %d %s"):format(self.id, self.offset,
     self.count, #bytes, hex(bytes))
   local _ = target
@@ -70,14 +100,14 @@ end
 function Buffer:get(i)
   local data, offset = element_bytes(self)
   if not data then return 0 end
-  return (string.unpack(PACK[self.dtype], data, offset + (i - 1) * self.element_size + 1))
+  return decode(self.dtype, data, offset + (i - 1) * self.element_size + 1)
 end
 
 function Buffer:to_table()
   local data, offset = element_bytes(self)
   local list = {}
   for i = 1, self.count do
-    list[i] = string.unpack(PACK[self.dtype], data, offset + (i - 1) * self.element_size + 1)
+    list[i] = decode(self.dtype, data, offset + (i - 1) * self.element_size + 1)
   end
   return list
 end
@@ -112,7 +142,7 @@ end
 function Session:array(values, dtype)
   dtype = dtype or "float32"
   local parts = {}
-  for i, v in ipairs(values) do parts[i] = string.pack(PACK[dtype], v) end
+  for i, v in ipairs(values) do parts[i] = encode(dtype, v) end
   local path = os.tmpname()
   local file = assert(io.open(path, "wb"))
   file:write(table.concat(parts))
@@ -161,7 +191,7 @@ function Session:record_launch(kernel, config, ...)
     if getmetatable(arg) == Buffer then
       lines[#lines + 1] = ("b %d %d"):format(arg.id, arg.offset)
     else
-      local bytes = string.pack(SCALAR_PACK[arg.type], arg.value)
+      local bytes = arg.bytes -- a typed scalar's bytes, as a kernel parameter holds them
       lines[#lines + 1] = ("s %d %s"):format(#bytes, hex(bytes))
     end
   end
@@ -221,7 +251,8 @@ function Session:unit()
                   require("gpurun.compute.reduction_source").COMMON }
   local table_lines = {}
   for index, program in ipairs(self.programs) do
-    local text = program.text:gsub('extern "C" __global__', "__global__")
+    -- the emulator defines __half and __nv_bfloat16 itself
+    local text = program.text:gsub('extern "C" __global__', "__global__"):gsub("#include <cuda_%w+%.h>\n", "")
     parts[#parts + 1] = ("namespace emu_p%d {\n%s"):format(index, text)
     for name, params in pairs(program.kernels) do
       local casts = {}

@@ -99,6 +99,11 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     size_t name_at = storage_at + align_up(storage_size, 16);
 
     unsigned char *block = gpurun_new_object(L, name_at + name_length, 1, &gpurun_kernel_tag);
+    /* The allocation can run a finalizer that closes the code: its library
+     * (and so `handle`) unloaded, `signature` freed. */
+    const struct gpurun_object *code = lua_touserdata(L, code_index);
+    if (code->closed)
+        gpurun_closed_error(L, code->tag->type_name);
     struct gpurun_kernel *kernel = (struct gpurun_kernel *)block;
     kernel->handle = handle;
     kernel->device = gpurun_runtime.current_device;

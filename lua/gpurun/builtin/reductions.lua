@@ -2,16 +2,15 @@
 -- argmax, any, all, mean, norm, max_abs_diff), the scans (inclusive_scan,
 -- exclusive_scan) and select: the module table's names for
 -- lua/gpurun/compute/reduction.lua, prebuilt.lua and scan.lua. The library
--- is loaded on first use, so that the module opens without it; the
--- methods of the kernels it makes are guarded as these functions are, so
--- that their errors end any capture in progress as every gpurun error does.
-return function(internal)
+-- is loaded on first use, so that the module opens without it; it guards
+-- its functions and the methods of the kernels it makes where they are
+-- defined (gpurun.guard), so that their errors end any capture in progress
+-- as every gpurun error does.
+return function()
   local loaded
   local function library()
     if not loaded then
       local reduction = require("gpurun.compute.reduction")
-      internal.guard(reduction.Kernel)
-      internal.guard(reduction.PlanList)
       loaded = { reduction = reduction.reduction, prebuilt = require("gpurun.compute.prebuilt"),
                  scan = require("gpurun.compute.scan") }
     end

@@ -4,8 +4,8 @@
 -- `name`, `params` ({ name, type, variable, output, result }), `arity`,
 -- `input_count`, `type_variables`, and the tables this module fills and
 -- reuses: `bound` (type variable -> dtype for the call in progress),
--- `variants` (the tree of signatures seen) and `arguments` (converted
--- arguments). Buffers of inputs and of outputs that are not `result`s
+-- `variants` (the tree of signatures seen), `scalars` (the typed scalars
+-- made for the call in progress) and `arguments` (converted arguments). Buffers of inputs and of outputs that are not `result`s
 -- must all have one size, n; a `result` output (a reduction's one value
 -- per segment) is sized by its kernel instead.
 
@@ -17,11 +17,17 @@ local raise = source.raise
 
 local arguments = {}
 
-local SCALAR_DTYPE = { f32 = "float32", f64 = "float64", i32 = "int32", u32 = "uint32",
-                       i64 = "int64", u64 = "uint64" }
 local SCALAR_TAG = {}  -- dtype -> the lookup key of a scalar of it
-for dtype in pairs(DTYPES) do
+-- An 8- or 16-bit integer dtype -> the 32-bit one of its kind, whose typed
+-- scalar it takes too (gpurun.i32 for int8).
+local WIDE_SCALAR = {}
+for dtype, info in pairs(DTYPES) do
   SCALAR_TAG[dtype] = dtype .. " scalar"
+  for wide, wide_info in pairs(DTYPES) do
+    if not info.float and info.size < 4 and wide_info.kind == info.kind and wide_info.size == 4 then
+      WIDE_SCALAR[dtype] = wide
+    end
+  end
 end
 
 local function type_name(value)
@@ -61,10 +67,11 @@ local function match_dtype(kernel, index, dtype, scalar_type)
   end
 end
 
--- A typed scalar for an int8 or uint8 parameter comes as i32 or u32.
-local function scalar_dtype_for(param_dtype, scalar_type)
-  local dtype = SCALAR_DTYPE[scalar_type]
-  if (param_dtype == "int8" and dtype == "int32") or (param_dtype == "uint8" and dtype == "uint32") then
+-- The dtype a typed scalar of `dtype` counts as for a parameter of
+-- param_dtype: its own, or param_dtype for the 32-bit scalar of an 8- or
+-- 16-bit integer's kind.
+local function scalar_dtype_for(param_dtype, dtype)
+  if param_dtype and WIDE_SCALAR[param_dtype] == dtype then
     return param_dtype
   end
   return dtype
@@ -76,28 +83,18 @@ function arguments.dtype_of(kernel, index)
 end
 local dtype_of = arguments.dtype_of
 
--- A Lua number as its parameter takes it (a float, or an exact integer in
--- range), or an error.
-function arguments.number_for(kernel, index, value)
-  local dtype = dtype_of(kernel, index)
-  local info = DTYPES[dtype]
-  if info.float then
-    if dtype == "float32" and value == value and math.abs(value) ~= math.huge
-       and math.abs(value) > 3.4028234663852886e38 then
-      param_error(kernel, index, "%s is out of float32 range", tostring(value))
-    end
-    return value + 0.0
+-- A number as the typed scalar its parameter takes, made by gpurun's one
+-- rule (the scalar's constructor, base/dtype.c's), or an error that gives
+-- the constructor's reason ("300 out of range for uint8 (0..255)").
+function arguments.scalar_for(kernel, index, value)
+  local ok, scalar = pcall(gpurun[DTYPES[dtype_of(kernel, index)].scalar], value)
+  if not ok then
+    local why = tostring(scalar)
+    param_error(kernel, index, "%s", why:match("bad argument #1 to '[^']*' %((.*)%)$") or why)
   end
-  local integer = math.tointeger(value)
-  if integer == nil then
-    param_error(kernel, index, "%s is not an integer", tostring(value))
-  end
-  if integer < info.min or integer > info.max then
-    param_error(kernel, index, "%d is out of %s range", integer, dtype)
-  end
-  return integer
+  return scalar
 end
-local number_for = arguments.number_for
+local scalar_for = arguments.scalar_for
 
 -- Refuses a call with the wrong number of arguments (`extra`: how many
 -- more it may take, a reduction's shape table).
@@ -115,8 +112,9 @@ end
 
 -- First pass over the arguments: their kinds, dtypes, sizes and the type
 -- variables they bind. Returns n (nil when no buffer but results is
--- passed), the device, whether a Lua number is among them, and the first
--- `result` buffer's parameter index.
+-- passed), the device, and whether a Lua number (or a 32-bit scalar for a
+-- narrower parameter) is among them: then kernel.scalars holds the typed
+-- scalars that converted() passes in their place.
 function arguments.read(kernel, ...)
   local bound = kernel.bound
   for _, variable in ipairs(kernel.type_variables) do
@@ -149,8 +147,9 @@ function arguments.read(kernel, ...)
       param_error(kernel, index, "an output must be a gpurun.Buffer, got %s", kind)
     elseif kind == "gpurun.Scalar" then
       local wanted = param.variable and bound[param.type] or param.type
-      local scalar_type = arg.type
-      match_dtype(kernel, index, scalar_dtype_for(wanted, scalar_type), scalar_type)
+      local dtype = scalar_dtype_for(wanted, arg.dtype)
+      match_dtype(kernel, index, dtype, arg.type)
+      numbers = numbers or dtype ~= arg.dtype -- a 32-bit scalar to narrow
     elseif kind == "number" then
       numbers = true
     else
@@ -162,13 +161,16 @@ function arguments.read(kernel, ...)
     for index = 1, kernel.arity do
       local param = kernel.params[index]
       local arg = select(index, ...)
+      kernel.scalars[index] = nil
       if type(arg) == "number" then
         if param.variable and not bound[param.type] then
           param_error(kernel, index, "a Lua number does not say what %s is: pass a "
                       .. "buffer or a typed scalar (gpurun.f32(x), ...) for a %s parameter",
                       param.type, param.type)
         end
-        number_for(kernel, index, arg)
+        kernel.scalars[index] = scalar_for(kernel, index, arg)
+      elseif type_name(arg) == "gpurun.Scalar" and arg.dtype ~= dtype_of(kernel, index) then
+        kernel.scalars[index] = scalar_for(kernel, index, arg.value)
       end
     end
   end
@@ -227,32 +229,14 @@ function arguments.declared_signature(kernel, bindings)
   return signature
 end
 
--- Typed scalars for int8/uint8 parameters are range-checked here; the rest
--- is gpurun's own launch check.
-function arguments.check_small_scalars(kernel, ...)
-  for index = 1, kernel.input_count do
-    local arg = select(index, ...)
-    local info = DTYPES[dtype_of(kernel, index)]
-    if info.passed_as and type_name(arg) == "gpurun.Scalar" then
-      local value = arg.value
-      if value < info.min or value > info.max then
-        param_error(kernel, index, "%d is out of %s range", value,
-                    dtype_of(kernel, index))
-      end
-    end
-  end
-end
-
--- The arguments with every Lua number replaced by its typed scalar, in a
--- table the kernel reuses.
+-- The arguments with every Lua number (and 32-bit scalar for a narrower
+-- parameter) replaced by the typed scalar read() made, in a table the
+-- kernel reuses.
 function arguments.converted(kernel, ...)
-  local list = kernel.arguments
+  local list, scalars = kernel.arguments, kernel.scalars
   for index = 1, kernel.arity do
-    local arg = select(index, ...)
-    if type(arg) == "number" then
-      arg = gpurun[DTYPES[dtype_of(kernel, index)].scalar](number_for(kernel, index, arg))
-    end
-    list[index] = arg
+    list[index] = scalars[index] or select(index, ...)
+    scalars[index] = nil
   end
   return table.unpack(list, 1, kernel.arity)
 end

@@ -20,8 +20,11 @@
 -- variables (`T x`) are bound from the arguments and usable in it as types.
 --
 -- Inputs are gpurun.Buffers or scalars: a typed scalar (gpurun.f32(x),
--- checked against the parameter's dtype) or a Lua number (converted when
--- exact; that creates a typed scalar per call, so pass typed ones in loops).
+-- checked against the parameter's dtype; for an 8- or 16-bit integer, the
+-- 32-bit one of its kind does too, range-checked) or a Lua number (converted
+-- by gpurun's one rule, base/dtype.c's; that creates a typed scalar per
+-- call, so pass typed ones in loops). Every dtype of gpurun.dtypes works,
+-- float16 and bfloat16 computed in float (elementwise_source.lua).
 -- Outputs are buffers. An output is read from memory first only if the
 -- operation's first mention of it is not a plain `r = ...` statement.
 -- With buffers only, a call allocates nothing once its size has been seen.
@@ -38,13 +41,21 @@ Kernel.__index = Kernel
 
 local raise = source.raise
 
--- options -> { block, unroll, blocks_per_sm, preamble }, checked; `defaults`
--- may change unroll's (reductions unroll more). Shared with reductions.
-function elementwise.check_options(options, what, defaults)
+-- The options every generated kernel takes (reductions add their own to
+-- `known`, their list of the keys they take).
+elementwise.KERNEL_OPTIONS = { "block", "unroll", "blocks_per_sm", "preamble", "cache" }
+
+-- options -> { block, unroll, blocks_per_sm, preamble, cache }, checked,
+-- unknown keys refused (`known`: the keys the caller takes, default
+-- KERNEL_OPTIONS); `defaults` may change unroll's (reductions unroll more).
+-- Shared with reductions.
+function elementwise.check_options(options, what, defaults, known)
   options = options or {}
   if type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
   end
+  local unknown = require("gpurun.options").unknown(options, known or elementwise.KERNEL_OPTIONS)
+  if unknown then raise(what .. ": " .. unknown) end
   local function integer(key, low, high, default)
     local value = options[key]
     if value == nil then
@@ -109,7 +120,7 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
     kind = "elementwise kernel",
     name = name, operation = operation, in_params = in_params, out_params = out_params,
     params = {}, input_count = #inputs, type_variables = {},
-    variants = {}, bound = {}, arguments = {},
+    variants = {}, bound = {}, arguments = {}, scalars = {},
   }, Kernel)
   for k, v in pairs(check_options(options, what)) do
     kernel[k] = v
@@ -180,7 +191,6 @@ end
 local function prepare(kernel, target, ...)
   arguments.check_count(kernel, select("#", ...))
   local n, device, numbers = arguments.read(kernel, ...)
-  arguments.check_small_scalars(kernel, ...)
   local variant = arguments.find_variant(kernel, generate, ...)
   device_code.refuse_capture(kernel, variant, device, target)
   local entry = device_code.compiled(kernel, variant, device)
@@ -242,10 +252,17 @@ function Kernel:__tostring()
 end
 
 elementwise.Kernel = Kernel
-elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructor(elementwise.elementwise)
+elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructor(elementwise.elementwise,
+                                                                              elementwise.KERNEL_OPTIONS)
 
 -- The module is callable too, so that installed as gpurun.elementwise it is
 -- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).
+-- Scripts call these (and the kernels' methods) while a builder captures:
+-- their errors end the capture as gpurun's own do, whether they came
+-- through gpurun.elementwise or straight from this module.
+gpurun.guard(Kernel)
+gpurun.guard(elementwise)
+
 return setmetatable(elementwise, {
   __call = function(_, ...)
     return elementwise.elementwise(...)

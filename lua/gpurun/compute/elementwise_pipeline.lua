@@ -19,14 +19,20 @@
 --           r1, r2, r3: three kernels, one per stage. A value a later kernel
 --           needs but nobody wants as an output is computed again there.
 --   always  one kernel, writing every wanted stage on the way.
---   never   one kernel per stage; every stage a later one reads must then be
---           an output.
+--   never   one kernel per stage; a stage a later one reads that is not an
+--           output goes through a temporary buffer, made at each call and
+--           closed after its last reader: on a GraphBuilder an allocation
+--           and a free node of the graph, on a stream from the device's
+--           memory pool in that stream's order.
 -- Called as pipe(target, inputs..., outputs... [, shape]) with the outputs
 -- in the order `outputs` lists them; a kernel with reductions is one
 -- reduction kernel (the stages before them run in its registers), and the
 -- shape table, if any, goes to it (rows, cols, axis or offsets).
 
 local source = require("gpurun.compute.elementwise_source")
+
+-- The module, found when a pipeline first needs a buffer of its own.
+local function gpurun() return require("gpurun") end
 
 local raise = source.raise
 
@@ -132,7 +138,8 @@ end
 
 -- Which stages go in which kernel: a list of groups, each a list of stage
 -- indexes, cut after every wanted stage that a later stage reads (auto),
--- after every stage (never), or nowhere (always).
+-- after every stage (never), or nowhere (always); and, for never, the
+-- stages a later kernel reads that nobody wants (temporaries).
 local function group_stages(stages, wanted, mode, what)
   local read_later = {}
   for _, stage in ipairs(stages) do
@@ -153,12 +160,15 @@ local function group_stages(stages, wanted, mode, what)
       live[name] = true
     end
   end
-  local groups, current = {}, {}
+  local groups, current, temporaries = {}, {}, {}
   for index, stage in ipairs(stages) do
     current[#current + 1] = index
     if mode == "never" and read_later[stage.name] and not wanted[stage.name] then
-      raise(("%s: fuse = \"never\" needs stage '%s' as an output: a later stage reads it"):format(
-            what, stage.name))
+      if stage.variable then
+        raise(("%s: fuse = \"never\" keeps stage '%s' in a temporary buffer, which needs a dtype, "
+               .. "not the type variable %s"):format(what, stage.name, stage.type))
+      end
+      temporaries[#temporaries + 1] = stage
     end
     local cut = mode == "never" or (mode == "auto" and wanted[stage.name] and read_later[stage.name])
     if cut or index == #stages then
@@ -166,11 +176,13 @@ local function group_stages(stages, wanted, mode, what)
       current = {}
     end
   end
-  return groups
+  return groups, temporaries
 end
 
+-- The type a stage kept in registers has: its dtype's compute type (float
+-- for float16 and bfloat16, rounded only where a kernel stores it).
 local function c_type_of(stage)
-  return stage.variable and stage.type or source.DTYPES[stage.type].c
+  return stage.variable and stage.type or source.DTYPES[stage.type].compute
 end
 
 -- One group's kernel: its parameters (inputs, earlier wanted stages, its
@@ -226,7 +238,7 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
     end
   end
   local written, reduces = {}, nil
-  for _, name in ipairs(pipe.outputs) do
+  for _, name in ipairs(pipe.stored) do
     local index = stage_index[name]
     if in_group[index] and not stages[index].reduce then
       out_params[#out_params + 1] = stages[index].type .. " " .. name
@@ -267,7 +279,13 @@ local function check_type_variables(kernel_spec, stages, stage_index, what)
   end
 end
 
-local function constructor(elementwise)
+-- elementwise: the kernel constructor; kernel_option_names: the options
+-- its kernels take (elementwise.KERNEL_OPTIONS), which a pipeline passes on.
+local function constructor(elementwise, kernel_option_names)
+  local known = { "fuse", "accumulate" }
+  for _, key in ipairs(kernel_option_names) do
+    known[#known + 1] = key
+  end
   return function(in_params, stages, outputs, name, options)
     name = name or "pipeline"
     local what = ("elementwise pipeline '%s'"):format(tostring(name))
@@ -278,6 +296,8 @@ local function constructor(elementwise)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
+    local unknown = require("gpurun.options").unknown(options or {}, known)
+    if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
       kernel_options[key] = value
@@ -309,7 +329,20 @@ local function constructor(elementwise)
       pipe.output_argument[output] = #inputs + position
     end
     pipe.arity = #inputs + #pipe.outputs
-    pipe.groups = group_stages(stage_list, wanted, mode, what)
+    pipe.reduced = {} -- the outputs that are reductions
+    for _, output in ipairs(pipe.outputs) do
+      pipe.reduced[output] = stage_list[stage_index[output]].reduce ~= nil or nil
+    end
+    local temporaries
+    pipe.groups, temporaries = group_stages(stage_list, wanted, mode, what)
+    -- Temporaries are stored as outputs are, in arguments after the caller's.
+    pipe.stored, pipe.temporaries = table.move(pipe.outputs, 1, #pipe.outputs, 1, {}), {}
+    for position, stage in ipairs(temporaries) do
+      wanted[stage.name] = true
+      pipe.output_argument[stage.name] = pipe.arity + position
+      pipe.stored[#pipe.stored + 1] = stage.name
+      pipe.temporaries[position] = { name = stage.name, dtype = stage.type, last_reader = 0 }
+    end
     pipe.fused = #pipe.groups == 1
     local sources = {}
     for position, group in ipairs(pipe.groups) do
@@ -327,6 +360,10 @@ local function constructor(elementwise)
                                                                        spec.locals
       pipe.kernels[position] = kernel
       sources[position] = kernel.source
+      for _, argument in ipairs(spec.arguments) do
+        local temporary = pipe.temporaries[argument - pipe.arity]
+        if temporary then temporary.last_reader = position end
+      end
     end
     if #sources == #pipe.kernels then
       pipe.source = table.concat(sources, "\n")
@@ -344,48 +381,117 @@ local function check_count(pipe, count)
   end
 end
 
--- The arguments of one kernel, picked from the pipeline's, in a reused
--- table; a reduction kernel gets the shape table after them.
-local function pick(pipe, kernel, ...)
+-- The shape table a call passes after the outputs, or nil.
+local function shape_of(pipe, ...)
+  if select("#", ...) > pipe.arity then
+    return (select(pipe.arity + 1, ...))
+  end
+  return nil
+end
+
+-- The arguments of one kernel, picked from the pipeline's (inputs,
+-- outputs, then temporaries), in a reused table; a reduction kernel gets
+-- the shape table, if any, after them.
+local function pick(pipe, kernel, shape, ...)
   local arguments = pipe.arguments
   local indexes = kernel.pipeline_arguments
   for position = 1, #indexes do
     arguments[position] = select(indexes[position], ...)
   end
-  if kernel.result_count and select("#", ...) > pipe.arity then
-    arguments[#indexes + 1] = select(pipe.arity + 1, ...)
+  if kernel.result_count and shape ~= nil then
+    arguments[#indexes + 1] = shape
     return table.unpack(arguments, 1, #indexes + 1)
   end
   return table.unpack(arguments, 1, #indexes)
 end
 
--- pipe(target, inputs..., outputs...) or pipe:launch(...). Returns the outputs.
+-- The elements of a temporary: those of the first buffer among the inputs
+-- and the per-element outputs (a reduction's output has one per segment).
+local function temporary_size(pipe, arguments)
+  for index = 1, pipe.arity do
+    local output = index > pipe.input_count and pipe.outputs[index - pipe.input_count]
+    local value = arguments[index]
+    if not (output and pipe.reduced[output]) and getmetatable(value) ~= nil
+       and getmetatable(value).__name == "gpurun.Buffer" then
+      return #value
+    end
+  end
+  raise(("elementwise pipeline '%s': fuse = \"never\" keeps a stage in a temporary buffer, "
+         .. "sized as the first buffer among the inputs and the per-element outputs, but none "
+         .. "is passed"):format(pipe.name))
+end
+
+-- The caller's inputs and outputs, then a new buffer per temporary, made
+-- with `options` (nil: cuMemAlloc, outside any graph).
+local function with_temporaries(pipe, options, ...)
+  local arguments = table.pack(...)
+  local size = #pipe.temporaries > 0 and temporary_size(pipe, arguments)
+  for position, temporary in ipairs(pipe.temporaries) do
+    arguments[pipe.arity + position] = gpurun().empty(size, temporary.dtype, options)
+  end
+  return arguments
+end
+
+local function close_temporaries(pipe, arguments)
+  for position = 1, #pipe.temporaries do
+    arguments[pipe.arity + position]:close()
+  end
+end
+
+-- pipe(target, inputs..., outputs... [, shape]) or pipe:launch(...).
+-- Returns the outputs. Temporaries (fuse = "never") are made on the
+-- target, so that on a builder their memory is the graph's, made and freed
+-- inside each replay.
 function Pipeline:launch(target, ...)
   check_count(self, select("#", ...))
-  for _, kernel in ipairs(self.kernels) do
-    kernel:launch(target, pick(self, kernel, ...))
+  local shape = shape_of(self, ...)
+  if #self.temporaries == 0 then
+    for _, kernel in ipairs(self.kernels) do
+      kernel:launch(target, pick(self, kernel, shape, ...))
+    end
+    return select(self.input_count + 1, ...)
+  end
+  local arguments = with_temporaries(self, { stream = target }, ...)
+  local count = #self.stored + self.input_count
+  for position, kernel in ipairs(self.kernels) do
+    kernel:launch(target, pick(self, kernel, shape, table.unpack(arguments, 1, count)))
+    for _, temporary in ipairs(self.temporaries) do
+      if temporary.last_reader == position then
+        arguments[self.output_argument[temporary.name]]:close()
+      end
+    end
   end
   return select(self.input_count + 1, ...)
 end
 Pipeline.__call = Pipeline.launch
 
--- pipe:prepare(inputs..., outputs...): every kernel compiled and loaded for
--- these arguments (needed before a capture's first call). Returns pipe.
+-- pipe:prepare(inputs..., outputs... [, shape]): every kernel compiled and
+-- loaded for these arguments (needed before a capture's first call).
+-- Returns pipe.
 function Pipeline:prepare(...)
   check_count(self, select("#", ...))
+  local shape = shape_of(self, ...)
+  local arguments = with_temporaries(self, nil, ...)
   for _, kernel in ipairs(self.kernels) do
-    kernel:prepare(pick(self, kernel, ...))
+    kernel:prepare(pick(self, kernel, shape, table.unpack(arguments, 1, #self.stored + self.input_count)))
   end
+  close_temporaries(self, arguments)
   return self
 end
 
--- pipe:bind(inputs..., outputs...) -> plans with :launch(target) and :close().
+-- pipe:bind(inputs..., outputs... [, shape]) -> plans with :launch(target)
+-- and :close(). A plan's temporaries are made here (cuMemAlloc) and closed
+-- with the plans.
 function Pipeline:bind(...)
   check_count(self, select("#", ...))
+  local shape = shape_of(self, ...)
   local plans = setmetatable({}, PlanList)
+  local arguments = with_temporaries(self, nil, ...)
   for position, kernel in ipairs(self.kernels) do
-    plans[position] = kernel:bind(pick(self, kernel, ...))
+    plans[position] = kernel:bind(pick(self, kernel, shape, table.unpack(arguments, 1,
+                                                                         #self.stored + self.input_count)))
   end
+  plans.temporaries = table.move(arguments, self.arity + 1, self.arity + #self.temporaries, 1, {})
   return plans
 end
 
@@ -399,14 +505,23 @@ function PlanList:close()
   for position = 1, #self do
     self[position]:close()
   end
+  for _, temporary in ipairs(self.temporaries or {}) do
+    temporary:close()
+  end
 end
 PlanList.__close = PlanList.close
 
 -- One line per kernel: what it writes and what it keeps in registers.
 function Pipeline:describe()
   local lines = {}
+  local temporary = {}
+  for _, entry in ipairs(self.temporaries) do temporary[entry.name] = true end
   for position, kernel in ipairs(self.kernels) do
-    local line = ("%s: writes %s"):format(kernel.name, table.concat(kernel.writes, ", "))
+    local writes = {}
+    for index, name in ipairs(kernel.writes) do
+      writes[index] = temporary[name] and name .. " (a temporary)" or name
+    end
+    local line = ("%s: writes %s"):format(kernel.name, table.concat(writes, ", "))
     if #kernel.in_registers > 0 then
       line = line .. "; " .. table.concat(kernel.in_registers, ", ") .. " in registers"
     end
@@ -419,5 +534,9 @@ function Pipeline:__tostring()
   return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
                                                                     #self.kernels == 1 and "" or "s")
 end
+
+-- A pipeline's methods run while a builder captures: their errors end the
+-- capture as gpurun's own do.
+require("gpurun").guard(Pipeline)
 
 return { constructor = constructor, Pipeline = Pipeline }

@@ -31,7 +31,10 @@ local STAGE_OPS = {
   norm = { op = "sum", accumulates = true, post = "%s = sqrt(a);", square = true, float = true },
 }
 pipeline_reduction.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
-local INTEGERS = { int8 = true, uint8 = true, int32 = true, uint32 = true, int64 = true, uint64 = true }
+local INTEGERS = {}
+for dtype, info in pairs(source.DTYPES) do
+  INTEGERS[dtype] = not info.float or nil
+end
 
 -- A reduction stage, or nil when `text` is not one (an elementwise stage).
 function pipeline_reduction.parse_stage(text, what, index)
@@ -53,8 +56,8 @@ function pipeline_reduction.parse_stage(text, what, index)
     raise(("%s: stage '%s': %s writes a position, so its dtype must be an integer one, got %s"):format(
           what, name, op, dtype))
   end
-  if spec.float and dtype ~= "float32" and dtype ~= "float64" and not params[1].variable then
-    raise(("%s: stage '%s': %s needs float32 or float64, got %s"):format(what, name, op, dtype))
+  if spec.float and not params[1].variable and not source.DTYPES[dtype].float then
+    raise(("%s: stage '%s': %s needs a float dtype, got %s"):format(what, name, op, dtype))
   end
   return { type = dtype, name = name, expression = expression, variable = params[1].variable,
            reduce = op }
@@ -81,9 +84,11 @@ local function params_of(text, what)
   return params
 end
 
+-- The C type values of type_name are computed in (float for float16 and
+-- bfloat16), or the type variable itself.
 local function c_of(type_name)
   local info = source.DTYPES[type_name]
-  return info and info.c or type_name
+  return info and info.compute or type_name
 end
 
 -- The reduction kernel of one group (spec from elementwise_pipeline's

@@ -23,10 +23,18 @@ local raise = source.raise
 
 local prebuilt = {}
 
-local OPTION_KEYS = { accumulate = true, rows = true, cols = true, axis = true, offsets = true }
+local OPTION_NAMES = { "accumulate", "rows", "cols", "axis", "offsets" }
 local EXTRA_SHAPE_KEYS = { accumulate = true }
-local INTEGER_DTYPES = { int8 = true, uint8 = true, int32 = true, uint32 = true, int64 = true,
-                         uint64 = true }
+local INTEGER_DTYPES = {}
+for dtype, info in pairs(DTYPES) do
+  INTEGER_DTYPES[dtype] = not info.float or nil
+end
+
+local FLOAT_NAMES = {}
+for name in source.DTYPE_NAMES:gmatch("[%w_]+") do
+  if DTYPES[name].float then FLOAT_NAMES[#FLOAT_NAMES + 1] = name end
+end
+FLOAT_NAMES = table.concat(FLOAT_NAMES, ", ")
 
 local function type_name(value)
   local meta = getmetatable(value)
@@ -92,7 +100,8 @@ local function kernel_for(name, spec, x_dtype, out_dtype, accumulate, b_dtype)
   if spec.op == "any" or spec.op == "all" then
     acc = nil
   end
-  local acc_c = acc and DTYPES[acc].c
+  -- the accumulator's C type: float for float16 and bfloat16 (their compute type)
+  local acc_c = acc and DTYPES[acc].compute
   local in_params, map = x_dtype .. " x", spec.map
   if b_dtype then
     in_params = ("%s a, %s b"):format(x_dtype, b_dtype)
@@ -120,11 +129,9 @@ local function read_options(fname, n, options, accumulates)
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  for key in next, options do
-    if not OPTION_KEYS[key] then
-      bad_argument(fname, n, "unknown option %s (known: accumulate, rows, cols, axis, offsets)",
-                   type(key) == "string" and "'" .. key .. "'" or "of type " .. type(key))
-    end
+  local unknown = require("gpurun.options").unknown(options, OPTION_NAMES)
+  if unknown then
+    bad_argument(fname, n, "%s", unknown)
   end
   local accumulate = rawget(options, "accumulate")
   if accumulate ~= nil then
@@ -196,7 +203,7 @@ local function result_buffer(fname, n, spec, target, out, dtype, options, shaped
     bad_argument(fname, n, "out must be an integer buffer (a 1-based position), got %s", out.dtype)
   end
   if spec.float_result and not DTYPES[out.dtype].float then
-    bad_argument(fname, n, "out must be float32 or float64, got %s", out.dtype)
+    bad_argument(fname, n, "out must be a float buffer (%s), got %s", FLOAT_NAMES, out.dtype)
   end
   return out
 end
@@ -251,8 +258,11 @@ do
       b_dtype = b.dtype
     end
     local shape, shaped, accumulate = read_options(fname, 5, options, true)
-    local default = (a.dtype == "float32" and (b_dtype == "float32" or type(b) == "number"))
-                    and "float32" or "float64"
+    -- float32 for float32 and narrower floats (their differences are exact
+    -- in float32 or nearly so), else float64
+    local function narrow(dtype) return DTYPES[dtype].float and DTYPES[dtype].size <= 4 end
+    local default = (narrow(a.dtype) and (type(b) == "number" or narrow(b_dtype))) and "float32"
+                    or "float64"
     local dtype = out and type_name(out) == "gpurun.Buffer" and out.dtype or accumulate or default
     out = result_buffer(fname, 4, { float_result = true }, target, out, dtype, shape, shaped, a)
     local kernel = kernel_for("max_abs_diff", spec, a.dtype, out.dtype, accumulate or out.dtype, b_dtype)
@@ -264,5 +274,9 @@ do
     return out
   end
 end
+
+-- Scripts call these while a builder captures: their errors end the
+-- capture as gpurun's own do, through gpurun.sum or straight from here.
+gpurun.guard(prebuilt)
 
 return prebuilt

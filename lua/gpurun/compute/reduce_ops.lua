@@ -12,17 +12,21 @@ local ops = {}
 ops.NAMES = "sum, prod, min, max, argmin, argmax, any, all"
 ops.SCAN_NAMES = "sum, prod, min, max"
 
+-- The extremes of each dtype as its accumulator holds them: float16 and
+-- bfloat16 are reduced in float (their compute type), so float's infinity.
 local INF = { float32 = "__int_as_float(0x7f800000)", float64 = "__longlong_as_double(0x7ff0000000000000LL)" }
+INF.float16, INF.bfloat16 = INF.float32, INF.float32
 local LOWEST = {
-  float32 = "(-" .. INF.float32 .. ")", float64 = "(-" .. INF.float64 .. ")",
-  int8 = "(-128)", uint8 = "0", int32 = "(-2147483647 - 1)", uint32 = "0u",
-  int64 = "(-9223372036854775807LL - 1)", uint64 = "0ull",
+  int8 = "(-128)", uint8 = "0", int16 = "(-32768)", uint16 = "0", int32 = "(-2147483647 - 1)",
+  uint32 = "0u", int64 = "(-9223372036854775807LL - 1)", uint64 = "0ull",
 }
 local HIGHEST = {
-  float32 = INF.float32, float64 = INF.float64,
-  int8 = "127", uint8 = "255", int32 = "2147483647", uint32 = "4294967295u",
-  int64 = "9223372036854775807LL", uint64 = "18446744073709551615ull",
+  int8 = "127", uint8 = "255", int16 = "32767", uint16 = "65535", int32 = "2147483647",
+  uint32 = "4294967295u", int64 = "9223372036854775807LL", uint64 = "18446744073709551615ull",
 }
+for dtype, inf in pairs(INF) do
+  LOWEST[dtype], HIGHEST[dtype] = "(-" .. inf .. ")", inf
+end
 ops.LOWEST, ops.HIGHEST = LOWEST, HIGHEST
 
 -- name -> { combine = C expression of a and b, identity = function(dtype)

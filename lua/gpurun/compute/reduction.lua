@@ -30,7 +30,9 @@ local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local rs = require("gpurun.compute.reduction_source")
-local check_options = require("gpurun.compute.elementwise").check_options
+local elementwise = require("gpurun.compute.elementwise")
+local check_options = elementwise.check_options
+local unknown_option = require("gpurun.options").unknown
 
 local DTYPES = source.DTYPES
 local raise = source.raise
@@ -47,6 +49,11 @@ PlanList.__index = PlanList
 -- Names the post-map sees itself: an output cannot take them.
 local POST_NAMES = { a = true, b = true, index = true, count = true, segment = true }
 local SHAPE_KEYS = { rows = true, cols = true, axis = true, offsets = true }
+-- gpurun.reduction's options: reduce_type, then every generated kernel's.
+local REDUCTION_OPTIONS = { "reduce_type" }
+for _, key in ipairs(elementwise.KERNEL_OPTIONS) do
+  REDUCTION_OPTIONS[#REDUCTION_OPTIONS + 1] = key
+end
 local OFFSET_KIND = { int32 = 1, uint32 = 2, int64 = 3, uint64 = 4 }
 local OFFSET_KIND_ARG = {}
 for dtype, kind in pairs(OFFSET_KIND) do
@@ -126,7 +133,7 @@ end
 function reduction.kernel(spec)
   local kernel = setmetatable({
     kind = "reduction kernel", name = spec.name, params = {}, input_count = #spec.inputs,
-    type_variables = {}, variants = {}, bound = {}, arguments = {},
+    type_variables = {}, variants = {}, bound = {}, arguments = {}, scalars = {},
     body = spec.body or "", reductions = spec.reductions, extra_shape_keys = spec.extra_shape_keys,
     what = ("reduction kernel '%s'"):format(spec.name),
   }, Kernel)
@@ -184,6 +191,10 @@ function reduction.reduction(in_params, out_params, map_expr, reduce_expr, post_
   code_text(map_expr, what .. ": map_expr")
   if options ~= nil and type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
+  end
+  local unknown = unknown_option(options or {}, REDUCTION_OPTIONS)
+  if unknown then
+    raise(what .. ": " .. unknown)
   end
   local op, combine, identity_text
   if type(reduce_expr) == "string" and ops.named[reduce_expr] then
@@ -461,7 +472,6 @@ local function prepare(kernel, target, ...)
   arguments.check_count(kernel, count, 1)
   local n, device, numbers = arguments.read(kernel, ...)
   check_n(kernel, n)
-  arguments.check_small_scalars(kernel, ...)
   local shape_kind, segments, rows, cols, offsets = read_shape(kernel,
     count > kernel.arity and select(kernel.arity + 1, ...) or nil, n, device)
   check_results(kernel, segments, ...)
@@ -624,4 +634,12 @@ end
 
 reduction.Kernel = Kernel
 reduction.PlanList = PlanList
+
+-- Scripts call these (and the kernels' methods) while a builder captures:
+-- their errors end the capture as gpurun's own do, whether they came
+-- through gpurun.reduction or straight from this module.
+gpurun.guard(Kernel)
+gpurun.guard(PlanList)
+gpurun.guard(reduction)
+
 return reduction

@@ -185,11 +185,13 @@ local function lines()
   end
 end
 
--- The C type of a dtype, a type variable (its own name) or "bool".
+-- The C type a reduction's values are held in: a dtype's compute type
+-- (float for float16 and bfloat16), a type variable (its own name, bound
+-- to a compute type) or "bool".
 local function c_of(type_name)
   local info = DTYPES[type_name]
   if info then
-    return info.c
+    return info.compute
   end
   return type_name
 end
@@ -206,7 +208,7 @@ function rs.accumulator_layout(kernel, signature)
   local size, align = 0, 4
   for _, reduction in ipairs(kernel.reductions) do
     local dtype = resolved(reduction.type, signature)
-    local bytes = dtype == "bool" and 1 or DTYPES[dtype].size
+    local bytes = dtype == "bool" and 1 or DTYPES[dtype].compute_size
     local field_size, field_align = bytes, bytes
     if ops.named[reduction.op] and ops.named[reduction.op].arg then
       field_size, field_align = 16, 8 -- { T v; unsigned long long i; }
@@ -232,7 +234,7 @@ local function accumulator(add, kernel, signature)
 
   add("namespace _gr_%s {", kernel.name)
   for _, variable in ipairs(kernel.type_variables) do
-    add("typedef %s %s;", DTYPES[signature.bindings[variable]].c, variable)
+    add("typedef %s %s;", DTYPES[signature.bindings[variable]].compute, variable)
   end
   local fields, identity, combine = {}, {}, {}
   for index, reduction in ipairs(kernel.reductions) do
@@ -287,8 +289,25 @@ local function accumulator(add, kernel, signature)
   add("} // namespace _gr_%s", kernel.name)
 end
 
+-- A parameter's element as stored, and as the code sees it.
 local function param_c(signature, index)
   return DTYPES[signature.dtypes[index]].c
+end
+
+local function param_compute(signature, index)
+  return DTYPES[signature.dtypes[index]].compute
+end
+
+-- An element as stored, as the code sees it (float for float16 and
+-- bfloat16); and a value as an element is stored (rounded to nearest even).
+local function loaded(signature, index, value)
+  local info = DTYPES[signature.dtypes[index]]
+  return info.compute == info.c and value or ("static_cast<%s>(%s)"):format(info.compute, value)
+end
+
+local function stored(signature, index, value)
+  local info = DTYPES[signature.dtypes[index]]
+  return info.compute == info.c and value or ("static_cast<%s>(%s)"):format(info.c, value)
 end
 
 -- The kernel's parameters after the shape arguments.
@@ -297,7 +316,7 @@ local function parameter_list(kernel, signature)
   for index, param in ipairs(kernel.params) do
     local dtype = DTYPES[signature.dtypes[index]]
     if signature.scalar[index] then
-      list[#list + 1] = ("%s _in_%s"):format(dtype.passed_as or dtype.c, param.name)
+      list[#list + 1] = ("%s _in_%s"):format(dtype.c, param.name)
     elseif param.output then
       list[#list + 1] = ("%s *__restrict__ _out_%s"):format(dtype.c, param.name)
     else
@@ -315,18 +334,19 @@ local function head(add, kernel, signature, suffix, shape_params)
   add("    using namespace _gr_%s;", kernel.name)
 end
 
--- One element: the inputs as locals named as the parameters (value(param)
--- reads a buffer's element), the body, each reduction's mapped value
--- combined into _a, and the per-element outputs stored (store(param)).
+-- One element: the inputs as locals named as the parameters, in their
+-- compute types (value(param) reads a buffer's element), the body, each
+-- reduction's mapped value combined into _a, and the per-element outputs
+-- stored (store(param, value): the statement storing value).
 local function element(add, kernel, signature, indent, value, position, store)
   add("%s{", indent)
   local inner = indent .. "    "
   for index, param in ipairs(kernel.params) do
-    local c = param_c(signature, index)
+    local c = param_compute(signature, index)
     if signature.scalar[index] then
       add("%sconst %s %s = (%s)_in_%s;", inner, c, param.name, c, param.name)
     elseif not param.output then
-      add("%sconst %s %s = %s;", inner, c, param.name, value(param))
+      add("%sconst %s %s = %s;", inner, c, param.name, loaded(signature, index, value(param)))
     elseif not param.result then
       add("%s%s %s;", inner, c, param.name)
     end
@@ -349,9 +369,9 @@ local function element(add, kernel, signature, indent, value, position, store)
     end
   end
   add("%s_a = _combine(_a, _m);", inner)
-  for _, param in ipairs(kernel.params) do
+  for index, param in ipairs(kernel.params) do
     if param.output and not param.result then
-      add("%s%s;", inner, store(param))
+      add("%s%s;", inner, store(param, stored(signature, index, param.name)))
     end
   end
   add("%s(void)i;", inner)
@@ -362,8 +382,8 @@ local function scalar_value(param)
   return ("_in_%s[i]"):format(param.name)
 end
 
-local function scalar_store(param)
-  return ("_out_%s[i] = %s"):format(param.name, param.name)
+local function scalar_store(param, value)
+  return ("_out_%s[i] = %s"):format(param.name, value)
 end
 
 -- The outputs written from _a for `segment` (count elements in it).
@@ -373,9 +393,10 @@ local function post(add, kernel, signature, indent)
   for index, param in ipairs(kernel.params) do
     if param.result then
       if param.read then
-        add("%s%s %s = _out_%s[segment];", inner, param_c(signature, index), param.name, param.name)
+        add("%s%s %s = %s;", inner, param_compute(signature, index), param.name,
+            loaded(signature, index, ("_out_%s[segment]"):format(param.name)))
       else
-        add("%s%s %s;", inner, param_c(signature, index), param.name)
+        add("%s%s %s;", inner, param_compute(signature, index), param.name)
       end
     end
   end
@@ -397,9 +418,9 @@ local function post(add, kernel, signature, indent)
     end
     add("%s}", inner)
   end
-  for _, param in ipairs(kernel.params) do
+  for index, param in ipairs(kernel.params) do
     if param.result then
-      add("%s_out_%s[segment] = %s;", inner, param.name, param.name)
+      add("%s_out_%s[segment] = %s;", inner, param.name, stored(signature, index, param.name))
     end
   end
   add("%s(void)count;", inner)
@@ -517,8 +538,8 @@ local function full_vector_kernel(add, kernel, signature, width)
       add("            const unsigned long long i = (%s) * %d + _k;", at(u), width)
       element(add, kernel, signature, "            ", function(param)
         return ("_l_%s_%d.v[_k]"):format(param.name, u)
-      end, "i", function(param)
-        return ("_s_%s_%d.v[_k] = %s"):format(param.name, u, param.name)
+      end, "i", function(param, value)
+        return ("_s_%s_%d.v[_k] = %s"):format(param.name, u, value)
       end)
       add("        }")
     end
@@ -650,6 +671,25 @@ function rs.kernel_names(kernel, family, width)
   return { kernel.name .. "_columns", kernel.name .. "_columns_finish" }
 end
 
+-- The headers of the signature's dtypes and of the reductions' types
+-- (cuda_fp16.h, cuda_bf16.h), once each.
+function rs.include_headers(add, kernel, signature)
+  local included = {}
+  local function include(dtype)
+    local header = DTYPES[dtype] and DTYPES[dtype].header
+    if header and not included[header] then
+      included[header] = true
+      add("#include <%s>", header)
+    end
+  end
+  for index in ipairs(kernel.params) do
+    include(signature.dtypes[index])
+  end
+  for _, reduction in ipairs(kernel.reductions) do
+    include(resolved(reduction.type, signature))
+  end
+end
+
 -- The program of one family for one signature ({ dtypes, scalar,
 -- bindings }). Returns the source and the vector width (full only; nil:
 -- no vector kernel).
@@ -661,6 +701,7 @@ function rs.generate(kernel, signature, family)
   for _, reduction in ipairs(kernel.reductions) do
     add("//   reduce %s of: %s", reduction.op or ("(" .. reduction.combine .. ")"), reduction.map)
   end
+  rs.include_headers(add, kernel, signature)
   add(rs.COMMON)
   if kernel.cache == "streaming" and width then
     add(source.STREAMING)

@@ -28,8 +28,8 @@ local scan = {}
 local DEFAULT_BLOCK, DEFAULT_ITEMS = 128, 23
 local MAX_EXCHANGE_BYTES = 40 * 1024 -- static shared memory stays under 48 KiB
 local COUNT_DTYPES = { int32 = true, uint32 = true, int64 = true, uint64 = true }
-local OPTION_KEYS = { identity = true, deterministic = true, block = true, items = true }
-local SELECT_OPTION_KEYS = { block = true, items = true }
+local OPTION_NAMES = { "identity", "deterministic", "block", "items" }
+local SELECT_OPTION_NAMES = { "block", "items" }
 
 local function type_name(value)
   local meta = getmetatable(value)
@@ -58,22 +58,16 @@ local function check_buffer(fname, n, value, what)
 end
 
 -- block and items from the options, checked.
-local function launch_options(fname, n, options, keys, value_bytes)
+local function launch_options(fname, n, options, known, value_bytes)
   if options == nil then
     return DEFAULT_BLOCK, DEFAULT_ITEMS
   end
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  for key in next, options do
-    if not keys[key] then
-      local known = {}
-      for name in pairs(keys) do known[#known + 1] = name end
-      table.sort(known)
-      bad_argument(fname, n, "unknown option %s (known: %s)",
-                   type(key) == "string" and "'" .. key .. "'" or "of type " .. type(key),
-                   table.concat(known, ", "))
-    end
+  local unknown = require("gpurun.options").unknown(options, known)
+  if unknown then
+    bad_argument(fname, n, "%s", unknown)
   end
   local block, items = rawget(options, "block") or DEFAULT_BLOCK, rawget(options, "items") or DEFAULT_ITEMS
   if math.type(block) ~= "integer" or block < 32 or block > 1024 or block % 32 ~= 0 then
@@ -152,6 +146,19 @@ local function new_kernel(spec)
   return kernel
 end
 
+-- The headers the dtypes' C types need (cuda_fp16.h, cuda_bf16.h), once each.
+local function headers(...)
+  local list, seen = {}, {}
+  for index = 1, select("#", ...) do
+    local header = DTYPES[select(index, ...)].header
+    if header and not seen[header] then
+      seen[header] = true
+      list[#list + 1] = header
+    end
+  end
+  return list
+end
+
 -- Kernels made so far: mode -> operation -> identity -> x dtype -> y
 -- dtype -> flags -> kernel, so that finding one builds no string.
 local kernels = {}
@@ -219,8 +226,9 @@ local function scan_kernel(mode, fname, op, identity, x_dtype, y_dtype, determin
   local named = ops.named[op]
   kernel = new_kernel{
     name = "gpurun_" .. mode .. "_scan", mode = mode, what = ("'%s'"):format(fname),
-    in_c = DTYPES[x_dtype].c, out_c = DTYPES[y_dtype].c, value_c = DTYPES[y_dtype].c,
-    value_bytes = DTYPES[y_dtype].size,
+    in_c = DTYPES[x_dtype].c, in_compute = DTYPES[x_dtype].compute, out_c = DTYPES[y_dtype].c,
+    value_c = DTYPES[y_dtype].compute, value_bytes = DTYPES[y_dtype].compute_size,
+    headers = headers(x_dtype, y_dtype),
     combine = named and named.combine or op, identity = named and named.identity(y_dtype) or identity,
     deterministic = deterministic, block = block, items = items,
   }
@@ -238,7 +246,7 @@ local function run_scan(mode, fname, target, x, y, op, options)
   if y.device ~= x.device then
     bad_argument(fname, 3, "y is on device %d, but x is on device %d", y.device, x.device)
   end
-  local block, items = launch_options(fname, 5, options, OPTION_KEYS, DTYPES[y.dtype].size)
+  local block, items = launch_options(fname, 5, options, OPTION_NAMES, DTYPES[y.dtype].compute_size)
   local operation, identity = operation_of(fname, op, options)
   local deterministic = options and rawget(options, "deterministic") or false
   if type(deterministic) ~= "boolean" then
@@ -306,7 +314,8 @@ local function select_kernel(predicate, x_dtype, count_dtype, block, items)
   end
   kernel = new_kernel{
     name = "gpurun_select", mode = "select", what = "'gpurun.select'",
-    in_c = DTYPES[x_dtype].c, value_c = "unsigned long long", count_c = DTYPES[count_dtype].c,
+    in_c = DTYPES[x_dtype].c, in_compute = DTYPES[x_dtype].compute, headers = headers(x_dtype),
+    value_c = "unsigned long long", count_c = DTYPES[count_dtype].c,
     combine = "a + b", identity = "0ull", predicate = predicate, block = block, items = items,
   }
   node[key] = kernel
@@ -341,7 +350,7 @@ function scan.select(target, x, predicate, out, count, options)
   if count.device ~= x.device then
     bad_argument(FNAME, 5, "count is on device %d, but x is on device %d", count.device, x.device)
   end
-  local block, items = launch_options(FNAME, 6, options, SELECT_OPTION_KEYS,
+  local block, items = launch_options(FNAME, 6, options, SELECT_OPTION_NAMES,
                                       math.max(8, DTYPES[x.dtype].size))
   local kernel = select_kernel(predicate, x.dtype, count.dtype, block, items)
   local n = #x
@@ -373,4 +382,11 @@ function Kernel.capacity_of(out)
 end
 
 scan.Kernel = Kernel
+
+-- Scripts call these while a builder captures: their errors end the
+-- capture as gpurun's own do, through gpurun.inclusive_scan and the others
+-- or straight from here.
+gpurun.guard(Kernel)
+gpurun.guard(scan)
+
 return scan

@@ -154,9 +154,12 @@ local function look_back(add, spec, indent)
   add("%s}", i)
 end
 
--- spec: { name, mode = "inclusive" | "exclusive" | "select", in_c, out_c,
--- value_c (the scanned type), combine, identity, predicate (select),
--- count_c (select), block, items, deterministic }.
+-- spec: { name, mode = "inclusive" | "exclusive" | "select", in_c (x's
+-- element as stored), in_compute (as the code sees it: float for float16
+-- and bfloat16), out_c, value_c (the scanned type: y's compute type, whose
+-- values are rounded to out_c only when stored), combine, identity,
+-- predicate (select), count_c (select), headers (to include), block,
+-- items, deterministic }.
 function ss.generate(spec)
   local out, add = lines()
   local block, items = spec.block, spec.items
@@ -168,6 +171,9 @@ function ss.generate(spec)
     add("//   keeps x where: %s", spec.predicate)
   else
     add("//   combine: %s, identity: %s", spec.combine, spec.identity)
+  end
+  for _, header in ipairs(spec.headers or {}) do
+    add("#include <%s>", header)
   end
   add(rs.COMMON)
   add(ss.COMMON)
@@ -214,7 +220,8 @@ function ss.generate(spec)
     add("        if (i < n)")
     add("            _loaded[_k] = _in_x[i];")
   else
-    add("        _loaded[_k] = i < n ? (_value)(_in_x[i]) : _identity();")
+    -- through x's compute type: a __half converts to float, then to _value
+    add("        _loaded[_k] = i < n ? (_value)((%s)_in_x[i]) : _identity();", spec.in_compute or spec.in_c)
   end
   add("    }")
   add("#pragma unroll")
@@ -230,7 +237,7 @@ function ss.generate(spec)
     add("#pragma unroll")
     add("    for (int _k = 0; _k < ITEMS; _k++) {")
     add("        const unsigned long long i = _base + _lane * ITEMS + _k;")
-    add("        const %s x = _loaded[_k];", spec.in_c)
+    add("        const %s x = (%s)_loaded[_k];", spec.in_compute or spec.in_c, spec.in_compute or spec.in_c)
     add("        _items[_k] = (i < n && (%s)) ? 1ull : 0ull;", spec.predicate)
     add("    }")
   else
@@ -318,7 +325,7 @@ function ss.generate(spec)
     add("    for (int _k = 0; _k < ITEMS; _k++) {")
     add("        const unsigned long long i = _base + _k * 32 + _lane;")
     add("        if (i < n)")
-    add("            _out_y[i] = (%s)_exchange[_warp][_k * 32 + _lane];", spec.out_c)
+    add("            _out_y[i] = static_cast<%s>(_exchange[_warp][_k * 32 + _lane]);", spec.out_c)
     add("    }")
   end
   add("}")
