@@ -83,14 +83,14 @@ local CLOSED = {
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
-  PinnedBuffer = "closed_pinned",
+  PinnedBuffer = "closed_pinned", HostCallback = "closed_callback",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
   Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
-  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size",
+  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
 }
 
 local SETTOP_FIRST = {
@@ -414,6 +414,32 @@ row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
   "elementwise pipeline 'p': output 'r9' is not a stage")
+
+-- ---- host callbacks and pipelines ------------------------------------------------------
+
+row("gpurun.HostCallback", A(), arg_error(1, "HostCallback", "function expected, got no value"))
+row("gpurun.HostCallback", A(5), arg_error(1, "HostCallback", "function expected, got number"))
+row("gpurun.HostCallback", A("print"), arg_error(1, "HostCallback", "function expected, got string"))
+row("HostCallback:launch", A(R.callback), arg_error(1, "launch", "gpurun.Stream or gpurun.GraphBuilder expected, got no value"))
+row("HostCallback:launch", A(R.callback, 5), arg_error(1, "launch", "gpurun.Stream or gpurun.GraphBuilder expected, got number"))
+row("HostCallback:launch", A(R.callback, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("HostCallback:launch", A(R.callback, R.builder), "GraphBuilder is not building (it is idle)")
+row("HostCallback:launch", A(R.callback, R.body), "a conditional body may run any number of times", { gpu = true })
+row("HostCallback:close", nil, "gpurun.HostCallback is used by 1 graph(s) or graph builder(s); close them first",
+  { gpu = true, before = { "callback", "building" }, call = function(env)
+    env.callback:launch(env.building)
+    return env.callback:close()
+  end })
+local PIPE = "gpurun.pipeline"
+row("gpurun.pipeline", A(5), PIPE .. ": options must be a table, got number")
+row("gpurun.pipeline", A({ nope = 1 }), PIPE .. ": unknown option 'nope' (known: devices, fuse, max_streams, name, pool, quiet, strict, timing)")
+row("gpurun.pipeline", A({ name = "1x" }), PIPE .. ": options.name must be a C identifier not starting with '_', got 1x")
+row("gpurun.pipeline", A({ name = "_x" }), PIPE .. ": options.name must be a C identifier")
+row("gpurun.pipeline", A({ max_streams = 0 }), PIPE .. " 'pipeline': options.max_streams must be an integer from 1 to 64, got 0")
+row("gpurun.pipeline", A({ max_streams = 1.5 }), "options.max_streams must be an integer from 1 to 64, got 1.5")
+row("gpurun.pipeline", A({ fuse = "yes" }), "options.fuse must be a boolean, got string")
+row("gpurun.pipeline", A({ timing = "cupti" }), "options.timing must be true, \"events\" or \"nvtx\", got cupti")
+row("gpurun.pipeline", A({ devices = "all" }), "options.devices must be a list of device ordinals")
 
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 

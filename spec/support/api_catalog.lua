@@ -32,7 +32,8 @@
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
---   clears its condition replays forever).
+--   clears its condition replays forever), host_function (HostCallback's
+--   function), pipeline_options (gpurun.pipeline's table).
 -- writes = the argument position of a path the call writes (the fuzzer
 -- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
@@ -43,7 +44,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer",
+  "Condition", "PinnedBuffer", "HostCallback",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -105,6 +106,8 @@ catalog.functions = {
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
   pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
   load = { args = { "path" } },
+  HostCallback = { args = { "host_function" } },
+  pipeline = { args = { "pipeline_options" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -216,6 +219,10 @@ catalog.methods = {
   Condition = {
     close = { args = {} },
   },
+  HostCallback = {
+    launch = { args = { "launch_target" } },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -238,6 +245,7 @@ catalog.metamethods = {
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
+  HostCallback = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -381,6 +381,11 @@ draws = {
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
   dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
     { { title = 5 }, { name = {} }, "title" }),
+  -- Host callbacks that return: a raising one is raised by whatever wait
+  -- runs it, which may be the state check's.
+  host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),
+  pipeline_options = from({ nil, {}, { name = "fuzz" }, { max_streams = 2 }, { fuse = false },
+    { timing = true }, { strict = true } }, 0.7, { { nope = 1 }, { max_streams = 0 }, "x", 5 }),
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),

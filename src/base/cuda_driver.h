@@ -57,7 +57,7 @@
     X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000) \
     X(cuFuncSetAttribute, 9000) X(cuOccupancyMaxPotentialBlockSize, 6050) \
     X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) X(cuCtxGetStreamPriorityRange, 5050) \
-    X(cuStreamGetPriority, 5050)
+    X(cuStreamGetPriority, 5050) X(cuLaunchHostFunc, 10000)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

@@ -421,8 +421,17 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
     return result != CUDA_SUCCESS ? result : restored;
 }
 
+/* cuMemFree and cuMemFreeHost may wait for the device, which waits for a
+ * pending host callback, which waits for this thread: free later. */
+static int must_defer(void)
+{
+    return capturing != NULL || gpurun_host_calls_pending() > 0;
+}
+
 void gpurun_flush_frees(void)
 {
+    if (must_defer())
+        return;
     while (pending_count > 0) {
         pending_count--;
         /* Nobody is left to tell about a failure here. */
@@ -435,7 +444,7 @@ void gpurun_flush_frees(void)
 
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
 {
-    if (capturing && pending_count < MAX_PENDING_FREES) {
+    if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = pointer;
         pending[pending_count].context = context;
         pending[pending_count].host = NULL;
@@ -443,14 +452,13 @@ CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
         pending_count++;
         return CUDA_SUCCESS;
     }
-    if (!capturing)
-        gpurun_flush_frees();
+    gpurun_flush_frees();
     return free_in_context(pointer, context);
 }
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
 {
-    if (capturing && pending_count < MAX_PENDING_FREES) {
+    if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = 0;
         pending[pending_count].context = NULL;
         pending[pending_count].host = pointer;
@@ -458,7 +466,6 @@ CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
         pending_count++;
         return CUDA_SUCCESS;
     }
-    if (!capturing)
-        gpurun_flush_frees();
+    gpurun_flush_frees();
     return free_host(pointer, last_use);
 }

@@ -8,12 +8,15 @@
  * replay touches and an explicit close is refused. It keeps a clone of the
  * captured graph, whose nodes name the executable's (user value 2 lists
  * them), and for each kernel node whose Kernel it knows, that node's launch
- * as it now stands (user value 3: node index -> { kernel, launch }). */
+ * as it now stands (user value 3: node index -> { kernel, launch }), and
+ * the HostCallbacks its host nodes run (user value 4, a sequence): each
+ * replay queues one run of each. */
 #include "types/graph.h"
 
 #include <string.h>
 
 #include "types/graph_builder.h"
+#include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
 #include "types/stream.h"
@@ -23,6 +26,7 @@ const struct gpurun_tag gpurun_graph_tag = {"gpurun.Graph"};
 #define KEPT_VALUE 1
 #define NODES_VALUE 2
 #define KERNEL_NODES_VALUE 3
+#define HOST_CALLBACKS_VALUE 4
 
 struct graph {
     struct gpurun_object header;
@@ -31,6 +35,7 @@ struct graph {
     size_t node_count;
     CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
     int has_loop;          /* a while loop: a replay may not end */
+    int host_callbacks;    /* HostCallbacks among what it keeps */
     CUcontext context; /* the captured stream's: the graph replays on its device only */
     int device;
 };
@@ -100,6 +105,26 @@ static void push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t cou
     }
 }
 
+/* The HostCallbacks in the sequence of kept objects at kept_index become
+ * the graph's (user value 4). */
+static void collect_host_callbacks(lua_State *L, int graph_index, int kept_index)
+{
+    kept_index = lua_absindex(L, kept_index);
+    struct graph *graph = lua_touserdata(L, graph_index);
+    lua_newtable(L);
+    int count = 0;
+    lua_Integer kept = (lua_Integer)lua_rawlen(L, kept_index);
+    for (lua_Integer i = 1; i <= kept; i++) {
+        lua_rawgeti(L, kept_index, i);
+        if (gpurun_to_tagged(L, -1, &gpurun_host_callback_tag))
+            lua_rawseti(L, -2, ++count);
+        else
+            lua_pop(L, 1);
+    }
+    lua_setiuservalue(L, graph_index, HOST_CALLBACKS_VALUE);
+    graph->host_callbacks = count;
+}
+
 /* builder:complete() -> Graph */
 static int builder_complete(lua_State *L)
 {
@@ -113,7 +138,7 @@ static int builder_complete(lua_State *L)
         return gpurun_error(L, "GraphBuilder:complete: nothing built (it is %s): call "
                                "begin_building(), launch, end_building() first",
                             gpurun_capture_state_name(capture->state));
-    struct graph *graph = gpurun_new_object(L, sizeof *graph, 3, &gpurun_graph_tag);
+    struct graph *graph = gpurun_new_object(L, sizeof *graph, 4, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
@@ -142,6 +167,7 @@ static int builder_complete(lua_State *L)
     if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "instantiating a graph");
     gpurun_capture_push_kept(L, capture);
+    collect_host_callbacks(L, graph_index, -1);
     push_kernel_nodes(L, graph->nodes, graph->node_count, -1);
     lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
     lua_setiuservalue(L, graph_index, KEPT_VALUE);
@@ -180,6 +206,17 @@ static int replay(lua_State *L, replay_call call, const char *name, const char *
     /* A while loop may never end: waits for this stream become interruptible. */
     if (runs)
         stream->unbounded |= graph->has_loop;
+    /* Each host node runs once more, on the main thread while it waits. */
+    if (runs && graph->host_callbacks) {
+        lua_getiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+        for (int i = 1; i <= graph->host_callbacks; i++) {
+            lua_rawgeti(L, -1, i);
+            struct gpurun_host_callback *callback = lua_touserdata(L, -1);
+            gpurun_host_call_expect(L, &callback->call, -1, 1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
     return 0;
 }
 
@@ -242,6 +279,7 @@ static int graph_update(lua_State *L)
     /* What the new capture kept, then let go of what the old one did. */
     gpurun_capture_push_kept(L, capture);
     int kept = lua_gettop(L);
+    collect_host_callbacks(L, 1, kept);
     size_t count = 0;
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, capture->graph, NULL, &count);
     CUgraphNode *nodes = gpurun_push_staging(L, (count + 1) * sizeof *nodes);
@@ -525,7 +563,8 @@ static int graph_close(lua_State *L)
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
         gpurun_release_users(L, -1);
     lua_pop(L, 1);
-    for (int value = KEPT_VALUE; value <= KERNEL_NODES_VALUE; value++) {
+    graph->host_callbacks = 0;
+    for (int value = KEPT_VALUE; value <= HOST_CALLBACKS_VALUE; value++) {
         lua_pushnil(L);
         lua_setiuservalue(L, 1, value);
     }

@@ -273,6 +273,16 @@ local function constructor(elementwise)
       pipe.output_argument[output] = #inputs + position
     end
     pipe.arity = #inputs + #pipe.outputs
+    -- As a kernel's: what each argument is (gpurun.pipeline reads them).
+    pipe.params = {}
+    for index, param in ipairs(inputs) do
+      pipe.params[index] = param
+    end
+    for position, output in ipairs(pipe.outputs) do
+      local stage = stage_list[stage_index[output]]
+      pipe.params[#inputs + position] = { type = stage.type, name = output, output = true,
+                                          variable = stage.variable }
+    end
     pipe.groups = group_stages(stage_list, wanted, mode, what)
     pipe.fused = #pipe.groups == 1
     local sources = {}
@@ -329,6 +339,17 @@ function Pipeline:prepare(...)
     kernel:prepare(pick(self, kernel, ...))
   end
   return self
+end
+
+-- pipe:node_arguments(inputs..., outputs...) -> each kernel's launch, as
+-- kernel:node_arguments gives it, in launch order.
+function Pipeline:node_arguments(...)
+  check_count(self, select("#", ...))
+  local list = {}
+  for position, kernel in ipairs(self.kernels) do
+    list[position] = kernel:node_arguments(pick(self, kernel, ...))[1]
+  end
+  return list
 end
 
 -- pipe:bind(inputs..., outputs...) -> plans with :launch(target) and :close().

@@ -1,0 +1,703 @@
+-- Running a pipeline's plan: pipeline:run(stream) launches its units on
+-- the planned streams (side streams made once per device, events for the
+-- waits), pipeline:graph(stream) captures the same into one Graph and
+-- replays it, pipeline:set(name, value) changes a scalar in place
+-- (Graph:set_args on the nodes that pass it) or points data at another
+-- buffer of the same shape (a new capture, then Graph:update), and a plan
+-- that changed is captured again (said once, on stderr).
+--
+-- Compiling a unit resolves its arguments once (buffers, typed scalars)
+-- into a table its launch unpacks, so that a run allocates nothing but
+-- what its temporaries need from a pool.
+local gpurun = require("gpurun")
+local Pipeline = require("gpurun.compute.pipeline")
+local source = require("gpurun.compute.elementwise_source")
+
+local raise = source.raise
+local DTYPES = source.DTYPES
+local type_name = Pipeline.type_name
+
+-- ---- arguments ---------------------------------------------------------------------
+
+-- The typed scalar of `dtype` for a scalar's value, made once per value.
+local function typed(scalar, dtype)
+  local value = scalar.typed[dtype]
+  if value == nil then
+    local make = gpurun[DTYPES[dtype].scalar]
+    local number = scalar.value
+    if not DTYPES[dtype].float then
+      number = math.tointeger(number) or raise(("scalar '%s' is %s, not an integer (a %s "
+        .. "parameter takes it)"):format(scalar.name, tostring(number), dtype))
+    end
+    value = make(number)
+    scalar.typed[dtype] = value
+  end
+  return value
+end
+
+-- The buffer behind data (a view made once per base buffer).
+local function buffer_of(state, data)
+  if data.kind == "buffer" then
+    return data.buffer
+  elseif data.kind == "temporary" then
+    local buffer = state.temps[data]
+    if not buffer then
+      raise(("temporary '%s' has no memory: it is kept in registers by fusion"):format(data.name))
+    end
+    return buffer
+  end
+  local base = buffer_of(state, data.parent)
+  local cached = state.views[data]
+  if cached and cached.base == base then
+    return cached.view
+  end
+  local view = base:view(data.offset + 1, data.count)
+  state.views[data] = { base = base, view = view }
+  return view
+end
+Pipeline.buffer_of = buffer_of
+
+-- A raw kernel's scalar: typed when the scalar has a dtype, else the Lua
+-- number (an integral float as an integer where the parameter is one).
+local function raw_scalar(scalar, param)
+  if scalar.dtype then
+    return typed(scalar, scalar.dtype)
+  end
+  if param.kind == "integer" then
+    return math.tointeger(scalar.value) or scalar.value
+  end
+  return scalar.value
+end
+
+-- The dtype a kernel object's parameter takes a scalar as.
+local function call_dtype(scalar, param)
+  if param.variable then
+    if not scalar.dtype then
+      raise(("scalar '%s' goes to parameter %s of type %s: give the scalar a dtype "
+             .. "(p:scalar(name, value, dtype))"):format(scalar.name, param.name, param.type))
+    end
+    return scalar.dtype
+  end
+  return param.type
+end
+
+-- A constant number for a kernel object's parameter, typed once (a Lua
+-- number would make a typed scalar at every call).
+local function call_constant(value, param)
+  if type(value) == "number" and not param.variable and DTYPES[param.type] then
+    local dtype = DTYPES[param.type]
+    local number = dtype.float and value or math.tointeger(value)
+    if number ~= nil then
+      return gpurun[dtype.scalar](number)
+    end
+  end
+  return value
+end
+
+-- Fills `into` with arguments as a launch takes them: data as buffers,
+-- scalars through scalar_of(scalar, position).
+local function resolve(state, args, into, scalar_of)
+  for position, arg in ipairs(args) do
+    if arg.data then
+      into[position] = buffer_of(state, arg.data)
+    elseif arg.scalar then
+      into[position] = scalar_of(arg.scalar, position)
+    else
+      into[position] = arg.constant
+    end
+  end
+  return into
+end
+
+-- ---- units ----------------------------------------------------------------------
+
+-- A unit made runnable: launch(target) with its arguments in `args`
+-- (refresh() resolves them again), and the scalars it passes.
+local function compile_unit(self, state, plan, u)
+  local unit = plan.units[u]
+  local runnable = { unit = unit, index = u, scalars = {}, args = {} }
+  local args = runnable.args
+  local names = {}
+  for _, index in ipairs(unit.stages) do names[#names + 1] = self.stages[index].name end
+  runnable.name = table.concat(names, " + ")
+  if unit.group then
+    local fused = unit.group.fused
+    local inputs, count = fused.inputs, #fused.inputs
+    for _, input in ipairs(inputs) do
+      if input.value ~= nil then
+        input.constant = call_constant(input.value, { type = input.type })
+      end
+    end
+    runnable.refresh = function()
+      resolve(state, inputs, args, function(scalar, position)
+        return typed(scalar, inputs[position].type)
+      end)
+      for k, d in ipairs(fused.outputs) do
+        args[count + k] = buffer_of(state, d)
+      end
+    end
+    runnable.arity = count + #fused.outputs
+    local pipe = fused.pipe
+    runnable.object = pipe
+    runnable.launch = function(target) pipe(target, table.unpack(args, 1, runnable.arity)) end
+    for _, input in ipairs(inputs) do
+      if input.scalar then runnable.scalars[input.scalar] = true end
+    end
+    return runnable
+  end
+  local stage = self.stages[unit.stages[1]]
+  local kind = stage.kind
+  if kind == "kernel" then
+    local kernel, config, params = stage.kernel, stage.config, stage.params
+    for _, arg in ipairs(stage.args) do
+      arg.constant = arg.value
+    end
+    runnable.refresh = function()
+      resolve(state, stage.args, args, function(scalar, position)
+        return raw_scalar(scalar, params[position])
+      end)
+    end
+    runnable.arity = #stage.args
+    runnable.raw_kernel = kernel
+    runnable.launch = function(target)
+      gpurun.launch(target, config, kernel, table.unpack(args, 1, runnable.arity))
+    end
+  elseif kind == "call" then
+    local kernel = stage.kernel
+    for position, arg in ipairs(stage.args) do
+      if arg.value ~= nil then
+        arg.constant = call_constant(arg.value, kernel.params[position])
+      end
+    end
+    runnable.refresh = function()
+      resolve(state, stage.args, args, function(scalar, position)
+        return typed(scalar, call_dtype(scalar, kernel.params[position]))
+      end)
+    end
+    runnable.arity = #stage.args
+    runnable.object = kernel
+    runnable.launch = function(target) kernel(target, table.unpack(args, 1, runnable.arity)) end
+  elseif kind == "copy" then
+    local dst, src = stage.dst, stage.src
+    runnable.refresh = function()
+      args[1], args[2] = buffer_of(state, dst), buffer_of(state, src)
+    end
+    if dst.host then
+      runnable.launch = function(target) args[2]:copy_to(args[1], target) end
+    else
+      runnable.launch = function(target) args[1]:copy_from(args[2], target) end
+    end
+  elseif kind == "fill" then
+    local dst, value = stage.dst, stage.value
+    runnable.refresh = function() args[1] = buffer_of(state, dst) end
+    runnable.launch = function(target) args[1]:fill(value, target) end
+  else -- host
+    local callback = gpurun.HostCallback(stage.fn)
+    state.callbacks[#state.callbacks + 1] = callback
+    runnable.refresh = function() end
+    runnable.launch = function(target) callback:launch(target) end
+  end
+  for _, arg in ipairs(stage.args or {}) do
+    if arg.scalar then runnable.scalars[arg.scalar] = true end
+  end
+  return runnable
+end
+
+-- ---- state per device ------------------------------------------------------------
+
+local function release(state)
+  for _, callback in ipairs(state.callbacks or {}) do
+    callback:close()
+  end
+  state.callbacks = {}
+  for _, event in ipairs(state.owned_events or {}) do
+    event:close()
+  end
+  state.owned_events = {}
+end
+
+local function new_event(state, timing)
+  local event = gpurun.Event{ timing = timing or false }
+  state.owned_events[#state.owned_events + 1] = event
+  return event
+end
+
+-- Temporaries made up front (no pools), on the pipeline's device.
+local function allocate_temporaries(self, state, plan)
+  for _, t in ipairs(plan.temporaries) do
+    if t.where == "up front" and not state.temps[t.data] then
+      state.temps[t.data] = gpurun.empty(t.data.count, t.data.dtype)
+    end
+  end
+end
+
+-- Pool temporaries: made on `target` (a stream, or the capturing builder:
+-- a memory-alloc node) before the units, freed after them.
+local function pool_temporaries(self, state, plan, target)
+  local made = {}
+  for _, t in ipairs(plan.temporaries) do
+    if t.where == "pool" then
+      local options = { stream = target }
+      if self.options.pool then options.pool = self.options.pool end
+      local buffer = gpurun.empty(t.data.count, t.data.dtype, options)
+      state.temps[t.data] = buffer
+      made[#made + 1] = t.data
+    end
+  end
+  return made
+end
+
+local function free_pool_temporaries(state, made)
+  for _, d in ipairs(made) do
+    state.temps[d]:close()
+    state.temps[d] = nil
+  end
+end
+
+local function refresh_all(state)
+  for _, runnable in ipairs(state.units) do
+    runnable.refresh()
+  end
+end
+
+-- Everything the plan needs on the stream's device, compiled once per plan.
+local function compiled(self, device)
+  local plan = self:planned()
+  local state = self.state
+  if state.version == self.version and state.device == device then
+    return state, plan
+  end
+  if state.device and state.device ~= device then
+    release(state)
+    state.temps, state.side_streams = {}, {}
+  end
+  state.version, state.device = self.version, device
+  state.temps = state.temps or {}
+  state.views = state.views or {}
+  state.side_streams = state.side_streams or {}
+  state.callbacks = state.callbacks or {}
+  state.owned_events = state.owned_events or {}
+  -- Temporaries the new plan keeps in registers, or no longer has, go.
+  local keep = {}
+  for _, t in ipairs(plan.temporaries) do
+    if t.where == "up front" then keep[t.data] = true end
+  end
+  for d, buffer in pairs(state.temps) do
+    if not keep[d] then
+      buffer:close()
+      state.temps[d] = nil
+    end
+  end
+  allocate_temporaries(self, state, plan)
+  for _, callback in ipairs(state.callbacks) do callback:close() end
+  state.callbacks = {}
+  state.units = {}
+  for u = 1, #plan.units do
+    state.units[u] = compile_unit(self, state, plan, u)
+  end
+  state.run_events, state.capture_events, state.timing_events = {}, {}, {}
+  for u, unit in ipairs(plan.units) do
+    if unit.signals then
+      state.run_events[u] = new_event(state)
+      state.capture_events[u] = new_event(state)
+    end
+    if self.options.timing == "events" then
+      state.timing_events[u] = { new_event(state, true), new_event(state, true) }
+    end
+  end
+  local pools = false
+  for _, t in ipairs(plan.temporaries) do
+    if t.where == "pool" then pools = true end
+  end
+  state.pools = pools
+  if not pools then
+    refresh_all(state)
+  end
+  return state, plan
+end
+
+local function check_stream(self, stream, what)
+  if type_name(stream) ~= "gpurun.Stream" then
+    raise(("pipeline '%s': %s: a gpurun.Stream expected, got %s"):format(self.name, what,
+          type_name(stream)))
+  end
+  for _, d in ipairs(self.data) do
+    if d.device and d.device ~= stream.device then
+      raise(("pipeline '%s': %s: '%s' lives on device %d but the stream on device %d"):format(
+            self.name, what, d.name, d.device, stream.device))
+    end
+  end
+end
+
+local function side_streams(state, plan, device)
+  local streams = state.side_streams
+  for s = #streams + 2, #plan.streams do
+    streams[s - 1] = gpurun.Device(device):create_stream()
+  end
+  return streams
+end
+
+-- Compiles and loads every kernel the units launch (a capture may not).
+local function prepare_kernels(state)
+  for _, runnable in ipairs(state.units) do
+    local object = runnable.object
+    if object and object.prepare then
+      object:prepare(table.unpack(runnable.args, 1, runnable.arity))
+    end
+  end
+end
+
+-- ---- run -------------------------------------------------------------------------
+
+local nvtx
+
+-- run(stream): the units on the planned streams: stream 1 is `stream`,
+-- the others start after the work queued on it so far and it waits for
+-- them at the end. Returns at once (p:wait() waits, running host
+-- callbacks).
+function Pipeline:run(stream)
+  check_stream(self, stream, "run")
+  local state, plan = compiled(self, stream.device)
+  local sides = side_streams(state, plan, stream.device)
+  local made
+  if state.pools then
+    made = pool_temporaries(self, state, plan, stream)
+    refresh_all(state)
+  end
+  local targets = state.targets or {}
+  state.targets = targets
+  targets[1] = stream
+  for s = 2, #plan.streams do
+    targets[s] = sides[s - 1]
+    targets[s]:wait(stream)
+  end
+  local timing = self.options.timing
+  if timing == "nvtx" and not nvtx then nvtx = require("gpurun.nvtx") end
+  local events, timers = state.run_events, state.timing_events
+  for u, runnable in ipairs(state.units) do
+    local unit = runnable.unit
+    local target = targets[unit.stream]
+    local waits = unit.waits
+    for k = 1, #waits do
+      target:wait(events[waits[k]])
+    end
+    if timing == "events" then
+      target:record(timers[u][1])
+      runnable.launch(target)
+      target:record(timers[u][2])
+    elseif timing == "nvtx" then
+      nvtx.range_push(runnable.name)
+      runnable.launch(target)
+      nvtx.range_pop()
+    else
+      runnable.launch(target)
+    end
+    if unit.signals then
+      target:record(events[u])
+    end
+  end
+  for s = 2, #plan.streams do
+    stream:wait(targets[s])
+  end
+  if made then
+    free_pool_temporaries(state, made)
+  end
+  state.last_stream = stream
+  state.timed = timing == "events" or nil
+end
+
+-- wait(): waits for the last run or replay (host callbacks run meanwhile).
+function Pipeline:wait()
+  local stream = self.state.last_stream
+  if stream then
+    stream:sync()
+  end
+end
+
+-- timings() -> { { unit, name, stream, start_ms, ms }... } of the last
+-- run with options.timing = "events", after waiting for it: each unit's
+-- GPU time and its start after the first unit's.
+function Pipeline:timings()
+  local state = self.state
+  if not state.timed then
+    raise(("pipeline '%s': timings: no timed run (make the pipeline with timing = true, then "
+           .. "p:run(stream))"):format(self.name))
+  end
+  self:wait()
+  local plan = self:planned()
+  local first = state.timing_events[1][1]
+  local list = {}
+  for u, runnable in ipairs(state.units) do
+    local pair = state.timing_events[u]
+    list[u] = { unit = u, name = runnable.name, stream = plan.units[u].stream,
+                start_ms = pair[1] - first, ms = pair[2] - pair[1] }
+  end
+  return list
+end
+
+-- ---- graphs ------------------------------------------------------------------------
+
+-- A short text of what a capture depends on: units, streams, waits,
+-- kernels. Two plans with the same one capture into graphs of the same
+-- topology.
+local function signature(plan)
+  local parts = {}
+  for u, unit in ipairs(plan.units) do
+    parts[u] = ("%s@%d/%s"):format(table.concat(unit.stages, "+"), unit.stream,
+                                   table.concat(unit.waits, ","))
+  end
+  return table.concat(parts, ";")
+end
+
+local function capture(self, state, plan, stream)
+  prepare_kernels(state)
+  local builder = stream:create_graph_builder()
+  builder:begin_building()
+  local made
+  if state.pools then
+    made = pool_temporaries(self, state, plan, builder)
+    refresh_all(state)
+  end
+  local targets = { builder }
+  if #plan.streams > 1 then
+    targets = { builder:split(#plan.streams) }
+  end
+  local ranges, events = {}, state.capture_events
+  for u, runnable in ipairs(state.units) do
+    local unit = runnable.unit
+    local target = targets[unit.stream]
+    for _, w in ipairs(unit.waits) do
+      target:wait(events[w])
+    end
+    local before = builder.node_count
+    runnable.launch(target)
+    ranges[u] = { before + 1, builder.node_count }
+    if unit.signals then
+      target:record(events[u])
+    end
+  end
+  if #targets > 1 then
+    gpurun.join(table.unpack(targets))
+  end
+  if made then
+    free_pool_temporaries(state, made)
+  end
+  builder:end_building()
+  for s = 2, #targets do
+    targets[s]:close()
+  end
+  return builder, ranges
+end
+
+-- Which graph nodes pass each scalar: { [scalar] = { { node, args,
+-- arity, slots = { [position] = dtype } }... } } (a raw kernel's node
+-- takes the unit's own arguments, which refresh() resolves; a kernel
+-- object's, found through its node_arguments(), hold the scalar's typed
+-- value at `slots`), or nil when a node is not where the capture put it or
+-- a kernel object cannot say its nodes' arguments: set() then captures
+-- again.
+local function scalar_slots(state, graph, ranges)
+  local nodes = graph:nodes()
+  local slots = {}
+  for u, runnable in ipairs(state.units) do
+    if next(runnable.scalars) then
+      local first, last = ranges[u][1], ranges[u][2]
+      local entries = {}
+      if runnable.raw_kernel then
+        local node = nodes[first]
+        if first ~= last or not node or node.kind ~= "kernel" or node.kernel ~= runnable.raw_kernel then
+          return nil
+        end
+        entries[1] = { node = first, args = runnable.args, arity = runnable.arity }
+      elseif runnable.object and runnable.object.node_arguments then
+        local list = runnable.object:node_arguments(table.unpack(runnable.args, 1, runnable.arity))
+        if #list ~= last - first + 1 then
+          return nil
+        end
+        for k, launch in ipairs(list) do
+          local node = nodes[first + k - 1]
+          if not node or node.kind ~= "kernel" or node.kernel ~= launch.kernel then
+            return nil
+          end
+          entries[k] = { node = first + k - 1, args = launch.args, arity = #launch.args }
+        end
+      else
+        return nil
+      end
+      for scalar in pairs(runnable.scalars) do
+        local list = slots[scalar] or {}
+        slots[scalar] = list
+        for _, entry in ipairs(entries) do
+          if entry.args ~= runnable.args then
+            local found = {}
+            for position = 1, entry.arity do
+              for dtype, value in pairs(scalar.typed) do
+                if rawequal(entry.args[position], value) then found[position] = dtype end
+              end
+            end
+            list[#list + 1] = { node = entry.node, args = entry.args, arity = entry.arity,
+                                slots = found }
+          else
+            list[#list + 1] = entry
+          end
+        end
+      end
+    end
+  end
+  return slots
+end
+
+local function note(self, text)
+  self.recaptures = (self.recaptures or 0) + 1
+  if not self.noted and not self.options.quiet then
+    self.noted = true
+    io.stderr:write(("gpurun.pipeline '%s': %s (said once)\n"):format(self.name, text))
+  end
+end
+
+local function build_graph(self, stream, reason)
+  local state, plan = compiled(self, stream.device)
+  local old = state.graph
+  local builder, ranges = capture(self, state, plan, stream)
+  local sig = signature(plan)
+  local graph
+  if old and old.signature == sig and old.device == stream.device then
+    local ok = pcall(old.graph.update, old.graph, builder)
+    if ok then
+      graph = old.graph
+      self.updates = (self.updates or 0) + 1
+    else
+      note(self, (reason or "the plan changed") .. ": the graph could not be updated in place, so "
+           .. "a new one was captured")
+    end
+  elseif old then
+    note(self, (reason or "the plan changed") .. ": its topology differs, so it was planned and "
+         .. "captured again")
+  end
+  if not graph then
+    graph = builder:complete()
+    if old then old.graph:close() end
+    self.captures = (self.captures or 0) + 1
+  end
+  builder:close()
+  graph:upload(stream)
+  state.graph = { graph = graph, version = self.version, signature = sig, device = stream.device,
+                  stream = stream, ranges = ranges }
+  state.graph.slots = scalar_slots(state, graph, ranges)
+  return state.graph
+end
+
+-- graph(stream) -> Graph: captures the plan into one graph (once, and again
+-- after a change of the plan) and launches it on the stream.
+function Pipeline:graph(stream)
+  local current = self.state.graph
+  if not current or current.version ~= self.version or current.stream ~= stream then
+    check_stream(self, stream, "graph")
+    current = build_graph(self, stream)
+  end
+  current.graph:launch(stream)
+  self.state.last_stream = stream
+  return current.graph
+end
+
+-- ---- set -------------------------------------------------------------------------
+
+local function set_scalar(self, scalar, value)
+  if type(value) ~= "number" then
+    raise(("pipeline '%s': set: scalar '%s' takes a number, got %s"):format(self.name, scalar.name,
+          type_name(value)))
+  end
+  scalar.value = value
+  scalar.typed = {}
+  local state = self.state
+  if not state.units or state.version ~= self.version then
+    return
+  end
+  for _, runnable in ipairs(state.units) do
+    if runnable.scalars[scalar] then
+      runnable.refresh()
+    end
+  end
+  local current = state.graph
+  if not current or current.version ~= self.version then
+    return
+  end
+  if not current.slots then
+    build_graph(self, current.stream, ("scalar '%s' changed"):format(scalar.name))
+    return
+  end
+  for _, entry in ipairs(current.slots[scalar] or {}) do
+    local args = entry.args
+    if entry.slots then
+      for position, dtype in pairs(entry.slots) do
+        args[position] = typed(scalar, dtype)
+      end
+    end
+    current.graph:set_args(entry.node, table.unpack(args, 1, entry.arity))
+  end
+end
+
+local function set_data(self, data, value)
+  local kind = type_name(value)
+  if data.kind ~= "buffer" or kind ~= type_name(data.buffer) then
+    raise(("pipeline '%s': set: '%s' is %s; it takes %s"):format(self.name, data.name,
+          data.kind == "buffer" and "a buffer" or ("a " .. data.kind),
+          data.kind == "buffer" and ("another " .. type_name(data.buffer) .. " of the same shape")
+          or "no buffer (the pipeline makes it)"))
+  end
+  if (data.count and (#value ~= data.count or value.dtype ~= data.dtype)) then
+    raise(("pipeline '%s': set: '%s' is %d x %s; another buffer of that shape expected, got %d x %s")
+          :format(self.name, data.name, data.count, data.dtype, #value, value.dtype))
+  end
+  if self.by_object[value] and self.by_object[value] ~= data then
+    raise(("pipeline '%s': set: this buffer is declared already, as '%s'"):format(self.name,
+          self.by_object[value].name))
+  end
+  self.by_object[data.buffer] = nil
+  data.buffer = value
+  self.by_object[value] = data
+  data.lo, data.hi = value.ptr, value.ptr + value.nbytes
+  data.device = value.device
+  self.version = self.version + 1
+  self.cached_plan = nil
+  local current = self.state.graph
+  if current then
+    build_graph(self, current.stream, ("'%s' points at another buffer"):format(data.name))
+  end
+end
+
+-- set(name, value): a scalar's new value (every graph node that passes it
+-- is set in place), or data's new buffer of the same dtype and count (the
+-- graph is captured again and updated in place; a new plan only when the
+-- buffer's overlaps change it).
+function Pipeline:set(name, value)
+  local target = type(name) == "string" and self.by_name[name] or name
+  local meta = getmetatable(target)
+  if meta == Pipeline.Scalar and self.by_name[target.name] == target then
+    return set_scalar(self, target, value)
+  elseif meta == Pipeline.Data and self.data[target.id] == target then
+    return set_data(self, target, value)
+  end
+  raise(("pipeline '%s': set: %s names no scalar or data of this pipeline"):format(self.name,
+        type(name) == "string" and ("'" .. name .. "'") or type_name(name)))
+end
+
+-- close(): lets go of the graph, the temporaries, the side streams and
+-- the events; the pipeline can run again (making them anew).
+function Pipeline:close()
+  local state = self.state
+  if state.graph then
+    state.graph.graph:close()
+  end
+  for _, buffer in pairs(state.temps or {}) do
+    buffer:close()
+  end
+  release(state)
+  for _, stream in ipairs(state.side_streams or {}) do
+    stream:close()
+  end
+  self.state = {}
+end
+Pipeline.__close = Pipeline.close
+
+return Pipeline
