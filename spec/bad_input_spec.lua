@@ -972,6 +972,13 @@ row("Graph:set_args", A(R.graph, 1, R.buffer), "kernel 'vec_add' takes 4 paramet
 row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.buffer, "x"),
   "kernel 'vec_add' parameter 4")
 row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.closed_buffer, 16), "attempt to use a closed gpurun.Buffer")
+row("Graph:set_arg", A(R.graph, 1), arg_error(2, "set_arg", "integer argument position expected, got no value"))
+row("Graph:set_arg", A(R.graph, 1, 0, 1), arg_error(2, "set_arg", "argument position 0 out of range (kernel 'vec_add' takes 4)"))
+row("Graph:set_arg", A(R.graph, 1, 5, 1), arg_error(2, "set_arg", "argument position 5 out of range (kernel 'vec_add' takes 4)"))
+row("Graph:set_arg", A(R.graph, 1, 4, "x"), "kernel 'vec_add' parameter 4")
+row("Graph:set_arg", A(R.graph, 1, 4, 1.5), "kernel 'vec_add' parameter 4")
+row("Graph:set_arg", A(R.graph, 1, 1, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("Graph:set_arg", A(R.graph, 9, 1, 1), arg_error(1, "set_arg", "node index 9 out of range"))
 row("Graph:set_config", A(R.graph, 1), arg_error(2, "set_config", "gpurun.LaunchConfig expected, got no value"))
 row("Graph:set_config", A(R.graph, 1, R.config_big_shmem), "bytes of dynamic shared memory")
 row("Graph:set_enabled", A(R.graph, 1), arg_error(2, "set_enabled", "boolean expected, got no value"))

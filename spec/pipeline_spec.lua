@@ -126,7 +126,7 @@ describe("gpurun.pipeline plans", function()
   end)
 
   it("writes fused kernels NVRTC compiles", function()
-    local plan = sample():plan()
+    local plan = sample():plan{ sources = true }
     local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_90" }
     for _, group in ipairs(plan.groups) do
       local program <close> = gpurun.Program(group.source, "c++", options)
@@ -158,7 +158,7 @@ describe("gpurun.pipeline plans", function()
     p:call(mul, x, x, x) -- in place
     p:call(add, x, a, x)
     p:call(twice, x, p:temporary("out", N))
-    local plan = p:plan()
+    local plan = p:plan{ sources = true }
     assert.are.equal(1, #plan.groups)
     local source = plan.groups[1].source
     assert.truthy(source:find("x_3", 1, true), source)

@@ -211,6 +211,7 @@ catalog.methods = {
     update = { args = { "builder" } },
     nodes = { args = {} },
     set_args = { args = { "node_index", "kernel_arg", "..." }, launches = true },
+    set_arg = { args = { "node_index", "integer", "kernel_arg" }, launches = true },
     set_config = { args = { "node_index", "config" } },
     set_enabled = { args = { "node_index", "boolean" } },
     to_dot = { args = { "dot_options" } },

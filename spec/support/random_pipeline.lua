@@ -25,23 +25,25 @@ end
 
 -- The host model of each kernel, element by element.
 local MODEL = {
-  radd = function(a, b) return a + b end,
-  rmix = function(a, b) return a * 0.5 + b end,
-  rbump = function(a) return a + 1 end,
+  add = function(a, b) return a + b end,
+  mix = function(a, b) return a * 0.5 + b end,
+  bump = function(a) return a + 1 end,
 }
+random_pipeline.MODEL = MODEL
 
 local function overlaps(x, y)
   return x.key == y.key and x.lo < y.hi and y.lo < x.hi
 end
 
--- new(seed [, make_buffer]) -> { pipeline, data = { d... }, steps = { ... } }:
--- make_buffer(count) gives a gpurun.Buffer for each base (GPU specs), else
--- the bases are temporaries. Every base is filled first, so nothing reads
--- what nothing wrote.
+-- new(seed [, make_buffer [, options]]) -> { pipeline, data = { d... },
+-- steps = { ... } }: make_buffer(count) gives a buffer for each base (GPU
+-- specs), else the bases are temporaries; options.kernels = { add =, mix
+-- =, bump = } kernel objects in place of the elementwise ones (the fake
+-- GPU's). Every base is filled first, so nothing reads what nothing wrote.
 function random_pipeline.new(seed, make_buffer, options)
   local random = math.random
   math.randomseed(seed)
-  local k = elementwise()
+  local k = options and options.kernels or elementwise()
   local p = gpurun.pipeline{ name = "race" .. seed, max_streams = random(1, 4),
                              fuse = random(4) ~= 1, quiet = true }
   local bases, all = {}, {}
@@ -103,10 +105,10 @@ function random_pipeline.new(seed, make_buffer, options)
         local which = ({ "add", "mix", "bump" })[random(3)]
         if which == "bump" then
           p:call{ k.bump, a, r, name = "bump" .. s }
-          step({ kind = "call", model = MODEL.rbump, inputs = { a }, out = r })
+          step({ kind = "call", model = MODEL.bump, inputs = { a }, out = r })
         else
           p:call{ k[which], a, b, r, name = which .. s }
-          step({ kind = "call", model = MODEL["r" .. which], inputs = { a, b }, out = r })
+          step({ kind = "call", model = MODEL[which], inputs = { a, b }, out = r })
         end
       end
     else

@@ -499,6 +499,34 @@ static int graph_set_args(lua_State *L)
     return 1;
 }
 
+/* set_arg(i, k, value) -> self: argument k of kernel node i alone, the
+ * others as the node has them (cheaper than set_args, and needs none of
+ * the buffers the node was captured with: gpurun.pipeline sets a scalar so,
+ * also in nodes whose buffers a capture made and freed). */
+static int graph_set_arg(lua_State *L)
+{
+    struct graph *graph = check_graph(L, 1);
+    const struct gpurun_kernel *kernel;
+    lua_settop(L, 4);
+    struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
+    lua_Integer k = gpurun_check_integer(L, 3, "integer argument position");
+    if (k < 1 || k > kernel->param_count)
+        return gpurun_arg_error(L, 3, "argument position %I out of range (kernel '%s' takes %d)",
+                                (LUAI_UACINT)k, kernel->name, kernel->param_count);
+    int i = (int)k - 1;
+    unsigned char packed[16];
+    unsigned char *slot = kernel->param_sizes[i] <= sizeof packed
+                              ? packed
+                              : gpurun_push_staging(L, kernel->param_sizes[i]);
+    gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
+    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag))
+        keep(L, 4);
+    memcpy(launch->storage + kernel->param_offsets[i], slot, kernel->param_sizes[i]);
+    set_kernel_node(L, graph, 2, launch);
+    lua_settop(L, 1);
+    return 1;
+}
+
 /* set_config(i, config) -> self: a new grid, block and shared memory for
  * kernel node i (launch attributes cannot be set on a node). */
 static int graph_set_config(lua_State *L)
@@ -605,6 +633,7 @@ static const luaL_Reg graph_methods[] = {
     {"update", graph_update},
     {"nodes", graph_nodes},
     {"set_args", graph_set_args},
+    {"set_arg", graph_set_arg},
     {"set_config", graph_set_config},
     {"set_enabled", graph_set_enabled},
     {"close", graph_close},

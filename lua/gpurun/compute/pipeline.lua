@@ -117,6 +117,7 @@ function Pipeline.new(options)
     data = {}, by_name = {}, by_object = setmetatable({}, { __mode = "k" }),
     scalars = {}, stages = {}, version = 0, captures = 0, updates = 0, recaptures = 0,
     state = {}, -- what runs: streams, events, graphs (compute/pipeline_run.lua)
+    fused_cache = {}, -- fused kernels by their text (compute/pipeline_report.lua)
   }, Pipeline)
   return self
 end

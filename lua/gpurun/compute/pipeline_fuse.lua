@@ -9,6 +9,7 @@
 local access = require("gpurun.compute.pipeline_access")
 local source = require("gpurun.compute.elementwise_source")
 
+
 local fuse = {}
 
 local MAX_NAME = 48
@@ -21,15 +22,29 @@ local function identifier(text)
   return name:sub(1, MAX_NAME)
 end
 
--- fuse.build(pipeline_name, group, stages, elementwise_pipeline) -> {
---   pipe, name, inputs = { { data | scalar | value, type }... } (type: the
---   input's dtype), outputs = { data... }, stage_texts, source }
-function fuse.build(pipeline_name, group, stages, make_pipeline)
+-- The fused kernel's name: the pipeline's and its stages' names.
+function fuse.kernel_name(pipeline_name, group, stages)
+  local names = {}
+  for _, index in ipairs(group.stages) do
+    names[#names + 1] = identifier(stages[index].name)
+  end
+  local name = identifier(pipeline_name .. "_" .. table.concat(names, "_"))
+  if #name >= MAX_NAME then
+    name = identifier(("%s_fused_%d"):format(pipeline_name, group.stages[1]))
+  end
+  return name
+end
+
+-- fuse.describe(pipeline_name, group, stages) -> { name, in_params,
+--   stage_texts, output_names, inputs = { { data | scalar | value, type
+--   }... } (type: the input's dtype), outputs = { data... } }: the fused
+--   kernel's text, which fuse.make turns into the elementwise pipeline.
+function fuse.describe(pipeline_name, group, stages)
   local used = { i = true, n = true }
   local function fresh(base)
     local name = identifier(base)
     local k = 1
-    while used[name] or not source.parse_params("float32 " .. name, "") do
+    while used[name] or not source.is_parameter_name(name) do
       k = k + 1
       name = identifier(base) .. "_" .. k
     end
@@ -107,18 +122,17 @@ function fuse.build(pipeline_name, group, stages, make_pipeline)
       used_inputs[#used_inputs + 1] = inputs[position]
     end
   end
-  local names = {}
-  for _, index in ipairs(group.stages) do
-    names[#names + 1] = identifier(stages[index].name)
+  return { name = fuse.kernel_name(pipeline_name, group, stages), in_params = table.concat(used_params, ", "), stage_texts = kept,
+           output_names = output_names, inputs = used_inputs, outputs = outputs }
+end
+
+-- The fused kernel (elementwise pipeline) of a description, made by
+-- make_pipeline(in_params, stages, outputs, name).
+function fuse.make(fused, make_pipeline)
+  if not fused.pipe then
+    fused.pipe = make_pipeline(fused.in_params, fused.stage_texts, fused.output_names, fused.name)
   end
-  local name = identifier(pipeline_name .. "_" .. table.concat(names, "_"))
-  if #name >= MAX_NAME then
-    name = identifier(("%s_fused_%d"):format(pipeline_name, group.stages[1]))
-  end
-  local pipe = make_pipeline(table.concat(used_params, ", "), kept, output_names, name,
-                             { fuse = "always" })
-  return { pipe = pipe, name = name, inputs = used_inputs, outputs = outputs, stage_texts = kept,
-           source = pipe.source }
+  return fused.pipe
 end
 
 return fuse

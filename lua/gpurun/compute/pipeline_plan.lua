@@ -52,73 +52,86 @@ local function writes(access) return access.mode ~= "r" end
 -- the rest, in up to two pieces): anything that conflicts there later
 -- conflicts with the write, which comes after them. A write need not follow
 -- a writer directly when a reader in between read the same bytes from it.
-local function add_edge(edges, seen, from, to, data, hazard)
-  local key = from * 65536 + to
-  if from == to or seen[key] then
-    return
-  end
-  seen[key] = true
-  edges[#edges + 1] = { from = from, to = to, data = data.name, hazard = hazard }
-end
-
-local function overlap(a, lo, hi)
-  return a.lo < hi and lo < a.hi
-end
-
--- The entries of `list` with [lo, hi) cut out of them.
+-- Cuts [lo, hi) out of the entries of `list`, in place (an entry partly
+-- covered keeps what is left of it, in up to two pieces).
 local function cut(list, lo, hi, index)
-  local out = {}
-  for _, entry in ipairs(list) do
-    if entry.stage == index or not overlap(entry, lo, hi) then
-      out[#out + 1] = entry
+  local kept, count = 0, #list
+  local extra
+  for position = 1, count do
+    local entry = list[position]
+    if entry.stage == index or entry.hi <= lo or hi <= entry.lo then
+      kept = kept + 1
+      list[kept] = entry
     else
       if entry.lo < lo then
-        out[#out + 1] = { stage = entry.stage, lo = entry.lo, hi = lo }
+        kept = kept + 1
+        list[kept] = { stage = entry.stage, lo = entry.lo, hi = lo }
       end
       if entry.hi > hi then
-        out[#out + 1] = { stage = entry.stage, lo = hi, hi = entry.hi }
+        extra = extra or {}
+        extra[#extra + 1] = { stage = entry.stage, lo = hi, hi = entry.hi }
       end
     end
   end
-  return out
+  for position = count, kept + 1, -1 do
+    list[position] = nil
+  end
+  if extra then
+    for _, entry in ipairs(extra) do list[#list + 1] = entry end
+  end
 end
 
 local function find_edges(stages)
-  local edges, seen, frontier = {}, {}, {}
-  for index, stage in ipairs(stages) do
-    for _, access in ipairs(stage.accesses) do
-      local data = access.data
+  local edges, seen, frontier, count = {}, {}, {}, 0
+  local function edge(from, to, data, hazard)
+    local key = from * 16777216 + to
+    if from ~= to and not seen[key] then
+      seen[key] = true
+      count = count + 1
+      edges[count] = { from = from, to = to, data = data.name, hazard = hazard }
+    end
+  end
+  for index = 1, #stages do
+    local accesses = stages[index].accesses
+    for a = 1, #accesses do
+      local access = accesses[a]
+      local data, mode = access.data, access.mode
       local space = frontier[data.key]
       if not space then
-        space = { writers = {}, readers = {} }
+        space = { {}, {} }
         frontier[data.key] = space
       end
+      local writers, readers = space[1], space[2]
       local lo, hi = data.lo, data.hi
-      if reads(access) then
-        for _, entry in ipairs(space.writers) do
-          if overlap(entry, lo, hi) then
-            add_edge(edges, seen, entry.stage, index, data, "RAW")
+      if mode ~= "w" then
+        for w = 1, #writers do
+          local entry = writers[w]
+          if entry.lo < hi and lo < entry.hi then
+            edge(entry.stage, index, data, "RAW")
           end
         end
       end
-      if writes(access) then
-        for _, entry in ipairs(space.readers) do
-          if overlap(entry, lo, hi) then
-            add_edge(edges, seen, entry.stage, index, data, "WAR")
+      if mode ~= "r" then
+        for r = 1, #readers do
+          local entry = readers[r]
+          if entry.lo < hi and lo < entry.hi then
+            edge(entry.stage, index, data, "WAR")
           end
         end
-        for _, entry in ipairs(space.writers) do
-          if overlap(entry, lo, hi) then
+        for w = 1, #writers do
+          local entry = writers[w]
+          if entry.lo < hi and lo < entry.hi then
             local through_reader = false
-            for _, r in ipairs(space.readers) do
-              if r.stage > entry.stage and r.stage ~= index and overlap(r, lo, hi)
-                  and overlap(r, entry.lo, entry.hi) then
+            for r = 1, #readers do
+              local reader = readers[r]
+              if reader.stage > entry.stage and reader.stage ~= index and reader.lo < hi
+                  and lo < reader.hi and reader.lo < entry.hi and entry.lo < reader.hi then
                 through_reader = true
                 break
               end
             end
             if not through_reader then
-              add_edge(edges, seen, entry.stage, index, data, "WAW")
+              edge(entry.stage, index, data, "WAW")
             end
           end
         end
@@ -127,16 +140,18 @@ local function find_edges(stages)
     -- The frontier changes after all of the stage's accesses, so that a
     -- stage reading and writing views of one buffer conflicts with the
     -- past only.
-    for _, access in ipairs(stage.accesses) do
+    for a = 1, #accesses do
+      local access = accesses[a]
       local space = frontier[access.data.key]
       local lo, hi = access.data.lo, access.data.hi
-      if writes(access) then
-        space.writers = cut(space.writers, lo, hi, index)
-        space.readers = cut(space.readers, lo, hi, index)
-        space.writers[#space.writers + 1] = { stage = index, lo = lo, hi = hi }
-      end
-      if access.mode == "r" then
-        space.readers[#space.readers + 1] = { stage = index, lo = lo, hi = hi }
+      if access.mode ~= "r" then
+        cut(space[1], lo, hi, index)
+        cut(space[2], lo, hi, index)
+        local writers = space[1]
+        writers[#writers + 1] = { stage = index, lo = lo, hi = hi }
+      else
+        local readers = space[2]
+        readers[#readers + 1] = { stage = index, lo = lo, hi = hi }
       end
     end
   end
@@ -190,19 +205,39 @@ end
 -- ---- fusion -----------------------------------------------------------------------
 
 -- Chains of fusable stages: a stage joins the group of one it reads from
--- (through a read-after-write) when no other stage it must follow depends
--- on the group (that would be a cycle: the group both before and after
--- it), when nothing in the group overlaps other data without being the
--- same data (elementwise code reads element i where it was written), and
--- when can_fuse(group, stage, stages) agrees. The group then starts when
--- all its members' predecessors are done.
+-- (through a read-after-write) when every other stage it must follow is in
+-- a group that began before this one did (so that groups in the order of
+-- their first stages stay a topological order: no cycle can form, however
+-- groups grow later), when nothing in the group overlaps other data
+-- without being the same data (elementwise code reads element i where it
+-- was written), and when can_fuse(group, stage, stages) agrees. The group
+-- then starts when all its members' predecessors are done.
 local function overlaps_other(stages, group, stage)
-  for _, access in ipairs(stage.accesses) do
-    local data = access.data
+  -- The group's data by address space (kept with the group as it grows).
+  local by_key = group.by_key
+  if not by_key then
+    by_key = {}
+    group.by_key = by_key
     for _, member in ipairs(group.stages) do
-      for _, other in ipairs(stages[member].accesses) do
-        local o = other.data
-        if o ~= data and o.key == data.key and o.lo < data.hi and data.lo < o.hi then
+      for _, access in ipairs(stages[member].accesses) do
+        local d = access.data
+        local list = by_key[d.key]
+        if not list then
+          by_key[d.key] = { d }
+        elseif list[#list] ~= d then
+          list[#list + 1] = d
+        end
+      end
+    end
+  end
+  local accesses = stage.accesses
+  for a = 1, #accesses do
+    local data = accesses[a].data
+    local list = by_key[data.key]
+    if list then
+      for k = 1, #list do
+        local o = list[k]
+        if o ~= data and o.lo < data.hi and data.lo < o.hi then
           return true
         end
       end
@@ -211,141 +246,74 @@ local function overlaps_other(stages, group, stage)
   return false
 end
 
--- Whether the group that stage p (not in `group`) belongs to follows
--- `group`, through the predecessors of groups' members: then a member
--- that follows p would close a cycle. Groups whose stages all come before
--- the group's first cannot follow it.
-local function follows_group(preds, group_of, group, p)
-  local start = group_of[p]
-  local seen, stack = { [start] = true }, { start }
-  while #stack > 0 do
-    local g = table.remove(stack)
-    for _, member in ipairs(g.stages) do
-      for _, q in ipairs(preds[member]) do
-        local qg = group_of[q]
-        if qg == group then
-          return true
-        end
-        if not seen[qg] and qg.last > group.head then
-          seen[qg] = true
-          stack[#stack + 1] = qg
-        end
+-- A stage joined the group: its data join the group's.
+local function add_to_group(group, stage)
+  local by_key = group.by_key
+  if not by_key then
+    return
+  end
+  for _, access in ipairs(stage.accesses) do
+    local d = access.data
+    local list = by_key[d.key]
+    if not list then
+      by_key[d.key] = { d }
+    else
+      local known = false
+      for k = 1, #list do
+        if list[k] == d then known = true break end
       end
+      if not known then list[#list + 1] = d end
     end
   end
-  return false
 end
 
-local function group_stages(stages, preds, raw_into, fuse, can_fuse)
-  local groups, group_of, links = {}, {}, {}
+-- raw[from * LINK + to]: stage `to` reads what `from` wrote.
+local LINK = 16777216
+
+local function group_stages(stages, preds, raw, fuse, can_fuse)
+  local groups, group_of = {}, {}
   for index, stage in ipairs(stages) do
     local best
     if fuse and stage.fusion then
-      for _, p in ipairs(preds[index]) do
+      local list = preds[index]
+      for k = 1, #list do
+        local p = list[k]
         local g = group_of[p]
-        if g.open and links[g][index] and (best == nil or g.head > best.head) then
+        if g.open and raw[p * LINK + index] and (best == nil or g.head > best.head) then
           best = g
         end
       end
-    end
-    if best then
-      for _, p in ipairs(preds[index]) do
-        if group_of[p] ~= best and group_of[p].last > best.head
-            and follows_group(preds, group_of, best, p) then
-          best = nil
-          break
+      if best then
+        for k = 1, #list do
+          local g = group_of[list[k]]
+          if g ~= best and g.head > best.head then
+            best = nil
+            break
+          end
         end
       end
-    end
-    if best and (overlaps_other(stages, best, stage) or not can_fuse(best, stage, stages)) then
-      best = nil
+      if best and (overlaps_other(stages, best, stage) or not can_fuse(best, stage, stages)) then
+        best = nil
+      end
     end
     if best then
       best.stages[#best.stages + 1] = index
       best.last = index
       group_of[index] = best
+      add_to_group(best, stage)
     else
-      best = { head = index, last = index, stages = { index }, open = stage.fusion ~= nil }
+      best = { head = index, last = index, stages = { index }, open = fuse and stage.fusion ~= nil,
+               after = {}, waits = {} }
       groups[#groups + 1] = best
       group_of[index] = best
-      links[best] = {}
-    end
-    for to in pairs(raw_into[index] or {}) do
-      links[best][to] = true
     end
   end
   return groups, group_of
 end
 
--- The groups in a topological order of their edges, the one with the
--- earliest first stage first among those ready (Kahn's, with a heap).
-local function order_groups(groups, group_of, preds)
-  local after, before_count, followers = {}, {}, {}
-  for g, group in ipairs(groups) do
-    group.order_key = g
-    after[g] = {}
-    followers[g] = {}
-    before_count[g] = 0
-  end
-  for g, group in ipairs(groups) do
-    local seen = {}
-    for _, member in ipairs(group.stages) do
-      for _, p in ipairs(preds[member]) do
-        local pg = group_of[p].order_key
-        if pg ~= g and not seen[pg] then
-          seen[pg] = true
-          after[g][#after[g] + 1] = pg
-          followers[pg][#followers[pg] + 1] = g
-          before_count[g] = before_count[g] + 1
-        end
-      end
-    end
-  end
-  local heap = {}
-  local function push(g)
-    heap[#heap + 1] = g
-    local i = #heap
-    while i > 1 do
-      local parent = i // 2
-      if heap[parent] <= heap[i] then break end
-      heap[parent], heap[i] = heap[i], heap[parent]
-      i = parent
-    end
-  end
-  local function pop()
-    local top = heap[1]
-    heap[1] = heap[#heap]
-    heap[#heap] = nil
-    local i = 1
-    while true do
-      local l, r, smallest = 2 * i, 2 * i + 1, i
-      if heap[l] and heap[l] < heap[smallest] then smallest = l end
-      if heap[r] and heap[r] < heap[smallest] then smallest = r end
-      if smallest == i then break end
-      heap[smallest], heap[i] = heap[i], heap[smallest]
-      i = smallest
-    end
-    return top
-  end
-  for g = 1, #groups do
-    if before_count[g] == 0 then push(g) end
-  end
-  local ordered = {}
-  while #heap > 0 do
-    local g = pop()
-    ordered[#ordered + 1] = groups[g]
-    for _, f in ipairs(followers[g]) do
-      before_count[f] = before_count[f] - 1
-      if before_count[f] == 0 then push(f) end
-    end
-  end
-  assert(#ordered == #groups, "gpurun.pipeline: the fusion groups form a cycle (a planner bug)")
-  return ordered
-end
-
 -- ---- streams ---------------------------------------------------------------------
 
--- Units in a topological order (order_groups), each put on the stream of a predecessor it follows
+-- Units in a topological order (their first stages' order), each put on the stream of a predecessor it follows
 -- directly, else on a stream whose last unit it follows already, else on a
 -- new stream while there are fewer than max_streams, else on the stream
 -- that has been idle longest. A vector clock per unit (the last position of
@@ -353,17 +321,20 @@ end
 local function assign_streams(units, max_streams)
   local streams, tails = {}, {}
   local clocks = {}
+  local merged = {}
   for u, unit in ipairs(units) do
-    local merged = {}
-    for s = 1, #streams do
+    local count = #streams
+    for s = 1, count do
       merged[s] = 0
     end
-    for _, p in ipairs(unit.after) do
+    local after = unit.after
+    for _, p in ipairs(after) do
       local pu = units[p]
       local clock = clocks[p]
-      for s = 1, #streams do
-        if clock[s] and clock[s] > merged[s] then
-          merged[s] = clock[s]
+      for s = 1, #clock do
+        local value = clock[s]
+        if value > merged[s] then
+          merged[s] = value
         end
       end
       if pu.position > merged[pu.stream] then
@@ -371,29 +342,29 @@ local function assign_streams(units, max_streams)
       end
     end
     local chosen
-    -- A predecessor that is its stream's last unit, the latest first.
-    for position = #unit.after, 1, -1 do
-      local p = unit.after[position]
-      if tails[units[p].stream] == p and (chosen == nil or p > tails[chosen]) then
-        chosen = units[p].stream
+    -- A predecessor that is its stream's last unit: the lowest such stream.
+    for _, p in ipairs(after) do
+      local s = units[p].stream
+      if tails[s] == p and (chosen == nil or s < chosen) then
+        chosen = s
       end
     end
     if not chosen then
-      for s = 1, #streams do
+      for s = 1, count do
         if merged[s] >= #streams[s] then
           chosen = s
           break
         end
       end
     end
-    if not chosen and #streams < max_streams then
-      chosen = #streams + 1
+    if not chosen and count < max_streams then
+      chosen = count + 1
       streams[chosen] = {}
-      merged[chosen] = 0
+      count = chosen
     end
     if not chosen then
       chosen = 1
-      for s = 2, #streams do
+      for s = 2, count do
         if tails[s] < tails[chosen] then
           chosen = s
         end
@@ -403,35 +374,29 @@ local function assign_streams(units, max_streams)
     unit.stream = chosen
     unit.position = #list + 1
     list[#list + 1] = u
-    -- The waits: what the stream's order does not imply already.
+    -- The waits: what the stream's order does not imply already, the
+    -- latest predecessors first (their clocks imply the most).
     local current = {}
     local tail = tails[chosen]
-    for s = 1, #streams do
-      current[s] = 0
-    end
+    for s = 1, count do current[s] = 0 end
     if tail then
-      for s, value in pairs(clocks[tail]) do
-        current[s] = value
-      end
+      local clock = clocks[tail]
+      for s = 1, #clock do current[s] = clock[s] end
       current[chosen] = units[tail].position
     end
-    local order = {}
-    for position, p in ipairs(unit.after) do
-      order[position] = p
-    end
-    table.sort(order, function(x, y) return x > y end)
-    unit.waits = {}
-    for _, p in ipairs(order) do
+    local waits = unit.waits
+    for position = #after, 1, -1 do
+      local p = after[position]
       local pu = units[p]
-      if pu.stream ~= chosen and (current[pu.stream] or 0) < pu.position then
-        unit.waits[#unit.waits + 1] = p
+      local ps = pu.stream
+      if ps ~= chosen and current[ps] < pu.position then
+        waits[#waits + 1] = p
         pu.signals = true
-        for s, value in pairs(clocks[p]) do
-          if value > (current[s] or 0) then
-            current[s] = value
-          end
+        local clock = clocks[p]
+        for s = 1, #clock do
+          if clock[s] > current[s] then current[s] = clock[s] end
         end
-        current[pu.stream] = pu.position
+        current[ps] = pu.position
       end
     end
     current[chosen] = unit.position
@@ -455,92 +420,95 @@ function plan.build(data_list, stages, options)
     list[#list + 1] = edge.from
   end
   -- Which stages read what another wrote (the links of a fusion chain).
-  local raw_into = {}
+  local raw = {}
   for _, edge in ipairs(edges) do
     if edge.hazard == "RAW" then
-      raw_into[edge.from] = raw_into[edge.from] or {}
-      raw_into[edge.from][edge.to] = true
+      raw[edge.from * LINK + edge.to] = true
     end
   end
-  local groups, group_of = group_stages(stages, preds, raw_into, options.fuse ~= false,
-                                        options.can_fuse or function() return true end)
-  groups = order_groups(groups, group_of, preds)
+  -- Made in the order of their first stages: a topological order (see
+  -- group_stages).
+  local groups = group_stages(stages, preds, raw, options.fuse ~= false,
+                              options.can_fuse or function() return true end)
 
   -- Units: one per group, in order of their first stage.
-  local units, unit_of = {}, {}
+  local units, unit_of = groups, {}
   for u, g in ipairs(groups) do
-    units[u] = { stages = g.stages, after = {}, waits = {} }
     g.unit = u
-    for _, member in ipairs(g.stages) do
-      unit_of[member] = u
+    local members = g.stages
+    for k = 1, #members do
+      unit_of[members[k]] = u
     end
   end
+  local stamp = {}
   for u, unit in ipairs(units) do
-    local seen = {}
+    local after = unit.after
     for _, member in ipairs(unit.stages) do
       for _, p in ipairs(preds[member]) do
         local pu = unit_of[p]
-        if pu ~= u and not seen[pu] then
-          seen[pu] = true
-          unit.after[#unit.after + 1] = pu
+        if pu ~= u and stamp[pu] ~= u then
+          stamp[pu] = u
+          after[#after + 1] = pu
         end
       end
     end
-    table.sort(unit.after)
+    if #after > 1 then table.sort(after) end
+    assert(#unit.after == 0 or unit.after[#unit.after] < u,
+           "gpurun.pipeline: a fusion group follows a later one (a planner bug)")
   end
   local streams = assign_streams(units, max_streams)
 
   -- Fusion groups and what stays in registers: data written in a group
   -- that is a temporary nobody outside the group touches.
+  -- The one unit each data is touched by, or false for several.
   local touched_by = {}
   for index, stage in ipairs(stages) do
+    local u = unit_of[index]
     for _, access in ipairs(stage.accesses) do
       local d = access.data
-      local set = touched_by[d]
-      if not set then
-        set = {}
-        touched_by[d] = set
+      local seen = touched_by[d]
+      if seen == nil then
+        touched_by[d] = u
+      elseif seen ~= u then
+        touched_by[d] = false
       end
-      set[unit_of[index]] = true
+    end
+  end
+  -- A temporary with a view any stage touches lives in memory.
+  local viewed = {}
+  for _, d in ipairs(data_list) do
+    if d.parent and touched_by[d] ~= nil then
+      viewed[d.parent] = true
     end
   end
   local fusion_groups, in_registers = {}, {}
   for _, g in ipairs(groups) do
     if #g.stages > 1 then
       local info = { unit = g.unit, stages = g.stages, in_registers = {}, written = {} }
-      local seen = {}
+      -- In order: what the group writes, and what it reads after writing.
+      local order, written_here, read_after = {}, {}, {}
       for _, member in ipairs(g.stages) do
         for _, access in ipairs(stages[member].accesses) do
           local d = access.data
-          if writes(access) and not seen[d] then
-            seen[d] = true
-            local only_here = true
-            for u in pairs(touched_by[d]) do
-              if u ~= g.unit then
-                only_here = false
-              end
-            end
-            -- A temporary read inside the group after it is written.
-            local read_later = false
-            local written_at
-            for position, m in ipairs(g.stages) do
-              for _, a in ipairs(stages[m].accesses) do
-                if a.data == d then
-                  if writes(a) and not written_at then
-                    written_at = position
-                  elseif reads(a) and written_at and position > written_at then
-                    read_later = true
-                  end
-                end
-              end
-            end
-            if d.temporary and not d.parent and only_here and read_later then
-              info.in_registers[#info.in_registers + 1] = d
-              in_registers[d] = true
-            else
-              info.written[#info.written + 1] = d
-            end
+          if reads(access) and written_here[d] then
+            read_after[d] = true
           end
+        end
+        for _, access in ipairs(stages[member].accesses) do
+          local d = access.data
+          if writes(access) and not written_here[d] then
+            written_here[d] = true
+            order[#order + 1] = d
+          end
+        end
+      end
+      for _, d in ipairs(order) do
+        if d.temporary and not d.parent and not viewed[d] and touched_by[d] == g.unit
+            and read_after[d] then
+          info.in_registers[#info.in_registers + 1] = d
+          in_registers[d] = true
+        else
+          info.written[#info.written + 1] = d
         end
       end
       if #info.written == 0 then
@@ -556,31 +524,22 @@ function plan.build(data_list, stages, options)
   end
 
   local temporaries = {}
+  local first_use, last_use = {}, {}
+  for index, stage in ipairs(stages) do
+    for _, access in ipairs(stage.accesses) do
+      local key = access.data.key
+      first_use[key] = first_use[key] or index
+      last_use[key] = index
+    end
+  end
   for _, d in ipairs(data_list) do
     if d.temporary and not d.parent then
-      local first, last
-      for index, stage in ipairs(stages) do
-        for _, access in ipairs(stage.accesses) do
-          local a = access.data
-          if a.key == d.key then
-            first = first or index
-            last = index
-          end
-        end
-      end
+      local first, last = first_use[d.key], last_use[d.key]
       local where = "allocated"
       if not first then
         where = "unused"
       elseif in_registers[d] then
-        local views = false
-        for _, other in ipairs(data_list) do
-          if other.parent == d and touched_by[other] then
-            views = true
-          end
-        end
-        if not views then
-          where = "registers"
-        end
+        where = "registers"
       end
       temporaries[#temporaries + 1] = { data = d, where = where, first = first, last = last }
     end

@@ -53,10 +53,8 @@ function Pipeline:planned()
   local plan = planner.build(self.data, self.stages, {
     max_streams = self.options.max_streams, fuse = self.options.fuse, can_fuse = can_fuse,
   })
-  -- The module's own function: its pipelines' methods are guarded.
-  local make_pipeline = require("gpurun").elementwise_pipeline
   for _, group in ipairs(plan.groups) do
-    group.fused = fuse.build(self.name, group, self.stages, make_pipeline)
+    group.kernel = fuse.kernel_name(self.name, group, self.stages)
   end
   local pools = has_pools()
   for _, t in ipairs(plan.temporaries) do
@@ -76,6 +74,38 @@ function Pipeline:planned()
   return plan
 end
 
+-- What a fusion group's kernel computes (fuse.describe), worked out on
+-- first use: planning alone does not need it.
+function Pipeline:fused(group)
+  local fused = group.fused
+  if not fused then
+    fused = fuse.describe(self.name, group, self.stages)
+    group.fused = fused
+  end
+  return fused
+end
+
+-- The elementwise pipeline of a fusion group, made on first use through
+-- the module's own function (its methods are guarded), once per fused
+-- kernel's text: a plan made again (data pointed at another buffer)
+-- launches the same compiled kernels, which Graph:update needs.
+function Pipeline:fused_pipe(group)
+  local fused = self:fused(group)
+  if fused.pipe then
+    return fused.pipe
+  end
+  local cache = self.fused_cache
+  return fuse.make(fused, function(in_params, stages, outputs, name)
+    local key = table.concat({ name, in_params, table.concat(stages, ";"), table.concat(outputs, ",") }, "|")
+    local pipe = cache[key]
+    if not pipe then
+      pipe = require("gpurun").elementwise_pipeline(in_params, stages, outputs, name, { fuse = "always" })
+      cache[key] = pipe
+    end
+    return pipe
+  end)
+end
+
 -- ---- plan() ---------------------------------------------------------------------
 
 local MODE_TEXT = { r = "read", w = "written", rw = "read and written" }
@@ -88,10 +118,16 @@ local function unit_name(self, unit)
   return table.concat(names, " + ")
 end
 
--- plan() -> { name, stages, edges, units, streams, groups, temporaries,
--- warnings } as docs/pipelines.md describes: plain tables, names not
--- objects, made fresh at each call.
-function Pipeline:plan()
+-- plan([{ sources = true }]) -> { name, stages, edges, units, streams,
+-- groups, temporaries, warnings } as docs/api.md describes: plain tables,
+-- names not objects, made fresh at each call. With sources, each fusion
+-- group's CUDA C too (generated then: planning alone does not).
+function Pipeline:plan(options)
+  if options ~= nil and (type(options) ~= "table" or getmetatable(options) ~= nil) then
+    raise(("pipeline '%s': plan: options must be a table { sources = true }, got %s"):format(
+          self.name, Pipeline.type_name(options)))
+  end
+  local sources = options and options.sources
   local plan = self:planned()
   local out = { name = self.name, stages = {}, edges = {}, units = {}, streams = {}, groups = {},
                 temporaries = {}, warnings = {} }
@@ -130,8 +166,13 @@ function Pipeline:plan()
     for k, d in ipairs(group.in_registers) do registers[k] = d.name end
     for k, d in ipairs(group.written) do written[k] = d.name end
     for k, index in ipairs(group.stages) do stages[k] = index end
-    out.groups[g] = { unit = group.unit, stages = stages, kernel = group.fused.name,
-                      in_registers = registers, written = written, source = group.fused.source }
+    out.groups[g] = { unit = group.unit, stages = stages, kernel = group.kernel,
+                      in_registers = registers, written = written }
+    if sources then
+      local fused = self:fused(group)
+      out.groups[g].expressions = table.move(fused.stage_texts, 1, #fused.stage_texts, 1, {})
+      out.groups[g].source = self:fused_pipe(group).source
+    end
   end
   for k, t in ipairs(plan.temporaries) do
     local d = t.data

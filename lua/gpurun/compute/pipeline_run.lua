@@ -2,7 +2,7 @@
 -- the planned streams (side streams made once per device, events for the
 -- waits), pipeline:graph(stream) captures the same into one Graph and
 -- replays it, pipeline:set(name, value) changes a scalar in place
--- (Graph:set_args on the nodes that pass it) or points data at another
+-- (Graph:set_arg on the nodes that pass it) or points data at another
 -- buffer of the same shape (a new capture, then Graph:update), and a plan
 -- that changed is captured again (said once, on stderr).
 --
@@ -121,7 +121,7 @@ local function compile_unit(self, state, plan, u)
   for _, index in ipairs(unit.stages) do names[#names + 1] = self.stages[index].name end
   runnable.name = table.concat(names, " + ")
   if unit.group then
-    local fused = unit.group.fused
+    local fused = self:fused(unit.group)
     local inputs, count = fused.inputs, #fused.inputs
     for _, input in ipairs(inputs) do
       if input.value ~= nil then
@@ -137,7 +137,7 @@ local function compile_unit(self, state, plan, u)
       end
     end
     runnable.arity = count + #fused.outputs
-    local pipe = fused.pipe
+    local pipe = self:fused_pipe(unit.group)
     runnable.object = pipe
     runnable.launch = function(target) pipe(target, table.unpack(args, 1, runnable.arity)) end
     for _, input in ipairs(inputs) do
@@ -159,6 +159,7 @@ local function compile_unit(self, state, plan, u)
     end
     runnable.arity = #stage.args
     runnable.raw_kernel = kernel
+    runnable.stage = stage
     runnable.launch = function(target)
       gpurun.launch(target, config, kernel, table.unpack(args, 1, runnable.arity))
     end
@@ -205,9 +206,12 @@ end
 
 -- ---- state per device ------------------------------------------------------------
 
+-- Lets go of the events and host callbacks a compiled plan made. A
+-- callback a graph still uses, or with runs queued, is left to the
+-- collector (which the graph or the queue keeps it from until then).
 local function release(state)
   for _, callback in ipairs(state.callbacks or {}) do
-    callback:close()
+    pcall(callback.close, callback)
   end
   state.callbacks = {}
   for _, event in ipairs(state.owned_events or {}) do
@@ -289,8 +293,7 @@ local function compiled(self, device)
     end
   end
   allocate_temporaries(self, state, plan)
-  for _, callback in ipairs(state.callbacks) do callback:close() end
-  state.callbacks = {}
+  release(state)
   state.units = {}
   for u = 1, #plan.units do
     state.units[u] = compile_unit(self, state, plan, u)
@@ -449,9 +452,93 @@ local function signature(plan)
   return table.concat(parts, ";")
 end
 
-local function capture(self, state, plan, stream)
+-- Where a unit's nodes take its scalars, found while it is captured (its
+-- buffers all alive): { { kernel, slots = { [position] = { scalar, dtype }
+-- or { scalar, param } (a raw kernel's) } }... }, one entry per node it
+-- makes, or false when a kernel object cannot say its nodes' arguments.
+local function unit_slots(runnable)
+  if not next(runnable.scalars) then
+    return nil
+  end
+  if runnable.raw_kernel then
+    local slots = {}
+    local stage_args = runnable.stage.args
+    for position, arg in ipairs(stage_args) do
+      if arg.scalar then
+        slots[position] = { scalar = arg.scalar, param = runnable.stage.params[position] }
+      end
+    end
+    return { { kernel = runnable.raw_kernel, slots = slots } }
+  end
+  local object = runnable.object
+  if not (object and object.node_arguments) then
+    return false
+  end
+  local entries = {}
+  for k, launch in ipairs(object:node_arguments(table.unpack(runnable.args, 1, runnable.arity))) do
+    local slots = {}
+    for position = 1, #launch.args do
+      for scalar in pairs(runnable.scalars) do
+        for dtype, value in pairs(scalar.typed) do
+          if rawequal(launch.args[position], value) then
+            slots[position] = { scalar = scalar, dtype = dtype }
+          end
+        end
+      end
+    end
+    entries[k] = { kernel = launch.kernel, slots = slots }
+  end
+  return entries
+end
+
+-- { [scalar] = { { node, position, dtype | param }... } } for the graph,
+-- or nil when a node is not where the capture put it or a unit's nodes are
+-- not known: set() then captures again.
+local function scalar_slots(state, graph, ranges, found)
+  local nodes
+  local slots = {}
+  for u in ipairs(state.units) do
+    local entries = found[u]
+    if entries == false then
+      return nil
+    elseif entries then
+      nodes = nodes or graph:nodes()
+      local first, last = ranges[u][1], ranges[u][2]
+      if last - first + 1 ~= #entries then
+        return nil
+      end
+      for k, entry in ipairs(entries) do
+        local node = nodes[first + k - 1]
+        if not node or node.kind ~= "kernel" or node.kernel ~= entry.kernel then
+          return nil
+        end
+        for position, slot in pairs(entry.slots) do
+          local list = slots[slot.scalar] or {}
+          slots[slot.scalar] = list
+          list[#list + 1] = { node = first + k - 1, position = position, dtype = slot.dtype,
+                              param = slot.param }
+        end
+      end
+    end
+  end
+  return slots
+end
+
+-- Closes what a capture made (forks, and the builder unless it is
+-- handed on), on every path out, an error's too.
+local function closer(list)
+  return setmetatable(list, { __close = function(made)
+    for k = #made, 1, -1 do
+      if made[k] then made[k]:close() end
+    end
+  end })
+end
+
+-- Captures the plan into `builder` (an origin, idle); returns each unit's
+-- graph nodes as { first, last } (GraphBuilder.node_count around its
+-- launch), and where they take its scalars (unit_slots).
+local function capture(self, state, plan, builder)
   prepare_kernels(state)
-  local builder = stream:create_graph_builder()
   builder:begin_building()
   local made
   if state.pools then
@@ -459,10 +546,12 @@ local function capture(self, state, plan, stream)
     refresh_all(state)
   end
   local targets = { builder }
+  local forks <close> = closer({})
   if #plan.streams > 1 then
     targets = { builder:split(#plan.streams) }
+    for s = 2, #targets do forks[s - 1] = targets[s] end
   end
-  local ranges, events = {}, state.capture_events
+  local ranges, found, events = {}, {}, state.capture_events
   for u, runnable in ipairs(state.units) do
     local unit = runnable.unit
     local target = targets[unit.stream]
@@ -472,6 +561,7 @@ local function capture(self, state, plan, stream)
     local before = builder.node_count
     runnable.launch(target)
     ranges[u] = { before + 1, builder.node_count }
+    found[u] = unit_slots(runnable)
     if unit.signals then
       target:record(events[u])
     end
@@ -483,72 +573,10 @@ local function capture(self, state, plan, stream)
     free_pool_temporaries(state, made)
   end
   builder:end_building()
-  for s = 2, #targets do
-    targets[s]:close()
-  end
-  return builder, ranges
-end
-
--- Which graph nodes pass each scalar: { [scalar] = { { node, args,
--- arity, slots = { [position] = dtype } }... } } (a raw kernel's node
--- takes the unit's own arguments, which refresh() resolves; a kernel
--- object's, found through its node_arguments(), hold the scalar's typed
--- value at `slots`), or nil when a node is not where the capture put it or
--- a kernel object cannot say its nodes' arguments: set() then captures
--- again.
-local function scalar_slots(state, graph, ranges)
-  local nodes = graph:nodes()
-  local slots = {}
-  for u, runnable in ipairs(state.units) do
-    if next(runnable.scalars) then
-      local first, last = ranges[u][1], ranges[u][2]
-      local entries = {}
-      if runnable.raw_kernel then
-        local node = nodes[first]
-        if first ~= last or not node or node.kind ~= "kernel" or node.kernel ~= runnable.raw_kernel then
-          return nil
-        end
-        entries[1] = { node = first, args = runnable.args, arity = runnable.arity }
-      elseif runnable.object and runnable.object.node_arguments then
-        local list = runnable.object:node_arguments(table.unpack(runnable.args, 1, runnable.arity))
-        if #list ~= last - first + 1 then
-          return nil
-        end
-        for k, launch in ipairs(list) do
-          local node = nodes[first + k - 1]
-          if not node or node.kind ~= "kernel" or node.kernel ~= launch.kernel then
-            return nil
-          end
-          entries[k] = { node = first + k - 1, args = launch.args, arity = #launch.args }
-        end
-      else
-        return nil
-      end
-      for scalar in pairs(runnable.scalars) do
-        local list = slots[scalar] or {}
-        slots[scalar] = list
-        for _, entry in ipairs(entries) do
-          if entry.args ~= runnable.args then
-            local found = {}
-            for position = 1, entry.arity do
-              for dtype, value in pairs(scalar.typed) do
-                if rawequal(entry.args[position], value) then found[position] = dtype end
-              end
-            end
-            list[#list + 1] = { node = entry.node, args = entry.args, arity = entry.arity,
-                                slots = found }
-          else
-            list[#list + 1] = entry
-          end
-        end
-      end
-    end
-  end
-  return slots
+  return ranges, found
 end
 
 local function note(self, text)
-  self.recaptures = (self.recaptures or 0) + 1
   if not self.noted and not self.options.quiet then
     self.noted = true
     io.stderr:write(("gpurun.pipeline '%s': %s (said once)\n"):format(self.name, text))
@@ -558,14 +586,18 @@ end
 local function build_graph(self, stream, reason)
   local state, plan = compiled(self, stream.device)
   local old = state.graph
-  local builder, ranges = capture(self, state, plan, stream)
+  if old then
+    self.recaptures = self.recaptures + 1
+  end
+  local builder <close> = stream:create_graph_builder()
+  local ranges, found = capture(self, state, plan, builder)
   local sig = signature(plan)
   local graph
   if old and old.signature == sig and old.device == stream.device then
     local ok = pcall(old.graph.update, old.graph, builder)
     if ok then
       graph = old.graph
-      self.updates = (self.updates or 0) + 1
+      self.updates = self.updates + 1
     else
       note(self, (reason or "the plan changed") .. ": the graph could not be updated in place, so "
            .. "a new one was captured")
@@ -577,13 +609,12 @@ local function build_graph(self, stream, reason)
   if not graph then
     graph = builder:complete()
     if old then old.graph:close() end
-    self.captures = (self.captures or 0) + 1
+    self.captures = self.captures + 1
   end
-  builder:close()
   graph:upload(stream)
   state.graph = { graph = graph, version = self.version, signature = sig, device = stream.device,
                   stream = stream, ranges = ranges }
-  state.graph.slots = scalar_slots(state, graph, ranges)
+  state.graph.slots = scalar_slots(state, graph, ranges, found)
   return state.graph
 end
 
@@ -591,7 +622,7 @@ end
 -- after a change of the plan) and launches it on the stream.
 function Pipeline:graph(stream)
   local current = self.state.graph
-  if not current or current.version ~= self.version or current.stream ~= stream then
+  if not current or current.version ~= self.version or current.device ~= stream.device then
     check_stream(self, stream, "graph")
     current = build_graph(self, stream)
   end
@@ -626,14 +657,10 @@ local function set_scalar(self, scalar, value)
     build_graph(self, current.stream, ("scalar '%s' changed"):format(scalar.name))
     return
   end
-  for _, entry in ipairs(current.slots[scalar] or {}) do
-    local args = entry.args
-    if entry.slots then
-      for position, dtype in pairs(entry.slots) do
-        args[position] = typed(scalar, dtype)
-      end
-    end
-    current.graph:set_args(entry.node, table.unpack(args, 1, entry.arity))
+  local graph = current.graph
+  for _, slot in ipairs(current.slots[scalar] or {}) do
+    local value = slot.param and raw_scalar(scalar, slot.param) or typed(scalar, slot.dtype)
+    graph:set_arg(slot.node, slot.position, value)
   end
 end
 
