@@ -166,9 +166,20 @@ static CUresult query_event(void *handle)
     return CUDA_CALL(cuEventQuery, (CUevent)handle);
 }
 
+/* Inside a host callback only work that is done already may be waited
+ * for: anything else would wait for the GPU, which waits for the callback. */
+static void check_done_in_host_call(lua_State *L, CUresult (*query)(void *), void *handle,
+                                    const char *what)
+{
+    if (gpurun_in_host_call() && query(handle) != CUDA_SUCCESS)
+        gpurun_check_not_in_host_call(L, what);
+}
+
 void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what)
 {
-    gpurun_check_not_in_host_call(L, what);
+    check_done_in_host_call(L, query_stream, stream->handle, what);
+    if (gpurun_in_host_call())
+        return;
     if (!stream->unbounded && gpurun_host_calls_pending() == 0) {
         CHECK_CUDA(L, what, cuStreamSynchronize, stream->handle);
         return;
@@ -179,7 +190,9 @@ void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *
 
 void gpurun_wait_event(lua_State *L, CUevent event, const char *what)
 {
-    gpurun_check_not_in_host_call(L, what);
+    check_done_in_host_call(L, query_event, event, what);
+    if (gpurun_in_host_call())
+        return;
     if (gpurun_host_calls_pending() == 0) {
         CHECK_CUDA(L, what, cuEventSynchronize, event);
         return;

@@ -210,6 +210,28 @@ function Pipeline:buffer(name, buffer, options)
   return add_data(self, data)
 end
 
+-- buffers{ name = buffer, ... } -> { name = handle, ... }: buffer() for
+-- each (in the order of their names), filled.
+function Pipeline:buffers(list)
+  if not is_plain_table(list) then
+    raise(("pipeline '%s': buffers: a table { name = buffer, ... } expected, got %s"):format(
+          self.name, type_name(list)))
+  end
+  local names = {}
+  for name in pairs(list) do
+    if type(name) ~= "string" then
+      raise(("pipeline '%s': buffers: names must be strings, got %s"):format(self.name, type_name(name)))
+    end
+    names[#names + 1] = name
+  end
+  table.sort(names)
+  local handles = {}
+  for _, name in ipairs(names) do
+    handles[name] = self:buffer(name, list[name])
+  end
+  return handles
+end
+
 -- temporary(name, count [, dtype]) -> a handle for device memory the
 -- pipeline makes (float32 by default): in registers when fusion keeps it
 -- there, else from the memory pool inside the graph where gpurun has pools,

@@ -81,8 +81,12 @@ local function cut(list, lo, hi, index)
   end
 end
 
+-- Also returns the reads of data nothing wrote before (and the host never
+-- filled): the writers' entries cover every byte written so far, since a
+-- write only cuts what it covers itself.
 local function find_edges(stages)
   local edges, seen, frontier, count = {}, {}, {}, 0
+  local unwritten = {}
   local function edge(from, to, data, hazard)
     local key = from * 16777216 + to
     if from ~= to and not seen[key] then
@@ -104,11 +108,16 @@ local function find_edges(stages)
       local writers, readers = space[1], space[2]
       local lo, hi = data.lo, data.hi
       if mode ~= "w" then
+        local found = false
         for w = 1, #writers do
           local entry = writers[w]
           if entry.lo < hi and lo < entry.hi then
             edge(entry.stage, index, data, "RAW")
+            found = true
           end
+        end
+        if not found and not data.filled and not access.maybe_read then
+          unwritten[#unwritten + 1] = { stage = index, data = data }
         end
       end
       if mode ~= "r" then
@@ -155,38 +164,16 @@ local function find_edges(stages)
       end
     end
   end
-  return edges
+  return edges, unwritten
 end
 
 -- ---- data no one wrote ------------------------------------------------------------
 
-local function unwritten_reads(data_list, stages)
-  local problems, written = {}, {}
-  for _, stage in ipairs(stages) do
-    for _, access in ipairs(stage.accesses) do
-      local data = access.data
-      if reads(access) and not access.maybe_read and not data.filled then
-        local found = false
-        for _, range in ipairs(written[data.key] or {}) do
-          if range[1] < data.hi and data.lo < range[2] then
-            found = true
-            break
-          end
-        end
-        if not found then
-          problems[#problems + 1] = ("stage '%s' reads '%s', which no earlier stage writes and "
-            .. "the host never filled"):format(stage.name, data.name)
-        end
-      end
-    end
-    for _, access in ipairs(stage.accesses) do
-      if writes(access) then
-        local data = access.data
-        local list = written[data.key] or {}
-        written[data.key] = list
-        list[#list + 1] = { data.lo, data.hi }
-      end
-    end
+local function unwritten_reads(data_list, stages, unwritten)
+  local problems = {}
+  for _, item in ipairs(unwritten) do
+    problems[#problems + 1] = ("stage '%s' reads '%s', which no earlier stage writes and "
+      .. "the host never filled"):format(stages[item.stage].name, item.data.name)
   end
   local used = {}
   for _, stage in ipairs(stages) do
@@ -205,13 +192,18 @@ end
 -- ---- fusion -----------------------------------------------------------------------
 
 -- Chains of fusable stages: a stage joins the group of one it reads from
--- (through a read-after-write) when every other stage it must follow is in
--- a group that began before this one did (so that groups in the order of
--- their first stages stay a topological order: no cycle can form, however
--- groups grow later), when nothing in the group overlaps other data
--- without being the same data (elementwise code reads element i where it
--- was written), and when can_fuse(group, stage, stages) agrees. The group
--- then starts when all its members' predecessors are done.
+-- (through a read-after-write; the latest such group that takes it) when
+--   - every other stage it must follow is in a group that began before
+--     this one did, so that groups in the order of their first stages stay
+--     a topological order: no cycle can form, however groups grow later;
+--   - the group waits for each of those already (an ancestor of a member),
+--     or it is a stage with no predecessor declared before the group began
+--     (setup, such as a fill): fusion never makes a branch wait for another
+--     that would have run beside it;
+--   - nothing in the group overlaps other data without being the same data
+--     (elementwise code reads element i where it was written);
+--   - and can_fuse(group, stage, stages) agrees.
+-- The group then starts when all its members' predecessors are done.
 local function overlaps_other(stages, group, stage)
   -- The group's data by address space (kept with the group as it grows).
   local by_key = group.by_key
@@ -270,30 +262,92 @@ end
 -- raw[from * LINK + to]: stage `to` reads what `from` wrote.
 local LINK = 16777216
 
+-- Whether stage p is an ancestor of a member of the group (searching
+-- back from the members through stages after p only, and giving up, as if
+-- it were not, past MAX_SEARCH stages: then the stage is not fused).
+local MAX_SEARCH = 32
+local visited, generation, stack = {}, 0, {}
+
+local function is_ancestor(preds, p, group)
+  generation = generation + 1
+  local top = 0
+  local members = group.stages
+  for k = 1, #members do
+    top = top + 1
+    stack[top] = members[k]
+  end
+  local visits = 0
+  while top > 0 do
+    visits = visits + 1
+    if visits > MAX_SEARCH then
+      return false
+    end
+    local s = stack[top]
+    top = top - 1
+    local list = preds[s]
+    for k = 1, #list do
+      local q = list[k]
+      if q == p then
+        return true
+      end
+      if q > p and visited[q] ~= generation then
+        visited[q] = generation
+        top = top + 1
+        stack[top] = q
+      end
+    end
+  end
+  return false
+end
+
+local function takes(stages, preds, group_of, candidate, index, can_fuse)
+  local list = preds[index]
+  for k = 1, #list do
+    local p = list[k]
+    local g = group_of[p]
+    if g ~= candidate then
+      if g.head > candidate.head then
+        return false
+      end
+      if not ((#preds[p] == 0 and p < candidate.head) or is_ancestor(preds, p, candidate)) then
+        return false
+      end
+    end
+  end
+  return not overlaps_other(stages, candidate, stages[index])
+    and can_fuse(candidate, stages[index], stages)
+end
+
 local function group_stages(stages, preds, raw, fuse, can_fuse)
   local groups, group_of = {}, {}
   for index, stage in ipairs(stages) do
     local best
     if fuse and stage.fusion then
       local list = preds[index]
+      local first, candidates
       for k = 1, #list do
         local p = list[k]
         local g = group_of[p]
-        if g.open and raw[p * LINK + index] and (best == nil or g.head > best.head) then
-          best = g
-        end
-      end
-      if best then
-        for k = 1, #list do
-          local g = group_of[list[k]]
-          if g ~= best and g.head > best.head then
-            best = nil
-            break
+        if g.open and raw[p * LINK + index] and g ~= first then
+          if not first then
+            first = g
+          else
+            candidates = candidates or { first }
+            candidates[#candidates + 1] = g
           end
         end
       end
-      if best and (overlaps_other(stages, best, stage) or not can_fuse(best, stage, stages)) then
-        best = nil
+      if candidates then
+        table.sort(candidates, function(x, y) return x.head > y.head end)
+        for k = 1, #candidates do
+          if candidates[k] ~= candidates[k - 1]
+              and takes(stages, preds, group_of, candidates[k], index, can_fuse) then
+            best = candidates[k]
+            break
+          end
+        end
+      elseif first and takes(stages, preds, group_of, first, index, can_fuse) then
+        best = first
       end
     end
     if best then
@@ -410,7 +464,7 @@ end
 
 function plan.build(data_list, stages, options)
   local max_streams = options.max_streams or 4
-  local edges = find_edges(stages)
+  local edges, unwritten = find_edges(stages)
   local preds = {}
   for index = 1, #stages do
     preds[index] = {}
@@ -547,7 +601,7 @@ function plan.build(data_list, stages, options)
 
   return {
     edges = edges, units = units, unit_of = unit_of, streams = streams,
-    groups = fusion_groups, temporaries = temporaries, warnings = unwritten_reads(data_list, stages),
+    groups = fusion_groups, temporaries = temporaries, warnings = unwritten_reads(data_list, stages, unwritten),
     preds = preds,
   }
 end
