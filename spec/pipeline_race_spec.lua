@@ -94,53 +94,65 @@ local function in_order(n)
   return order
 end
 
+-- Checks every ordering a plan must have; returns the plan.
+local function check_plan(case, seed)
+  local p = case.pipeline
+  local plan = p:planned()
+  local n = #p.stages
+  -- Edges go forward, and their closure orders every conflicting pair.
+  local next_stage = {}
+  for i = 1, n do next_stage[i] = {} end
+  for _, e in ipairs(plan.edges) do
+    assert(e.from < e.to, ("seed %d: edge %d -> %d runs backwards"):format(seed, e.from, e.to))
+    next_stage[e.from][#next_stage[e.from] + 1] = e.to
+  end
+  local reach = closure(n, next_stage)
+  local units_reach = closure(#plan.units, schedule_successors(plan))
+  for i = 1, n do
+    for j = i + 1, n do
+      if conflicting(p.stages[i], p.stages[j]) then
+        if not reach[i][j] then
+          error(("seed %d: stages %d (%s) and %d (%s) conflict but no edge path orders them\n%s")
+            :format(seed, i, p.stages[i].name, j, p.stages[j].name, p:explain()))
+        end
+        local ui, uj = plan.unit_of[i], plan.unit_of[j]
+        if ui ~= uj and not units_reach[ui][uj] then
+          error(("seed %d: stages %d (%s) and %d (%s) conflict but the schedule does not order "
+            .. "their units %d and %d\n%s"):format(seed, i, p.stages[i].name, j, p.stages[j].name,
+            ui, uj, p:explain()))
+        end
+      end
+    end
+  end
+  -- A fused unit holds elementwise stages only, on data that are the
+  -- same or apart.
+  for _, group in ipairs(plan.groups) do
+    for _, index in ipairs(group.stages) do
+      assert(p.stages[index].fusion, ("seed %d: stage %d fused but not fusable"):format(seed, index))
+    end
+  end
+  return plan
+end
+
 describe("gpurun.pipeline has no races", function()
   it(("orders every hazard of %d random pipelines, in the DAG and in the schedule"):format(SEEDS), function()
-    local stats = { stages = 0, fused = 0, multi_stream = 0, views = 0 }
+    local stats = { stages = 0, fused = 0, multi_stream = 0 }
     for seed = 1, SEEDS do
       local case = random_pipeline.new(seed)
-      local p = case.pipeline
-      local plan = p:planned()
-      local n = #p.stages
-      stats.stages = stats.stages + n
+      local plan = check_plan(case, seed)
+      stats.stages = stats.stages + #case.pipeline.stages
       stats.fused = stats.fused + #plan.groups
       if #plan.streams > 1 then stats.multi_stream = stats.multi_stream + 1 end
-      -- Edges go forward, and their closure orders every conflicting pair.
-      local next_stage = {}
-      for i = 1, n do next_stage[i] = {} end
-      for _, e in ipairs(plan.edges) do
-        assert(e.from < e.to, ("seed %d: edge %d -> %d runs backwards"):format(seed, e.from, e.to))
-        next_stage[e.from][#next_stage[e.from] + 1] = e.to
-      end
-      local reach = closure(n, next_stage)
-      local units_reach = closure(#plan.units, schedule_successors(plan))
-      for i = 1, n do
-        for j = i + 1, n do
-          if conflicting(p.stages[i], p.stages[j]) then
-            if not reach[i][j] then
-              error(("seed %d: stages %d (%s) and %d (%s) conflict but no edge path orders them\n%s")
-                :format(seed, i, p.stages[i].name, j, p.stages[j].name, p:explain()))
-            end
-            local ui, uj = plan.unit_of[i], plan.unit_of[j]
-            if ui ~= uj and not units_reach[ui][uj] then
-              error(("seed %d: stages %d (%s) and %d (%s) conflict but the schedule does not order "
-                .. "their units %d and %d\n%s"):format(seed, i, p.stages[i].name, j, p.stages[j].name,
-                ui, uj, p:explain()))
-            end
-          end
-        end
-      end
-      -- A fused unit holds elementwise stages only, on data that are the
-      -- same or apart.
-      for _, group in ipairs(plan.groups) do
-        for _, index in ipairs(group.stages) do
-          assert(p.stages[index].fusion, ("seed %d: stage %d fused but not fusable"):format(seed, index))
-        end
-      end
     end
     -- The generator does make what the checks are about.
     assert.is_true(stats.fused > SEEDS / 4, "few fusion groups: " .. stats.fused)
     assert.is_true(stats.multi_stream > SEEDS / 4, "few pipelines on several streams: " .. stats.multi_stream)
+  end)
+
+  it("orders every hazard of 40 random pipelines of up to 150 stages", function()
+    for seed = 1001, 1040 do
+      check_plan(random_pipeline.new(seed, nil, { max_stages = 150 }), seed)
+    end
   end)
 
   it(("gives the declaration order's results in random orders of the schedule, %d pipelines"):format(SEEDS), function()

@@ -346,6 +346,36 @@ describe("gpurun.pipeline refuses", function()
   end)
 end)
 
+describe("gpurun.pipeline over devices", function()
+  it("explains how it splits, and refuses what does not split, before using a GPU", function()
+    local p = gpurun.pipeline{ name = "split", devices = { 0, 1 } }
+    local a, t = p:temporary("a", 9), p:temporary("t", 9)
+    p:fill(a, 1.0)
+    p:call(twice, a, t)
+    local text = p:explain()
+    assert.truthy(text:find("devices: split over 2 devices (0, 1)", 1, true), text)
+    assert.truthy(text:find("device 0: elements 1..5", 1, true), text)
+    assert.truthy(text:find("device 1: elements 6..9", 1, true), text)
+    local function refused(q, expected)
+      local ok, err = pcall(q.run, q)
+      assert.is_false(ok)
+      assert.matches(expected, err, 1, true)
+    end
+    local host = gpurun.pipeline{ name = "h", devices = { 0 } }
+    host:host(function() end)
+    refused(host, "stage 'host' (a host callback) does not work element by element")
+    local sizes = gpurun.pipeline{ name = "s", devices = { 0 } }
+    sizes:fill(sizes:temporary("x", 4), 0.0)
+    sizes:fill(sizes:temporary("y", 8), 0.0)
+    refused(sizes, "'y' has 8 elements, others 4")
+    local views = gpurun.pipeline{ name = "v", devices = { 0 } }
+    views:fill(views:view("half", views:temporary("x", 8), 1, 4), 0.0)
+    refused(views, "'half' is a view")
+    local ok, err = pcall(p.run, p, "stream")
+    assert.is_false(ok)
+  end)
+end)
+
 describe("pipeline_access", function()
   local SOURCE = [[
 // a comment naming scale(float *in)

@@ -42,7 +42,8 @@ local function buffer_of(state, data)
   elseif data.kind == "temporary" then
     local buffer = state.temps[data]
     if not buffer then
-      raise(("temporary '%s' has no memory: it is kept in registers by fusion"):format(data.name))
+      raise(("temporary '%s' has no memory now (fusion keeps it in registers, or a pool makes it "
+             .. "only while the pipeline runs)"):format(data.name))
     end
     return buffer
   end
@@ -299,6 +300,18 @@ local function compiled(self, device)
     state.units[u] = compile_unit(self, state, plan, u)
   end
   state.run_events, state.capture_events, state.timing_events = {}, {}, {}
+  if self.options.timing == "events" then
+    state.start_event = new_event(state, true)
+  end
+  -- Which units pass each scalar (set() refreshes those only).
+  state.scalar_users = {}
+  for _, runnable in ipairs(state.units) do
+    for scalar in pairs(runnable.scalars) do
+      local list = state.scalar_users[scalar] or {}
+      state.scalar_users[scalar] = list
+      list[#list + 1] = runnable
+    end
+  end
   for u, unit in ipairs(plan.units) do
     if unit.signals then
       state.run_events[u] = new_event(state)
@@ -370,11 +383,14 @@ function Pipeline:run(stream)
   local targets = state.targets or {}
   state.targets = targets
   targets[1] = stream
+  local timing = self.options.timing
+  if timing == "events" then
+    stream:record(state.start_event) -- before the fork: every unit starts after it
+  end
   for s = 2, #plan.streams do
     targets[s] = sides[s - 1]
     targets[s]:wait(stream)
   end
-  local timing = self.options.timing
   if timing == "nvtx" and not nvtx then nvtx = require("gpurun.nvtx") end
   local events, timers = state.run_events, state.timing_events
   for u, runnable in ipairs(state.units) do
@@ -419,7 +435,7 @@ end
 
 -- timings() -> { { unit, name, stream, start_ms, ms }... } of the last
 -- run with options.timing = "events", after waiting for it: each unit's
--- GPU time and its start after the first unit's.
+-- GPU time and its start after the run's (an event before the fork).
 function Pipeline:timings()
   local state = self.state
   if not state.timed then
@@ -428,7 +444,7 @@ function Pipeline:timings()
   end
   self:wait()
   local plan = self:planned()
-  local first = state.timing_events[1][1]
+  local first = state.start_event
   local list = {}
   for u, runnable in ipairs(state.units) do
     local pair = state.timing_events[u]
@@ -639,14 +655,17 @@ local function set_scalar(self, scalar, value)
           type_name(value)))
   end
   scalar.value = value
-  scalar.typed = {}
+  local cached = scalar.typed
+  for dtype in pairs(cached) do cached[dtype] = nil end
   local state = self.state
   if not state.units or state.version ~= self.version then
     return
   end
-  for _, runnable in ipairs(state.units) do
-    if runnable.scalars[scalar] then
-      runnable.refresh()
+  -- A run with pool temporaries resolves its arguments itself.
+  if not state.pools then
+    local users = state.scalar_users[scalar]
+    for k = 1, users and #users or 0 do
+      users[k].refresh()
     end
   end
   local current = state.graph
