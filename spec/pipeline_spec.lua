@@ -325,6 +325,8 @@ describe("gpurun.pipeline refuses", function()
     refuses("pipeline 'bad': fill destination: a declared buffer, temporary or view", p.fill, p, "nope", 1)
     refuses("pipeline 'bad': stage 'fill x': the fill value must be a number, got string", p.fill, p, x, "1")
     refuses("pipeline 'bad': host: a function expected, got number", p.host, p, 5)
+    refuses("pipeline 'bad': stage 'copy x <- s8': 'x' is 4096 x float32 and 's8' 8 x float32 (a copy "
+            .. "takes two of one size and dtype", p.copy, p, x, p:temporary("s8", 8))
     refuses("pipeline 'bad': call: unknown key 'nope'", p.call, p, { twice, x, x, nope = 1 })
     local i = p:temporary("i", N, "int32")
     refuses("pipeline 'bad': stage 'twice': x is float32, but 'i' is int32", p.call, p, twice, i, x)

@@ -628,7 +628,7 @@ local function simple_options(self, options, what)
 end
 
 -- copy(destination, source [, options]): Buffer:copy_from (or copy_to a
--- PinnedBuffer), as many elements as the smaller has.
+-- PinnedBuffer) between two data of one size and dtype.
 function Pipeline:copy(destination, from, options)
   options = simple_options(self, options, "copy")
   local dst = self:resolve_data(destination, "copy destination")
@@ -644,12 +644,12 @@ function Pipeline:copy(destination, from, options)
     raise(("pipeline '%s': stage '%s': a copy between two host buffers is not GPU work"):format(
           self.name, name))
   end
-  if DTYPES[dst.dtype] and DTYPES[src.dtype] and DTYPES[dst.dtype].size ~= DTYPES[src.dtype].size then
-    raise(("pipeline '%s': stage '%s': '%s' is %s and '%s' %s (copies keep element sizes)")
-          :format(self.name, name, dst.name, dst.dtype, src.name, src.dtype))
+  if dst.count ~= src.count or dst.dtype ~= src.dtype then
+    raise(("pipeline '%s': stage '%s': '%s' is %d x %s and '%s' %d x %s (a copy takes two of one "
+           .. "size and dtype: copy views for a part)"):format(self.name, name, dst.name, dst.count,
+           tostring(dst.dtype), src.name, src.count, tostring(src.dtype)))
   end
-  local stage = { kind = "copy", name = name, dst = dst, src = src,
-                  count = math.min(dst.count, src.count) }
+  local stage = { kind = "copy", name = name, dst = dst, src = src, count = dst.count }
   stage.accesses, stage.declared = accesses_of(self, name, {
     { data = src, mode = "r", how = "copy source", const = true },
     { data = dst, mode = "w", how = "copy destination" },

@@ -400,6 +400,10 @@ function Pipeline:run(stream)
     for k = 1, #waits do
       target:wait(events[waits[k]])
     end
+    if runnable.stale then
+      runnable.stale = nil
+      runnable.refresh()
+    end
     if timing == "events" then
       target:record(timers[u][1])
       runnable.launch(target)
@@ -574,6 +578,10 @@ local function capture(self, state, plan, builder)
     for _, w in ipairs(unit.waits) do
       target:wait(events[w])
     end
+    if runnable.stale then
+      runnable.stale = nil
+      runnable.refresh()
+    end
     local before = builder.node_count
     runnable.launch(target)
     ranges[u] = { before + 1, builder.node_count }
@@ -661,12 +669,10 @@ local function set_scalar(self, scalar, value)
   if not state.units or state.version ~= self.version then
     return
   end
-  -- A run with pool temporaries resolves its arguments itself.
-  if not state.pools then
-    local users = state.scalar_users[scalar]
-    for k = 1, users and #users or 0 do
-      users[k].refresh()
-    end
+  -- The next run or capture resolves these units' arguments again.
+  local users = state.scalar_users[scalar]
+  for k = 1, users and #users or 0 do
+    users[k].stale = true
   end
   local current = state.graph
   if not current or current.version ~= self.version then
