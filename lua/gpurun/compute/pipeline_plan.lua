@@ -265,13 +265,22 @@ local LINK = 16777216
 -- Whether stage p is an ancestor of a member of the group (searching
 -- back from the members through stages after p only, and giving up, as if
 -- it were not, past MAX_SEARCH stages: then the stage is not fused).
-local MAX_SEARCH = 32
+local MAX_SEARCH = 8
 local visited, generation, stack = {}, 0, {}
 
 local function is_ancestor(preds, p, group)
+  local members = group.stages
+  -- A direct predecessor of a member, the common case, first.
+  for k = 1, #members do
+    local list = preds[members[k]]
+    for j = 1, #list do
+      if list[j] == p then
+        return true
+      end
+    end
+  end
   generation = generation + 1
   local top = 0
-  local members = group.stages
   for k = 1, #members do
     top = top + 1
     stack[top] = members[k]
@@ -378,32 +387,34 @@ local function assign_streams(units, max_streams)
   local merged = {}
   for u, unit in ipairs(units) do
     local count = #streams
-    for s = 1, count do
-      merged[s] = 0
-    end
     local after = unit.after
-    for _, p in ipairs(after) do
-      local pu = units[p]
-      local clock = clocks[p]
-      for s = 1, #clock do
-        local value = clock[s]
-        if value > merged[s] then
-          merged[s] = value
-        end
-      end
-      if pu.position > merged[pu.stream] then
-        merged[pu.stream] = pu.position
-      end
-    end
     local chosen
     -- A predecessor that is its stream's last unit: the lowest such stream.
-    for _, p in ipairs(after) do
+    for k = 1, #after do
+      local p = after[k]
       local s = units[p].stream
       if tails[s] == p and (chosen == nil or s < chosen) then
         chosen = s
       end
     end
     if not chosen then
+      -- Else a stream whose last unit it follows already (its clock says).
+      for s = 1, count do
+        merged[s] = 0
+      end
+      for k = 1, #after do
+        local pu = units[after[k]]
+        local clock = clocks[after[k]]
+        for s = 1, #clock do
+          local value = clock[s]
+          if value > merged[s] then
+            merged[s] = value
+          end
+        end
+        if pu.position > merged[pu.stream] then
+          merged[pu.stream] = pu.position
+        end
+      end
       for s = 1, count do
         if merged[s] >= #streams[s] then
           chosen = s

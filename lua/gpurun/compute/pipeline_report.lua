@@ -53,9 +53,6 @@ function Pipeline:planned()
   local plan = planner.build(self.data, self.stages, {
     max_streams = self.options.max_streams, fuse = self.options.fuse, can_fuse = can_fuse,
   })
-  for _, group in ipairs(plan.groups) do
-    group.kernel = fuse.kernel_name(self.name, group, self.stages)
-  end
   local pools = has_pools()
   for _, t in ipairs(plan.temporaries) do
     if t.where == "allocated" then
@@ -72,6 +69,12 @@ function Pipeline:planned()
   plan.version = self.version
   self.cached_plan = plan
   return plan
+end
+
+-- The fused kernel's name of a group, made on first use.
+function Pipeline:kernel_name(group)
+  group.kernel = group.kernel or fuse.kernel_name(self.name, group, self.stages)
+  return group.kernel
 end
 
 -- What a fusion group's kernel computes (fuse.describe), worked out on
@@ -166,7 +169,7 @@ function Pipeline:plan(options)
     for k, d in ipairs(group.in_registers) do registers[k] = d.name end
     for k, d in ipairs(group.written) do written[k] = d.name end
     for k, index in ipairs(group.stages) do stages[k] = index end
-    out.groups[g] = { unit = group.unit, stages = stages, kernel = group.kernel,
+    out.groups[g] = { unit = group.unit, stages = stages, kernel = self:kernel_name(group),
                       in_registers = registers, written = written }
     if sources then
       local fused = self:fused(group)
