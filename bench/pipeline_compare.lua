@@ -143,10 +143,11 @@ local function gpu_rows(device)
   end
   local hand_dag <close> = bench.capture(stream, function(builder) dag_by_hand(builder, 2.0) end)
   local dag <close> = gpurun.pipeline{ name = "dag", quiet = true }
-  dag:copy(b_copy, b)
-  dag:launch(shift, config, b_copy, y, 0.5, n)
-  dag:launch(scale, config, a, x, dag:scalar("alpha", 2.0), n)
-  dag:launch(combine, config, x, y, r, n)
+  local v = dag:buffers{ a = a, b = b, b_copy = b_copy, x = x, y = y, r = r }
+  dag:copy(v.b_copy, v.b)
+  dag:launch(shift, config, v.b_copy, v.y, 0.5, n)
+  dag:launch(scale, config, v.a, v.x, dag:scalar("alpha", 2.0), n)
+  dag:launch(combine, config, v.x, v.y, v.r, n)
   local dag_graph = dag:graph(stream)
   stream:sync()
   local dag_result = r:to_table(stream)

@@ -80,10 +80,11 @@ end
 -- The same stages declared by their data: the streams, waits, fork and
 -- join are gpurun.pipeline's.
 local function declared(p, kernels, buffers, config, alpha, beta, n)
-  p:copy(buffers.b_copy, buffers.b)
-  p:launch(kernels.shift, config, buffers.b_copy, buffers.y, beta, n)
-  p:launch(kernels.scale, config, buffers.a, buffers.x, p:scalar("alpha", alpha), n)
-  p:launch(kernels.combine, config, buffers.x, buffers.y, buffers.r, n)
+  local v = p:buffers(buffers) -- a, b, b_copy, x, y, r, by name
+  p:copy(v.b_copy, v.b)
+  p:launch(kernels.shift, config, v.b_copy, v.y, beta, n)
+  p:launch(kernels.scale, config, v.a, v.x, p:scalar("alpha", alpha), n)
+  p:launch(kernels.combine, config, v.x, v.y, v.r, n)
   return p
 end
 

@@ -73,6 +73,7 @@ describe("gpurun.pipeline on the GPU", function()
     local b_copy, x, y, r = gpurun.empty(N), gpurun.empty(N), gpurun.empty(N), gpurun.empty(N)
     local config = gpurun.LaunchConfig{ grid = (N + 255) // 256, block = 256 }
     local p <close> = gpurun.pipeline{ name = "dag", quiet = true }
+    p:buffers{ a = a, b = b }
     p:copy(b_copy, b)
     p:launch(shift, config, b_copy, y, 0.5, N)
     p:launch(scale_k, config, a, x, p:scalar("alpha", 2.0), N)
