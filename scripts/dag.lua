@@ -10,8 +10,12 @@
 -- the branches back), checks both against a host reference, then changes
 -- alpha in the graph without building a new one, twice: by capturing the
 -- pipeline again and updating the graph from it (graph:update), and by
--- setting the scale node's arguments alone (graph:set_args). With --dot or
--- --svg it draws the graph (graph:to_dot; SVG through Graphviz's dot).
+-- setting the scale node's arguments alone (graph:set_args). b_copy is a
+-- temporary: a second graph makes it inside, an allocation node before the
+-- copy and a free node after shift, and the script prints that graph's peak
+-- memory beside the bytes the hand-allocated b_copy holds for the whole run.
+-- With --dot or --svg it draws the graph (graph:to_dot; SVG through
+-- Graphviz's dot).
 --
 -- With --declared, the same DAG comes from gpurun.pipeline instead: each
 -- stage says only what it reads and writes, and gpurun infers the two
@@ -43,6 +47,14 @@ cli.parser:option("--svg", "Draw the graph as SVG into FILE (needs Graphviz's do
 cli:flag("--declared", "Declare the stages by their data (gpurun.pipeline) and let gpurun build the DAG.")
 cli:common_options{ iters = 1000 }
 local options = cli:parse(arg)
+
+-- "39.06 KiB", as gpurun's messages write sizes.
+local function size_text(bytes)
+  if bytes < 1024 then return bytes .. " bytes" end
+  local units, scaled, unit = { "KiB", "MiB", "GiB" }, bytes / 1024, 1
+  while scaled >= 1024 and unit < #units do scaled, unit = scaled / 1024, unit + 1 end
+  return ("%.2f %s"):format(scaled, units[unit])
+end
 
 local function reference(a, b, alpha, beta)
   local expected = {}
@@ -232,6 +244,30 @@ local function main()
   out:timing("graph", "Graph replay:  ", replay)
   out:speedup("Graph speedup: ", individual, replay)
   out:say(("Graph: %d nodes (%s)"):format(graph.node_count, node_kinds(graph)))
+
+  -- The same graph with b_copy made and freed inside it, on the side branch.
+  local function capture_with_temporary(builder)
+    local side
+    builder, side = builder:split(2)
+    local temporary = gpurun.empty(n, "float32", { stream = side })
+    temporary:copy_from(b, side)
+    launch(side, config, shift, temporary, y, beta, n)
+    temporary:close() -- a free node, after shift
+    launch(builder, config, scale, a, x, alpha, n)
+    gpurun.join(builder, side)
+    launch(builder, config, combine, x, y, r, n)
+  end
+  local temporary_graph <close> = bench.capture(main_stream, capture_with_temporary)
+  r:fill(0.0)
+  local temporary_replay = bench.run(main_stream, function(s) temporary_graph:launch(s) end,
+                                     { iters = options.iters, warmup = WARMUP, name = "graph, temporary inside" })
+  checks:buffers("graph with b_copy inside", r, expected, RTOL, ATOL)
+  out:timing("graph_temporary", "Graph, b_copy inside: ", temporary_replay)
+  local peak = bench.graph_peak(device, temporary_graph, main_stream)
+  out:field("b_copy_bytes", b_copy.nbytes)
+  out:field("graph_temporary_peak_bytes", peak)
+  out:say(("b_copy: %s held by hand for the whole run; the graph that makes it inside peaks at %s "
+           .. "of graph memory"):format(size_text(b_copy.nbytes), size_text(peak)))
 
   -- A new alpha by a new capture of the same pipeline, updated into the graph.
   local alpha2 = alpha * 3

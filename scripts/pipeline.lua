@@ -4,8 +4,8 @@
 --
 --   branch 1:  r3 = (a + b) * c - a        add, mul, sub: fused into one kernel
 --   branch 2:  y = alpha * d               on a stream of its own
---   join:      total = sum(r3 + y)         gpurun.sum where gpurun has it,
---                                          else a raw kernel (sum.cu)
+--   join:      total = sum(r3 + y)         a gpurun.reduction kernel where gpurun
+--                                          has them, else a raw kernel (sum.cu)
 --
 -- Nothing says which stream runs what, what waits for what, which stages
 -- fuse or where r1, r2 live: gpurun infers it from what each stage reads
@@ -57,10 +57,13 @@ local function declare(n, buffers, alpha, reduce, timing)
   return p
 end
 
--- gpurun.sum where gpurun has it; else sum.cu's kernel after a fill.
+-- A gpurun.reduction kernel (a kernel object with params, which p:call
+-- takes; gpurun.sum is a function) where gpurun has them; else sum.cu's
+-- kernel after a fill.
 local function reducer(device, n)
-  if gpurun.sum then
-    return function(p, x, total) p:call{ gpurun.sum, x, total, name = "sum" } end, "gpurun.sum"
+  if gpurun.reduction then
+    local sum = gpurun.reduction("float32 x", "float32 total", "x", "sum", nil, nil, "sample_sum")
+    return function(p, x, total) p:call{ sum, x, total, name = "sum" } end, "gpurun.reduction (sum)"
   end
   local code = gpurun.Program(require("gpurun.samples.kernels").source("sum"), "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
@@ -69,7 +72,7 @@ local function reducer(device, n)
   return function(p, x, total)
     p:fill(total, 0.0, { name = "zero total" })
     p:launch{ kernel, config, x, total, gpurun.u64(n), name = "sum" }
-  end, "sum.cu's sum_into (gpurun.sum is not in this gpurun)"
+  end, "sum.cu's sum_into (gpurun.reduction is not in this gpurun)"
 end
 
 local function reference(a, b, c, d, alpha)

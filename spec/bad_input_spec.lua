@@ -83,7 +83,7 @@ local CLOSED = {
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
-  PinnedBuffer = "closed_pinned", HostCallback = "closed_callback",
+  PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
@@ -91,6 +91,7 @@ local FIELD = {
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
+  MemoryPool = "device",
 }
 
 local SETTOP_FIRST = {
@@ -207,14 +208,14 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
     args[args.n + 1], args.n = value, args.n + 1
     return args
   end
-  row(label, with("float16"), arg_error(at, name, "unknown dtype 'float16' " .. DTYPE_LIST))
+  row(label, with("float8"), arg_error(at, name, "unknown dtype 'float8' " .. DTYPE_LIST))
   row(label, with(""), arg_error(at, name, "unknown dtype '' " .. DTYPE_LIST))
   row(label, with("FLOAT32"), ("bad argument #%d to '%s' (unknown dtype 'FLOAT32' (expected"):format(at, name))
   row(label, with(4), arg_error(at, name, "dtype name expected, got number"))
@@ -281,11 +282,20 @@ row("gpurun.array", A({ 1, 2 }), NO_DRIVER, { when = "no_driver" })
 
 for _, name in ipairs({ "compare", "allclose" }) do
   local label = "gpurun." .. name
-  row(label, A(), arg_error(1, name, "gpurun.Buffer expected, got no value"))
-  row(label, A(1, 1), arg_error(1, name, "gpurun.Buffer expected, got number"))
-  row(label, A({ 1 }, 1), arg_error(1, name, "gpurun.Buffer expected, got table"))
-  row(label, A(R.options, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
-  row(label, A(R.stream, 1), arg_error(1, name, "gpurun.Buffer expected, got gpurun.Stream"))
+  local FIRST = "gpurun.Buffer or table of numbers expected, got "
+  row(label, A(), arg_error(1, name, FIRST .. "no value"))
+  row(label, A(1, 1), arg_error(1, name, FIRST .. "number"))
+  row(label, A("x", 1), arg_error(1, name, FIRST .. "string"))
+  row(label, A(R.options, 1), arg_error(1, name, FIRST .. "gpurun.ProgramOptions"))
+  row(label, A(R.stream, 1), arg_error(1, name, FIRST .. "gpurun.Stream"))
+  row(label, A({ 1 }), arg_error(2, name, "table of numbers or number expected, got no value"))
+  row(label, A({ 1 }, "1"), arg_error(2, name, "table of numbers or number expected, got string"))
+  row(label, A({ 1 }, R.buffer), arg_error(2, name, "table of numbers or number expected, got gpurun.Buffer"))
+  row(label, A({ 1, 2 }, { 1 }), arg_error(2, name, "table of 2 numbers expected, got 1"))
+  row(label, A({ 1, "2" }, 1), arg_error(1, name, "element 2: number expected, got string"))
+  row(label, A({ 1 }, { {} }), arg_error(2, name, "element 1: number expected, got table"))
+  row(label, A({ 1 }, 1, -1), arg_error(3, name, "non-negative relative tolerance expected"))
+  row(label, A({ 1 }, 1, 0, NAN), arg_error(4, name, "non-negative absolute tolerance expected"))
   row(label, A(R.closed_buffer, 1), "attempt to use a closed gpurun.Buffer")
   row(label, A(R.buffer), arg_error(2, name, "gpurun.Buffer or number expected, got no value"))
   row(label, A(R.buffer, "1"), arg_error(2, name, "gpurun.Buffer or number expected, got string"))
@@ -386,7 +396,7 @@ row("gpurun.u8", A(256), arg_error(1, "u8", "256 out of range for uint8 (0..255)
 row("gpurun.i8", A(-129), arg_error(1, "i8", "-129 out of range for int8 (-128..127)"))
 row("gpurun.u16", A(65536), arg_error(1, "u16", "65536 out of range for uint16 (0..65535)"))
 row("gpurun.i16", A(32768), arg_error(1, "i16", "32768 out of range for int16 (-32768..32767)"))
-for _, name in ipairs({ "f32", "f64" }) do
+for _, name in ipairs({ "f32", "f64", "f16", "bf16" }) do
   local label = "gpurun." .. name
   row(label, A(), arg_error(1, name, "number expected, got no value"))
   row(label, A("1.5"), arg_error(1, name, "number expected, got string"))
@@ -396,6 +406,11 @@ for _, name in ipairs({ "f32", "f64" }) do
 end
 row("gpurun.f32", A(1e39), arg_error(1, "f32", "1e+39 out of range for float32"))
 row("gpurun.f32", A(-3.5e38), arg_error(1, "f32", "-3.5e+38 out of range for float32"))
+-- A finite value that rounds to infinity: from the largest finite plus half an ulp.
+row("gpurun.f16", A(65520), arg_error(1, "f16", "65520 out of range for float16"))
+row("gpurun.f16", A(-1e5), arg_error(1, "f16", "-100000.0 out of range for float16"))
+row("gpurun.bf16", A(0x1.ffp127), arg_error(1, "bf16", "3.3961775292305e+38 out of range for bfloat16"))
+row("gpurun.bf16", A(1e39), arg_error(1, "bf16", "1e+39 out of range for bfloat16"))
 
 -- ---- elementwise kernels (Lua parts of the module: their own messages) ----------------
 
@@ -407,8 +422,15 @@ row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a 
 row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name must be a C identifier")
-row("gpurun.elementwise", A("float16 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float16' for a")
+row("gpurun.elementwise", A("float8 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float8' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
+row("gpurun.guard", A(), arg_error(1, "guard", "function or table expected, got no value"))
+row("gpurun.guard", A(5), arg_error(1, "guard", "function or table expected, got number"))
+row("gpurun.guard", A("f"), arg_error(1, "guard", "function or table expected, got string"))
+row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", { blok = 64 }),
+  EW .. ": unknown option 'blok' (known: block, unroll, blocks_per_sm, preamble)")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, "r", "p", { fusion = "never" }),
+  "elementwise pipeline 'p': unknown option 'fusion' (known: fuse, block, unroll, blocks_per_sm, preamble)")
 row("gpurun.elementwise_pipeline", A(), "elementwise pipeline 'pipeline' in_params: a string such as")
 row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
@@ -432,7 +454,7 @@ row("HostCallback:close", nil, "gpurun.HostCallback is used by 1 graph(s) or gra
   end })
 local PIPE = "gpurun.pipeline"
 row("gpurun.pipeline", A(5), PIPE .. ": options must be a table, got number")
-row("gpurun.pipeline", A({ nope = 1 }), PIPE .. ": unknown option 'nope' (known: devices, fuse, max_streams, name, pool, quiet, strict, timing)")
+row("gpurun.pipeline", A({ nope = 1 }), PIPE .. ": unknown option 'nope' (known: name, max_streams, fuse, strict, timing, pool, quiet, devices)")
 row("gpurun.pipeline", A({ name = "1x" }), PIPE .. ": options.name must be a C identifier not starting with '_', got 1x")
 row("gpurun.pipeline", A({ name = "_x" }), PIPE .. ": options.name must be a C identifier")
 row("gpurun.pipeline", A({ max_streams = 0 }), PIPE .. " 'pipeline': options.max_streams must be an integer from 1 to 64, got 0")
@@ -440,6 +462,7 @@ row("gpurun.pipeline", A({ max_streams = 1.5 }), "options.max_streams must be an
 row("gpurun.pipeline", A({ fuse = "yes" }), "options.fuse must be a boolean, got string")
 row("gpurun.pipeline", A({ timing = "cupti" }), "options.timing must be true, \"events\" or \"nvtx\", got cupti")
 row("gpurun.pipeline", A({ devices = "all" }), "options.devices must be a list of device ordinals")
+row("gpurun.pipeline", A({ pool = {} }), "options.pool must be a gpurun.MemoryPool, got table")
 
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
@@ -449,7 +472,7 @@ local option_cases = {
   { 42, arg_error(1, "ProgramOptions", "table expected, got number") },
   { R.options, arg_error(1, "ProgramOptions", "table expected, got gpurun.ProgramOptions") },
   { { nope = 1 }, OPTION .. "unknown option 'nope' (known: std, arch, defines, include_paths" },
-  { { [1] = true }, OPTION .. "unknown option a number key" },
+  { { [1] = true }, OPTION .. "unknown option: a number key" },
   { { std = 17 }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got number" },
   { { std = "c++1" }, OPTION .. "'std' must be a C++ standard such as \"c++17\", got \"c++1\"" },
   { { std = "c++2x" }, OPTION .. "'std' must be a C++ standard" },
@@ -509,12 +532,12 @@ row("Program:compile", A(R.program, {}), arg_error(1, "compile", "string expecte
 row("Program:compile", A(R.program, "PTX"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"PTX\""))
 row("Program:compile", A(R.program, "sass"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"sass\""))
 row("Program:compile", A(R.program, 5), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"5\""))
-row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table expected, got number"))
-row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table expected, got string"))
+row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table of options expected, got number"))
+row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table of options expected, got string"))
 row("Program:compile", A(R.program, "ptx", { foo = 1 }),
-  arg_error(2, "compile", "unknown key 'foo' (name_expressions or name expected)"))
+  arg_error(2, "compile", "unknown option 'foo' (known: name_expressions, name)"))
 row("Program:compile", A(R.program, "ptx", { [1] = 2 }),
-  arg_error(2, "compile", "unexpected number key (name_expressions or name expected)"))
+  arg_error(2, "compile", "unknown option: a number key (known: name_expressions, name)"))
 for _, name in ipairs({ "", 5, "a\0b", {} }) do
   row("Program:compile", A(R.program, "ptx", { name = name }),
     arg_error(2, "compile", "name must be a non-empty string"))
@@ -563,8 +586,8 @@ local config_cases = {
   { {}, CONFIG .. "grid and block are required" },
   { { grid = 1 }, CONFIG .. "grid and block are required" },
   { { block = 1 }, CONFIG .. "grid and block are required" },
-  { { grid = 1, block = 1, shmem = 4 }, CONFIG .. "unknown field 'shmem' (grid, block, shmem_size, cluster, is_cooperative, programmatic_stream_serialization expected)" },
-  { { grid = 1, block = 1, [1] = 2 }, CONFIG .. "unknown field" },
+  { { grid = 1, block = 1, shmem = 4 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'shmem' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization))" },
+  { { grid = 1, block = 1, [1] = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option: a number key (known: grid," },
   { { grid = 0, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 0" },
   { { grid = -1, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got -1" },
   { { grid = 2147483648, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 2147483648" },
@@ -726,7 +749,7 @@ row("Stream:record", A(R.stream, 1), arg_error(1, "record", "gpurun.Event expect
 row("Stream:record", A(R.stream, R.other_stream), arg_error(1, "record", "gpurun.Event expected, got gpurun.Stream"))
 row("Stream:record", A(R.stream, R.closed_event), "attempt to use a closed gpurun.Event")
 row("Stream:sync", A(R.stream),
-  "Stream:sync: the stream is being captured into a graph (synchronizing is not allowed while building); capture abandoned",
+  "Stream:sync: the stream is being captured by a GraphBuilder: synchronize before begin_building or after end_building; capture abandoned",
   { before = { "building" } })
 
 row("Event:elapsed_ms", A(R.event), arg_error(1, "elapsed_ms", "gpurun.Event expected, got no value"))
@@ -752,7 +775,7 @@ row("Buffer:fill", A(R.buffer_u8, -1), "-1 out of range for uint8")
 row("Buffer:fill", A(R.buffer, 1, "stream"), arg_error(2, "fill", STREAM_ARG .. "string"))
 row("Buffer:fill", A(R.buffer, 1, R.event), arg_error(2, "fill", STREAM_ARG .. "gpurun.Event"))
 row("Buffer:fill", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
-row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured into a graph",
+row("Buffer:fill", A(R.buffer, 1, R.stream), "Buffer:fill: the stream is being captured by a GraphBuilder",
   { before = { "building" } })
 
 row("Buffer:copy_from", A(R.buffer), arg_error(1, "copy_from", "table, string, gpurun.Buffer, gpurun.PinnedBuffer or file expected, got nil"))
@@ -786,20 +809,21 @@ row("Buffer:to_table", A(R.buffer, R.graph), arg_error(1, "to_table", STREAM_ARG
 row("Buffer:to_table", A(R.buffer, R.closed_stream), "attempt to use a closed gpurun.Stream")
 
 for _, method in ipairs({ "get", "set" }) do
-  local label, what = "Buffer:" .. method, "Buffer:" .. method .. ": "
+  local label = "Buffer:" .. method
+  local function index_error(what) return arg_error(1, method, what) end
   local function args(index) return method == "get" and A(R.buffer, index) or A(R.buffer, index, 1) end
-  row(label, method == "get" and A(R.buffer) or A(R.buffer, nil, 1), what .. "integer index expected, got nil")
-  row(label, args(0), what .. "index 0 out of range (1..16)")
-  row(label, args(17), what .. "index 17 out of range (1..16)")
-  row(label, args(-1), what .. "index -1 out of range (1..16)")
-  row(label, args(math.mininteger), what .. "index -9223372036854775808 out of range (1..16)")
-  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
-  row(label, args(1.5), what .. "integer index expected, got 1.5")
-  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
-  row(label, args(INF), what .. "integer index expected, got inf")
-  row(label, args(BIG_FLOAT), what .. "integer index expected, got 9.2233720368548e+18")
-  row(label, args("1"), what .. "integer index expected, got string")
-  row(label, args({}), what .. "integer index expected, got table")
+  row(label, method == "get" and A(R.buffer) or A(R.buffer, nil, 1), index_error("integer element index expected, got nil"))
+  row(label, args(0), index_error("element index 0 out of range (1..16)"))
+  row(label, args(17), index_error("element index 17 out of range (1..16)"))
+  row(label, args(-1), index_error("element index -1 out of range (1..16)"))
+  row(label, args(math.mininteger), index_error("element index -9223372036854775808 out of range (1..16)"))
+  row(label, args(math.maxinteger), index_error("element index 9223372036854775807 out of range (1..16)"))
+  row(label, args(1.5), index_error("integer element index expected, got 1.5"))
+  row(label, args(NAN), P(("bad argument #1 to '%s' %%(integer element index expected, got %s%%)"):format(label, NAN_TEXT)))
+  row(label, args(INF), index_error("integer element index expected, got inf"))
+  row(label, args(BIG_FLOAT), index_error("integer element index expected, got 9.2233720368548e+18"))
+  row(label, args("1"), index_error("integer element index expected, got string"))
+  row(label, args({}), index_error("integer element index expected, got table"))
 end
 row("Buffer:get", A(R.buffer, 1, "s"), arg_error(2, "get", STREAM_ARG .. "string"))
 row("Buffer:get", A(R.buffer, 1, R.closed_stream), "attempt to use a closed gpurun.Stream")
@@ -809,10 +833,10 @@ row("Buffer:set", A(R.buffer, 1, 1e39), arg_error(2, "set", "1e+39 out of range 
 row("Buffer:set", A(R.buffer_u8, 1, 256), arg_error(2, "set", "256 out of range for uint8 (0..255)"))
 row("Buffer:set", A(R.buffer_i32, 1, 0.5), arg_error(2, "set", "integer expected for int32, got 0.5"))
 row("Buffer:set", A(R.buffer, 1, 1, {}), arg_error(3, "set", STREAM_ARG .. "table"))
-row("Buffer.__index", A(R.buffer, 0), "gpurun.Buffer[i]: index 0 out of range (1..16)")
-row("Buffer.__index", A(R.buffer, 17), "gpurun.Buffer[i]: index 17 out of range (1..16)")
-row("Buffer.__index", A(R.buffer, 1.5), "gpurun.Buffer[i]: integer index expected, got 1.5")
-row("Buffer.__index", A(R.buffer, NAN), P("gpurun%.Buffer%[i%]: integer index expected, got " .. NAN_TEXT))
+row("Buffer.__index", A(R.buffer, 0), arg_error(2, "__index", "element index 0 out of range (1..16)"))
+row("Buffer.__index", A(R.buffer, 17), arg_error(2, "__index", "element index 17 out of range (1..16)"))
+row("Buffer.__index", A(R.buffer, 1.5), arg_error(2, "__index", "integer element index expected, got 1.5"))
+row("Buffer.__index", A(R.buffer, NAN), P("bad argument #2 to 'Buffer%.__index' %(integer element index expected, got " .. NAN_TEXT .. "%)"))
 -- The graph and the builder that made it (still open) both use the buffer.
 row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
   { before = { "graph" } })
@@ -822,12 +846,12 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 -- ---- generators ------------------------------------------------------------------------------
 
 row("Generator:random", A(R.rng, 16, "int32"),
-  arg_error(2, "random", "float32 or float64 expected, got int32 (integers() makes integer buffers)"))
+  arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
 row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
 row("Generator:random_table", A(R.rng, 16, "int8"),
-  arg_error(2, "random_table", "float32 or float64 expected, got int8 (the values are floats)"))
+  arg_error(2, "random_table", "float dtype (float32, float64, float16, bfloat16) expected, got int8 (the values are floats)"))
 row("Generator:random_table", A(R.rng, 1 << 31), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:random_table", A(R.rng, math.maxinteger), arg_error(1, "random_table", "too many elements for a Lua table"))
 row("Generator:integers", A(R.rng, 16), arg_error(2, "integers", "number expected, got no value"))
@@ -919,9 +943,9 @@ row("Stream:wait", A(R.stream, R.closed_stream), "attempt to use a closed gpurun
 row("Stream:wait", A(R.other_stream, R.building), arg_error(1, "wait",
   "gpurun.Event or gpurun.Stream expected, got gpurun.GraphBuilder"))
 row("Stream:wait", A(R.other_stream, R.stream), arg_error(1, "wait", "the stream is being "
-  .. "captured by a GraphBuilder: wait for it on a builder of that capture"), { before = { "building" } })
+  .. "captured by a GraphBuilder: wait for it on a builder of that capture; capture abandoned"), { before = { "building" } })
 row("Stream:wait", A(R.stream, R.other_stream), "Stream:wait: the stream is being captured by a "
-  .. "GraphBuilder: wait on the builder (builder:wait(...)) instead", { before = { "building" } })
+  .. "GraphBuilder: wait on the builder (builder:wait(...)) instead; capture abandoned", { before = { "building" } })
 for _, method in ipairs({ "create_condition", "create_conditional_handle" }) do
   for _, value in ipairs({ -1, 4294967296 }) do
     row("GraphBuilder:" .. method, A(R.building, value),
@@ -947,9 +971,9 @@ row("GraphBuilder:debug_dot_print", A(R.building, "/nonexistent-gpurun/g.dot"),
   "GraphBuilder:debug_dot_print: nothing built (it is building): end_building() first")
 row("GraphBuilder:debug_dot_print", A(R.built), arg_error(1, "debug_dot_print", "string expected, got no value"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", 5),
-  arg_error(2, "debug_dot_print", "table expected, got number"))
+  arg_error(2, "debug_dot_print", "table of options expected, got number"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", { nope = true }),
-  arg_error(2, "debug_dot_print", "unknown option 'nope' (verbose, kernel_node_params, "
+  arg_error(2, "debug_dot_print", "unknown option 'nope' (known: verbose, kernel_node_params, "
     .. "memcpy_node_params, memset_node_params, event_node_params, kernel_node_attributes, handles, "
     .. "conditional_node_params)"))
 row("GraphBuilder:debug_dot_print", A(R.built, "/nonexistent-gpurun/g.dot"), "writing the graph's DOT file")
@@ -986,6 +1010,7 @@ row("Graph:set_enabled", A(R.graph, 1, 1), arg_error(2, "set_enabled", "boolean 
 row("Graph:to_dot", A(R.graph, 5), arg_error(1, "to_dot", "table of options expected, got number"))
 row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title must be a string, got number"))
 row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
+row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
 -- ---- gpurun.dist ------------------------------------------------------------------------------
@@ -995,7 +1020,7 @@ row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 row("dist.init", A(5), arg_error(1, "dist.init", "table of options or nil expected, got number"))
 row("dist.init", A("x"), arg_error(1, "dist.init", "table of options or nil expected, got string"))
 row("dist.init", A({ devise = 1 }), "dist.init: unknown option 'devise' (known: device)")
-row("dist.init", A({ [1] = true }), "dist.init: unknown option a number key (known: device)")
+row("dist.init", A({ [1] = true }), "dist.init: unknown option: a number key (known: device)")
 row("dist.init", A({ device = 1.5 }), "dist.init: 'device' must be a device ordinal or false, got 1.5")
 row("dist.init", A({ device = "0" }), "dist.init: 'device' must be a device ordinal or false, got string")
 row("dist.init", A({ device = true }), "dist.init: 'device' must be a device ordinal or false, got boolean")
@@ -1008,7 +1033,7 @@ for _, name in ipairs(catalog.sorted_keys(COLLECTIVES)) do
   row(label, A(R.options), arg_error(1, label, "gpurun.Buffer expected, got gpurun.ProgramOptions"))
   row(label, A(R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
   row(label, A(R.buffer_i16, R.buffer_i16), arg_error(1, label,
-    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8 and uint8)"))
+    "NCCL has no int16 type (it moves float32, float64, int32, uint32, int64, uint64, int8, uint8, float16 and bfloat16)"))
   if COLLECTIVES[name] == 2 then
     row(label, A(R.buffer), arg_error(2, label, "gpurun.Buffer expected, got no value"))
     row(label, A(R.buffer, "x"), arg_error(2, label, "gpurun.Buffer expected, got string"))
@@ -1241,16 +1266,17 @@ row("gpurun.pinned", A(1 << 46), P"cuMemHostAlloc: CUDA_ERROR_[%u_]+ %b() while 
 row("gpurun.pinned", A(16), "cannot allocate a gpurun.PinnedBuffer while a graph is being built", { before = { "building" } })
 
 for _, method in ipairs({ "get", "set" }) do
-  local label, what = "PinnedBuffer:" .. method, "PinnedBuffer:" .. method .. ": "
+  local label = "PinnedBuffer:" .. method
+  local function index_error(what) return arg_error(1, method, what) end
   local function args(index) return method == "get" and A(R.pinned, index) or A(R.pinned, index, 1) end
   row(label, method == "get" and A(R.pinned) or A(R.pinned, nil, 1),
-    what .. "integer index expected, got " .. (method == "get" and "no value" or "nil"))
-  row(label, args(0), what .. "index 0 out of range (1..16)")
-  row(label, args(17), what .. "index 17 out of range (1..16)")
-  row(label, args(math.maxinteger), what .. "index 9223372036854775807 out of range (1..16)")
-  row(label, args(1.5), what .. "integer index expected, got 1.5")
-  row(label, args(NAN), P(what .. "integer index expected, got " .. NAN_TEXT))
-  row(label, args("1"), what .. "integer index expected, got string")
+    index_error("integer element index expected, got " .. (method == "get" and "no value" or "nil")))
+  row(label, args(0), index_error("element index 0 out of range (1..16)"))
+  row(label, args(17), index_error("element index 17 out of range (1..16)"))
+  row(label, args(math.maxinteger), index_error("element index 9223372036854775807 out of range (1..16)"))
+  row(label, args(1.5), index_error("integer element index expected, got 1.5"))
+  row(label, args(NAN), P(("bad argument #1 to '%s' %%(integer element index expected, got %s%%)"):format(label, NAN_TEXT)))
+  row(label, args("1"), index_error("integer element index expected, got string"))
 end
 row("PinnedBuffer:set", A(R.pinned, 1), arg_error(2, "set", "number expected, got no value"))
 row("PinnedBuffer:set", A(R.pinned, 1, "x"), arg_error(2, "set", "number expected, got string"))
@@ -1273,12 +1299,12 @@ row("PinnedBuffer:copy_from", A(R.pinned, "abc"),
 row("PinnedBuffer:copy_from", A(R.pinned, "abcdefgh", 15, 1),
   arg_error(1, "copy_from", "string of 4 bytes (1 float32 elements) expected, got 8 bytes"))
 range_rows("PinnedBuffer:copy_from", "copy_from", "pinned", { {} }, 2)
-row("PinnedBuffer.__index", A(R.pinned, 0), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
-row("PinnedBuffer.__index", A(R.pinned, 1.5), "gpurun.PinnedBuffer[i]: integer index expected, got 1.5")
+row("PinnedBuffer.__index", A(R.pinned, 0), arg_error(2, "__index", "element index 0 out of range (1..16)"))
+row("PinnedBuffer.__index", A(R.pinned, 1.5), arg_error(2, "__index", "integer element index expected, got 1.5"))
 row("PinnedBuffer.__newindex", A(R.pinned, "x", 1), "gpurun.PinnedBuffer: only elements can be set (p[i] = value), not string")
-row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), "gpurun.PinnedBuffer[i]: index 0 out of range (1..16)")
-row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), "gpurun.PinnedBuffer[i]: number expected, got string")
-row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), "gpurun.PinnedBuffer[i]: 300 out of range for uint8 (0..255)")
+row("PinnedBuffer.__newindex", A(R.pinned, 0, 1), arg_error(2, "__newindex", "element index 0 out of range (1..16)"))
+row("PinnedBuffer.__newindex", A(R.pinned, 1, "x"), arg_error(3, "__newindex", "number expected, got string"))
+row("PinnedBuffer.__newindex", A(R.pinned_u8, 1, 300), arg_error(3, "__newindex", "300 out of range for uint8 (0..255)"))
 row("PinnedBuffer.__newindex", A(R.closed_pinned, 1, 1), "attempt to use a closed gpurun.PinnedBuffer")
 row("PinnedBuffer.__len", A(R.closed_pinned), "attempt to use a closed gpurun.PinnedBuffer")
 
@@ -1304,6 +1330,201 @@ row("Buffer:save", A(R.buffer, SAVE_PATH, { 4, 4.5 }),
 row("Buffer:save", A(R.buffer, SAVE_PATH, 16), arg_error(2, "save", "shape table expected, got number"))
 row("Buffer:save", A(R.view, SAVE_PATH, { 16 }), arg_error(2, "save", "shape {16} holds 16 elements, the buffer 8"))
 row("Buffer:save", A(R.orphan_view, SAVE_PATH), "attempt to use a closed gpurun.Buffer")
+
+-- ---- memory pools and stream-ordered buffers ---------------------------------------------
+
+-- The constructors' { pool =, stream = } options, at argument `at`.
+local PLACED = {
+  { "gpurun.empty", "empty", { 16, "float32" }, 3 },
+  { "gpurun.zeros", "zeros", { 16, "float32" }, 3 },
+  { "gpurun.full", "full", { 16, 1, "float32" }, 4 },
+  { "gpurun.array", "array", { { 1, 2 }, "float32" }, 3, host_data = true },
+  { "Generator:random", "random", { R.rng, 16, "float32" }, 3, host_data = true },
+  { "Generator:integers", "integers", { R.rng, 16, 0, 10, "int32" }, 5, host_data = true },
+}
+
+-- A row's call of the constructor with options(env) last.
+local function placed(case, options)
+  local label, name, before = case[1], case[2], case[3]
+  return function(env)
+    local args = {}
+    for i, value in ipairs(before) do
+      args[i] = type(value) == "table" and rawget(value, "ref") and env[value.ref] or value
+    end
+    args[#args + 1] = options(env)
+    if label:find(":", 1, true) then
+      return args[1][name](table.unpack(args, 1, #args))
+    end
+    return gpurun[name](table.unpack(args, 1, #args))
+  end
+end
+
+for _, case in ipairs(PLACED) do
+  local label, name, before, at = case[1], case[2], case[3], case[4]
+  local function args(options)
+    local list = A(table.unpack(before))
+    list[list.n + 1], list.n = options, list.n + 1
+    return list
+  end
+  row(label, args(5), arg_error(at, name, "table of options expected, got number"))
+  row(label, args("pool"), arg_error(at, name, "table of options expected, got string"))
+  row(label, args({ nope = 1 }), arg_error(at, name, "unknown option 'nope' (known: pool, stream)"))
+  row(label, args({ [1] = true }), arg_error(at, name, "unknown option: a number key (known: pool, stream)"))
+  row(label, args({ pool = 5 }), arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got number"))
+  row(label, args({ pool = {} }), arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got table"))
+  row(label, args({ stream = "s" }),
+    arg_error(at, name, "option 'stream' must be a gpurun.Stream or a gpurun.GraphBuilder, got string"))
+  local function gpu_row(options, expected)
+    row(label, nil, expected, { gpu = true, call = placed(case, options) })
+  end
+  gpu_row(function(env) return { pool = env.closed_pool } end, "attempt to use a closed gpurun.MemoryPool")
+  gpu_row(function(env) return { stream = env.closed_stream } end, "attempt to use a closed gpurun.Stream")
+  gpu_row(function(env) return { pool = env.stream } end,
+    arg_error(at, name, "option 'pool' must be a gpurun.MemoryPool, got gpurun.Stream"))
+  gpu_row(function(env) return { stream = env.pool } end,
+    arg_error(at, name, "option 'stream' must be a gpurun.Stream or a gpurun.GraphBuilder, got gpurun.MemoryPool"))
+  gpu_row(function(env) return { pool = env.pool } end,
+    "a buffer from a memory pool is allocated in order on a stream: pass { stream = s }")
+  gpu_row(function(env) return { stream = env.building.stream } end,
+    "the stream is being captured by a GraphBuilder: pass the builder as the stream")
+  if case.host_data then
+    gpu_row(function(env) return { stream = env.building } end,
+      arg_error(at, name, "option 'stream' cannot be a GraphBuilder here: the host data is copied "
+        .. "when the call is made, not at each replay (make the buffer before begin_building)"))
+  else
+    gpu_row(function(env) return { stream = env.builder } end,
+      "GraphBuilder is not building (it is idle): call begin_building() first")
+    gpu_row(function(env) return { stream = env.built } end, "GraphBuilder is not building (it is built)")
+  end
+end
+
+row("gpurun.empty", nil, "a conditional body's graph cannot allocate memory", { gpu = true,
+  call = function(env)
+    local body = env.body
+    body:begin_building()
+    return gpurun.empty(16, "float32", { stream = body })
+  end })
+row("gpurun.empty", nil, P"gpurun%.MemoryPool%(device %d+, max 64%.00 MiB%): out of memory allocating 128%.00 MiB for 33554432 float32 elements in the graph being built: 64%.00 MiB of its 64%.00 MiB maximum left",
+  { gpu = true, call = function(env)
+    return gpurun.empty(1 << 25, "float32", { pool = env.small_pool, stream = env.building })
+  end })
+row("gpurun.zeros", nil, P"gpurun%.MemoryPool%(device %d+, max 64%.00 MiB%): out of memory allocating 128%.00 MiB for 33554432 float32 elements: ",
+  { gpu = true, call = function(env)
+    return gpurun.zeros(1 << 25, "float32", { pool = env.small_pool, stream = env.stream })
+  end })
+row("gpurun.empty", A(16), "cannot allocate a gpurun.Buffer while a graph is being built (allocate before "
+  .. "begin_building, or pass { stream = builder } to allocate inside the graph)", { before = { "building" } })
+
+row("gpurun.MemoryPool", A(5), arg_error(1, "MemoryPool", "table of options expected, got number"))
+row("gpurun.MemoryPool", A("big"), arg_error(1, "MemoryPool", "table of options expected, got string"))
+row("gpurun.MemoryPool", A({ nope = 1 }),
+  arg_error(1, "MemoryPool", "unknown option 'nope' (known: device, release_threshold, max_size)"))
+row("gpurun.MemoryPool", A({ maxsize = 1 }), "unknown option 'maxsize'")
+row("gpurun.MemoryPool", A({ max_size = -1 }), arg_error(1, "MemoryPool",
+  "option 'max_size' must be a non-negative integer number of bytes (0: the driver's limit), got -1"))
+row("gpurun.MemoryPool", A({ max_size = 1.5 }),
+  arg_error(1, "MemoryPool", "option 'max_size' must be a non-negative integer number of bytes, got 1.5"))
+row("gpurun.MemoryPool", A({ max_size = "1" }),
+  arg_error(1, "MemoryPool", "option 'max_size' must be a non-negative integer number of bytes, got string"))
+row("gpurun.MemoryPool", A({ max_size = NAN }), P("option 'max_size' must be a non%-negative integer number of bytes, got " .. NAN_TEXT))
+row("gpurun.MemoryPool", A({ release_threshold = -1 }), arg_error(1, "MemoryPool",
+  "option 'release_threshold' must be a non-negative integer number of bytes or math.huge, got -1"))
+row("gpurun.MemoryPool", A({ release_threshold = 0.5 }), "option 'release_threshold' must be a non-negative "
+  .. "integer number of bytes or math.huge, got 0.5")
+row("gpurun.MemoryPool", A({ release_threshold = -INF }), "or math.huge, got -inf")
+row("gpurun.MemoryPool", A({ release_threshold = true }), "or math.huge, got boolean")
+row("gpurun.MemoryPool", A({ device = "x" }),
+  arg_error(1, "MemoryPool", "option 'device' must be a gpurun.Device or a device ordinal, got string"))
+row("gpurun.MemoryPool", A({ device = 1.5 }), "option 'device' must be a gpurun.Device or a device ordinal, got 1.5")
+row("gpurun.MemoryPool", A({ device = {} }), "option 'device' must be a gpurun.Device or a device ordinal, got table")
+row("gpurun.MemoryPool", A(), NO_DEVICE, { when = "no_device" })
+row("gpurun.MemoryPool", A(), NO_DRIVER, { when = "no_driver" })
+row("gpurun.MemoryPool", A({ device = 0 }), NO_DRIVER, { when = "no_driver" })
+row("gpurun.MemoryPool", A({ device = 99 }), P"option 'device': CUDA device 99 not found: %d+ device%(s%) visible",
+  { gpu = true })
+row("gpurun.MemoryPool", A({ device = -1 }), "option 'device': CUDA device -1 not found", { gpu = true })
+row("gpurun.MemoryPool", nil, "attempt to use a closed gpurun.Device", { gpu = true,
+  call = function(env) return gpurun.MemoryPool({ device = env.closed_device }) end })
+
+row("MemoryPool:trim", A(R.pool, "x"), arg_error(1, "trim", "integer number of bytes expected, got string"))
+row("MemoryPool:trim", A(R.pool, 1.5), arg_error(1, "trim", "integer number of bytes expected, got 1.5"))
+row("MemoryPool:trim", A(R.pool, {}), arg_error(1, "trim", "integer number of bytes expected, got table"))
+row("MemoryPool:trim", A(R.pool, -1),
+  arg_error(1, "trim", "a non-negative number of bytes to keep expected, got -1"))
+row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+%) has 1 buffer%(s%) from it still open; close them first",
+  { gpu = true, call = function(env)
+    local _ = env.pool_buffer
+    return env.pool:close()
+  end })
+row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+, default%) has 1 buffer%(s%)",
+  { gpu = true, call = function(env)
+    local buffer = gpurun.empty(16, "float32", { stream = env.stream })
+    local ok, err = pcall(env.default_pool.close, env.default_pool)
+    buffer:close()
+    error(err, 0)
+  end })
+
+row("GraphBuilder:complete", A(R.built, 5), arg_error(1, "complete", "table of options expected, got number"))
+row("GraphBuilder:complete", A(R.built, { nope = 1 }),
+  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch)"))
+row("GraphBuilder:complete", A(R.built, { auto_free_on_launch = 1 }),
+  arg_error(1, "complete", "option 'auto_free_on_launch' must be a boolean, got number"))
+
+-- Buffers a graph's allocation node makes.
+local function allocating_graph(env, options)
+  local builder = env.builder
+  builder:begin_building()
+  local buffer = gpurun.empty(16, "float32", { stream = builder })
+  buffer:fill(1.5, builder)
+  builder:end_building()
+  return builder:complete(options), buffer
+end
+
+row("Graph:launch", nil, "Graph:launch: 1 buffer(s) this graph allocated at its last launch (64 bytes) "
+  .. "are still open, and a launch makes their memory anew: close them first, or complete the graph "
+  .. "with { auto_free_on_launch = true }", { gpu = true, call = function(env)
+    local graph = allocating_graph(env)
+    graph:launch(env.stream)
+    return graph:launch(env.stream)
+  end })
+row("Buffer:to_table", nil, "gpurun.Buffer belongs to a graph that has not been launched yet", { gpu = true,
+  call = function(env)
+    local _, buffer = allocating_graph(env)
+    return buffer:to_table(env.stream)
+  end })
+row("gpurun.launch", nil, "gpurun.Buffer belongs to a graph that has not been launched yet", { gpu = true,
+  call = function(env)
+    local _, buffer = allocating_graph(env)
+    return gpurun.launch(env.stream, env.config, env.add, buffer, buffer, buffer, gpurun.u64(16))
+  end })
+row("Buffer:fill", nil, "gpurun.Buffer was made inside a graph capture: it has memory only for that "
+  .. "capture's work", { gpu = true, call = function(env)
+    local other = env.other_stream -- made before the capture
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return buffer:fill(1, other)
+  end })
+row("Buffer:to_table", nil, "gpurun.Buffer was made inside a graph capture", { gpu = true,
+  call = function(env)
+    local other = env.other_stream
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return buffer:to_table(other)
+  end })
+row("Kernel:bind", nil, "gpurun.Buffer was made inside a graph capture", { gpu = true,
+  call = function(env)
+    local add, config = env.add, env.config
+    local buffer = gpurun.empty(16, "float32", { stream = env.building })
+    return add:bind(config, buffer, buffer, buffer, gpurun.u64(16))
+  end })
+row("Graph:update", nil, "Graph:update: a graph with memory allocation or free nodes cannot be updated",
+  { gpu = true, call = function(env)
+    local graph = allocating_graph(env)
+    local other = env.other_stream:create_graph_builder()
+    local add, config, buffer = env.add, env.config, env.buffer
+    other:begin_building()
+    gpurun.launch(other, config, add, buffer, buffer, buffer, gpurun.u64(16))
+    other:end_building()
+    return graph:update(other)
+  end })
 
 -- ---- functions that take nothing: junk arguments are ignored -----------------------------
 
@@ -1567,6 +1788,19 @@ describe("bad input", function()
     local reference = bad.reference()
     local counts, failures = bad.run(select_rows(true), reference)
     report("GPU", counts, failures)
+  end)
+
+  -- The capture rule, table-driven: every row above (so every public
+  -- function and method, by the completeness check) raises while a builder
+  -- captures, and the builder is then abandoned, the stream takes a plain
+  -- launch at once, and the builder begins again.
+  it("ends the capture on every error raised while a builder captures #gpu", function()
+    local reference = bad.reference()
+    reference.capture_stream = gpurun.Device(0):create_stream()
+    local all = {}
+    for _, r in ipairs(rows) do all[#all + 1] = r end
+    local counts, failures = bad.run(all, reference, true)
+    report("capture rule", counts, failures)
   end)
 
   it("survives the sequences that once crashed, each in a child process", function()

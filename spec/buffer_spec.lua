@@ -1,11 +1,14 @@
--- Device buffers (gpurun.empty, zeros, full, array and gpurun.Buffer), the
--- seeded generator (gpurun.default_rng) and the result checks (compare,
--- allclose).
+-- Device buffers: gpurun.empty, zeros, full, array and gpurun.Buffer, its
+-- ranges, raw bytes, views and files.
 local gpurun = require("gpurun")
 local process = require("spec.support.process")
+local kernels = require("spec.support.kernels")
+local assert_contains = require("spec.support.expect").contains
 
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
-local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1 }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16", "uint16",
+  "float16", "bfloat16" }
+local SIZES = { float32 = 4, float64 = 8, int32 = 4, uint32 = 4, int64 = 8, uint64 = 8, int8 = 1, uint8 = 1,
+  int16 = 2, uint16 = 2, float16 = 2, bfloat16 = 2 }
 local MiB = 1 << 20
 
 -- The message of the error f raises; fails the spec when f does not raise.
@@ -25,40 +28,23 @@ local function float32(value)
   return (string.unpack("<f", string.pack("<f", value)))
 end
 
--- An independent splitmix64 and xoshiro256**, in Lua's wrapping 64-bit
--- integers, to pin the generator's numbers down.
-local function splitmix64(seed)
-  local x = seed
-  return function()
-    x = x + 0x9e3779b97f4a7c15
-    local z = x
-    z = (z ~ (z >> 30)) * 0xbf58476d1ce4e5b9
-    z = (z ~ (z >> 27)) * 0x94d049bb133111eb
-    return z ~ (z >> 31)
-  end
+local function range(first, last)
+  local t = {}
+  for i = first, last do t[#t + 1] = i end
+  return t
 end
 
-local function reference_rng(seed)
-  local seeder = splitmix64(seed)
-  local s = { seeder(), seeder(), seeder(), seeder() }
-  local function rotl(v, k) return (v << k) | (v >> (64 - k)) end
-  return function()
-    local result = rotl(s[2] * 5, 7) * 9
-    local t = s[2] << 17
-    s[3] = s[3] ~ s[1]
-    s[4] = s[4] ~ s[2]
-    s[2] = s[2] ~ s[3]
-    s[1] = s[1] ~ s[4]
-    s[3] = s[3] ~ t
-    s[4] = rotl(s[4], 45)
-    return result
-  end
+-- The little-endian bytes of a list of int32 values.
+local function int32_bytes(values)
+  local parts = {}
+  for i, v in ipairs(values) do parts[i] = string.pack("<i4", v) end
+  return table.concat(parts)
 end
 
 describe("gpurun buffers without a device", function()
   it("reject unknown dtypes, listing the valid ones", function()
-    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16)"
-    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float16' " .. list, gpurun.empty, 4, "float16")
+    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+    assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float8' " .. list, gpurun.empty, 4, "float8")
     assert_error("unknown dtype 'f32'", gpurun.zeros, 4, "f32")
     assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'bool'", gpurun.full, 4, 1, "bool")
     assert_error("bad argument #2 to 'gpurun.array' (unknown dtype 'double'", gpurun.array, { 1 }, "double")
@@ -133,84 +119,6 @@ describe("gpurun buffers without a device", function()
     end
   end)
 
-  it("compare and allclose name a first argument that is not a buffer", function()
-    assert_error("bad argument #1 to 'gpurun.compare' (gpurun.Buffer expected, got number)", gpurun.compare, 1, 1)
-    assert_error("bad argument #1 to 'gpurun.allclose' (gpurun.Buffer expected, got table)", gpurun.allclose, { 1 }, 1)
-    assert_error("bad argument #1 to 'gpurun.allclose' (gpurun.Buffer expected, got no value)", gpurun.allclose)
-  end)
-end)
-
-describe("gpurun.Generator without a device", function()
-  it("is xoshiro256** seeded through splitmix64", function()
-    assert.are.equal(0xe220a8397b1dcdaf, splitmix64(0)()) -- the published first output for seed 0
-    for _, seed in ipairs({ 0, 1, 42, -7, math.maxinteger }) do
-      local next_u64 = reference_rng(seed)
-      local values = gpurun.default_rng(seed):random_table(1000)
-      for i = 1, 1000 do
-        assert.are.equal((next_u64() >> 11) * 2.0 ^ -53, values[i])
-      end
-    end
-  end)
-
-  it("gives the same numbers for the same seed and different ones otherwise", function()
-    local a = gpurun.default_rng(1234):random_table(4096)
-    local b = gpurun.default_rng(1234):random_table(4096)
-    local c = gpurun.default_rng(1235):random_table(4096)
-    assert.are.same(a, b)
-    local differ = 0
-    for i = 1, 4096 do
-      assert.is_true(a[i] >= 0 and a[i] < 1)
-      assert.are.equal("float", math.type(a[i]))
-      if a[i] ~= c[i] then differ = differ + 1 end
-    end
-    assert.is_true(differ > 4000)
-  end)
-
-  it("continues the sequence from call to call", function()
-    local whole = gpurun.default_rng(9):random_table(300)
-    local rng = gpurun.default_rng(9)
-    local first, second = rng:random_table(100), rng:random_table(200)
-    for i = 1, 100 do assert.are.equal(whole[i], first[i]) end
-    for i = 1, 200 do assert.are.equal(whole[100 + i], second[i]) end
-  end)
-
-  it("gives float32 tables rounded exactly as float32 buffers hold them", function()
-    local next_u64 = reference_rng(5)
-    local values = gpurun.default_rng(5):random_table(1000, "float32")
-    for i = 1, 1000 do
-      local expected = (next_u64() >> 40) * 2.0 ^ -24
-      assert.are.equal(expected, values[i])
-      assert.are.equal(float32(values[i]), values[i])
-    end
-  end)
-
-  it("checks its arguments before touching a device", function()
-    local rng = gpurun.default_rng(0)
-    assert_error("bad argument #1 to 'gpurun.default_rng' (integer seed expected, got no value)", gpurun.default_rng)
-    assert_error("integer seed expected, got 1.5", gpurun.default_rng, 1.5)
-    assert_error("bad argument #1 to 'Generator:random' (positive element count expected, got 0)", function() return rng:random(0) end)
-    assert_error("bad argument #2 to 'Generator:random' (float32 or float64 expected, got int32", function() return rng:random(4, "int32") end)
-    assert_error("unknown dtype 'float16'", function() return rng:random(4, "float16") end)
-    assert_error("bad argument #4 to 'Generator:integers' (integer dtype expected, got float32", function() return rng:integers(4, 0, 2, "float32") end)
-    assert_error("bad argument #3 to 'Generator:integers' (high (5) must be greater than low (5))", function() return rng:integers(4, 5, 5) end)
-    assert_error("range [0, 300) does not fit uint8 (0..255)", function() return rng:integers(4, 0, 300, "uint8") end)
-    assert_error("range [-1, 3) does not fit uint32", function() return rng:integers(4, -1, 3, "uint32") end)
-    assert_error("float32 or float64 expected, got uint8", function() return rng:random_table(4, "uint8") end)
-  end)
-
-  it("closes idempotently and refuses use after close", function()
-    local rng = gpurun.default_rng(3)
-    assert.are.equal("gpurun.Generator(seed=3)", tostring(rng))
-    rng:close()
-    rng:close()
-    assert.are.equal("gpurun.Generator(closed)", tostring(rng))
-    assert_error("attempt to use a closed gpurun.Generator", function() return rng:random_table(2) end)
-    do
-      local scoped <close> = gpurun.default_rng(4)
-      rng = scoped
-    end
-    assert_error("attempt to use a closed gpurun.Generator", function() return rng:random_table(2) end)
-  end)
 end)
 
 describe("gpurun.Buffer", function()
@@ -233,12 +141,24 @@ describe("gpurun.Buffer", function()
     uint64 = { 0, 1, math.maxinteger, 1 << 40 },
     int8 = { 0, -1, -128, 127 },
     uint8 = { 0, 1, 128, 255 },
+    int16 = { 0, -1, -32768, 32767 },
+    uint16 = { 0, 1, 32768, 65535 },
+    -- the largest finite, the least subnormal, a value that rounds, a tie to even
+    float16 = { 0, 1.5, -2.25, 65504, -65519, 2 ^ -24, 0.1, 1 + 2 ^ -11, math.huge, -math.huge },
+    bfloat16 = { 0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.1, 1 + 2 ^ -8, math.huge, -math.huge },
+  }
+  -- What the 16-bit floats hold of those: rounded to nearest even.
+  local ROUNDED = {
+    float16 = { 0.0, 1.5, -2.25, 65504.0, -65504.0, 2 ^ -24, 0.0999755859375, 1.0, math.huge, -math.huge },
+    bfloat16 = { 0.0, 1.5, -2.25, 0x1.fep127, 2 ^ -133, 0.10009765625, 1.0, math.huge, -math.huge },
   }
 
   local function expected_of(dtype, values)
     local expected = {}
     for i, v in ipairs(values) do
-      if dtype == "float32" then
+      if dtype == "float16" or dtype == "bfloat16" then
+        expected[i] = gpurun[gpurun.dtypes[dtype].scalar](v).value -- as a typed scalar stores it
+      elseif dtype == "float32" then
         expected[i] = float32(v)
       elseif dtype == "float64" then
         expected[i] = v + 0.0
@@ -253,6 +173,7 @@ describe("gpurun.Buffer", function()
     for _, dtype in ipairs(DTYPES) do
       local values = EDGES[dtype]
       local expected = expected_of(dtype, values)
+      if ROUNDED[dtype] then assert.are.same(ROUNDED[dtype], expected, dtype) end
       local buffer = gpurun.array(values, dtype)
       assert.are.equal(#values, #buffer)
       assert.are.equal(#values, buffer.size)
@@ -260,7 +181,7 @@ describe("gpurun.Buffer", function()
       assert.are.equal(#values * SIZES[dtype], buffer.nbytes)
       local back = buffer:to_table()
       assert.are.same(expected, back, dtype)
-      local kind = dtype:find("^float") and "float" or "integer"
+      local kind = gpurun.dtypes[dtype].float and "float" or "integer"
       for i = 1, #values do
         assert.are.equal(kind, math.type(back[i]), dtype)
         assert.are.equal(expected[i], buffer[i], dtype)
@@ -302,6 +223,8 @@ describe("gpurun.Buffer", function()
     local cases = {
       { "float32", 2.5 }, { "float64", 1.5 }, { "float64", -0.0 }, { "int32", -7 }, { "uint32", 4000000000 },
       { "int64", -1 }, { "int64", (1 << 40) + 3 }, { "uint64", math.maxinteger }, { "int8", -128 }, { "uint8", 200 },
+      { "int16", -300 }, { "uint16", 60000 }, { "float16", 0.1 }, { "float16", -65504 }, { "bfloat16", -3.5 },
+      { "bfloat16", 2 ^ -133 },
     }
     for _, case in ipairs(cases) do
       local dtype, value = case[1], case[2]
@@ -375,12 +298,12 @@ describe("gpurun.Buffer", function()
     assert.are.equal(buffer, buffer:set(2, -5))
     assert.are.equal(-5, buffer[2])
     assert.are.equal(30, buffer[3.0])
-    assert_error("Buffer:get: index 0 out of range (1..3)", function() return buffer:get(0) end)
-    assert_error("Buffer:get: index 4 out of range (1..3)", function() return buffer:get(4) end)
-    assert_error("Buffer:set: index -1 out of range (1..3)", function() return buffer:set(-1, 1) end)
-    assert_error("gpurun.Buffer[i]: index 4 out of range (1..3)", function() return buffer[4] end)
-    assert_error("Buffer:get: integer index expected, got 1.5", function() return buffer:get(1.5) end)
-    assert_error("Buffer:get: integer index expected, got nil", function() return buffer:get() end)
+    assert_error("bad argument #1 to 'Buffer:get' (element index 0 out of range (1..3))", function() return buffer:get(0) end)
+    assert_error("bad argument #1 to 'Buffer:get' (element index 4 out of range (1..3))", function() return buffer:get(4) end)
+    assert_error("bad argument #1 to 'Buffer:set' (element index -1 out of range (1..3))", function() return buffer:set(-1, 1) end)
+    assert_error("bad argument #2 to 'Buffer.__index' (element index 4 out of range (1..3))", function() return buffer[4] end)
+    assert_error("bad argument #1 to 'Buffer:get' (integer element index expected, got 1.5)", function() return buffer:get(1.5) end)
+    assert_error("bad argument #1 to 'Buffer:get' (integer element index expected, got nil)", function() return buffer:get() end)
     assert.are.same({ 10, -5, 30 }, buffer:to_table())
   end)
 
@@ -417,7 +340,7 @@ describe("gpurun.Buffer", function()
     local a = gpurun.zeros(16, "float32")
     local builder <close> = stream:create_graph_builder()
     builder:begin_building()
-    assert_error("Buffer:fill: the stream is being captured into a graph", function() a:fill(1, stream) end)
+    assert_error("Buffer:fill: the stream is being captured by a GraphBuilder", function() a:fill(1, stream) end)
     assert.are.equal("abandoned", builder.state)
     a:fill(2, stream)
     assert.are.equal(2, a:get(16, stream))
@@ -476,145 +399,193 @@ describe("gpurun.Buffer", function()
   end)
 end)
 
-describe("gpurun.Generator", function()
+describe("buffer ranges and bytes", function()
+  local device
   before_each(function()
-    gpurun.Device(0):set_current()
+    device = kernels.setup()
   end)
 
-  it("makes the same buffers from the same seed, matching random_table #gpu", function()
-    local n = 3 * (1 << 20) + 17 -- several staging chunks and a partial one
-    for _, dtype in ipairs({ "float32", "float64" }) do
-      local a = gpurun.default_rng(77):random(n, dtype)
-      local b = gpurun.default_rng(77):random(n, dtype)
-      assert.are.equal(dtype, a.dtype)
-      assert.are.equal(n, #a)
-      assert.is_true(gpurun.allclose(a, b, 0, 0))
-      local c = gpurun.default_rng(78):random(n, dtype)
-      assert.is_true(gpurun.compare(a, c, 0, 0).mismatches > n * 0.99)
-      local expected = gpurun.default_rng(77):random_table(n, dtype)
-      local got = a:to_table()
-      for i = 1, n, 997 do assert.are.equal(expected[i], got[i]) end
-      assert.are.equal(expected[n], got[n])
-    end
-    assert.are.equal("float32", gpurun.default_rng(1):random(4).dtype)
+  it("fill, copy and read ranges counted from 1 #gpu", function()
+    local buffer <close> = gpurun.array(range(1, 10), "int32")
+    buffer:fill(0, 3, 4) -- elements 3..6
+    assert.are.same({ 1, 2, 0, 0, 0, 0, 7, 8, 9, 10 }, buffer:to_table())
+    buffer:fill(-1, 9) -- from 9 to the end
+    assert.are.same({ 0, 0, 7, 8 }, buffer:to_table(5, 4))
+    assert.are.same({ -1, -1 }, buffer:to_table(9))
+    buffer:copy_from({ 100, 200 }, 2) -- as many as the table holds
+    assert.are.same({ 1, 100, 200, 0 }, buffer:to_table(1, 4))
+    local other <close> = gpurun.zeros(3, "int32")
+    buffer:copy_to(other, 2) -- elements 2..4 of buffer
+    assert.are.same({ 100, 200, 0 }, other:to_table())
+    buffer:copy_from(other, 8, 3)
+    assert.are.same({ 100, 200, 0 }, buffer:to_table(8, 3))
+    assert_contains("3 elements from element 9 run past the last (10)", error_of(buffer.copy_from, buffer, other, 9))
   end)
 
-  it("draws uniform floats in [0, 1) #gpu", function()
-    local values = gpurun.default_rng(2):random(1 << 16, "float64"):to_table()
-    local sum = 0
-    for _, v in ipairs(values) do
-      assert.is_true(v >= 0 and v < 1)
-      sum = sum + v
-    end
-    assert.is_true(math.abs(sum / #values - 0.5) < 0.01)
+  it("take the stream after the range #gpu", function()
+    local stream <close> = device:create_stream()
+    local buffer <close> = gpurun.zeros(1024, "float32")
+    buffer:fill(2, 513, 512, stream)
+    buffer:fill(1, 1, 512, stream)
+    assert.are.same({ 1, 2 }, buffer:to_table(512, 2, stream))
+    assert.are.same({ 2 }, buffer:to_table(1024, stream)) -- a stream where the count would be
+    assert.are.equal(string.pack("<ff", 1, 2), buffer:to_bytes(512, 2, stream))
   end)
 
-  it("draws integers in [low, high) for every integer dtype #gpu", function()
-    local cases = {
-      { "int32", -5, 5 }, { "uint32", 0, 10 }, { "int64", -3, 7 }, { "uint64", 100, 110 },
-      { "int8", -128, 128 }, { "uint8", 0, 256 },
-    }
-    for _, case in ipairs(cases) do
-      local dtype, low, high = case[1], case[2], case[3]
-      local values = gpurun.default_rng(11):integers(20000, low, high, dtype):to_table()
-      local seen, distinct = {}, 0
-      for _, v in ipairs(values) do
-        assert.are.equal("integer", math.type(v))
-        assert.is_true(v >= low and v < high, ("%s: %d outside [%d, %d)"):format(dtype, v, low, high))
-        if not seen[v] then seen[v], distinct = true, distinct + 1 end
-      end
-      assert.are.equal(high - low, distinct, dtype)
-    end
-    local a = gpurun.default_rng(5):integers(1000, math.mininteger, math.maxinteger, "int64"):to_table()
-    local b = gpurun.default_rng(5):integers(1000, math.mininteger, math.maxinteger, "int64"):to_table()
-    assert.are.same(a, b)
-    assert.are.equal("int32", gpurun.default_rng(5):integers(4, 0, 2).dtype)
+  it("move raw elements as strings, checking their length #gpu", function()
+    local values = { 0, 1, -1, 2147483647, -2147483648, 12345 }
+    local buffer <close> = gpurun.from_bytes(int32_bytes(values), "int32")
+    assert.are.equal(6, #buffer)
+    assert.are.equal("int32", buffer.dtype)
+    assert.are.same(values, buffer:to_table())
+    assert.are.equal(int32_bytes(values), buffer:to_bytes())
+    assert.are.equal(int32_bytes({ 1, -1 }), buffer:to_bytes(2, 2))
+    buffer:copy_from(int32_bytes({ 7, 8 }), 5)
+    assert.are.same({ 7, 8 }, buffer:to_table(5))
+    buffer:copy_from(int32_bytes({ 6, 5, 4, 3, 2, 1 }))
+    assert.are.same({ 6, 5, 4, 3, 2, 1 }, buffer:to_table())
+    assert_contains("string of 24 bytes (6 int32 elements) expected, got 4 bytes",
+      error_of(buffer.copy_from, buffer, "abcd"))
+
+    local doubles <close> = gpurun.from_bytes(string.pack("<dd", 0.5, -1e300), "float64")
+    assert.are.same({ 0.5, -1e300 }, doubles:to_table())
+    local bytes <close> = gpurun.from_bytes("\0\1\254\255", "uint8")
+    assert.are.same({ 0, 1, 254, 255 }, bytes:to_table())
+    local big = string.rep(string.pack("<f", 1.5), 1 << 20)
+    local large <close> = gpurun.from_bytes(big)
+    assert.is_true(gpurun.allclose(large, 1.5, 0, 0))
+    assert.are.equal(big, large:to_bytes())
   end)
 end)
 
-describe("gpurun.compare and gpurun.allclose", function()
+describe("buffer views", function()
+  local device, kernel
   before_each(function()
-    gpurun.Device(0):set_current()
+    local _
+    device, _, kernel = kernels.setup()
   end)
 
-  it("follow numpy's isclose, NaN never close #gpu", function()
-    local x = gpurun.array({ 1, 2, 3 }, "float64")
-    assert.is_true(gpurun.allclose(x, gpurun.array({ 1, 2, 3 }, "float32")))
-    assert.is_true(gpurun.allclose(x, gpurun.array({ 1, 2, 3.00002 }), 1e-5, 0))
-    assert.is_false(gpurun.allclose(x, gpurun.array({ 1, 2, 3.0001 }), 1e-5, 0))
-    assert.is_true(gpurun.allclose(gpurun.full(10, 2), 2))
-    assert.is_false(gpurun.allclose(gpurun.full(10, 2), 2.001))
-    assert.is_true(gpurun.allclose(gpurun.full(10, 2), 2.001, 0, 0.01))
-    assert.is_true(gpurun.allclose(gpurun.array({ 1, 2 }, "int32"), gpurun.array({ 1, 2 }, "uint8"), 0, 0))
-    -- infinities are close only to themselves
-    assert.is_true(gpurun.allclose(gpurun.array({ math.huge, -math.huge }), gpurun.array({ math.huge, -math.huge })))
-    assert.is_false(gpurun.allclose(gpurun.array({ math.huge }), gpurun.array({ -math.huge })))
-    assert.is_false(gpurun.allclose(gpurun.array({ math.huge }), 1e30, 1, 1))
-
-    local with_nan = gpurun.array({ 1, 0 / 0, 3 })
-    assert.is_false(gpurun.allclose(with_nan, gpurun.array({ 1, 2, 3 })))
-    local r = gpurun.compare(with_nan, gpurun.array({ 1, 2, 3 }))
-    assert.are.equal(1, r.nan)
-    assert.are.equal(1, r.mismatches)
-    assert.are.equal(2, r.worst_index)
-    local both = gpurun.compare(with_nan, gpurun.array({ 1, 0 / 0, 3 }))
-    assert.are.equal(1, both.mismatches)
-    assert.are.equal(0, both.nan)
-    assert.is_false(gpurun.allclose(with_nan, 0 / 0, 1, 1))
+  it("share memory with their base, from a 1-based first element #gpu", function()
+    local base <close> = gpurun.array(range(1, 16), "float32")
+    local view = base:view(5, 4)
+    assert.are.equal(4, #view)
+    assert.are.equal(base, view.base)
+    assert.is_nil(base.base)
+    assert.are.equal(base.ptr + 4 * 4, view.ptr)
+    assert.are.equal(16, view.nbytes)
+    assert.are.equal("float32", view.dtype)
+    assert.are.same({ 5, 6, 7, 8 }, view:to_table())
+    view:fill(0)
+    assert.are.same({ 4, 0, 0, 0, 0, 9 }, base:to_table(4, 6))
+    view:set(1, 42)
+    assert.are.equal(42, base[5])
+    assert.matches("gpurun.Buffer%(float32, 4, a view from element 5%)", tostring(view))
+    local rest = base:view(13) -- to the end
+    assert.are.same({ 13, 14, 15, 16 }, rest:to_table())
+    local inner = view:view(2, 2) -- a view of a view is a view of the base
+    assert.are.equal(base, inner.base)
+    assert.are.equal(base.ptr + 5 * 4, inner.ptr)
   end)
 
-  it("reports the element furthest past its tolerance #gpu", function()
-    local r = gpurun.compare(gpurun.array({ 1, 2, 3, 4, 5 }), gpurun.array({ 1, 2.1, 3, 4.5, 5 }), 0, 0.01)
-    assert.are.equal(5, r.count)
-    assert.are.equal(2, r.mismatches)
-    assert.are.equal(0, r.nan)
-    assert.are.equal(4, r.worst_index)
-    assert.are.equal(4, r.worst_actual)
-    assert.are.equal(4.5, r.worst_expected)
-    assert.are.equal(0.5, r.worst_abs_diff)
-    assert.are.equal(0, r.rtol)
-    assert.are.equal(0.01, r.atol)
-    -- the largest excess, not the largest difference: 1000 vs 1001.5 is
-    -- 0.4985 past its tolerance, 1 vs 1.8 is 0.7982 past
-    local x = gpurun.array({ 1000, 1 }, "float64")
-    local relative = gpurun.compare(x, gpurun.array({ 1001.5, 1.8 }, "float64"), 1e-3, 0)
-    assert.are.equal(2, relative.mismatches)
-    assert.are.equal(2, relative.worst_index)
-    -- all passing: the largest difference
-    local passing = gpurun.compare(gpurun.array({ 1, 2, 3 }, "float64"), gpurun.array({ 1, 2.00001, 3.000001 }, "float64"), 1e-5, 0)
-    assert.are.equal(0, passing.mismatches)
-    assert.are.equal(2, passing.worst_index)
-    local exact = gpurun.compare(gpurun.full(4, 7, "int32"), 7)
-    assert.are.equal(0, exact.mismatches)
-    assert.are.equal(1, exact.worst_index)
-    assert.are.equal(0, exact.worst_abs_diff)
+  it("pass their own pointer to a kernel #gpu", function()
+    local stream <close> = device:create_stream()
+    local a <close> = gpurun.full(64, 1, "float32")
+    local out <close> = gpurun.zeros(64, "float32")
+    local half = out:view(33, 32)
+    gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 32 }), kernel("vec_add"),
+      a:view(1, 32), a:view(33, 32), half, gpurun.u64(32))
+    stream:sync()
+    assert.are.same(0, out:get(32, stream))
+    assert.is_true(gpurun.allclose(half, 2, 0, 0))
+    assert.is_true(gpurun.allclose(out:view(1, 32), 0, 0, 0))
   end)
 
-  it("check their arguments #gpu", function()
-    local x = gpurun.zeros(4)
-    assert_error("bad argument #2 to 'gpurun.compare' (gpurun.Buffer of 4 elements expected, got 5)",
-      gpurun.compare, x, gpurun.zeros(5))
-    assert_error("bad argument #2 to 'gpurun.allclose' (gpurun.Buffer or number expected, got table)",
-      gpurun.allclose, x, { 0, 0, 0, 0 })
-    assert_error("bad argument #3 to 'gpurun.allclose' (non-negative relative tolerance expected)",
-      gpurun.allclose, x, 0, -1)
-    assert_error("bad argument #4 to 'gpurun.allclose' (non-negative absolute tolerance expected)",
-      gpurun.allclose, x, 0, 0, 0 / 0)
+  it("keep their base alive and close with it, freeing nothing themselves #gpu", function()
+    collectgarbage()
+    local free_before = gpurun.mem_info()
+    local view
+    do
+      local base = gpurun.full(1 << 24, 3, "float32")
+      view = base:view(2, 10)
+    end
+    collectgarbage(); collectgarbage()
+    assert.are.same({ 3, 3 }, view:to_table(1, 2)) -- the base is still alive
+    view:close()
+    view:close()
+    assert_contains("attempt to use a closed gpurun.Buffer", error_of(view.to_table, view))
+
+    local base = gpurun.full(16, 1, "float32")
+    local a, b = base:view(1, 8), base:view(9)
+    base:close()
+    assert_contains("attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)",
+      error_of(a.fill, a, 0))
+    assert_contains("attempt to use a closed gpurun.Buffer", error_of(function() return b.size end))
+    local stream <close> = device:create_stream()
+    assert_contains("kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.Buffer",
+      error_of(gpurun.launch, stream, gpurun.LaunchConfig({ grid = 1, block = 8 }),
+        kernel("vec_add"), a, a, b, gpurun.u64(8)))
+    view = nil
+    collectgarbage(); collectgarbage()
+    assert.is_true(gpurun.mem_info() >= free_before - (1 << 20))
   end)
 
-  it("check 2^26 elements, finding a mismatch in the last chunk #gpu", function()
-    local n = 1 << 26
-    local a = gpurun.full(n, 1.5, "float32")
-    local b = gpurun.full(n, 1.5, "float32")
-    assert.is_true(gpurun.allclose(a, b))
-    b:set(n - 5, 2)
-    assert.is_false(gpurun.allclose(a, b))
-    local r = gpurun.compare(a, b)
-    assert.are.equal(n, r.count)
-    assert.are.equal(1, r.mismatches)
-    assert.are.equal(n - 5, r.worst_index)
-    assert.are.equal(2, r.worst_expected)
-    a:close()
-    b:close()
+  it("count their graph uses for their base, which then refuses to close #gpu", function()
+    local stream <close> = device:create_stream()
+    local base = gpurun.zeros(64, "float32")
+    local ones <close> = gpurun.full(64, 1, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 32 })
+    local add = kernel("vec_add")
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.launch(builder, config, add, ones, ones, base:view(33), gpurun.u64(32))
+    builder:end_building()
+    local graph = builder:complete()
+    builder:close()
+    assert_contains("gpurun.Buffer is used by 1 graph(s) or graph builder(s)", error_of(base.close, base))
+    base = nil
+    collectgarbage(); collectgarbage() -- the graph keeps the view, the view keeps the base
+    graph:launch(stream)
+    stream:sync()
+    graph:close()
+  end)
+end)
+
+describe("files", function()
+  local device
+  before_each(function()
+    device = kernels.setup()
+  end)
+
+  it("stream into and out of buffers through pinned staging, from the file's position #gpu", function()
+    local n = (5 << 20) + 3 -- past two 8 MiB chunks of float32, not a whole number of them
+    local path = os.tmpname()
+    local buffer <close> = gpurun.default_rng(7):random(n, "float32")
+    local file = assert(io.open(path, "wb"))
+    file:write("HEAD")
+    buffer:copy_to(file)
+    file:write("TAIL")
+    file:close()
+    file = assert(io.open(path, "rb"))
+    assert.are.equal("HEAD", file:read(4))
+    local back <close> = gpurun.zeros(n, "float32")
+    back:copy_from(file)
+    assert.are.equal("TAIL", file:read("a"))
+    file:close()
+    assert.is_true(gpurun.allclose(back, buffer, 0, 0))
+
+    file = assert(io.open(path, "rb"))
+    file:seek("set", 4)
+    local part <close> = gpurun.zeros(10, "float32")
+    part:copy_from(file, 1, 10)
+    assert.are.same(buffer:to_table(1, 10), part:to_table())
+    file:close()
+
+    file = assert(io.open(path, "rb"))
+    local tail <close> = gpurun.zeros(n, "float32")
+    file:seek("set", 12)
+    assert_contains(("Buffer:copy_from: reading the file: it ended after %d of %d bytes"):format(n * 4 - 4, n * 4),
+      error_of(tail.copy_from, tail, file))
+    file:close()
+    os.remove(path)
   end)
 end)

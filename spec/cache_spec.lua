@@ -25,7 +25,25 @@ print(("from_cache=%s size=%d sum=%d elf=%s enabled=%s hits=%d misses=%d stores=
           info.misses, info.stores, info.corrupt, info.errors, info.dir or "-"))
 ]]
 
-local script_path
+-- Compiles one program, then runs $BETWEEN (a shell command), then compiles
+-- another and the first again, all in one process; prints the cache's
+-- counts after each compile.
+local THREE_COMPILES = [[
+local g = require("gpurun")
+local function compile(name)
+  local source = 'extern "C" __global__ void ' .. name .. '(int *x) { *x = 1; }\n'
+  local code = g.Program(source, "c++", { arch = "90" }):compile("ptx")
+  local info = g.cache_info()
+  print(("%s from_cache=%s enabled=%s hits=%d misses=%d stores=%d errors=%d"):format(name,
+    code.from_cache, info.enabled, info.hits, info.misses, info.stores, info.errors))
+end
+compile("first")
+if os.getenv("BETWEEN") then assert(os.execute(os.getenv("BETWEEN"))) end
+compile("second")
+compile("first")
+]]
+
+local script_path, three_path
 
 local function fields(line)
   local result = {}
@@ -83,6 +101,8 @@ lazy_setup(function()
   assert(os.execute("mkdir -p " .. q(scratch)))
   script_path = scratch .. "/compile.lua"
   write(script_path, COMPILE)
+  three_path = scratch .. "/three.lua"
+  write(three_path, THREE_COMPILES)
 end)
 
 lazy_teardown(function()
@@ -234,6 +254,106 @@ describe("the kernel cache", function()
     local in_home = compile({ GPURUN_CACHE_DIR = "", XDG_CACHE_HOME = "", HOME = home })
     assert.are.equal(home .. "/.cache/gpurun", in_home.dir)
     assert.are.equal(1, #entries(home .. "/.cache/gpurun"))
+  end)
+
+  -- three(env) -> the fields of each of THREE_COMPILES' lines, stderr, exit code
+  local function three(env)
+    if env.GPURUN_NO_CACHE == nil then env.GPURUN_NO_CACHE = "" end
+    local result = process.run(process.gpurun_command("timeout 60") .. " " .. q(three_path), { env = env })
+    local lines = {}
+    for line in result.stdout:gmatch("[^\n]+") do lines[#lines + 1] = fields(line) end
+    return lines, result.stderr, result.code
+  end
+
+  it("skips an entry that is a FIFO without blocking, and replaces it", function()
+    compile({ GPURUN_CACHE_DIR = dir })
+    local path = dir .. "/" .. entries(dir)[1]
+    os.remove(path)
+    assert(os.execute("mkfifo " .. q(path)))
+    local result = process.run(process.gpurun_command("timeout 60") .. " " .. q(script_path),
+      { env = { GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "" } })
+    assert.are.equal(0, result.code, result.stderr) -- 124: it hung on the FIFO
+    assert.are.equal("gpurun: warning: kernel cache entry " .. path
+      .. " is a FIFO, not an entry file; recompiling\n", result.stderr)
+    local again = fields(result.stdout)
+    assert.is_true(again.elf)
+    assert.are.same({ true, 1, 1 }, { again.enabled, again.stores, again.errors })
+    assert.are.equal("GPURUNKC", read(path):sub(1, 8)) -- replaced by a real entry
+    local hit, quiet = compile({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal("", quiet)
+    assert.is_true(hit.from_cache)
+  end)
+
+  it("skips an entry that is a directory and keeps the cache on for the rest", function()
+    three({ GPURUN_CACHE_DIR = dir })
+    for _, name in ipairs(entries(dir)) do
+      os.remove(dir .. "/" .. name)
+      assert(os.execute("mkdir " .. q(dir .. "/" .. name)))
+    end
+    local lines, stderr, code = three({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal(0, code, stderr)
+    assert.matches("is a directory, not an entry file; recompiling\n", stderr)
+    assert.is_nil(stderr:find("continuing without the cache", 1, true), stderr)
+    for _, line in ipairs(lines) do
+      assert.is_true(line.enabled)
+      assert.is_false(line.from_cache)
+    end
+    assert.are.equal(0, lines[3].stores)
+    -- A program whose entry is free is stored and served as before.
+    local other = scratch .. "/free.cu"
+    write(other, 'extern "C" __global__ void free_entry(int *x) { *x = 2; }\n')
+    assert.are.equal(1, compile({ GPURUN_CACHE_DIR = dir, SOURCE_FILE = other }).stores)
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir, SOURCE_FILE = other }).from_cache)
+  end)
+
+  it("makes the directory again when it is deleted while gpurun runs", function()
+    local lines, stderr, code = three({ GPURUN_CACHE_DIR = dir, BETWEEN = "rm -rf " .. q(dir) })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("", stderr)
+    assert.are.same({ 1, 2, 3 }, { lines[1].stores, lines[2].stores, lines[3].stores })
+    assert.is_true(lines[3].enabled)
+    assert.are.equal(2, #entries(dir))
+    assert.are.equal("700\n", shell("stat -c %a " .. q(dir)))
+  end)
+
+  it("refuses a directory that its group or others can write, and compiles on", function()
+    assert(os.execute("mkdir -p " .. q(dir) .. " && chmod 0777 " .. q(dir)))
+    local result, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("gpurun: warning: kernel cache directory " .. dir .. " is writable by its group and "
+      .. "others (mode 0777): its entries are code gpurun runs, so it must be yours alone (chmod go-w, "
+      .. "or set GPURUN_CACHE_DIR); continuing without the cache\n", stderr)
+    assert.is_true(result.elf)
+    assert.is_false(result.enabled)
+    assert.are.same({}, entries(dir))
+    assert(os.execute("chmod 0720 " .. q(dir)))
+    assert.matches("is writable by its group %(mode 0720%)", select(2, compile({ GPURUN_CACHE_DIR = dir })))
+    assert(os.execute("chmod 0755 " .. q(dir)))
+    local fine, quiet = compile({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal("", quiet)
+    assert.is_true(fine.enabled)
+  end)
+
+  it("refuses a directory another user owns", function()
+    assert(os.execute("mkdir -p " .. q(dir)))
+    if not os.execute("chown 65534 " .. q(dir) .. " 2>/dev/null") then
+      pending("chown needs root here: the owner check was not run")
+      return
+    end
+    local result, stderr = compile({ GPURUN_CACHE_DIR = dir })
+    assert.matches("^gpurun: warning: kernel cache directory " .. dir:gsub("%p", "%%%0")
+      .. " is owned by uid 65534, not by you %(uid %d+%): its entries are code gpurun runs", stderr)
+    assert.is_true(result.elf)
+    assert.is_false(result.enabled)
+  end)
+
+  it("makes its folders 0700 and its entries 0600", function()
+    local nested = dir .. "/a/b"
+    compile({ GPURUN_CACHE_DIR = nested })
+    for _, folder in ipairs({ dir, dir .. "/a", nested }) do
+      assert.are.equal("700\n", shell("stat -c %a " .. q(folder)))
+    end
+    assert.are.equal("600\n", shell("stat -c %a " .. q(nested .. "/" .. entries(nested)[1])))
   end)
 
   it("survives processes compiling the same program at once", function()

@@ -97,7 +97,7 @@ describe("an error raised while a builder is capturing", function()
   end)
 
   it("a buffer operation on the captured stream #gpu", function()
-    abandoned_by("the stream is being captured into a graph", function()
+    abandoned_by("the stream is being captured by a GraphBuilder", function()
       a:fill(1, stream)
     end)
   end)
@@ -134,9 +134,12 @@ describe("the bindings", function()
     local raising = { "luaL_error", "luaL_argerror", "luaL_typeerror", "luaL_argcheck",
                       "luaL_argexpected", "luaL_check%a+", "luaL_opt%a*", "lua_error" }
     local offenders = {}
-    local listing = io.popen("ls src/l*.c src/runtime_*.c")
+    local listing = io.popen("ls src/runtime/*.c src/types/*.c src/module/*.c")
+    local scanned = 0
     for path in listing:lines() do
-      if path ~= "src/runtime/error.c" then
+      -- entry.c raises while the module opens, before any capture can be.
+      if path ~= "src/runtime/error.c" and path ~= "src/module/entry.c" then
+        scanned = scanned + 1
         local number = 0
         for line in io.lines(path) do
           number = number + 1
@@ -150,6 +153,7 @@ describe("the bindings", function()
       end
     end
     listing:close()
+    assert.is_true(scanned >= 25, "found only " .. scanned .. " binding files to scan")
     assert.are.same({}, offenders)
   end)
 end)

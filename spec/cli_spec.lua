@@ -69,9 +69,15 @@ describe("gpurun command line", function()
 
   it("runs an interactive session with -i after its version lines, lines of any length", function()
     local long_comment = "-- " .. ("long "):rep(2000)
-    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\n" .. long_comment .. "\nx\n" })
+    -- Readline echoes the input wrapped at the screen's width, which with
+    -- no terminal comes from $COLUMNS or else terminfo (80 for xterm, with
+    -- \r at each wrap, on a bare Debian 12): a width past the line, so
+    -- that the echo is the line as typed.
+    local result = process.gpurun("-i", { stdin = "x = 6 *\n7\n" .. long_comment .. "\nx\n",
+      env = { COLUMNS = "100000" } })
     assert.are.equal(0, result.code, result.stderr)
-    assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4", result.stdout)
+    assert.matches("^gpurun %d+%.%d+%.%d+\nNVRTC [^\n]*\nCUDA driver[^\n]*\nLua 5%.4[^\n]*\n> ",
+      result.stdout)
     local session = "\n> x = 6 *\n>> 7\n> " .. long_comment .. "\n> x\n42\n> \n"
     assert.are.equal(session, result.stdout:sub(-#session))
     assert.are.equal("", result.stderr)
@@ -85,20 +91,64 @@ describe("gpurun command line", function()
     os.remove(path)
   end)
 
-  it("prints gpurun, Lua and NVRTC versions with -v and --version", function()
+  it("prints gpurun, NVRTC and CUDA driver versions, then Lua's banner, with -v and --version", function()
     for _, flag in ipairs({ "-v", "--version" }) do
       local result = process.gpurun(flag)
       assert.are.equal(0, result.code, result.stderr)
-      assert.matches("^gpurun %d+%.%d+%.%d+\nLua 5%.4%.%d+  Copyright %(C%) 1994%-%d+ Lua%.org, PUC%-Rio\n"
-        .. "NVRTC %d+%.%d+\n", result.stdout)
-      assert.matches("CUDA driver", result.stdout)
+      assert.matches("^gpurun %d+%.%d+%.%d+\nNVRTC %d+%.%d+\nCUDA driver[^\n]*\n"
+        .. "Lua 5%.4%.%d+  Copyright %(C%) 1994%-%d+ Lua%.org, PUC%-Rio\n$", result.stdout)
     end
+  end)
+
+  it("prints what -e prints on the line right after Lua's banner, as lua -v -e does", function()
+    local result = process.gpurun("-v -e \"print'hello'\"")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("\nLua 5%.4%.%d+  Copyright [^\n]*\nhello\n$", result.stdout)
   end)
 
   it("reports the CUDA driver version in -v #gpu", function()
     local result = process.gpurun("-v")
     assert.are.equal(0, result.code, result.stderr)
-    assert.matches("CUDA driver %d+%.%d+, %d+ device%(s%)", result.stdout)
+    assert.matches("\nCUDA driver %d+%.%d+\n", result.stdout)
+  end)
+
+  describe("with a stand-in driver (spec/support/fake_libcuda.c)", function()
+    local driver, record
+    lazy_setup(function()
+      local cuda = os.getenv("CUDA_HOME") or "/usr/local/cuda"
+      driver, record = os.tmpname() .. ".so", os.tmpname()
+      local built = process.run(("cc -shared -fPIC -Wall -Wextra -Werror -I%s "
+        .. "spec/support/fake_libcuda.c -o %s"):format(q(cuda .. "/include"), q(driver)))
+      assert.are.equal(0, built.code, built.stderr)
+    end)
+    lazy_teardown(function()
+      os.remove(driver)
+      os.remove(record)
+    end)
+
+    local function with_driver(args)
+      os.remove(record)
+      local result = process.gpurun(args, { env = { GPURUN_CUDA_DRIVER = driver,
+        GPURUN_FAKE_CUDA_RECORD = record } })
+      local file = io.open(record)
+      result.record = file and file:read("a") or ""
+      if file then file:close() end
+      return result
+    end
+
+    it("-v prints the driver's version without starting it (no cuInit)", function()
+      local result = with_driver("-v")
+      assert.are.equal(0, result.code, result.stderr)
+      assert.matches("\nCUDA driver 13%.0\nLua 5%.4", result.stdout)
+      assert.are.equal("", result.record)
+    end)
+
+    it("starts it on first use, also after -v opened it", function()
+      local result = with_driver("-v -e 'print(require(\"gpurun\").device_count())'")
+      assert.are.equal(0, result.code, result.stderr)
+      assert.matches("\n0\n$", result.stdout)
+      assert.are.equal("cuInit\n", result.record)
+    end)
   end)
 
   it("prints usage with -h and --help", function()

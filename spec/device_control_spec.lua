@@ -346,7 +346,7 @@ describe("device-side control without a GPU", function()
       { { grid = 1, block = 1, cluster = { 4, 4, 2 } }, "LaunchConfig: a cluster of 4 x 4 x 2 = 32 blocks; at most 16 (8 is the portable size)" },
       { { grid = { 1, 65535 }, block = 1, cluster = { 1, 2 } }, "LaunchConfig: grid.y of 65535 clusters of 2 blocks is 131070 blocks, more than 65535" },
       { { grid = 1, block = 1, cluster = 0 }, "cluster" },
-      { { grid = 1, block = 1, clusters = 2 }, "LaunchConfig: unknown field 'clusters' (grid, block, shmem_size, cluster, is_cooperative, programmatic_stream_serialization expected)" },
+      { { grid = 1, block = 1, clusters = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'clusters' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization))" },
     }) do
       local ok, err = pcall(gpurun.LaunchConfig, case[1])
       assert.is_false(ok)

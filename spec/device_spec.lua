@@ -1,5 +1,9 @@
--- Devices, streams and events.
+-- gpurun.Device: what it says of the GPU, one object per ordinal, its
+-- streams, attributes by name, and the error for an ordinal not there.
 local gpurun = require("gpurun")
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
 
 describe("Device", function()
   local device
@@ -62,42 +66,22 @@ describe("Device", function()
   end)
 end)
 
-describe("Stream and Event", function()
-  local device
-  before_each(function()
-    device = gpurun.Device(0)
+describe("device attributes by name", function()
+  it("read CU_DEVICE_ATTRIBUTE_* by its lower-case name or its number #gpu", function()
+    local device = gpurun.Device(0)
     device:set_current()
+    assert.are.equal(32, device:get_attribute("warp_size"))
+    assert.are.equal(device.multiprocessor_count, device:get_attribute("multiprocessor_count"))
+    assert.are.equal(device:get_attribute(97), device:get_attribute("max_shared_memory_per_block_optin"))
+    assert.are.equal(device.compute_capability.major, device:get_attribute("compute_capability_major"))
+    assert_contains("unknown device attribute 'warp'", error_of(device.get_attribute, device, "warp"))
   end)
+end)
 
-  it("time GPU work with events #gpu", function()
-    local stream <close> = device:create_stream()
-    local start = stream:record()
-    local buffer <close> = gpurun.zeros(1 << 20, "float32")
-    buffer:fill(1, stream)
-    local stop = stream:record()
-    local ms = stop:elapsed_ms(start)
-    assert.is_true(ms >= 0 and ms < 10000)
-    assert.are.equal(ms >= 0, (stop - start) >= 0)
-    assert.is_true(stop:query())
-    -- recording into an existing event reuses it
-    assert.are.equal(start, stream:record(start))
-    start:sync()
-    start:close(); start:close()
-    assert.has_error(function() start:sync() end, "attempt to use a closed gpurun.Event")
-  end)
-
-  it("set the current stream for buffer operations #gpu", function()
-    local stream = device:create_stream()
-    gpurun.set_current_stream(stream)
-    assert.are.equal(stream, gpurun.current_stream())
-    local buffer <close> = gpurun.full(1000, 3, "int32")
-    assert.are.equal(3, buffer:get(1000))
-    stream:close()
-    assert.is_nil(gpurun.current_stream())
-    local after = gpurun.full(10, 4, "int32")
-    assert.are.equal(4, after:get(10))
-    stream:close()
-    assert.has_error(function() stream:sync() end, "attempt to use a closed gpurun.Stream")
-    assert.has_error(function() gpurun.set_current_stream(stream) end, "attempt to use a closed gpurun.Stream")
+describe("the Device error", function()
+  it("names the missing ordinal and how many devices are visible #gpu", function()
+    local ok, err = pcall(gpurun.Device, 99)
+    assert.is_false(ok)
+    assert.matches("CUDA device 99 not found: %d+ device%(s%) visible", err)
   end)
 end)

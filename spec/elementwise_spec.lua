@@ -77,7 +77,7 @@ describe("gpurun.elementwise parameters", function()
   end)
 
   for _, case in ipairs{
-    { { "flaot32 a", "float32 r", "r = a" }, "unknown dtype 'flaot32' for a %(dtypes: float32, float64, int32, uint32, int64, uint64, int8, uint8;" },
+    { { "flaot32 a", "float32 r", "r = a" }, "unknown dtype 'flaot32' for a %(dtypes: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16;" },
     { { "float a", "float32 r", "r = a" }, "unknown dtype 'float' for a" },
     { { "float32 _a", "float32 r", "r = _a" }, "'_a' cannot name a parameter" },
     { { "float32 i", "float32 r", "r = i" }, "'i' cannot name a parameter" },
@@ -119,7 +119,8 @@ describe("gpurun.elementwise code", function()
   for _, case in ipairs{
     { "float32", "v4%.f32" }, { "float64", "v2%.f64" }, { "int32", "v4%.u32" },
     { "uint32", "v4%.u32" }, { "int64", "v2%.u64" }, { "uint64", "v2%.u64" },
-    { "int8", "v4%.u32" }, { "uint8", "v4%.u32" },
+    { "int8", "v4%.u32" }, { "uint8", "v4%.u32" }, { "int16", "v4%.u32" }, { "uint16", "v4%.u32" },
+    { "float16", "v4%.u32" }, { "bfloat16", "v4%.u32" },
   } do
     it("loads 16 bytes at a time for " .. case[1], function()
       local kernel = ew.elementwise(("%s a, %s b"):format(case[1], case[1]), case[1] .. " r",
@@ -127,6 +128,47 @@ describe("gpurun.elementwise code", function()
       local code = ptx(kernel.source)
       assert.matches("ld%.global%.nc%." .. case[2], code)
       assert.matches("st%.global%." .. case[2], code)
+    end)
+  end
+
+  it("has a dtype for every entry of gpurun.dtypes, with its C type and size", function()
+    local source = require("gpurun.compute.elementwise_source")
+    local count = 0
+    for _, info in ipairs(gpurun.dtypes) do
+      local dtype = source.DTYPES[info.name]
+      assert.are.same({ info.c_type, info.compute_type, info.size, info.scalar },
+                      { dtype.c, dtype.compute, dtype.size, dtype.scalar })
+      count = count + 1
+    end
+    assert.are.equal(12, count)
+    assert.matches("int16, uint16, float16, bfloat16$", source.DTYPE_NAMES)
+  end)
+
+  for _, dtype in ipairs({ "float16", "bfloat16" }) do
+    it(("computes %s in float, including its header, under NVRTC"):format(dtype), function()
+      local info = gpurun.dtypes[dtype]
+      local kernel = ew.elementwise(("%s x, %s a, %s y"):format(dtype, dtype, dtype), dtype .. " r",
+                                    "r = a * x + y + 2", "axpy2")
+      local variant = kernel:variant(fake_buffer(dtype, 64), gpurun[info.scalar](0.5),
+                                     fake_buffer(dtype, 64), fake_buffer(dtype, 64))
+      local text = variant.source
+      assert.matches("#include <" .. info.header .. ">", text, 1, true)
+      assert.matches(info.c_type .. " _in_a", text, 1, true)
+      assert.matches("const float a = (float)_in_a;", text, 1, true)
+      assert.matches("const float x = static_cast<float>(_in_x[i]);", text, 1, true)
+      assert.matches("_out_r[i] = static_cast<" .. info.c_type .. ">(r);", text, 1, true)
+      assert.are.equal(8, variant.width) -- 8 elements of 2 bytes per 16-byte access
+      local code = ptx(text)
+      assert.matches("%.entry axpy2_vec%(", code)
+      assert.matches("ld%.global%.nc%.v4%.u32", code)
+      -- the scalar arrives as NVRTC passes __half: a 2-byte struct
+      assert.matches("%.param %.align 2 %.b8 axpy2_vec_param_2%[2%]", code)
+      local generic = ew.elementwise("T x", "T r", "r = x * 2", "twice")
+      assert.matches("typedef float T;", generic:source_for{ T = dtype }, 1, true)
+      local pipe = ew.pipeline(("%s a, %s b"):format(dtype, dtype), { dtype .. " s = a + b",
+                               dtype .. " t = s * s" }, "t", "square_sum")
+      assert.matches("const float s = a + b;", pipe.source, 1, true)
+      assert.matches("%.entry square_sum_vec%(", ptx(pipe.source))
     end)
   end
 
@@ -172,12 +214,14 @@ describe("gpurun.elementwise code", function()
     assert.matches("source_for needs a dtype for T", error_of(kernel.source_for, kernel, {}))
   end)
 
-  it("passes scalars by value, int8 and uint8 as 32-bit integers", function()
+  it("passes scalars by value in their own type", function()
     local kernel = ew.elementwise("int8 a, int8 s", "int8 r", "r = a + s", "k")
-    local variant = kernel:variant(fake_buffer("int8", 64), gpurun.i32(3), fake_buffer("int8", 64))
-    assert.matches("int _in_s", variant.source)
-    assert.matches("const signed char s = %(signed char%)_in_s;", variant.source)
-    assert.matches("%.entry k_vec", ptx(variant.source))
+    for _, scalar in ipairs({ gpurun.i8(3), gpurun.i32(3) }) do
+      local variant = kernel:variant(fake_buffer("int8", 64), scalar, fake_buffer("int8", 64))
+      assert.matches("signed char _in_s", variant.source)
+      assert.matches("const signed char s = %(signed char%)_in_s;", variant.source)
+      assert.matches("%.entry k_vec", ptx(variant.source))
+    end
   end)
 end)
 
@@ -254,7 +298,7 @@ describe("gpurun.elementwise kernel choice", function()
     { "an integer that is not exact", function(k)
         local ints = ew.elementwise("int32 a", "int32 r", "r = a", "ints")
         return ints:launch(nil, 2.5, fake_buffer("int32", 8)) end,
-      "elementwise kernel 'ints' input 1 %(int32 a%): 2.5 is not an integer" },
+      "elementwise kernel 'ints' input 1 %(int32 a%): integer expected for int32, got 2.5" },
     { "buffers on two devices", function(k)
         return k:variant(with{ [2] = fake_buffer("float32", 8, nil, 1) }) end,
       "input 2 %(float32 b%): is on device 1, but a is on device 0" },
@@ -285,11 +329,18 @@ describe("gpurun.elementwise kernel choice", function()
                    error_of(fresh.launch, fresh, builder, with{}))
   end)
 
-  it("range-checks int8 and uint8 scalars", function()
+  it("range-checks the 32-bit scalars an 8- or 16-bit integer takes", function()
     local small = ew.elementwise("uint8 a, uint8 s", "uint8 r", "r = a + s", "k")
-    assert.matches("input 2 %(uint8 s%): 300 is out of uint8 range",
+    assert.matches("input 2 %(uint8 s%): 300 out of range for uint8 %(0%.%.255%)",
       error_of(function() small:launch(nil, fake_buffer("uint8", 4), gpurun.u32(300),
                                        fake_buffer("uint8", 4)) end))
+    local short = ew.elementwise("int16 a, int16 s", "int16 r", "r = a + s", "k16")
+    assert.matches("input 2 %(int16 s%): 40000 out of range for int16",
+      error_of(function() short:variant(fake_buffer("int16", 4), gpurun.i32(40000),
+                                        fake_buffer("int16", 4)) end))
+    assert.matches("input 2 %(int16 s%): expected int16, got gpurun.u32",
+      error_of(function() short:variant(fake_buffer("int16", 4), gpurun.u32(4),
+                                        fake_buffer("int16", 4)) end))
   end)
 end)
 
@@ -349,6 +400,24 @@ describe("gpurun.elementwise pipelines", function()
     assert.are.equal(2, pipe.kernels[1].unroll)
   end)
 
+  it("keep unwanted intermediates in temporaries with fuse = \"never\"", function()
+    local pipe = ew.pipeline(SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "never" })
+    assert.are.equal(3, #pipe.kernels)
+    assert.are.equal("p_r1: writes r1 (a temporary)\np_r2: writes r2 (a temporary)\np_r3: writes r3",
+                     pipe:describe())
+    assert.are.same({ { name = "r1", dtype = "float32", last_reader = 2 },
+                      { name = "r2", dtype = "float32", last_reader = 3 } }, pipe.temporaries)
+    -- The caller passes the inputs and r3 only; r1 and r2 are arguments 5 and 6.
+    assert.are.equal(4, pipe.arity)
+    assert.are.same({ 1, 2, 5 }, pipe.kernels[1].pipeline_arguments)
+    assert.are.same({ 3, 5, 6 }, pipe.kernels[2].pipeline_arguments)
+    assert.are.same({ 1, 6, 4 }, pipe.kernels[3].pipeline_arguments)
+    local code = ptx(pipe.source)
+    for _, name in ipairs{ "p_r1", "p_r2", "p_r3" } do
+      assert.matches("%.entry " .. name .. "_vec%(", code)
+    end
+  end)
+
   it("carry type variables through the stages", function()
     local pipe = ew.pipeline("T a, T b", { "T s = a + b", "T r = s * a" }, "r", "generic")
     assert.is_nil(pipe.source)
@@ -359,8 +428,8 @@ describe("gpurun.elementwise pipelines", function()
   end)
 
   for _, case in ipairs{
-    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "never" } },
-      "fuse = \"never\" needs stage 'r1' as an output: a later stage reads it" },
+    { { "T a, T b", { "T s = a + b", "T r = s * a" }, "r", "p", { fuse = "never" } },
+      "fuse = \"never\" keeps stage 's' in a temporary buffer, which needs a dtype, not the type variable T" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r2" }, "stage 'r3' feeds no output" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r4" }, "output 'r4' is not a stage" },
     { { SAMPLE_IN, SAMPLE_STAGES, "r3, r3" }, "output 'r3' is listed twice" },
@@ -435,7 +504,8 @@ describe("gpurun.elementwise on the GPU", function()
     end)
   end
 
-  for _, dtype in ipairs{ "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" } do
+  for _, dtype in ipairs{ "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16",
+                          "uint16", "float16", "bfloat16" } do
     it(("adds and scales %s buffers, with a scalar, at a size off the vector width #gpu"):format(dtype), function()
       local n = 16 * 7 + 5
       local kernel = ew.elementwise(("%s x, %s y, %s s"):format(dtype, dtype, dtype), dtype .. " r",
@@ -457,6 +527,53 @@ describe("gpurun.elementwise on the GPU", function()
         assert.are.equal(xs[i] + ys[i] * 3, got[i], "element " .. i)
       end
     end)
+  end
+
+  -- The sample's pipeline on 16-bit floats, against the exact result on the
+  -- host: the inputs are exact in the dtype (multiples of 2^-digits), the
+  -- host computes in doubles (exactly), the GPU in float. Fused, only the
+  -- result is rounded to the dtype: within 1.5 ulps of the exact value.
+  -- In three kernels every stage is rounded: within a few ulps of the
+  -- inputs' scale.
+  for _, dtype in ipairs({ "float16", "bfloat16" }) do
+    for _, fuse in ipairs({ "auto", "never" }) do
+      it(("runs the sample's pipeline on %s (fuse = %s) as the host computes it #gpu"):format(dtype, fuse), function()
+        local n = (1 << 16) + 13
+        local outputs = fuse == "auto" and "r3" or "r1, r2, r3"
+        local pipe = ew.pipeline(("%s a, %s b, %s c"):format(dtype, dtype, dtype),
+          { dtype .. " r1 = a + b", dtype .. " r2 = r1 * c", dtype .. " r3 = r2 - a" }, outputs,
+          "p_" .. dtype, { fuse = fuse })
+        assert.are.equal(fuse == "auto", pipe.fused)
+        local a, b, c, expected = inputs(n, dtype)
+        local r1 <close> = gpurun.full(n, -1, dtype)
+        local r2 <close> = gpurun.full(n, -1, dtype)
+        local r3 <close> = gpurun.full(n, -1, dtype)
+        finally(function() for _, x in ipairs{ a, b, c } do x:close() end end)
+        assert.are.equal(dtype, a.dtype)
+        for _, value in ipairs(a:to_table(1, 100)) do
+          assert.are.equal(0, value * 2 ^ gpurun.dtypes[dtype].digits % 1) -- exact inputs
+        end
+        if fuse == "auto" then
+          assert.is_true(pipe.kernels[1]:variant(a, b, c, r3).vectorised)
+          pipe(stream, a, b, c, r3)
+        else
+          pipe(stream, a, b, c, r1, r2, r3)
+        end
+        stream:sync()
+        local digits = gpurun.dtypes[dtype].digits
+        local want <close> = gpurun.array(expected, "float64")
+        local rtol, atol = 2 ^ (2 - digits), 2 ^ -20
+        if fuse == "never" then atol = 2 ^ (4 - digits) end
+        local summary = gpurun.compare(r3, want, rtol, atol)
+        assert.are.equal(0, summary.mismatches, ("worst element %d: got %.9g, expected %.9g")
+          :format(summary.worst_index, summary.worst_actual, summary.worst_expected))
+        -- every result is a value of the dtype
+        local first = r3:to_table(1, 64)
+        for i = 1, 64 do
+          assert.are.equal(first[i], gpurun[gpurun.dtypes[dtype].scalar](first[i]).value)
+        end
+      end)
+    end
   end
 
   it("takes typed scalars and Lua numbers alike, and allocates nothing per call with buffers only #gpu", function()

@@ -2,82 +2,6 @@
 local gpurun = require("gpurun")
 local kernels = require("spec.support.kernels")
 
-describe("LaunchConfig", function()
-  it("accepts integers and {x, y, z} tables", function()
-    local config = gpurun.LaunchConfig({ grid = 16, block = 256 })
-    assert.are.same({ 16, 1, 1 }, config.grid)
-    assert.are.same({ 256, 1, 1 }, config.block)
-    assert.are.equal(0, config.shmem_size)
-    local config2 = gpurun.LaunchConfig({ grid = { 4, 3 }, block = { x = 16, y = 16 }, shmem_size = 1024 })
-    assert.are.same({ 4, 3, 1 }, config2.grid)
-    assert.are.same({ 16, 16, 1 }, config2.block)
-    assert.are.equal(1024, config2.shmem_size)
-    assert.matches("gpurun.LaunchConfig%(grid={4,3,1}, block={16,16,1}, shmem_size=1024%)", tostring(config2))
-  end)
-
-  it("rejects what no device can run", function()
-    local cases = {
-      { { grid = 0, block = 1 }, "grid.x must be between 1 and 2147483647, got 0" },
-      { { grid = 1, block = 0 }, "block.x must be between 1 and 1024, got 0" },
-      { { grid = 1, block = 2048 }, "block.x must be between 1 and 1024, got 2048" },
-      { { grid = 1, block = { 64, 32 } }, "block of 64 x 32 x 1 = 2048 threads, at most 1024" },
-      { { grid = { 1, 70000 }, block = 1 }, "grid.y must be between 1 and 65535" },
-      { { grid = -5, block = 1 }, "grid.x must be between 1" },
-      { { grid = 1.5, block = 1 }, "grid.x must be an integer, got 1.5" },
-      { { grid = 0 / 0, block = 1 }, "grid.x must be an integer" },
-      { { grid = math.huge, block = 1 }, "grid.x must be an integer" },
-      { { grid = "8", block = 1 }, "grid must be an integer or a table" },
-      { { grid = { 1, 2, 3, 4 }, block = 1 }, "grid has 4 entries, at most 3" },
-      { { grid = 1 }, "grid and block are required" },
-      { { grid = 1, block = 1, shmem = 4 }, "unknown field 'shmem'" },
-      { { grid = 1, block = 1, shmem_size = -1 }, "shmem_size must be an integer number of bytes >= 0" },
-    }
-    for _, case in ipairs(cases) do
-      local ok, err = pcall(gpurun.LaunchConfig, case[1])
-      assert.is_false(ok)
-      assert.truthy(err:find(case[2], 1, true), ("expected %q in %q"):format(case[2], err))
-    end
-    assert.has_error(function() gpurun.LaunchConfig(5) end)
-  end)
-end)
-
-describe("typed scalars", function()
-  it("keep their type and value", function()
-    assert.are.equal("u64", gpurun.u64(4096).type)
-    assert.are.equal(4096, gpurun.u64(4096).value)
-    assert.are.equal(8, gpurun.u64(1).size)
-    assert.are.equal(4, gpurun.i32(-3).size)
-    assert.are.equal(-3, gpurun.i32(-3).value)
-    assert.are.equal(0.5, gpurun.f32(0.5).value)
-    assert.are.equal(4, gpurun.f32(0.5).size)
-    assert.are.equal(2.25, gpurun.f64(2.25).value)
-    assert.are.equal(4294967295, gpurun.u32(4294967295).value)
-    assert.are.equal(7, gpurun.u64(7.0).value)
-    assert.are.equal("gpurun.u64(5)", tostring(gpurun.u64(5)))
-  end)
-
-  it("reject values their type cannot hold", function()
-    local cases = {
-      { gpurun.u32, -1, "-1 out of range for uint32 (0..4294967295)" },
-      { gpurun.u32, 1 << 32, "4294967296 out of range for uint32" },
-      { gpurun.i32, 1 << 31, "2147483648 out of range for int32 (-2147483648..2147483647)" },
-      { gpurun.u64, -1, "-1 out of range for uint64" },
-      { gpurun.i64, 1.5, "integer expected for int64, got 1.5" },
-      { gpurun.u64, 0 / 0, "integer expected for uint64" },
-      { gpurun.u64, "12", "number expected, got string" },
-      { gpurun.f32, 1e300, "1e+300 out of range for float32" },
-      { gpurun.f64, {}, "number expected, got table" },
-      { gpurun.u8, 256, "256 out of range for uint8 (0..255)" },
-      { gpurun.i16, -32769, "-32769 out of range for int16 (-32768..32767)" },
-    }
-    for _, case in ipairs(cases) do
-      local ok, err = pcall(case[1], case[2])
-      assert.is_false(ok)
-      assert.truthy(err:find(case[3], 1, true), ("expected %q in %q"):format(case[3], err))
-    end
-  end)
-end)
-
 describe("launch", function()
   local device, kernel, stream
 
@@ -161,6 +85,33 @@ describe("launch", function()
     gpurun.launch(stream, config, add, a, a, out, 2 ^ 10 - 24) -- size_t n from a float
     stream:sync()
     assert.is_true(gpurun.allclose(out, 2.0, 0, 0))
+  end)
+
+  it("passes float16 and bfloat16 scalars to __half and __nv_bfloat16 parameters #gpu", function()
+    local options = gpurun.ProgramOptions({ std = "c++17", arch = "sm_" .. gpurun.Device(0).arch })
+    local code <close> = gpurun.Program([[
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void halves(float *out, __half h, __nv_bfloat16 b, unsigned short bits) {
+  out[0] = __half2float(h); out[1] = __bfloat162float(b); out[2] = (float)bits;
+}]], "c++", options):compile("cubin")
+    local halves = code:get_kernel("halves")
+    local out <close> = gpurun.zeros(3, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 1 })
+    gpurun.launch(stream, config, halves, out, gpurun.f16(0.1), gpurun.bf16(-2.5), gpurun.u16(7))
+    stream:sync()
+    assert.are.same({ gpurun.f16(0.1).value, -2.5, 7.0 }, out:to_table())
+    local plan <close> = halves:bind(config, out, gpurun.f16(3), gpurun.bf16(1 / 3), 1)
+    plan:launch(stream)
+    stream:sync()
+    assert.are.same({ 3.0, gpurun.bf16(1 / 3).value, 1.0 }, out:to_table())
+    local function message(...)
+      local ok, why = pcall(gpurun.launch, stream, config, halves, out, ...)
+      assert.is_false(ok)
+      return why
+    end
+    assert.matches("parameter 2 %(.-%): takes 2 bytes but gpurun.f32 is 4", message(gpurun.f32(1), gpurun.bf16(1), 1))
+    assert.matches("parameter 2 %(.-%): a 2%-byte struct or vector takes no number", message(0.5, gpurun.bf16(1), 1))
   end)
 
   it("launches 2D grids #gpu", function()

@@ -118,9 +118,8 @@ describe("gpurun.pipeline plans", function()
     for _, t in ipairs(plan.temporaries) do where[t.name] = t.where end
     assert.are.equal("registers", where.r1)
     assert.are.equal("registers", where.r2)
-    local made = gpurun.MemoryPool and "pool" or "up front"
-    assert.are.equal(made, where.r3)
-    assert.are.equal(made, where.y)
+    assert.are.equal("pool", where.r3)
+    assert.are.equal("pool", where.y)
     -- scale is not fused with twice: twice is not one `y = expression`.
     assert.matches("not one `y = expression`", plan.stages[9].not_fused, 1, true)
   end)
@@ -270,6 +269,28 @@ describe("gpurun.pipeline plans", function()
     assert.truthy(dot:match("}\n$"))
   end)
 
+  it("orders two calls of one reduction kernel object, whose temporaries are its own", function()
+    -- gpurun.reduction's kernels keep temporaries per object (kind "reduction kernel").
+    local rsum = setmetatable({ kind = "reduction kernel", name = "rsum", params = {
+      { name = "x", type = "float32" },
+      { name = "total", type = "float32", output = true, result = true } } }, {})
+    local p = gpurun.pipeline{ name = "two_sums" }
+    local a, b = p:temporary("a", N), p:temporary("b", N)
+    local s1, s2 = p:temporary("s1", 1), p:temporary("s2", 1)
+    p:fill(a, 1.0):fill(b, 2.0)
+    p:call{ rsum, a, s1, name = "sum a" }
+    p:call{ rsum, b, s2, name = "sum b" }
+    assert.matches("sum a>sum b:state of 'rsum':WAW", edge_set(p:plan()), 1, true)
+    -- Two kernels of their own run side by side.
+    local other = setmetatable({ kind = "reduction kernel", name = "rsum2", params = rsum.params }, {})
+    local q = gpurun.pipeline{ name = "two_kernels" }
+    local c, d = q:temporary("c", N), q:temporary("d", N)
+    q:fill(c, 1.0):fill(d, 2.0)
+    q:call(rsum, c, q:temporary("t1", 1))
+    q:call(other, d, q:temporary("t2", 1))
+    assert.are.equal(2, #q:plan().streams)
+  end)
+
   it("plans again after a new stage, and caches the plan until then", function()
     local p = sample()
     local first = p:planned()
@@ -313,7 +334,7 @@ describe("gpurun.pipeline refuses", function()
     local x = p:temporary("x", N)
     refuses("pipeline 'bad': temporary: the name 'x' is taken already", p.temporary, p, "x", 4)
     refuses("pipeline 'bad': temporary 'y': the count must be an integer from 1 to 2^40, got 0", p.temporary, p, "y", 0)
-    refuses("pipeline 'bad': temporary 'y': unknown dtype float16", p.temporary, p, "y", 4, "float16")
+    refuses("pipeline 'bad': temporary 'y': unknown dtype complex64", p.temporary, p, "y", 4, "complex64")
     refuses("pipeline 'bad': scalar 's': a number expected, got string", p.scalar, p, "s", "1")
     refuses("pipeline 'bad': view 'v': first must be an element of 'x' (1 to 4096), got 0", p.view, p, "v", x, 0)
     refuses("pipeline 'bad': view 'v': count must be from 1 to 96, got 100", p.view, p, "v", x, 4001, 100)
@@ -327,7 +348,8 @@ describe("gpurun.pipeline refuses", function()
     refuses("pipeline 'bad': host: a function expected, got number", p.host, p, 5)
     refuses("pipeline 'bad': stage 'copy x <- s8': 'x' is 4096 x float32 and 's8' 8 x float32 (a copy "
             .. "takes two of one size and dtype", p.copy, p, x, p:temporary("s8", 8))
-    refuses("pipeline 'bad': call: unknown key 'nope'", p.call, p, { twice, x, x, nope = 1 })
+    refuses("pipeline 'bad': call: unknown option 'nope' (known: name, reads, writes)", p.call, p,
+            { twice, x, x, nope = 1 })
     local i = p:temporary("i", N, "int32")
     refuses("pipeline 'bad': stage 'twice': x is float32, but 'i' is int32", p.call, p, twice, i, x)
     local small = p:temporary("small", 8)

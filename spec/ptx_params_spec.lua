@@ -36,6 +36,14 @@ describe("PTX kernel signatures", function()
     assert.is_true(tonumber(count) > 100)
   end)
 
+  it("parse and look up 200,000 kernels in linear time (a quadratic lookup would time out)", function()
+    -- Nothing is timed: 200,000 kernels take well under a second; the
+    -- quadratic lookup of before took minutes, past the 120 s limit.
+    local result = process.run("timeout 120 " .. q(test_binary()) .. " --many 200000")
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert.are.equal("200000 kernels, 200000 found\n", result.stdout)
+  end)
+
   for _, case in ipairs{
     { "types", "sm_90" }, { "types", "sm_100" }, { "cpp", "sm_90" }, { "cpp", "sm_100" },
     { "cudagraphs", "sm_90" }, { "cudagraphs", "sm_100" },

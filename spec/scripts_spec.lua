@@ -222,6 +222,9 @@ describe("scripts/dag.lua", function()
       "^Graph replay:  20" .. TIMING,
       "^Graph speedup: %d+%.%d%dx$",
       "^Graph: 4 nodes %(.*memcpy.*%)$",
+      "^Graph, b_copy inside: 20" .. TIMING,
+      "^b_copy: 39%.06 KiB held by hand for the whole run; the graph that makes it inside peaks at "
+        .. "%d+%.?%d* %a+ of graph memory$",
       "^$",
       "^Graph updated in place from a new capture: alpha 2 %-> 6, verified$",
       "^Graph's scale node set in place: alpha %-> 0%.5, verified$",
@@ -246,6 +249,9 @@ describe("scripts/dag.lua", function()
     assert.are.equal(4, figures.graph_nodes)
     assert_timing(figures, "individual", 5)
     assert_timing(figures, "graph", 5)
+    assert_timing(figures, "graph_temporary", 5)
+    assert.are.equal(4000, figures.b_copy_bytes)
+    assert.is_true(figures.graph_temporary_peak_bytes >= 4000)
     assert.is_true(figures.checks_passed)
   end)
 end)

@@ -19,6 +19,33 @@ local function raising_cli()
   return { usage_error = function(_, message) error("usage: " .. message, 0) end }
 end
 
+describe("gpurun.sweep's parts", function()
+  it("are measuring and presenting, the entry keeping every public name", function()
+    local parts = {
+      sizes = require("gpurun.sweep.sizes"),
+      measure = require("gpurun.sweep.measure"),
+      present = require("gpurun.sweep.present"),
+    }
+    for _, name in ipairs({ "parse_size", "size_text", "sizes", "range_problem", "parse_range",
+                            "format_bytes", "memory_problem" }) do
+      assert.are.equal(parts.sizes[name], sweep[name], name)
+    end
+    for _, name in ipairs({ "THRESHOLD", "new_results", "record", "find_crossover" }) do
+      assert.are.equal(parts.measure[name], sweep[name], name)
+    end
+    for _, name in ipairs({ "json_text", "csv_text", "table_header", "table_row", "summary" }) do
+      assert.are.equal(parts.present[name], sweep[name], name)
+    end
+    -- Presenting needs nothing of measuring, and neither needs the entry.
+    for _, path in ipairs({ "lua/gpurun/sweep/present.lua", "lua/gpurun/sweep/measure.lua",
+                            "lua/gpurun/sweep/sizes.lua" }) do
+      local text = read(path)
+      assert.is_nil(text:find('require("gpurun.sweep")', 1, true), path)
+      if path:find("present") then assert.is_nil(text:find("gpurun.sweep.measure", 1, true), path) end
+    end
+  end)
+end)
+
 describe("gpurun.sweep sizes", function()
   it("reads N and 2^K", function()
     assert.are.equal(4096, sweep.parse_size("4096"))

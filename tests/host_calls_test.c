@@ -2,9 +2,10 @@
  * the driver's, calling the trampoline as cuLaunchHostFunc would, and the
  * main thread runs the Lua functions. Checks that every function runs on
  * the main thread, that a driver thread stays blocked until its function
- * has run, that an error is raised by the servicing call after every
+ * has run, that an error is handed to the servicing call after every
  * posted function ran, and that shutting down releases blocked threads.
- * spec/pipeline_host_spec.lua runs it. */
+ * host_calls.c calls nothing else of the runtime, so it links alone.
+ * spec/host_callback_spec.lua runs it. */
 #include "runtime/runtime.h"
 
 #include <lualib.h>
@@ -22,19 +23,6 @@ static int checks, failures;
             fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #condition); \
         }                                                                    \
     } while (0)
-
-/* The runtime functions host_calls.c calls, stood in for. */
-static int flushes;
-void gpurun_flush_frees(void) { flushes++; }
-void gpurun_check_interrupt(lua_State *L, const char *what) { (void)L; (void)what; }
-int gpurun_error(lua_State *L, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    lua_pushvfstring(L, fmt, args);
-    va_end(args);
-    return lua_error(L);
-}
 
 static pthread_t main_thread;
 static volatile int returned[8];
@@ -66,17 +54,13 @@ static int service_until(lua_State *L, int wanted)
 {
     int ran = 0;
     for (int spins = 0; ran < wanted && spins < 2000; spins++) {
-        ran += gpurun_service_host_calls(L);
+        int failed;
+        ran += gpurun_host_calls_run(L, &failed);
+        CHECK(failed == 0);
         if (ran < wanted)
             gpurun_host_calls_await(1000000);
     }
     return ran;
-}
-
-static int protected_service(lua_State *L)
-{
-    gpurun_service_host_calls(L);
-    return 0;
 }
 
 static void sleep_ms(int ms)
@@ -115,7 +99,6 @@ int main(void)
     lua_pop(L, 1);
     CHECK(call.calls == 1 && call.pending == 0 && gpurun_host_calls_pending() == 0);
     CHECK(call.anchor_ref == LUA_NOREF);
-    CHECK(flushes >= 1); /* deferred frees go once nothing is pending */
 
     /* Several driver threads at once, the same call: each runs once. */
     gpurun_host_call_expect(L, &call, -1, 4);
@@ -134,7 +117,7 @@ int main(void)
     lua_pop(L, 1);
     CHECK(call.calls == 5 && gpurun_host_calls_pending() == 0);
 
-    /* An error: the driver's thread goes on, the servicing call raises it. */
+    /* An error: the driver's thread goes on, the servicing call gets it. */
     struct gpurun_host_call failing;
     gpurun_host_call_init(&failing);
     luaL_loadstring(L, "error('boom', 0)");
@@ -143,10 +126,10 @@ int main(void)
     struct driver_thread bad = {&failing, 5};
     pthread_create(&thread, NULL, driver, &bad);
     while (!gpurun_host_calls_await(1000000)) {}
-    lua_pushcfunction(L, protected_service);
-    int status = lua_pcall(L, 0, 0, 0);
-    CHECK(status != LUA_OK);
-    CHECK(strstr(lua_tostring(L, -1), "a host callback failed: boom") != NULL);
+    int failed = 0, top = lua_gettop(L);
+    CHECK(gpurun_host_calls_run(L, &failed) == 1);
+    CHECK(failed == 1 && lua_gettop(L) == top + 1);
+    CHECK(strcmp(lua_tostring(L, -1), "boom") == 0);
     lua_pop(L, 1);
     pthread_join(thread, NULL);
     CHECK(returned[5]);

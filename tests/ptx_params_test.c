@@ -216,6 +216,47 @@ static void test_syntax(void)
     EXPECT_ERROR(".entry (.param .u8 a)", "expected a kernel name after .entry, got '('");
     EXPECT_ERROR(".entry", "got 'end of text'");
     EXPECT_ERROR("}", "unbalanced '}'");
+    /* Numbers past any architecture: an error, never an overflow. */
+    EXPECT_ERROR(".target sm_99999999999\n", ".target 'sm_99999999999': no architecture has so large");
+    EXPECT_ERROR(".target compute_2147483648\n", "no architecture has so large a number");
+    EXPECT_PARSE(".target sm_1000000\n", "target 1000000, pointers marked\n");
+}
+
+/* --many N: a module of N kernels, each declared, then defined, then looked
+ * up by name; prints "N kernels, N found". Linear work: a quadratic lookup
+ * would take minutes at N = 200000 (spec/ptx_params_spec.lua's timeout). */
+static int many_kernels(const char *count_text)
+{
+    long count = strtol(count_text, NULL, 10);
+    if (count <= 0 || count > 10000000)
+        return 2;
+    size_t size = 0, capacity = (size_t)count * 96 + 64;
+    char *ptx = malloc(capacity);
+    if (!ptx)
+        return 1;
+    size += (size_t)snprintf(ptx + size, capacity - size, ".target sm_90\n");
+    for (long i = 0; i < count; i++)
+        size += (size_t)snprintf(ptx + size, capacity - size,
+                                 ".entry k%ld(.param .u32 a);\n.entry k%ld(.param .u32 a) { }\n", i, i);
+    struct ptx_signatures s;
+    char error[256];
+    if (!ptx_signatures_parse(ptx, size, &s, error, sizeof error)) {
+        fprintf(stderr, "%s\n", error);
+        free(ptx);
+        return 1;
+    }
+    long found = 0;
+    char name[32];
+    for (long i = 0; i < count; i++) {
+        snprintf(name, sizeof name, "k%ld", i);
+        const struct ptx_kernel_signature *kernel = ptx_signatures_find(&s, name);
+        found += kernel != NULL && strcmp(kernel->name, name) == 0 && kernel->param_count == 1;
+    }
+    int missing = ptx_signatures_find(&s, "k") == NULL && ptx_signatures_find(&s, "zzz") == NULL;
+    printf("%zu kernels, %ld found%s\n", s.kernel_count, found, missing ? "" : ", and a wrong one");
+    ptx_signatures_free(&s);
+    free(ptx);
+    return found == count && missing && s.kernel_count == 0 ? 0 : 1;
 }
 
 struct fixture {
@@ -578,10 +619,12 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--dump") == 0)
         return dump_files(argc - 2, argv + 2);
+    if (argc == 3 && strcmp(argv[1], "--many") == 0)
+        return many_kernels(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--driver") == 0)
         return finish(test_driver(argv[2]));
     if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: %s FIXTURE_DIR | --driver FIXTURE_DIR | --dump FILE...\n", argv[0]);
+        fprintf(stderr, "usage: %s FIXTURE_DIR | --driver FIXTURE_DIR | --dump FILE... | --many N\n", argv[0]);
         return 2;
     }
     test_syntax();

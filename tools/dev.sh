@@ -31,10 +31,13 @@ openmpi-bin:mpirun"
 # own MPI and no package access, and the specs that need these say so.
 # libopenmpi-dev: Open MPI's headers and mpicc, for MPI programs beside
 # gpurun; mpich: the rank specs under MPICH's ABI and launcher; gnuplot-nox
-# and graphviz: the sweep's picture and graph drawings (their specs are
-# pending where they are absent).
+# and graphviz: the sweep's picture and graph drawings; python3-numpy: the
+# .npy specs that compare with NumPy (spec/npy_numpy_spec.lua); clang and
+# libclang-rt-14-dev: the PTX parser's libFuzzer target (tests/fuzz_ptx_params.c,
+# run by tools/sanitize.sh). Their specs are pending where they are absent.
 optional="libopenmpi-dev:/usr/lib/x86_64-linux-gnu/libmpi.so mpich:mpiexec.mpich
-gnuplot-nox:gnuplot graphviz:dot"
+gnuplot-nox:gnuplot graphviz:dot python3-numpy:/usr/lib/python3/dist-packages/numpy/__init__.py
+clang:clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
 # For `package` only: dpkg-shlibdeps for the .deb's Depends, luarocks and
 # the make its CMake back-end drives, groff to check the man page.
 packaging="dpkg-dev:dpkg-shlibdeps luarocks:luarocks make:make groff-base:groff"

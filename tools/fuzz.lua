@@ -188,8 +188,19 @@ local function gpu_factories()
   function fresh.Device() return current_device() end
   function fresh.Stream() return current_device():create_stream() end
   function fresh.Event() return fresh.Stream():record() end
+  -- Pools of their own, small ones among them (allocations past them must
+  -- fail cleanly), and the device's default pool now and then.
+  function fresh.MemoryPool()
+    local kind = next_of({ "small", "own", "default" })
+    if kind == "default" then return current_device():memory_pool() end
+    return gpurun.MemoryPool(kind == "small" and { max_size = 2 << 20 } or {})
+  end
+  -- Every other buffer is stream-ordered memory from a pool.
   function fresh.Buffer()
     local shape = next_of(BUFFER_SHAPES)
+    if next_of({ false, true }) then
+      return gpurun.zeros(shape[1], shape[2], { pool = fresh.MemoryPool(), stream = fresh.Stream() })
+    end
     return gpurun.zeros(shape[1], shape[2])
   end
   function fresh.PinnedBuffer()
@@ -206,14 +217,25 @@ local function gpu_factories()
     return factory.code:get_kernel("vec_add"):bind(factory.config, a, a, a, gpurun.u64(16))
   end
   function fresh.GraphBuilder() return fresh.Stream():create_graph_builder() end
+  -- Graphs of plain launches, and graphs with allocation and free nodes: a
+  -- temporary freed inside, and a buffer the graph keeps making (auto-free
+  -- or not), so that launches of both kinds are drawn.
   function fresh.Graph()
+    local kind = next_of({ "plain", "temporary", "keeps", "keeps_auto_free" })
     local a = gpurun.zeros(16, "float32")
+    local kernel = factory.code:get_kernel("vec_add")
     local builder = fresh.Stream():create_graph_builder()
     builder:begin_building()
-    gpurun.launch(builder, factory.config, factory.code:get_kernel("vec_add"), a, a, a,
-      gpurun.u64(16))
+    if kind == "plain" then
+      gpurun.launch(builder, factory.config, kernel, a, a, a, gpurun.u64(16))
+    else
+      local t = gpurun.empty(16, "float32", { stream = builder })
+      gpurun.launch(builder, factory.config, kernel, a, a, t, gpurun.u64(16))
+      gpurun.launch(builder, factory.config, kernel, t, t, a, gpurun.u64(16))
+      if kind == "temporary" then t:close() else pool:add(t) end
+    end
     builder:end_building()
-    return builder:complete()
+    return builder:complete({ auto_free_on_launch = kind == "keeps_auto_free" })
   end
 end
 
@@ -227,7 +249,8 @@ local function setup_gpu()
   gpu_factories()
 
   pool:add(device)
-  for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan" }) do
+  for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan",
+      "MemoryPool" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end

@@ -1,57 +1,303 @@
 #!/bin/bash
-# tools/gpu-check.sh — everything that needs a GPU, in one go, on a GPU host:
-# build, the full spec suite (#gpu specs included), the specs of the
-# bindings again through lua5.4 and gpurun.so, the main job at two sizes,
-# the size sweep and the breakdown, the benchmark against pure C and the
-# copy bandwidth. Logs (and the sweep's files) go to $1 (default gpu-check/).
+# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts
+# that each fit in one 10-minute command (16 cores, one H200):
 #
-#   tools/gpu-check.sh [LOG_DIR] [--quick]
+#   suite [RUNS]   build, then the full spec suite (#gpu specs included) RUNS
+#                  times in a row (default 5), each run's closing line, then
+#                  "suite: N of N runs passed"; then the bindings' specs
+#                  through lua5.4 and gpurun.so, and the PTX signatures
+#                  against the driver
+#   sanitizers     tools/sanitize.sh gpu (ASan + UBSan with the driver
+#                  loaded), and, at the same time, compute-sanitizer's
+#                  memcheck (--leak-check full), racecheck, synccheck and
+#                  initcheck over every scripts/*.lua, every gpurun bench
+#                  (bench/*.lua) and C bench (bench/*.c) and
+#                  tests/sanitizer/while_graph, each with the small arguments
+#                  of tools/compute-sanitizer-programs.txt, several at once.
+#                  Lists each error (tool, program, its first lines) and ends
+#                  with the count of errors not listed, with a reason, in
+#                  tools/compute-sanitizer-expected.txt (expected: 0)
+#   bench          the main job at two sizes, the fused comparison against
+#                  CuPy and torch.compile, the sweep and the breakdown,
+#                  gpurun against pure C, start-up, copy bandwidth
+#   (none)         all three, in that order
 #
-# --quick skips the benchmark, the sweep and the 16M-element run.
+#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench]
+#
+# Every part first prints `git rev-parse HEAD`. Logs (and the sweep's files)
+# go to $GPURUN_CHECK_LOGS (default gpu-check/); builds to build-gpu/ (and
+# build-asan/ for the sanitizers). $GPURUN_CHECK_JOBS: compute-sanitizer
+# runs at once (default 6); GPURUN_CHECK_ASAN=0 leaves the ASan part out.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-logs=${1:-gpu-check}
-quick=${2:-}
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+root=$(pwd)
+logs=${GPURUN_CHECK_LOGS:-gpu-check}
 mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+build=build-gpu
+bin=$build/gpurun
 
 step() { echo; echo "== $*"; }
 
-step "build"
-GPURUN_BUILD_DIR=build-gpu tools/dev.sh build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
-bin=build-gpu/gpurun
-"$bin" -v
+# The same commit for every figure below.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] && echo "gpu-check: $(git rev-parse HEAD 2>/dev/null || echo 'not a git checkout')$(
+  [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' (with uncommitted changes)')"
 
-step "spec suite"
-GPURUN_BUILD_DIR=build-gpu tools/dev.sh test 2>&1 | tee "$logs/specs.log" | tail -n 60
+build_gpu() {
+  step "build ($build)"
+  if ! GPURUN_BUILD_DIR=$build tools/dev.sh build >"$logs/build.log" 2>&1; then
+    tail -n 30 "$logs/build.log"
+    exit 1
+  fi
+  "$bin" -v
+}
 
-step "the specs of the bindings through lua5.4 and build-gpu/gpurun.so (stock busted)"
-GPURUN_BUILD_DIR=build-gpu tools/dev.sh test-module 2>&1 | tee "$logs/specs-module.log" | tail -n 30
+# ---- suite -----------------------------------------------------------------
 
-step "gpurun scripts/cudagraphs.lua --elements 4096"
-"$bin" scripts/cudagraphs.lua --elements 4096 2>&1 | tee "$logs/cudagraphs-4096.log"
-echo "exit $?"
-step "ptx_params_test --driver (signatures against cuKernelGetParamInfo)"
-build-gpu/tests/ptx_params_test --driver tests/fixtures/ptx 2>&1 | tee "$logs/ptx-params.log" | tail -n 3
+summary_of() {
+  grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n 1
+}
 
-step "gpurun scripts/fused.lua --elements 16777216"
-"$bin" scripts/fused.lua --elements 16777216 2>&1 | tee "$logs/fused-16M.log"
-echo "exit ${PIPESTATUS[0]}"
-if [ "$quick" != "--quick" ]; then
+part_suite() {
+  local runs=${1:-5} passed_runs=0 run
+  for ((run = 1; run <= runs; run++)); do
+    step "spec suite, run $run of $runs"
+    local log="$logs/specs-$run.log" started=$SECONDS
+    GPURUN_BUILD_DIR=$build tools/dev.sh test >"$log" 2>&1
+    local status=$?
+    local line
+    line=$(summary_of "$log")
+    echo "run $run: ${line:-no closing line} (exit $status, $((SECONDS - started)) s)"
+    if [ "$status" -eq 0 ] && [[ "$line" == *" 0 failed,"* ]]; then
+      passed_runs=$((passed_runs + 1))
+    else
+      grep -E -A12 '^(Failure|Error) ->' "$log" | head -n 60
+    fi
+  done
+  echo "suite: $passed_runs of $runs runs passed"
+
+  step "the specs of the bindings through lua5.4 and $build/gpurun.so (stock busted)"
+  GPURUN_BUILD_DIR=$build tools/dev.sh test-module >"$logs/specs-module.log" 2>&1
+  echo "$(summary_of "$logs/specs-module.log") (exit $?)"
+  step "ptx_params_test --driver (signatures against cuKernelGetParamInfo)"
+  "$build/tests/ptx_params_test" --driver tests/fixtures/ptx 2>&1 | tee "$logs/ptx-params.log" | tail -n 3
+}
+
+# ---- sanitizers ----------------------------------------------------------------
+
+# The programs: every scripts/*.lua, bench/*.lua and bench/*.c (as its
+# build's binary), then the extra ones the table lists (while_graph).
+# Prints "PROGRAM<TAB>COMMAND" lines; the table gives the arguments.
+program_lines() {
+  local table=tools/compute-sanitizer-programs.txt
+  declare -A args=()
+  local program rest
+  while read -r program rest; do
+    [[ -z "$program" || "$program" == \#* ]] && continue
+    args[$program]=${rest//BUILD/$build}
+  done <"$table"
+  local file name listed=()
+  for file in scripts/*.lua bench/*.lua bench/*.c; do
+    [ -e "$file" ] || continue
+    case "$file" in
+      *.c) name=bench/$(basename "$file" .c) ;;
+      *) name=$file ;;
+    esac
+    listed+=("$name")
+  done
+  for program in "${!args[@]}"; do
+    [[ " ${listed[*]} " == *" $program "* ]] || listed+=("$program")
+  done
+  for program in "${listed[@]}"; do
+    local command
+    case "$program" in
+      *.lua) command="$bin $program" ;;
+      bench/*) command="$build/$program" ;;
+      *) command="$build/$program" ;;
+    esac
+    if [ -n "${args[$program]+set}" ]; then
+      printf '%s\t%s %s\n' "$program" "$command" "${args[$program]}"
+    else
+      echo "gpu-check: no small arguments for $program in $table: run with --iters 2 (add its line)" >&2
+      printf '%s\t%s --iters 2\n' "$program" "$command"
+    fi
+  done | sort
+}
+
+# One compute-sanitizer run: TOOL PROGRAM COMMAND... -> its log.
+sanitizer_run() {
+  local tool=$1 program=$2
+  shift 2
+  local log="$logs/compute-sanitizer/$tool-${program//\//_}.log"
+  local extra=()
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  {
+    echo "# $tool $program: $*"
+    timeout 300 "$sanitizer" --tool "$tool" "${extra[@]}" --print-limit 50 \
+      --target-processes all "$@" </dev/null 2>&1
+    echo "# exit $?"
+  } >"$log"
+}
+
+# Prints "TOOL<TAB>PROGRAM<TAB>HEADLINE<TAB>CONTEXT" per error in a log: a
+# headline is a "========= X" line that is no summary; its context the
+# indented lines after it (where it happened).
+errors_of() {
+  local tool=$1 program=$2 log=$3
+  awk -v tool="$tool" -v program="$program" '
+    function flush() { if (head != "") print tool "\t" program "\t" head "\t" context; head = ""; context = "" }
+    /^========= [^ ]/ {
+      flush()
+      line = substr($0, 11)
+      if (line ~ /^(ERROR SUMMARY|LEAK SUMMARY|COMPUTE-SANITIZER|Target application returned|Error: process didn.t terminate|No CUDA-MEMCHECK results|RACECHECK SUMMARY|This can occur)/) next
+      head = line; lines = 0; next
+    }
+    /^=========  +/ && head != "" {
+      if (lines < 6) { sub(/^=========  +/, ""); context = context (lines ? " | " : "") $0; lines++ }
+      next
+    }
+    /^=========$/ { flush() }
+    END { flush() }
+  ' "$log"
+}
+
+# Whether an error (the record's fields) is listed in the expected file:
+# lines "TOOL PROGRAM-GLOB ERE -- reason", TOOL or glob * for any.
+is_expected() {
+  local tool=$1 program=$2 record=$3
+  local etool eglob rest pattern
+  while read -r etool eglob rest; do
+    [[ -z "$etool" || "$etool" == \#* ]] && continue
+    pattern=${rest%% -- *}
+    [[ "$etool" == "*" || "$etool" == "$tool" ]] || continue
+    # shellcheck disable=SC2053
+    [[ "$program" == $eglob ]] || continue
+    grep -Eq -- "$pattern" <<<"$record" && return 0
+  done <tools/compute-sanitizer-expected.txt
+  return 1
+}
+
+part_sanitizers() {
+  sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  rm -f "$logs/sanitize-gpu.code"
+  if [ "${GPURUN_CHECK_ASAN:-1}" = 1 ]; then
+    step "GPU ASan + UBSan (tools/sanitize.sh gpu), in the background: $logs/sanitize-gpu.log"
+    (tools/sanitize.sh gpu >"$logs/sanitize-gpu.log" 2>&1; echo $? >"$logs/sanitize-gpu.code") &
+  fi
+
+  local jobs=${GPURUN_CHECK_JOBS:-6}
+  rm -rf "$logs/compute-sanitizer"
+  mkdir -p "$logs/compute-sanitizer"
+  local runs=0
+  if [ ! -x "$sanitizer" ]; then
+    echo "gpu-check: compute-sanitizer not found (PATH, \$CUDA_HOME/bin): its runs are left out"
+  else
+    step "compute-sanitizer: memcheck --leak-check full, racecheck, synccheck, initcheck, $jobs at a time"
+    local lines program command tool running=0 started=$SECONDS cs_pids=()
+    lines=$(program_lines)
+    while IFS=$'\t' read -r program command; do
+      for tool in memcheck racecheck synccheck initcheck; do
+        # shellcheck disable=SC2086
+        sanitizer_run "$tool" "$program" $command &
+        cs_pids+=($!)
+        runs=$((runs + 1))
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+          wait -n # (the ASan part ending lets one more start: harmless)
+          running=$((running - 1))
+        fi
+      done
+    done <<<"$lines"
+    # Every compute-sanitizer run (those wait -n took already return at once).
+    wait "${cs_pids[@]}" 2>/dev/null
+    echo "compute-sanitizer: $runs runs in $((SECONDS - started)) s"
+  fi
+
+  local total=0 listed=0 unlisted=0 log first tool
+  for log in "$logs"/compute-sanitizer/*.log; do
+    [ -e "$log" ] || continue
+    first=$(head -n 1 "$log") # "# TOOL PROGRAM: command"
+    first=${first#\# }
+    tool=${first%% *}
+    program=${first#* }
+    program=${program%%:*}
+    local counted reported
+    counted=$(errors_of "$tool" "$program" "$log")
+    reported=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -n 1 | grep -oE '[0-9]+')
+    local found=0 record
+    while IFS= read -r record; do
+      [ -n "$record" ] || continue
+      found=$((found + 1))
+      total=$((total + 1))
+      if is_expected "$tool" "$program" "$record"; then
+        listed=$((listed + 1))
+      else
+        unlisted=$((unlisted + 1))
+        IFS=$'\t' read -r _ _ headline context <<<"$record"
+        echo "ERROR: $tool $program: $headline"
+        [ -n "$context" ] && echo "    ${context:0:400}"
+      fi
+    done <<<"$counted"
+    # A summary count beyond what was parsed, or a run that ended badly
+    # without one, counts too.
+    if [ -n "$reported" ] && [ "$reported" -gt "$found" ]; then
+      unlisted=$((unlisted + reported - found))
+      total=$((total + reported - found))
+      echo "ERROR: $tool $program: $((reported - found)) error(s) in the summary not parsed (see $log)"
+    elif [ -z "$reported" ]; then
+      unlisted=$((unlisted + 1))
+      total=$((total + 1))
+      echo "ERROR: $tool $program: no ERROR SUMMARY ($(tail -n 1 "$log")): see $log"
+    fi
+  done
+  echo "compute-sanitizer: $total error(s), $listed listed in tools/compute-sanitizer-expected.txt, $unlisted unlisted"
+
+  wait
+  [ "${GPURUN_CHECK_ASAN:-1}" = 1 ] || return 0
+  local asan_status
+  asan_status=$(cat "$logs/sanitize-gpu.code" 2>/dev/null || echo none)
+  step "GPU ASan + UBSan (tools/sanitize.sh gpu): exit $asan_status"
+  grep -E '^(sanitize: |== sanitize: .*report)|^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
+    "$logs/sanitize-gpu.log" | tail -n 12
+  [ "$asan_status" = 0 ] || grep -E -A12 '^(Failure|Error) ->' "$logs/sanitize-gpu.log" | head -n 40
+}
+
+# ---- bench -----------------------------------------------------------------
+
+part_bench() {
+  step "gpurun scripts/cudagraphs.lua --elements 4096"
+  "$bin" scripts/cudagraphs.lua --elements 4096 2>&1 | tee "$logs/cudagraphs-4096.log"
+  echo "exit ${PIPESTATUS[0]}"
+  step "gpurun scripts/fused.lua --elements 16777216"
+  "$bin" scripts/fused.lua --elements 16777216 2>&1 | tee "$logs/fused-16M.log"
+  echo "exit ${PIPESTATUS[0]}"
   step "benchmark: fused elementwise vs CuPy ElementwiseKernel and torch.compile"
   GPURUN_BIN=$bin bench/fused_compare.sh 2>&1 | tee "$logs/fused-compare.log"
   step "gpurun scripts/cudagraphs.lua --elements 16777216"
   "$bin" scripts/cudagraphs.lua --elements 16777216 2>&1 | tee "$logs/cudagraphs-16M.log"
-  echo "exit $?"
+  echo "exit ${PIPESTATUS[0]}"
   step "sweep 2^10..2^26 with its picture, and the breakdown"
   "$bin" scripts/sweep.lua --json "$logs/sweep.json" --csv "$logs/sweep.csv" \
     --plot "$logs/sweep.png" 2>&1 | tee "$logs/sweep.log"
-  echo "exit $?"
+  echo "exit ${PIPESTATUS[0]}"
   "$bin" scripts/cudagraphs.lua --breakdown 2>&1 | tee "$logs/breakdown.log"
-  echo "exit $?"
+  echo "exit ${PIPESTATUS[0]}"
   step "benchmark: gpurun vs pure C"
-  "$bin" bench/compare.lua --c-bench build-gpu/bench/cudagraphs_c 2>&1 | tee "$logs/bench.log"
+  "$bin" bench/compare.lua --c-bench "$build/bench/cudagraphs_c" 2>&1 | tee "$logs/bench.log"
   step "start-up split"
   "$bin" bench/compare.lua --startup 2>&1 | tee "$logs/startup.log"
   step "host <-> device bandwidth: tables, strings, pinned memory, C"
-  "$bin" bench/bandwidth.lua --c-bench build-gpu/bench/bandwidth_c 2>&1 | tee "$logs/bandwidth.log"
-fi
+  "$bin" bench/bandwidth.lua --c-bench "$build/bench/bandwidth_c" 2>&1 | tee "$logs/bandwidth.log"
+}
+
+# Sourced (by a spec that tries the error parsing), define only.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
+part=${1:-all}
+[ $# -gt 0 ] && shift
+case "$part" in
+  suite) build_gpu; part_suite "$@" ;;
+  sanitizers) build_gpu; part_sanitizers ;;
+  bench) build_gpu; part_bench ;;
+  all) build_gpu; part_suite; part_sanitizers; part_bench ;;
+  *) sed -n '2,32p' "$0"; exit 2 ;;
+esac

@@ -4,10 +4,12 @@
 # BUILD_DIR first and installs the tools):
 #
 #   .deb   cpack -G DEB in BUILD_DIR; its Depends; dpkg -x into a temporary
-#          root; from there gpurun -v, a script that loads the Lua library,
-#          and lua5.4 loading the unpacked gpurun.so
+#          root; its RUNPATHs (tools/check-runpath.sh); from there an
+#          uncached NVRTC compile, gpurun -v, a script that loads the Lua
+#          library, and lua5.4 loading the unpacked gpurun.so
 #   rock   luarocks make (on a copy of the source tree) into a temporary
-#          tree; lua5.4 loading the module and the library from that tree
+#          tree; its gpurun.so's RUNPATH; lua5.4 loading the module and the
+#          library from that tree
 #
 # Ends with the closing line "N passed, N failed, N skipped".
 set -uo pipefail
@@ -77,11 +79,24 @@ unpack() {
 }
 check "dpkg -x unpacks gpurun, gpurun.so, the Lua library and the man page" unpack
 
+check "the unpacked gpurun and gpurun.so have no empty or relative RUNPATH entry" \
+  tools/check-runpath.sh "$deb_root/usr"
+
+# Uncached, so NVRTC itself runs: it must find its builtins library beside
+# libnvrtc with no help from ld.so.conf (fresh-root.sh's CI step has none).
+deb_compiles() {
+  env -u GPURUN_LUA_DIR GPURUN_NO_CACHE=1 GPURUN_CUDA_DRIVER=/nonexistent/libcuda.so.1 \
+    "$deb_root/usr/bin/gpurun" -e 'local code = require("gpurun").Program(
+      [[extern "C" __global__ void k(float *x) { x[0] = 1.0f; }]], "c++"):compile("ptx")
+    assert(code.code:find(".entry k", 1, true))'
+}
+check "the unpacked gpurun compiles a kernel with NVRTC (no cache)" deb_compiles
+
 deb_version() {
   local output
   output=$(env -u GPURUN_LUA_DIR "$deb_root/usr/bin/gpurun" -v) || return 1
   echo "$output"
-  [[ "$output" == "gpurun $version"$'\n'"Lua 5.4."*"  Copyright (C) "* ]]
+  [[ "$output" == "gpurun $version"$'\n'*$'\n'"Lua 5.4."*"  Copyright (C) "* ]]
 }
 check "the unpacked gpurun -v" deb_version
 
@@ -143,6 +158,8 @@ rock_files() {
   [ ! -e "$tree/bin/gpurun" ] || { echo "the rock installed the executable"; return 1; }
 }
 check "the tree has gpurun.so and the Lua library, not the executable" rock_files
+check "the rock's gpurun.so has no empty or relative RUNPATH entry" \
+  tools/check-runpath.sh "$tree/lib"
 
 rock_one_liner() {
   eval "$(luarocks --lua-version=5.4 --tree="$tree" path)" || return 1

@@ -106,7 +106,7 @@ end
 -- Adds the options every timed pipeline takes: --iters, --device, --json.
 -- defaults: { iters = , device = } (1000 and 0 when absent).
 function Cli:common_options(defaults)
-  defaults = defaults or {}
+  defaults = require("gpurun.options").check("cli:common_options", defaults, { "iters", "device" }) or {}
   self:integer_option("--iters", "Pipeline iterations to time.", defaults.iters or 1000)
   self:integer_option("--device", "CUDA device id.", defaults.device or 0, 0)
   self:flag("--json", "Write the figures as one JSON object to stdout instead of the text report.")

@@ -17,6 +17,7 @@
 
 local gpurun = require("gpurun")
 local with_range = require("gpurun.nvtx").with_range
+local check_options = require("gpurun.options").check
 
 local bench = {}
 
@@ -59,7 +60,11 @@ end
 -- gpurun.progress line, told after each repeat).
 -- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... },
 -- per_step }: iters counts calls of step.
+local RUN_OPTIONS = { "iters", "warmup", "repeats", "per_step", "name", "progress" }
+
 function bench.run(stream, step, options)
+  if options == nil then error("bench.run: options with iters are required", 2) end
+  check_options("bench.run", options, RUN_OPTIONS)
   local iters = options.iters
   local warmup = options.warmup or DEFAULT_WARMUP
   local repeats = options.repeats or 1
@@ -100,11 +105,15 @@ function bench.run(stream, step, options)
   }
 end
 
--- capture(stream, pipeline [, { iterations = K }]) -> graph: pipeline(builder)
--- captured K times (default 1) on stream's graph builder, completed and
--- uploaded: one graph:launch then runs K passes, which spreads the graph's
--- launch cost over K iterations. The builder is closed on every path, so an
--- error in the pipeline leaves the stream usable.
+-- capture(stream, pipeline [, { iterations = K, auto_free_on_launch = false }])
+-- -> graph: pipeline(builder) captured K times (default 1) on stream's graph
+-- builder, completed and uploaded: one graph:launch then runs K passes,
+-- which spreads the graph's launch cost over K iterations. The builder is
+-- closed on every path, so an error in the pipeline leaves the stream
+-- usable. A pipeline may make temporaries on the builder
+-- (gpurun.empty(n, dtype, { stream = builder }) ... t:close()): allocation
+-- and free nodes, made and freed inside every replay; auto_free_on_launch
+-- goes to builder:complete for buffers the graph makes and keeps.
 local function capture_into(builder, pipeline, iterations)
   builder:begin_building()
   for _ = 1, iterations do
@@ -114,16 +123,35 @@ local function capture_into(builder, pipeline, iterations)
 end
 
 function bench.capture(stream, pipeline, options)
+  check_options("bench.capture", options, { "iterations", "auto_free_on_launch" })
   local iterations = options and options.iterations or 1
   if math.type(iterations) ~= "integer" or iterations < 1 then
     error("bench.capture: options.iterations must be a positive integer, got "
           .. tostring(iterations), 2)
   end
+  local auto_free = options and options.auto_free_on_launch or false
+  if type(auto_free) ~= "boolean" then
+    error("bench.capture: options.auto_free_on_launch must be a boolean, got " .. tostring(auto_free), 2)
+  end
   local builder <close> = stream:create_graph_builder()
   with_range("bench.capture: capture", capture_into, builder, pipeline, iterations)
-  local graph = with_range("bench.capture: complete", builder.complete, builder)
+  local graph = with_range("bench.capture: complete", builder.complete, builder,
+                           { auto_free_on_launch = auto_free })
   with_range("bench.capture: upload", graph.upload, graph, stream)
   return graph
 end
 
-return bench
+-- graph_peak(device, graph, stream) -> bytes: the most memory the device's
+-- graphs held for their allocation nodes during one launch of graph on
+-- stream (Device:graph_memory().used_high, its peaks reset first).
+function bench.graph_peak(device, graph, stream)
+  stream:sync()
+  device:reset_graph_memory_peaks()
+  graph:launch(stream)
+  stream:sync()
+  return device:graph_memory().used_high
+end
+
+-- bench.capture runs while a builder captures: its errors (and those of the
+-- rest) end the capture as gpurun's own do.
+return gpurun.guard(bench)

@@ -161,8 +161,9 @@ end
 -- of 32; default 1000), device (for the hold kernel) or hold (a function
 -- hold(stream, seconds), for tests), clock (default gpurun.perf_counter).
 function breakdown.measure(stream, stages, options)
+  options = require("gpurun.options").check("breakdown.measure", options,
+    { "iters", "device", "hold", "clock" }) or {}
   check_stages(stages)
-  options = options or {}
   local iters = options.iters or 1000
   if math.type(iters) ~= "integer" or iters < 1 then
     error("breakdown.measure: options.iters must be a positive integer, got " .. tostring(iters), 2)

@@ -2,7 +2,8 @@
 -- the worst difference and where.
 --
 -- An element passes when |actual - expected| <= atol + rtol * |expected|
--- (numpy.allclose); NaN on either side fails.
+-- (numpy.allclose); NaN on either side fails. The rule is gpurun.compare's,
+-- which compares Lua sequences as it compares buffers.
 --
 --   local check = require("gpurun.check")
 --   local checks = check.new("myscript.lua")
@@ -59,14 +60,15 @@ local function is_nan(x)
   return x ~= x
 end
 
-local function is_finite(x)
-  return x == x and x ~= math.huge and x ~= -math.huge
-end
-
--- The summary compare_tables returns; `actual` is argument at of name.
+-- The summary compare_tables returns; `actual` is argument at of name. The
+-- rule is gpurun.compare's, the one copy of it: the checks here only name
+-- this module's functions in the errors.
 local function compare(name, at, actual, expected, rtol, atol)
   local count = #actual
   local scalar = type(expected) == "number"
+  if not scalar and #expected ~= count then
+    raise(("bad argument #%d to '%s' (table of %d numbers expected, got %d)"):format(at + 1, name, count, #expected))
+  end
   for i = 1, count do
     if type(actual[i]) ~= "number" then
       raise(("bad argument #%d to '%s' (element %d is %s, not a number)"):format(at, name, i, kind(actual[i])))
@@ -75,44 +77,9 @@ local function compare(name, at, actual, expected, rtol, atol)
         :format(at + 1, name, i, kind(expected[i])))
     end
   end
-  local mismatches, nan = 0, 0
-  local worst, worst_excess, largest_pass = count > 0 and 1 or nil, 0, -1
-  for i = 1, count do
-    local a = actual[i]
-    local e = scalar and expected or expected[i]
-    local diff = math.abs(a - e)
-    local tolerance = atol + rtol * math.abs(e)
-    local close
-    if is_finite(a) and is_finite(e) then
-      close = diff <= tolerance
-    else
-      close = a == e -- an infinity is close only to itself, NaN to nothing
-    end
-    if close then
-      if mismatches == 0 and diff > largest_pass then
-        largest_pass, worst = diff, i
-      end
-    else
-      if is_nan(a) and not is_nan(e) then
-        nan = nan + 1
-      end
-      local excess = is_finite(diff) and diff - tolerance or math.huge
-      if mismatches == 0 or excess > worst_excess then
-        worst_excess, worst = excess, i
-      end
-      mismatches = mismatches + 1
-    end
-  end
-  local worst_expected = worst and (scalar and expected or expected[worst])
-  return {
-    count = count,
-    mismatches = mismatches,
-    nan = nan,
-    worst_index = worst,
-    worst_actual = worst and actual[worst],
-    worst_expected = worst_expected,
-    worst_abs_diff = worst and math.abs(actual[worst] - worst_expected),
-  }
+  local summary = require("gpurun").compare(actual, expected, rtol, atol)
+  summary.rtol, summary.atol = nil, nil
+  return summary
 end
 
 -- Compares two Lua arrays of numbers, or an array and one number, as

@@ -59,12 +59,8 @@ local function check_options(options)
     core.raise("bad argument #1 to 'dist.init' (table of options or nil expected, got "
       .. type(options) .. ")")
   end
-  for key in pairs(options) do
-    if key ~= "device" then
-      core.raise(("dist.init: unknown option %s (known: device)"):format(
-        type(key) == "string" and ("'" .. key .. "'") or ("a " .. type(key) .. " key")))
-    end
-  end
+  local unknown = require("gpurun.options").unknown(options, { "device" })
+  if unknown then core.raise("dist.init: " .. unknown) end
   local device = options.device
   if device ~= nil and device ~= false and math.type(device) ~= "integer" then
     core.raise("dist.init: 'device' must be a device ordinal or false, got "
@@ -123,4 +119,6 @@ function dist.device()
   return ordinal and gpurun.Device(ordinal) or nil
 end
 
-return dist
+-- Scripts call these while a builder captures (a collective is captured):
+-- their errors end the capture as gpurun's own do.
+return gpurun.guard(dist)

@@ -2,64 +2,111 @@
 -- read and written in Lua (gpurun.load and Buffer:save move the data,
 -- lua/gpurun/builtin/npy_files.lua). Format versions 1.0, 2.0 and 3.0 are
 -- read; 1.0 is written (2.0 when the header needs more than 65535 bytes).
--- Only C-ordered, little-endian arrays of gpurun's dtypes are accepted.
+-- A file is read exactly when NumPy's np.load would read it (the header a
+-- Python dict literal, parsed as Python parses it: gpurun.python_literal;
+-- NumPy's keys, versions, header size cap and dimension count), within what
+-- gpurun holds: C-ordered, little-endian arrays of gpurun's dtypes, with no
+-- negative dimension.
 --
 --   local npy = require("gpurun.npy")
 --   npy.header("float32", { 3, 4 })            --> the bytes before the data
 --   local info = assert(npy.parse(bytes))       --> { dtype = "float32", descr = "<f4",
 --                                               --    shape = { 3, 4 }, count = 12,
---                                               --    version = "1.0", header_size = 128 }
---   local info, why = npy.read_header(file)     -- from an open file, left at the data
+--                                               --    version = "1.0", header_size = 128,
+--                                               --    data_bytes = 48 }
+--   local info, why = npy.read_header(file)     -- from an open file (a pipe too),
+--                                               -- left at the data
 --
 -- Every function returns nil and a message instead of raising, so that the
 -- caller says whose error it is.
 local npy = {}
 
+local literal = require("gpurun.python_literal")
+
 local MAGIC = "\x93NUMPY"
 local ALIGN = 64 -- NumPy aligns the data to 64 bytes
+-- NumPy's _MAX_HEADER_SIZE: np.load refuses a longer header (in characters,
+-- after decoding) unless told to trust the file.
+local MAX_HEADER_CHARS = 10000
+-- NumPy 1.x's NPY_MAXDIMS (2.x reads 64): the dimensions of an array.
+local MAX_DIMS = 32
+-- The versions NumPy reads: the header length's format, and the header's
+-- encoding (Latin-1 in 1.0 and 2.0, UTF-8 in 3.0).
+local VERSIONS = {
+  ["1.0"] = { length_format = "<I2", latin1 = true },
+  ["2.0"] = { length_format = "<I4", latin1 = true },
+  ["3.0"] = { length_format = "<I4", latin1 = false },
+}
 
--- gpurun's dtypes by NumPy's little-endian descr, and back.
-local DESCRS = {
-  float32 = "<f4", float64 = "<f8", int8 = "|i1", uint8 = "|u1", int16 = "<i2", uint16 = "<u2",
-  int32 = "<i4", uint32 = "<u4", int64 = "<i8", uint64 = "<u8",
-}
-local SIZES = {
-  float32 = 4, float64 = 8, int8 = 1, uint8 = 1, int16 = 2, uint16 = 2, int32 = 4, uint32 = 4,
-  int64 = 8, uint64 = 8,
-}
-local DTYPES = {}
-for dtype, descr in pairs(DESCRS) do DTYPES[descr] = dtype end
+-- gpurun's dtypes by NumPy's little-endian descr, and back, from the one
+-- table of dtypes (gpurun.dtypes); a dtype NumPy lacks (bfloat16) has none.
+local DESCRS, SIZES, DTYPES, NO_DESCR = {}, {}, {}, {}
+local supported = {}
+for _, info in ipairs(require("gpurun").dtypes) do
+  SIZES[info.name] = info.size
+  if info.numpy then
+    DESCRS[info.name], DTYPES[info.numpy] = info.numpy, info.name
+    supported[#supported + 1] = info.numpy .. " " .. info.name
+  else
+    NO_DESCR[#NO_DESCR + 1] = info.name
+  end
+end
 -- One byte has no order: NumPy writes "|", but "<" and ">" mean the same.
 for _, kind in ipairs({ "i1", "u1" }) do
   DTYPES["<" .. kind], DTYPES[">" .. kind], DTYPES["=" .. kind] = DTYPES["|" .. kind],
     DTYPES["|" .. kind], DTYPES["|" .. kind]
 end
 
-local SUPPORTED = "<f4 float32, <f8 float64, |i1 int8, |u1 uint8, <i2 int16, <u2 uint16, "
-  .. "<i4 int32, <u4 uint32, <i8 int64, <u8 uint64"
+local SUPPORTED = table.concat(supported, ", ")
+-- What a message says of the dtypes NumPy has no code for.
+local NO_NUMPY = ("%s %s no NumPy dtype, so no .npy file holds %s"):format(
+  table.concat(NO_DESCR, " and "), #NO_DESCR == 1 and "has" or "have", #NO_DESCR == 1 and "it" or "them")
+
+-- NumPy's other spellings of its dtypes, as the descr np.dtype() makes of
+-- each (then read as any descr is): its names, one-letter codes and kind +
+-- size strings. Names that NumPy 2 no longer has (float_, int0, uint0) are
+-- left out. ('=' and '|' mean native order: little-endian on every host
+-- gpurun runs on.)
+local NAMES = {
+  half = "<f2", single = "<f4", double = "<f8", float = "<f8", byte = "|i1", ubyte = "|u1",
+  short = "<i2", ushort = "<u2", intc = "<i4", uintc = "<u4", int = "<i8", int_ = "<i8",
+  intp = "<i8", long = "<i8", longlong = "<i8", uint = "<u8", uintp = "<u8", ulong = "<u8",
+  ulonglong = "<u8",
+}
+for dtype, descr in pairs(DESCRS) do NAMES[dtype] = descr end
+local CODES = { e = "<f2", f = "<f4", d = "<f8", b = "|i1", B = "|u1", h = "<i2", H = "<u2",
+  i = "<i4", I = "<u4", l = "<i8", q = "<i8", p = "<i8", L = "<u8", Q = "<u8", P = "<u8" }
+local KIND_SIZES = {}
+for _, descr in pairs(DESCRS) do KIND_SIZES[descr:sub(2)] = descr end
 
 -- descr(dtype) -> NumPy's descr ("<f4"), or nil and why.
 function npy.descr(dtype)
   local descr = DESCRS[dtype]
-  if not descr then return nil, ("no .npy descr for dtype %s"):format(tostring(dtype)) end
+  if not descr then
+    if SIZES[dtype] then
+      return nil, ("%s has no NumPy dtype, so no .npy file holds it (convert it to float32 first)")
+        :format(dtype)
+    end
+    return nil, ("no .npy descr for dtype %s"):format(tostring(dtype))
+  end
   return descr
 end
 
--- dtype(descr) -> gpurun's dtype name ("float32"), or nil and why.
+-- dtype(descr) -> gpurun's dtype name ("float32"), or nil and why: every
+-- spelling np.dtype reads as one of gpurun's dtypes, little-endian.
 function npy.dtype(descr)
-  local dtype = DTYPES[descr]
+  local dtype = DTYPES[descr] or DTYPES[NAMES[descr]]
   if dtype then return dtype end
   if type(descr) ~= "string" then return nil, "the header's descr is not a string" end
-  local order, kind = descr:match("^([<>=|])(.*)$")
-  if order == ">" and DTYPES["<" .. kind] then
+  local order, body = descr:match("^([<>=|]?)(.+)$")
+  local kind, digits = (body or ""):match("^([fiu])(%d+)$")
+  dtype = DTYPES[CODES[body]] or (kind and DTYPES[KIND_SIZES[kind .. digits:match("^0*(%d+)$")]])
+  if dtype and (order ~= ">" or SIZES[dtype] == 1) then return dtype end
+  if dtype then
     return nil, ("big-endian data ('%s') is not supported: save it little-endian "
-      .. "(a.astype('<%s'))"):format(descr, kind)
+      .. "(a.astype('%s'))"):format(descr, DESCRS[dtype])
   end
-  if order == "=" and DTYPES["<" .. kind] then
-    return nil, ("native-order data ('%s') is not supported: save it little-endian "
-      .. "(a.astype('<%s'))"):format(descr, kind)
-  end
-  return nil, ("dtype '%s' is not supported (gpurun reads %s)"):format(descr, SUPPORTED)
+  return nil, ("dtype '%s' is not supported (gpurun reads %s; %s)"):format(descr, SUPPORTED, NO_NUMPY)
 end
 
 -- itemsize(dtype) -> bytes per element.
@@ -95,6 +142,9 @@ function npy.header(dtype, shape)
   if not descr then return nil, why end
   local _, bad = npy.count(shape)
   if bad then return nil, bad end
+  if #shape > MAX_DIMS then
+    return nil, ("the shape has %d dimensions: NumPy reads %d at most"):format(#shape, MAX_DIMS)
+  end
   local dict = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }"):format(descr, shape_text(shape))
   for version, length_format in ipairs({ "<I2", "<I4" }) do
     local prefix_size = #MAGIC + 2 + string.packsize(length_format)
@@ -108,95 +158,160 @@ function npy.header(dtype, shape)
   return nil, "the shape is too long for a .npy header"
 end
 
--- The value of `key` in the header's dict literal, as text; nil if absent.
-local function field(text, key, value_pattern)
-  return text:match("['\"]" .. key .. "['\"]%s*:%s*" .. value_pattern)
+local KEYS = { descr = true, fortran_order = true, shape = true }
+
+-- A key or value as a message shows it.
+local function shown(text)
+  return "'" .. text:gsub("[^%g ]", "?") .. "'"
 end
 
-local function parse_shape(text)
-  local inside = field(text, "shape", "(%b())")
-  if not inside then return nil, "the header has no shape tuple" end
+-- The shape from the header's value, as a sequence of dimensions.
+local function read_shape(value)
+  if value.kind ~= "tuple" then return nil, "the header's shape is not a tuple of integers" end
+  if #value.items > MAX_DIMS then
+    return nil, ("the header's shape has %d dimensions: NumPy reads %d at most"):format(#value.items, MAX_DIMS)
+  end
   local shape = {}
-  for item in inside:sub(2, -2):gmatch("[^,]+") do
-    local digits = item:match("^%s*(%d+)L?%s*$")
-    if not digits then
-      if item:match("%S") then return nil, ("the header's shape %s is not a tuple of integers"):format(inside) end
-    else
-      local n = math.tointeger(tonumber(digits))
-      if not n then return nil, ("the header's shape %s is too large"):format(inside) end
-      shape[#shape + 1] = n
+  for i, item in ipairs(value.items) do
+    if item.kind ~= "int" then return nil, "the header's shape is not a tuple of integers" end
+    if item.too_large then return nil, ("dimension %d of the header's shape is too large"):format(i) end
+    if item.value < 0 then
+      return nil, ("dimension %d of the header's shape is negative (%d)"):format(i, item.value)
     end
+    shape[i] = item.value
   end
   return shape
 end
 
 -- The parts of the header's dict once its text is known.
-local function parse_dict(text)
-  if not text:match("^%s*{") then return nil, "the header is not a dict" end
-  local descr = field(text, "descr", "'([^']*)'") or field(text, "descr", '"([^"]*)"')
-  if not descr then
-    if field(text, "descr", "%[") then return nil, "structured dtypes are not supported" end
-    return nil, "the header has no descr"
+local function parse_dict(text, version)
+  local value, why = literal.parse(text, { text_is_latin1 = VERSIONS[version].latin1,
+    numpy_filter = version ~= "3.0" })
+  if not value then return nil, "the header is not a Python literal: " .. why end
+  if value.kind ~= "dict" then return nil, "the header is not a dict" end
+  local fields = {}
+  for i, key in ipairs(value.keys) do
+    if key.kind ~= "str" then return nil, "the header's dict has a key that is not a string" end
+    if not KEYS[key.value] then
+      return nil, ("the header has the key %s: NumPy's keys are 'descr', 'fortran_order' and 'shape'")
+        :format(shown(key.value))
+    end
+    fields[key.value] = value.values[i] -- a repeated key: the last wins, as in Python
   end
-  local dtype, why = npy.dtype(descr)
-  if not dtype then return nil, why end
-  local fortran = field(text, "fortran_order", "(%a+)")
-  if fortran == "True" then
+  for _, key in ipairs({ "descr", "fortran_order", "shape" }) do
+    if not fields[key] then return nil, ("the header has no '%s'"):format(key) end
+  end
+  local descr = fields.descr
+  if descr.kind == "list" then return nil, "structured dtypes are not supported" end
+  if descr.kind == "tuple" then return nil, "subarray dtypes are not supported" end
+  if descr.kind ~= "str" then
+    return nil, ("the header's descr is not a dtype string (a %s descr is not supported)"):format(descr.kind)
+  end
+  local dtype, bad_dtype = npy.dtype(descr.value)
+  if not dtype then return nil, bad_dtype end
+  local fortran = fields.fortran_order
+  if fortran.kind ~= "bool" then return nil, "the header's fortran_order is not True or False" end
+  if fortran.value then
     return nil, "Fortran-ordered arrays are not supported: save a C-ordered copy "
       .. "(np.ascontiguousarray(a))"
-  elseif fortran ~= "False" then
-    return nil, "the header has no fortran_order False or True"
   end
-  local shape, bad = parse_shape(text)
-  if not shape then return nil, bad end
-  local count, too_many = npy.count(shape)
-  if not count then return nil, too_many end
-  return { descr = descr, dtype = dtype, shape = shape, count = count }
+  local shape, bad_shape = read_shape(fields.shape)
+  if not shape then return nil, bad_shape end
+  -- NumPy's own limit: the bytes of the dimensions that are not 0 must fit
+  -- in its index type (a 0 makes the array empty, not any smaller a claim).
+  local bytes, count = SIZES[dtype], 1
+  for _, n in ipairs(shape) do
+    if n > 0 and bytes > math.maxinteger // n then
+      return nil, ("the header's shape %s is too large: it needs more than 2^63 - 1 bytes of %s")
+        :format(shape_text(shape), dtype)
+    end
+    bytes, count = n > 0 and bytes * n or bytes, count * n
+  end
+  return { descr = descr.value, dtype = dtype, shape = shape, count = count,
+    data_bytes = count * SIZES[dtype] }
 end
 
--- The size of the header whose first bytes are `prefix` (at least 12 of
--- them, or the whole file), and its version, or nil and why.
-local function header_size(prefix)
-  if #prefix < 10 or prefix:sub(1, 6) ~= MAGIC then
+-- The header from read(n), which returns up to n more bytes (nil at the
+-- end, or nil and why): nothing is read past the header, and its length
+-- is checked against NumPy's cap before it is read.
+local function read_from(read)
+  local function bytes(n, what)
+    local got, why = read(n)
+    if why then return nil, "cannot read it: " .. why end
+    got = got or ""
+    if #got < n then return nil, ("the header is truncated (the file ends in its %s)"):format(what) end
+    return got
+  end
+  local prefix, why = read(8)
+  if why then return nil, "cannot read it: " .. why end
+  prefix = prefix or ""
+  if prefix:sub(1, 6) ~= MAGIC:sub(1, #prefix) or #prefix == 0 then
     return nil, "not a .npy file (it does not start with \\x93NUMPY)"
   end
-  local major, minor = prefix:byte(7, 8)
-  local version = ("%d.%d"):format(major, minor)
-  if major == 1 then
-    return 10 + string.unpack("<I2", prefix, 9), version
-  elseif major == 2 or major == 3 then
-    if #prefix < 12 then return nil, "the header is truncated" end
-    return 12 + string.unpack("<I4", prefix, 9), version
+  if #prefix < 8 then return nil, "the header is truncated (the file ends in its format version)" end
+  local version = ("%d.%d"):format(prefix:byte(7, 8))
+  local format = VERSIONS[version]
+  if not format then
+    return nil, ("unsupported .npy format version %s (1.0, 2.0 and 3.0 are read)"):format(version)
   end
-  return nil, ("unsupported .npy format version %s (1.0, 2.0 and 3.0 are read)"):format(version)
+  local length_bytes, short = bytes(string.packsize(format.length_format), "header length")
+  if not length_bytes then return nil, short end
+  local length = string.unpack(format.length_format, length_bytes)
+  local max_bytes = MAX_HEADER_CHARS * (format.latin1 and 1 or 4)
+  local function too_long(size)
+    return ("the header is %d %s long: NumPy reads headers of %d characters at most (its "
+      .. "max_header_size)"):format(size, format.latin1 and "bytes" or "characters", MAX_HEADER_CHARS)
+  end
+  if length > max_bytes then return nil, too_long(length) end
+  local text, truncated = bytes(length, "header")
+  if not text then return nil, truncated end
+  if not format.latin1 then
+    local characters = utf8.len(text)
+    if not characters then return nil, "the header is not UTF-8 (format 3.0 says it is)" end
+    if characters > MAX_HEADER_CHARS then return nil, too_long(characters) end
+  end
+  local info, bad = parse_dict(text, version)
+  if not info then return nil, bad end
+  info.version = version
+  info.header_size = #prefix + #length_bytes + length
+  return info
 end
 
 -- parse(bytes) -> info (see above) for the header at the start of bytes,
 -- or nil and why. Only the header is read: bytes may hold more, or less
 -- than the data.
 function npy.parse(bytes)
-  local size, version = header_size(bytes)
-  if not size then return nil, version end
-  if #bytes < size then return nil, "the header is truncated" end
-  local start = bytes:byte(7) == 1 and 11 or 13
-  local info, why = parse_dict(bytes:sub(start, size))
-  if not info then return nil, why end
-  info.version = version
-  info.header_size = size
-  return info
+  if type(bytes) ~= "string" then
+    return nil, ("the .npy bytes must be a string, got %s"):format(type(bytes))
+  end
+  local at = 1
+  return read_from(function(n)
+    local part = bytes:sub(at, at + n - 1)
+    at = at + #part
+    return part
+  end)
 end
 
 -- read_header(file) -> info, with the file positioned at the data; or nil
--- and why.
+-- and why. Only the header's bytes are read, so a pipe works too.
 function npy.read_header(file)
-  local start = file:seek()
-  local prefix = file:read(12) or ""
-  local size, version = header_size(prefix)
-  if not size then return nil, version end
-  local rest = size > #prefix and file:read(size - #prefix) or ""
-  local info, why = npy.parse(prefix .. rest)
-  if info then file:seek("set", start + info.header_size) end
-  return info, why
+  if io.type(file) ~= "file" then
+    return nil, ("read_header needs an open file, got %s"):format(io.type(file) or type(file))
+  end
+  return read_from(function(n)
+    local part, why = file:read(n)
+    if part == nil and why then return nil, why end
+    return part
+  end)
+end
+
+-- data_problem(info, data_bytes) -> nil when data_bytes (what follows the
+-- header) hold the array, else why. Bytes past the array are ignored, as
+-- NumPy ignores them.
+function npy.data_problem(info, data_bytes)
+  if data_bytes >= info.data_bytes then return nil end
+  return ("truncated: its header says %d %s elements (%d bytes of data), the file has %d")
+    :format(info.count, info.dtype, info.data_bytes, data_bytes)
 end
 
 npy.SUPPORTED = SUPPORTED

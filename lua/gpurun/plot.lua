@@ -263,7 +263,7 @@ end
 -- (gnuplot ran and failed) or "write" (a file could not be written).
 -- options: gnuplot (the command; default as plot.find_gnuplot).
 function plot.render(results, path, options)
-  options = options or {}
+  options = require("gpurun.options").check("plot.render", options, { "gnuplot" }) or {}
   local files, why = plot.files(path)
   if not files then
     return nil, why, "write"

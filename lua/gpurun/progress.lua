@@ -81,6 +81,9 @@ Line.__index = Line
 -- is a terminal), write (default: to stderr), clock (default
 -- gpurun.perf_counter, else os.clock).
 function progress.new(options)
+  if options == nil then error("progress.new: options with total are required", 2) end
+  require("gpurun.options").check("progress.new", options,
+    { "total", "label", "sizes", "enabled", "write", "clock" })
   local enabled = options.enabled
   if enabled == nil then
     enabled = progress.is_terminal(io.stderr)

@@ -39,7 +39,7 @@ Report.__index = Report
 
 -- options: json (boolean), write (default io.write; receives whole lines).
 function report.new(options)
-  options = options or {}
+  options = require("gpurun.options").check("report.new", options, { "json", "write" }) or {}
   return setmetatable({
     json = options.json and true or false,
     write = options.write or io.write,

@@ -33,7 +33,9 @@
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever), host_function (HostCallback's
---   function), pipeline_options (gpurun.pipeline's table).
+--   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
+--   placement (a constructor's { pool =, stream = }), pool_options
+--   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
 -- writes = the argument position of a path the call writes (the fuzzer
 -- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
@@ -44,7 +46,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer", "HostCallback",
+  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -58,6 +60,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
+  MemoryPool = true,
 }
 
 -- Module functions. never_raises: takes no arguments and answers on any
@@ -88,14 +91,17 @@ catalog.functions = {
   u64 = { args = { "integer" } },
   f32 = { args = { "number" } },
   f64 = { args = { "number" } },
+  f16 = { args = { "number" } },
+  bf16 = { args = { "number" } },
   i8 = { args = { "integer" } },
   u8 = { args = { "integer" } },
   i16 = { args = { "integer" } },
   u16 = { args = { "integer" } },
-  empty = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  zeros = { args = { "count", "dtype" }, needs = "device", allocates = 1 },
-  full = { args = { "count", "element", "dtype" }, needs = "device", allocates = 1 },
-  array = { args = { "sequence", "dtype" }, needs = "device" },
+  empty = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  zeros = { args = { "count", "dtype", "placement" }, needs = "device", allocates = 1 },
+  full = { args = { "count", "element", "dtype", "placement" }, needs = "device", allocates = 1 },
+  array = { args = { "sequence", "dtype", "placement" }, needs = "device" },
+  MemoryPool = { args = { "pool_options" }, needs = "device" },
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
@@ -108,6 +114,7 @@ catalog.functions = {
   load = { args = { "path" } },
   HostCallback = { args = { "host_function" } },
   pipeline = { args = { "pipeline_options" } },
+  guard = { args = { "any" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -119,6 +126,10 @@ catalog.methods = {
     get_attribute = { args = { "attribute" } },
     can_access_peer = { args = { "device" } },
     enable_peer_access = { args = { "device" } },
+    memory_pool = { args = {} },
+    graph_memory = { args = {} },
+    trim_graph_memory = { args = {} },
+    reset_graph_memory_peaks = { args = {} },
     close = { args = {} },
   },
   Stream = {
@@ -183,15 +194,15 @@ catalog.methods = {
     close = { args = {} },
   },
   Generator = {
-    random = { args = { "count", "dtype" }, allocates = 1 },
-    integers = { args = { "count", "integer", "integer", "dtype" }, allocates = 1 },
+    random = { args = { "count", "dtype", "placement" }, allocates = 1 },
+    integers = { args = { "count", "integer", "integer", "dtype", "placement" }, allocates = 1 },
     random_table = { args = { "count", "dtype" }, host_table = 1 },
     close = { args = {} },
   },
   GraphBuilder = {
     begin_building = { args = {} },
     end_building = { args = {} },
-    complete = { args = {} },
+    complete = { args = { "complete_options" } },
     split = { args = { "integer" }, forks = 1 },
     record = { args = { "event" } },
     wait = { args = { "event_or_builder" } },
@@ -224,6 +235,11 @@ catalog.methods = {
     launch = { args = { "launch_target" } },
     close = { args = {} },
   },
+  MemoryPool = {
+    trim = { args = { "integer" } },
+    reset_peaks = { args = {} },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -247,6 +263,7 @@ catalog.metamethods = {
   Condition = { "__index", "__tostring", "__close" },
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
   HostCallback = { "__index", "__tostring", "__close" },
+  MemoryPool = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -230,6 +230,13 @@ GPU_FACTORIES = {
   end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
+  pool = function() current_device(); return gpurun.MemoryPool() end,
+  closed_pool = function() current_device(); return closed(gpurun.MemoryPool()) end,
+  small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 64 << 20 }) end, -- the driver rounds a maximum up to its granularity (32 MiB on an H200)
+  default_pool = function() return current_device():memory_pool() end,
+  pool_buffer = function(env) -- 16 float32 from env.pool, ordered on env.stream
+    return gpurun.zeros(16, "float32", { pool = env.pool, stream = env.stream })
+  end,
 }
 for name, factory in pairs(GPU_FACTORIES) do
   factories[name] = factory
@@ -414,14 +421,45 @@ local function describe_args(args)
   return "(" .. table.concat(parts, ", ") .. ")"
 end
 
+-- The capture rule after a row's call raised while `builder` (on
+-- reference.capture_stream) captured: the builder is abandoned, a plain
+-- launch on its stream computes the right values, and it begins again.
+-- Returns nil, or what broke.
+local function capture_rule_problem(builder, reference)
+  local state = builder.state
+  if state ~= "abandoned" then return "left the capturing builder " .. tostring(state) end
+  local r = reference
+  local launched, why = pcall(function()
+    r.out:fill(0, r.capture_stream)
+    gpurun.launch(r.capture_stream, r.config, r.add, r.a, r.b, r.out, gpurun.u64(r.n))
+    r.capture_stream:sync()
+    local values = r.out:to_table(r.capture_stream)
+    for i = 1, r.n do
+      assert(values[i] == 3.75, ("the launch after it computed %s at %d, not 3.75"):format(values[i], i))
+    end
+  end)
+  if not launched then return "a plain launch on the stream after it failed: " .. tostring(why) end
+  local again, problem = pcall(function()
+    builder:begin_building()
+    builder:end_building()
+  end)
+  if not again then return "the builder could not begin again: " .. tostring(problem) end
+  return nil
+end
+
 -- Runs the rows that apply here; returns counts and a list of failures.
+-- With `capturing` (and a reference with a capture_stream), each call runs
+-- while a builder captures, and the capture rule is what is checked: the
+-- call raises, the builder is abandoned, the stream launches right after
+-- and the builder begins again (the message may differ from the row's:
+-- a capture refuses some things first).
 -- A row: { label, A(args...), expected } with optional fields
 --   self = "any"   self is not an object of the type (called through a local)
 --   before = {...} env objects to make before the call (a builder capturing)
 --   call = function(env) ... end   a sequence of calls instead of args
 --   when = "no_driver" | "no_device"   only on a machine in that state
 --   gpu = true     needs a device though no argument says so
-function bad.run(rows, reference)
+function bad.run(rows, reference, capturing)
   local counts = { calls = 0, errors = 0 }
   local failures = {}
   for index, row in ipairs(rows) do
@@ -440,13 +478,22 @@ function bad.run(rows, reference)
         goto next
       end
       counts.calls = counts.calls + 1
+      local builder <close> = capturing and reference.capture_stream:create_graph_builder() or nil
+      if builder then builder:begin_building() end
       if row.call then
         ok, err = pcall(row.call, env)
       else
         ok, err = pcall(caller(label, row.self == "any"), table.unpack(args, 1, args.n))
       end
+      if builder then
+        local problem = ok and "raised no error while a builder captured"
+          or capture_rule_problem(builder, reference)
+        if problem then failures[#failures + 1] = description .. ": " .. problem end
+      end
     end
-    if ok then
+    if capturing then
+      counts.errors = counts.errors + 1
+    elseif ok then
       failures[#failures + 1] = description .. ": raised no error (expected " .. show(expected) .. ")"
     else
       counts.errors = counts.errors + 1

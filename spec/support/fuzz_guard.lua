@@ -84,6 +84,8 @@ end
 -- elements touched), "any" (a value that changes no address). The limit
 -- says whether the counts fit the buffers and the configuration.
 -- out_of_bounds and traps are absent: they fault whatever they are given.
+-- align: the bytes every pointer argument must be a multiple of (4 unless
+-- given: the kernels read and write 4-byte elements).
 local KERNELS = {
   vec_add = { "ptr", "ptr", "ptr", "u64", limit = function(a)
     local fits = math.min(a[1].nbytes, a[2].nbytes, a[3].nbytes) // 4
@@ -92,10 +94,10 @@ local KERNELS = {
   scale_shift = { "ptr", "any", "any", "u32", limit = function(a)
     return a[4] <= a[1].nbytes // 4
   end },
-  fill_double = { "ptr", "any", "i64", limit = function(a)
+  fill_double = { "ptr", "any", "i64", align = 8, limit = function(a)
     return a[3] <= a[1].nbytes // 8
   end },
-  byte_flag = { "ptr", "any", "any", limit = function(a)
+  byte_flag = { "ptr", "any", "any", align = 1, limit = function(a)
     return a[1].nbytes >= 1
   end },
   write_index_2d = { "ptr", "i32", "i32", limit = function(a)
@@ -148,7 +150,7 @@ local function packed(value, size)
   if type_name == "Buffer" then
     local nbytes = field(value, "nbytes")
     if nbytes == nil or size ~= 8 then return nil end  -- closed, or not a pointer slot
-    return { buffer = { nbytes = nbytes } }
+    return { buffer = { nbytes = nbytes, ptr = field(value, "ptr") or 0 } }
   elseif type_name == "Scalar" then
     if value.size ~= size then return nil end
     local number = value.value
@@ -200,6 +202,9 @@ function guard.launch_allowed(kernel, config_value, args, first, n, config_is_sh
     local use = model[i]
     if use == "ptr" then
       if type(bits) ~= "table" then return false end -- an integer as a pointer
+      -- A view of a narrow dtype can start where the kernel's elements
+      -- cannot: a misaligned access faults as surely as one out of bounds.
+      if bits.buffer.ptr % (model.align or 4) ~= 0 then return false end
       values[i] = bits.buffer
     elseif type(bits) == "table" then
       if use ~= "any" then return false end -- a pointer as a count

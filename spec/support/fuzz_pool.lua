@@ -20,8 +20,9 @@ local INTEGERS = { 0, 1, -1, 2, 3, 7, 8, 16, 31, 32, 64, 100, 127, 128, 255, 256
 local FLOATS = { 0.0, -0.0, 0.5, 1.5, -1.5, 2.0, 3.5, 1e-300, 1e300, 1e39, -1e39,
   3.4028234663852886e38, 3.4028235677973366e38, 2 ^ 53, 2 ^ 63, -2 ^ 63, 2 ^ 64, INF, -INF,
   NAN, math.pi, 4096.0 }
-local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8" }
-local BAD_DTYPES = { "float16", "", "FLOAT32", "float", "int", 4, true }
+local DTYPES = { "float32", "float64", "int32", "uint32", "int64", "uint64", "int8", "uint8", "int16",
+  "uint16", "float16", "bfloat16" }
+local BAD_DTYPES = { "float8", "", "FLOAT32", "float", "int", 4, true }
 local KERNEL_NAMES = { "vec_add", "vec_mul", "scale_shift", "fill_double", "byte_flag",
   "write_index_2d", "uses_shared", "k", "scale<float>", "nope", "", "vec_add\0x" }
 local STRINGS = { "", "x", "ptx", "cubin", "c++", "c", "float32", "int8", "uint64", "float16",
@@ -386,6 +387,23 @@ draws = {
   host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),
   pipeline_options = from({ nil, {}, { name = "fuzz" }, { max_streams = 2 }, { fuse = false },
     { timing = true }, { strict = true } }, 0.7, { { nope = 1 }, { max_streams = 0 }, "x", 5 }),
+  pool = function(p) return p:typed("MemoryPool") end,
+  -- A constructor's { pool =, stream = }: mostly nil (cuMemAlloc), else live
+  -- or closed pools, streams and builders, or junk.
+  placement = function(p)
+    local roll = p.random()
+    if roll < 0.45 then return nil end
+    if roll < 0.55 then return {} end
+    if roll < 0.70 then return { pool = p:typed("MemoryPool"), stream = p:typed("Stream") } end
+    if roll < 0.80 then return { stream = p:typed(p:chance(0.7) and "Stream" or "GraphBuilder") } end
+    if roll < 0.88 then return { pool = p:typed("MemoryPool") } end
+    return p:pick({ { pool = 5 }, { stream = "s" }, { nope = 1 }, 7, "pool" })
+  end,
+  pool_options = from({ nil, {}, { max_size = 1 << 21 }, { max_size = 1 << 20 }, { release_threshold = 0 },
+    { release_threshold = math.huge }, { device = 0 }, { max_size = 0, release_threshold = 1 << 20 } }, 0.8,
+    { { max_size = -1 }, { release_threshold = -1 }, { device = 99 }, { device = "x" }, { nope = 1 }, 5 }),
+  complete_options = from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false } }, 0.8,
+    { { auto_free_on_launch = 1 }, { nope = true }, 5 }),
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),
@@ -413,6 +431,8 @@ draws = {
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",
     "multiprocessor_count", "max_threads_per_block", "max_shared_memory_per_block",
+    "used", "reserved", "used_high", "reserved_high", "release_threshold", "max_size", "buffers",
+    "is_default", "pool", "has_memory_nodes", "auto_free_on_launch",
     "nope", 1, 0, -1, 1.5, 4097, true }),
 }
 

@@ -6,20 +6,31 @@ for gpurun to load, and a check of the files gpurun saved.
                            values, see expected()), DIR/matrix.npy (3 x 4
                            float32, 0..11), DIR/v2.npy (format 2.0, int32),
                            DIR/fortran.npy (Fortran order), DIR/big.npy
-                           (big-endian float32), DIR/half.npy (float16)
+                           (big-endian float32), DIR/complex.npy (complex64,
+                           which gpurun does not read)
   npy_numpy.py check DIR   loads DIR/from_gpurun_<dtype>.npy and
                            DIR/from_gpurun_matrix.npy and compares them
                            with the same values
+  npy_numpy.py verdicts DIR
+                           np.load's verdict on every DIR/*.npy, one JSON
+                           object a line (spec/npy_numpy_spec.lua): name,
+                           ok, and descr (dtype.str), shape, and from the
+                           header: fortran, header_shape and plain (a dtype
+                           with no fields or subarray) when it loads, else
+                           error; dimensions as strings (JSON's numbers are
+                           doubles)
 
-Prints OK and exits 0, or prints each difference and exits 1.
+write and check print OK and exit 0, or print each difference and exit 1.
 """
+import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
 DTYPES = ["float32", "float64", "int8", "uint8", "int16", "uint16",
-          "int32", "uint32", "int64", "uint64"]
+          "int32", "uint32", "int64", "uint64", "float16"]
 COUNT = 1000
 
 
@@ -43,7 +54,7 @@ def write(directory):
     np.save(os.path.join(directory, "fortran.npy"),
             np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)))
     np.save(os.path.join(directory, "big.npy"), np.arange(4, dtype=">f4"))
-    np.save(os.path.join(directory, "half.npy"), np.arange(4, dtype=np.float16))
+    np.save(os.path.join(directory, "complex.npy"), np.arange(4, dtype=np.complex64))
     print("OK")
     return 0
 
@@ -73,11 +84,40 @@ def check(directory):
     return 0
 
 
+def header_of(path):
+    """The header's fortran_order, shape and dtype, as NumPy reads them."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        return np.lib.format._read_array_header(f, version)
+
+
+def verdicts(directory):
+    warnings.simplefilter("ignore")  # deprecated spellings still load
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".npy"):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            array = np.load(path)
+            header_shape, fortran, dtype = header_of(path)
+            verdict = {"name": name, "ok": True, "descr": array.dtype.str,
+                       "shape": [str(n) for n in array.shape],
+                       "fortran": bool(fortran),
+                       "header_shape": [str(n) for n in header_shape],
+                       "plain": dtype.names is None and dtype.subdtype is None}
+        except Exception as error:  # any refusal, whatever NumPy raised
+            verdict = {"name": name, "ok": False,
+                       "error": "%s: %s" % (type(error).__name__, str(error)[:200])}
+        print(json.dumps(verdict))
+    return 0
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("write", "check"):
-        print("usage: npy_numpy.py write|check DIR", file=sys.stderr)
+    modes = {"write": write, "check": check, "verdicts": verdicts}
+    if len(argv) != 3 or argv[1] not in modes:
+        print("usage: npy_numpy.py write|check|verdicts DIR", file=sys.stderr)
         return 2
-    return write(argv[2]) if argv[1] == "write" else check(argv[2])
+    return modes[argv[1]](argv[2])
 
 
 if __name__ == "__main__":

@@ -40,11 +40,13 @@ static CUresult load_failed(CUresult result, const char *fmt, const char *detail
     return result;
 }
 
-CUresult cuda_driver_load(void)
+/* dlopen and the table, without cuInit: what cuda_driver_version needs. */
+static CUresult open_library(void)
 {
+    if (loader.library)
+        return CUDA_SUCCESS;
     if (loader.attempted)
         return loader.result;
-    loader.attempted = 1;
 
     /* GPURUN_CUDA_DRIVER names another library: tests use it to see the
      * no-driver behaviour on a machine that has one. */
@@ -81,8 +83,19 @@ CUresult cuda_driver_load(void)
         }
         memcpy((char *)&cuda + entry_points[i].offset, &function, sizeof function);
     }
+    return CUDA_SUCCESS;
+}
 
-    CUresult rc = CUDA_CALL(cuInit, 0);
+CUresult cuda_driver_load(void)
+{
+    if (loader.attempted)
+        return loader.result;
+    CUresult rc = open_library();
+    loader.attempted = 1;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+
+    rc = CUDA_CALL(cuInit, 0);
     if (rc != CUDA_SUCCESS) {
         char message[256];
         cuda_format_error(message, sizeof message, cuda_last_failed_call, rc);
@@ -93,6 +106,24 @@ CUresult cuda_driver_load(void)
     loader.result = CUDA_SUCCESS;
     loader.error[0] = '\0';
     return CUDA_SUCCESS;
+}
+
+CUresult cuda_driver_version(int *version)
+{
+    *version = 0;
+    if (loader.attempted && loader.result != CUDA_SUCCESS)
+        return loader.result;
+    CUresult rc = open_library();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    /* cuDriverGetVersion is documented to work before cuInit. */
+    rc = CUDA_CALL(cuDriverGetVersion, version);
+    if (rc != CUDA_SUCCESS) {
+        char message[256];
+        snprintf(loader.error, sizeof loader.error, "%s",
+                 cuda_format_error(message, sizeof message, cuda_last_failed_call, rc));
+    }
+    return rc;
 }
 
 const char *cuda_driver_load_error(void)
@@ -162,6 +193,13 @@ static CUresult CUDAAPI keep_event(CUevent event) { (void)event; return CUDA_SUC
 static CUresult CUDAAPI keep_exec(CUgraphExec exec) { (void)exec; return CUDA_SUCCESS; }
 static CUresult CUDAAPI keep_graph(CUgraph graph) { (void)graph; return CUDA_SUCCESS; }
 static CUresult CUDAAPI keep_library(CUlibrary library) { (void)library; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_ordered_memory(CUdeviceptr pointer, CUstream stream)
+{
+    (void)pointer;
+    (void)stream;
+    return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI keep_pool(CUmemoryPool pool) { (void)pool; return CUDA_SUCCESS; }
 
 void cuda_driver_skip_teardown(void)
 {
@@ -173,4 +211,6 @@ void cuda_driver_skip_teardown(void)
     cuda.cuGraphExecDestroy = keep_exec;
     cuda.cuGraphDestroy = keep_graph;
     cuda.cuLibraryUnload = keep_library;
+    cuda.cuMemFreeAsync = keep_ordered_memory;
+    cuda.cuMemPoolDestroy = keep_pool;
 }

@@ -57,7 +57,14 @@
     X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000) \
     X(cuFuncSetAttribute, 9000) X(cuOccupancyMaxPotentialBlockSize, 6050) \
     X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) X(cuCtxGetStreamPriorityRange, 5050) \
-    X(cuStreamGetPriority, 5050) X(cuLaunchHostFunc, 10000)
+    X(cuStreamGetPriority, 5050) X(cuLaunchHostFunc, 10000) \
+    X(cuThreadExchangeStreamCaptureMode, 10010) \
+    X(cuDeviceGetDefaultMemPool, 11020) X(cuMemPoolCreate, 11020) X(cuMemPoolDestroy, 11020) \
+    X(cuMemPoolGetAttribute, 11020) X(cuMemPoolSetAttribute, 11020) X(cuMemPoolTrimTo, 11020) \
+    X(cuMemAllocFromPoolAsync, 11020) X(cuMemFreeAsync, 11020) \
+    X(cuDeviceGetGraphMemAttribute, 11040) X(cuDeviceSetGraphMemAttribute, 11040) \
+    X(cuDeviceGraphMemTrim, 11040) X(cuGraphMemAllocNodeGetParams, 11040) \
+    X(cuGraphMemFreeNodeGetParams, 11040)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;
@@ -73,6 +80,11 @@ extern struct cuda_driver cuda;
  * cuda_driver_load_error(). */
 CUresult cuda_driver_load(void);
 const char *cuda_driver_load_error(void);
+
+/* The driver's version (cuDriverGetVersion, e.g. 13000) without cuInit:
+ * only the library is opened, so `gpurun -v` costs no driver start-up. On
+ * failure, the reason is in cuda_driver_load_error(). */
+CUresult cuda_driver_version(int *version);
 
 /* Device count that never fails: 0 without a driver or without a GPU. */
 int cuda_driver_device_count(void);

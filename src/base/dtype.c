@@ -5,30 +5,46 @@
 #include <math.h>
 #include <string.h>
 
-const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
-    [GPURUN_FLOAT32] = {"float32", "float", "f32", 4, GPURUN_KIND_FLOAT, 0, 0, 0, 0, NULL},
-    [GPURUN_FLOAT64] = {"float64", "double", "f64", 8, GPURUN_KIND_FLOAT, 0, 0, 0, 0, NULL},
-    [GPURUN_INT32] = {"int32", "int", "i32", 4, GPURUN_KIND_SIGNED, INT32_MIN, INT32_MAX,
-                      -0x1p31, 0x1p31, "-2147483648..2147483647"},
-    [GPURUN_UINT32] = {"uint32", "unsigned int", "u32", 4, GPURUN_KIND_UNSIGNED, 0, UINT32_MAX,
-                       0, 0x1p32, "0..4294967295"},
-    [GPURUN_INT64] = {"int64", "long long", "i64", 8, GPURUN_KIND_SIGNED, INT64_MIN, INT64_MAX,
-                      -0x1p63, 0x1p63, "-9223372036854775808..9223372036854775807"},
-    [GPURUN_UINT64] = {"uint64", "unsigned long long", "u64", 8, GPURUN_KIND_UNSIGNED, 0,
-                       INT64_MAX, 0, 0x1p64, "0..18446744073709551615"},
-    [GPURUN_INT8] = {"int8", "signed char", "i8", 1, GPURUN_KIND_SIGNED, INT8_MIN, INT8_MAX,
-                     -0x1p7, 0x1p7, "-128..127"},
-    [GPURUN_UINT8] = {"uint8", "unsigned char", "u8", 1, GPURUN_KIND_UNSIGNED, 0, UINT8_MAX, 0,
-                      0x1p8, "0..255"},
-    [GPURUN_INT16] = {"int16", "short", "i16", 2, GPURUN_KIND_SIGNED, INT16_MIN, INT16_MAX,
-                      -0x1p15, 0x1p15, "-32768..32767"},
-    [GPURUN_UINT16] = {"uint16", "unsigned short", "u16", 2, GPURUN_KIND_UNSIGNED, 0,
-                       UINT16_MAX, 0, 0x1p16, "0..65535"},
-};
+#define INTEGER(name_, c, short_, numpy_, bytes, kind_, lo, hi, flo, fhi, text) \
+    {.name = name_, .c_type = c, .compute_type = c, .short_name = short_, .numpy = numpy_, \
+     .size = bytes, .kind = kind_, .min = lo, .max = hi, .float_low = flo, .float_high = fhi, \
+     .range = text}
+#define FLOAT(name_, c, header, compute, short_, numpy_, bytes, digits_, largest_, overflow_) \
+    {.name = name_, .c_type = c, .c_header = header, .compute_type = compute, \
+     .short_name = short_, .numpy = numpy_, .size = bytes, .kind = GPURUN_KIND_FLOAT, \
+     .digits = digits_, .largest = largest_, .overflow = overflow_}
 
-/* The smallest magnitude that rounds to infinity as a float32: FLT_MAX plus
- * half an ulp. Anything below it rounds to a finite float32. */
-#define FLOAT32_OVERFLOW 0x1.ffffffp127
+const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
+    /* The overflow threshold of a binary format is its largest finite value
+     * plus half an ulp: FLT_MAX is 0x1.fffffep127, and so on. */
+    [GPURUN_FLOAT32] = FLOAT("float32", "float", NULL, "float", "f32", "<f4", 4, 24, FLT_MAX,
+                             0x1.ffffffp127),
+    [GPURUN_FLOAT64] = FLOAT("float64", "double", NULL, "double", "f64", "<f8", 8, 53, DBL_MAX,
+                             INFINITY),
+    [GPURUN_INT32] = INTEGER("int32", "int", "i32", "<i4", 4, GPURUN_KIND_SIGNED, INT32_MIN,
+                             INT32_MAX, -0x1p31, 0x1p31, "-2147483648..2147483647"),
+    [GPURUN_UINT32] = INTEGER("uint32", "unsigned int", "u32", "<u4", 4, GPURUN_KIND_UNSIGNED, 0,
+                              UINT32_MAX, 0, 0x1p32, "0..4294967295"),
+    [GPURUN_INT64] = INTEGER("int64", "long long", "i64", "<i8", 8, GPURUN_KIND_SIGNED,
+                             INT64_MIN, INT64_MAX, -0x1p63, 0x1p63,
+                             "-9223372036854775808..9223372036854775807"),
+    [GPURUN_UINT64] = INTEGER("uint64", "unsigned long long", "u64", "<u8", 8,
+                              GPURUN_KIND_UNSIGNED, 0, INT64_MAX, 0, 0x1p64,
+                              "0..18446744073709551615"),
+    [GPURUN_INT8] = INTEGER("int8", "signed char", "i8", "|i1", 1, GPURUN_KIND_SIGNED, INT8_MIN,
+                            INT8_MAX, -0x1p7, 0x1p7, "-128..127"),
+    [GPURUN_UINT8] = INTEGER("uint8", "unsigned char", "u8", "|u1", 1, GPURUN_KIND_UNSIGNED, 0,
+                             UINT8_MAX, 0, 0x1p8, "0..255"),
+    [GPURUN_INT16] = INTEGER("int16", "short", "i16", "<i2", 2, GPURUN_KIND_SIGNED, INT16_MIN,
+                             INT16_MAX, -0x1p15, 0x1p15, "-32768..32767"),
+    [GPURUN_UINT16] = INTEGER("uint16", "unsigned short", "u16", "<u2", 2, GPURUN_KIND_UNSIGNED,
+                              0, UINT16_MAX, 0, 0x1p16, "0..65535"),
+    [GPURUN_FLOAT16] = FLOAT("float16", "__half", "cuda_fp16.h", "float", "f16", "<f2", 2, 11,
+                             65504.0, 65520.0),
+    /* NumPy has no bfloat16. */
+    [GPURUN_BFLOAT16] = FLOAT("bfloat16", "__nv_bfloat16", "cuda_bf16.h", "float", "bf16", NULL,
+                              2, 8, 0x1.fep127, 0x1.ffp127),
+};
 
 int gpurun_dtype_from_name(const char *name)
 {
@@ -62,14 +78,76 @@ static void store_bits(size_t size, uint64_t bits, void *out)
     }
 }
 
+/* ---- the 16-bit floats ------------------------------------------------------
+ * Both are IEEE-style binary formats of 16 bits: a sign, `15 - m` exponent
+ * bits and m stored mantissa bits, with subnormals, infinities and NaNs.
+ * float16 (binary16) has m = 10, bfloat16 (float32's top half) m = 7. A
+ * double is rounded to them directly, not through float32, which would round
+ * twice. */
+
+static int mantissa_bits(int dtype)
+{
+    return gpurun_dtypes[dtype].digits - 1;
+}
+
+/* The exponent bias: 15 for float16, 127 for bfloat16. */
+static int bias(int dtype)
+{
+    return (1 << (14 - mantissa_bits(dtype))) - 1;
+}
+
+/* The bits of value rounded to nearest, ties to even; |value| is below the
+ * format's overflow threshold, or infinite, or NaN. */
+static uint16_t to_half_bits(int dtype, double value)
+{
+    int m = mantissa_bits(dtype);
+    uint16_t sign = signbit(value) ? 0x8000 : 0;
+    uint16_t all_ones = (uint16_t)(((1u << (15 - m)) - 1) << m);
+    if (isnan(value))
+        return sign | all_ones | (uint16_t)(1u << (m - 1)); /* a quiet NaN */
+    if (isinf(value))
+        return sign | all_ones;
+    double magnitude = fabs(value);
+    int min_exponent = 1 - bias(dtype);
+    if (magnitude < ldexp(1.0, min_exponent)) /* subnormal; may round up to the least normal */
+        return sign | (uint16_t)nearbyint(ldexp(magnitude, m - min_exponent));
+    int exponent;
+    double fraction = frexp(magnitude, &exponent); /* magnitude = fraction * 2^exponent */
+    double significand = nearbyint(ldexp(fraction, m + 1)); /* 2^m .. 2^(m + 1) */
+    if (significand == ldexp(1.0, m + 1)) {
+        significand /= 2;
+        exponent++;
+    }
+    unsigned biased = (unsigned)(exponent - 1 + bias(dtype));
+    return sign | (uint16_t)(biased << m) | (uint16_t)((unsigned)significand - (1u << m));
+}
+
+static double from_half_bits(int dtype, uint16_t bits)
+{
+    int m = mantissa_bits(dtype);
+    unsigned exponent = (bits >> m) & ((1u << (15 - m)) - 1);
+    unsigned mantissa = bits & ((1u << m) - 1);
+    double sign = (bits & 0x8000) ? -1.0 : 1.0;
+    if (exponent == (1u << (15 - m)) - 1)
+        return mantissa ? copysign(NAN, sign) : sign * INFINITY;
+    if (exponent == 0)
+        return sign * ldexp((double)mantissa, 1 - bias(dtype) - m);
+    return sign * ldexp((double)(mantissa | (1u << m)), (int)exponent - bias(dtype) - m);
+}
+
 static enum gpurun_fit store_real(int dtype, double value, void *out)
 {
     if (dtype == GPURUN_FLOAT64) {
         memcpy(out, &value, sizeof value);
         return GPURUN_FITS;
     }
-    if (isfinite(value) && fabs(value) >= FLOAT32_OVERFLOW)
+    if (isfinite(value) && fabs(value) >= gpurun_dtypes[dtype].overflow)
         return GPURUN_OUT_OF_RANGE;
+    if (gpurun_dtypes[dtype].size == 2) {
+        uint16_t bits = to_half_bits(dtype, value);
+        memcpy(out, &bits, sizeof bits);
+        return GPURUN_FITS;
+    }
     float single;
     if (isfinite(value) && fabs(value) > FLT_MAX)
         single = value > 0 ? FLT_MAX : -FLT_MAX; /* where it rounds; the cast is undefined */
@@ -103,6 +181,27 @@ enum gpurun_fit gpurun_store_float(int dtype, double value, void *out)
     return GPURUN_FITS;
 }
 
+double gpurun_float_element(int dtype, const void *raw)
+{
+    switch (dtype) {
+    case GPURUN_FLOAT32: { float v; memcpy(&v, raw, sizeof v); return v; }
+    case GPURUN_FLOAT64: { double v; memcpy(&v, raw, sizeof v); return v; }
+    default: { uint16_t bits; memcpy(&bits, raw, sizeof bits); return from_half_bits(dtype, bits); }
+    }
+}
+
+uint64_t gpurun_integer_element(int dtype, const void *raw)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    int is_signed = info->kind == GPURUN_KIND_SIGNED;
+    switch (info->size) {
+    case 1: { uint8_t v; memcpy(&v, raw, 1); return is_signed ? (uint64_t)(int64_t)(int8_t)v : v; }
+    case 2: { uint16_t v; memcpy(&v, raw, 2); return is_signed ? (uint64_t)(int64_t)(int16_t)v : v; }
+    case 4: { uint32_t v; memcpy(&v, raw, 4); return is_signed ? (uint64_t)(int64_t)(int32_t)v : v; }
+    default: { uint64_t v; memcpy(&v, raw, 8); return v; }
+    }
+}
+
 void gpurun_widen(int dtype, const void *raw, double *out, size_t n)
 {
 #define WIDEN(T)                       \
@@ -121,7 +220,13 @@ void gpurun_widen(int dtype, const void *raw, double *out, size_t n)
     case GPURUN_INT8: WIDEN(int8_t); break;
     case GPURUN_UINT8: WIDEN(uint8_t); break;
     case GPURUN_INT16: WIDEN(int16_t); break;
-    default: WIDEN(uint16_t); break;
+    case GPURUN_UINT16: WIDEN(uint16_t); break;
+    default: {
+        const uint16_t *in = raw;
+        for (size_t i = 0; i < n; i++)
+            out[i] = from_half_bits(dtype, in[i]);
+        break;
+    }
     }
 #undef WIDEN
 }

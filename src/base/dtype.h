@@ -1,33 +1,42 @@
-/* Element types: the one table of names, sizes and ranges that buffers,
- * kernel arguments and typed scalars all use, and the one set of rules for
- * storing a number as an element. No Lua.
+/* Element types: the one table of names, sizes, ranges and spellings that
+ * buffers, kernel arguments, typed scalars, .npy files and the generated
+ * elementwise kernels all use (Lua reads it as gpurun.dtypes), and the one
+ * set of rules for storing a number as an element. No Lua.
  *
  * The rules: an integer type takes an integer value in its range, or a float
  * with an integral value in its range (2^20 is 1048576 for an int parameter);
- * a float type takes any number, rounded to the nearest value of the type,
- * except that a finite value whose rounding overflows (beyond FLT_MAX by
- * half an ulp or more, for float32) is out of range. NaN and the infinities
- * store as themselves in float types. */
+ * a float type takes any number, rounded to the nearest value of the type
+ * (ties to even), except that a finite value whose rounding overflows (one
+ * of magnitude `overflow` or more: beyond the largest finite value by half an
+ * ulp) is out of range. NaN and the infinities store as themselves in float
+ * types. float16 and bfloat16 follow the same rules, their subnormals
+ * included. */
 #ifndef GPURUN_BASE_DTYPE_H
 #define GPURUN_BASE_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The order is the order error messages list the names in. */
+/* The order is the order error messages and gpurun.dtypes list them in. */
 enum gpurun_dtype {
     GPURUN_FLOAT32, GPURUN_FLOAT64,
     GPURUN_INT32, GPURUN_UINT32, GPURUN_INT64, GPURUN_UINT64,
     GPURUN_INT8, GPURUN_UINT8, GPURUN_INT16, GPURUN_UINT16,
+    GPURUN_FLOAT16, GPURUN_BFLOAT16,
     GPURUN_DTYPE_COUNT
 };
 
 enum gpurun_dtype_kind { GPURUN_KIND_FLOAT, GPURUN_KIND_SIGNED, GPURUN_KIND_UNSIGNED };
 
 struct gpurun_dtype_info {
-    const char *name;       /* "float32" */
-    const char *c_type;     /* "float": how generated CUDA C spells it */
-    const char *short_name; /* "f32": the typed scalar constructor's name */
+    const char *name;         /* "float32" */
+    const char *c_type;       /* "float", "__half": how generated CUDA C stores it */
+    const char *c_header;     /* the header declaring c_type ("cuda_fp16.h"), or NULL */
+    const char *compute_type; /* what generated code computes it in: c_type, or float for
+                               * the 16-bit floats, whose arithmetic the headers give only
+                               * on some architectures */
+    const char *short_name;   /* "f32": the typed scalar constructor's name */
+    const char *numpy;        /* NumPy's little-endian descr ("<f4"), or NULL: none */
     size_t size;
     enum gpurun_dtype_kind kind;
     /* Integer kinds: the range as int64 (uint64's upper half has no int64, so
@@ -36,6 +45,11 @@ struct gpurun_dtype_info {
     int64_t min, max;
     double float_low, float_high;
     const char *range;
+    /* Float kinds: significant bits (24 for float32), the largest finite
+     * value, and the smallest magnitude that rounds to infinity (INFINITY
+     * for float64: every finite double is a float64). */
+    int digits;
+    double largest, overflow;
 };
 
 extern const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT];
@@ -53,7 +67,15 @@ enum gpurun_fit { GPURUN_FITS, GPURUN_NOT_INTEGRAL, GPURUN_OUT_OF_RANGE };
 enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out);
 enum gpurun_fit gpurun_store_float(int dtype, double value, void *out);
 
-/* Elements at raw widened to doubles. */
+/* Elements at raw widened to doubles (exactly, for every dtype but the
+ * 64-bit integers past 2^53). */
 void gpurun_widen(int dtype, const void *raw, double *out, size_t n);
+
+/* One element of a float dtype at raw, as a double. */
+double gpurun_float_element(int dtype, const void *raw);
+
+/* One element of an integer dtype at raw, widened to 64 bits: sign-extended
+ * for a signed dtype, zero-extended for an unsigned one. */
+uint64_t gpurun_integer_element(int dtype, const void *raw);
 
 #endif

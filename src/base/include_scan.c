@@ -61,8 +61,8 @@ static void follow_candidate(struct include_walk *walk, char *path, int depth)
     }
     unsigned char *text = NULL;
     size_t size = 0;
-    int error = read_whole_file(path, &text, &size);
-    if (error == ENOENT || error == ENOTDIR || error == EISDIR) {
+    int error = read_whole_file(path, 0, &text, &size);
+    if (error == ENOENT || error == ENOTDIR || error == READ_FILE_NOT_REGULAR) {
         free(path);
         return; /* not a candidate; if one appears, the key changes */
     }

@@ -14,7 +14,13 @@
  * another. The checksum catches the rest (a truncated copy, a flipped bit).
  *
  * The key hashes everything that changes NVRTC's output, including every
- * header the source could include (base/include_scan.c finds them). */
+ * header the source could include (base/include_scan.c finds them).
+ *
+ * Entries are code that gpurun loads and runs, trusted once an unkeyed
+ * checksum matches, so the directory must be the user's alone, as ssh
+ * treats ~/.ssh: one owned by someone else, or writable by its group or
+ * others, is refused. One bad entry (a FIFO, a directory, a link at its
+ * path) is skipped, never a reason to stop using the cache. */
 #define _GNU_SOURCE /* mkostemp */
 #include "base/kernel_cache.h"
 
@@ -189,6 +195,60 @@ static int make_directories(char *path)
     return 0;
 }
 
+/* Refuses a directory that another user could put entries in (the
+ * entries are code gpurun runs): 0 when it is the user's alone, else -1
+ * with the warning given and the cache off. */
+static int check_directory_owner(void)
+{
+    struct stat st;
+    if (stat(cache.dir, &st) != 0) {
+        switch_off("cannot be examined", errno);
+        return -1;
+    }
+    uid_t user = geteuid();
+    const char *problem = NULL;
+    char why[96];
+    if (st.st_uid != user) {
+        snprintf(why, sizeof why, "is owned by uid %u, not by you (uid %u)", (unsigned)st.st_uid,
+                 (unsigned)user);
+        problem = why;
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, sizeof why, "is writable by %s (mode %04o)",
+                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "its group and others"
+                 : (st.st_mode & S_IWGRP)                          ? "its group"
+                                                                   : "others",
+                 (unsigned)(st.st_mode & 07777));
+        problem = why;
+    }
+    if (!problem)
+        return 0;
+    cache.enabled = 0;
+    cache.errors++;
+    if (!cache.warned)
+        warn("kernel cache directory %s %s: its entries are code gpurun runs, so it must be yours "
+             "alone (chmod go-w, or set GPURUN_CACHE_DIR); continuing without the cache",
+             cache.dir, problem);
+    cache.warned = 1;
+    return -1;
+}
+
+/* Makes the directory (again, when it was deleted while gpurun runs) and
+ * checks it; 0 when the cache can be used. */
+static int prepare_directory(void)
+{
+    if (make_directories(cache.dir) != 0) {
+        switch_off("cannot be created", errno);
+        return -1;
+    }
+    if (check_directory_owner() != 0)
+        return -1;
+    if (access(cache.dir, W_OK | X_OK) != 0) {
+        switch_off("is not writable", errno);
+        return -1;
+    }
+    return 0;
+}
+
 static int choose_directory(char *dir, size_t size)
 {
     const char *chosen = getenv("GPURUN_CACHE_DIR");
@@ -221,15 +281,8 @@ static void cache_init(void)
         return;
     }
     cache.has_dir = 1;
-    if (make_directories(cache.dir) != 0) {
-        switch_off("cannot be created", errno);
-        return;
-    }
-    if (access(cache.dir, W_OK | X_OK) != 0) {
-        switch_off("is not writable", errno);
-        return;
-    }
-    cache.enabled = 1;
+    if (prepare_directory() == 0)
+        cache.enabled = 1;
 }
 
 /* ---- the key ------------------------------------------------------------ */
@@ -417,33 +470,42 @@ static const char *decode_entry(const unsigned char *entry, size_t size,
     return r.left == 0 ? NULL : "malformed payload";
 }
 
-/* Returns 1 on a hit, with output filled. */
-static int load_entry(const char *path, const unsigned char key[KEY_SIZE],
-                      const struct nvrtc_request *request, struct nvrtc_output *output)
+enum lookup { ENTRY_HIT, ENTRY_MISS, ENTRY_IN_THE_WAY };
+
+/* ENTRY_HIT with output filled; ENTRY_IN_THE_WAY when what is at the
+ * entry's path is a directory, which no entry can replace. */
+static enum lookup load_entry(const char *path, const unsigned char key[KEY_SIZE],
+                              const struct nvrtc_request *request, struct nvrtc_output *output)
 {
     unsigned char *entry = NULL;
     size_t size = 0;
     memset(output, 0, sizeof *output);
-    int error = read_whole_file(path, &entry, &size);
+    int error = read_whole_file(path, O_NOFOLLOW, &entry, &size);
     if (error == ENOENT)
-        return 0;
+        return ENTRY_MISS;
+    if (error == READ_FILE_NOT_REGULAR) {
+        const char *kind = file_kind(path);
+        cache.errors++;
+        warn("kernel cache entry %s is %s, not an entry file; recompiling", path, kind);
+        return strcmp(kind, "a directory") == 0 ? ENTRY_IN_THE_WAY : ENTRY_MISS;
+    }
     if (error) {
         cache.errors++;
         warn("kernel cache entry %s cannot be read (%s); recompiling", path, strerror(error));
-        return 0;
+        return ENTRY_MISS;
     }
     char why[160];
     const char *corrupt = decode_entry(entry, size, key, request, output, why, sizeof why);
     free(entry);
     if (!corrupt)
-        return 1;
+        return ENTRY_HIT;
     nvrtc_output_free(output);
     cache.corrupt++;
     warn("kernel cache entry %s is corrupt (%s); recompiling", path, corrupt);
     /* The fresh entry would replace it anyway; removing it now means a
      * compile error cannot leave it behind. */
     unlink(path);
-    return 0;
+    return ENTRY_MISS;
 }
 
 static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
@@ -461,10 +523,18 @@ static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
         switch_off("is too deep for an entry path", ENAMETOOLONG);
         return;
     }
+    /* mkostemp makes the file 0600. */
     int fd = mkostemp(temporary, O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && prepare_directory() == 0) {
+        /* The directory was deleted (the documented way to empty the
+         * cache) while gpurun ran: made again, checked again. */
+        memcpy(temporary + strlen(temporary) - 6, "XXXXXX", 6);
+        fd = mkostemp(temporary, O_CLOEXEC);
+    }
     if (fd < 0) {
         free(entry);
-        switch_off("is not writable", errno);
+        if (cache.enabled)
+            switch_off("is not writable", errno);
         return;
     }
     int error = 0;
@@ -472,12 +542,20 @@ static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
         error = errno;
     if (close(fd) != 0 && !error)
         error = errno;
-    if (!error && rename(temporary, path) != 0)
-        error = errno;
     free(entry);
     if (error) {
         unlink(temporary);
         switch_off("is not writable", error);
+        return;
+    }
+    if (rename(temporary, path) != 0) {
+        /* Something this entry alone cannot replace: the rest of the cache
+         * is as good as before. */
+        error = errno;
+        unlink(temporary);
+        cache.errors++;
+        warn("kernel cache entry %s cannot be stored (%s); the cache goes on without it", path,
+             strerror(error));
         return;
     }
     cache.stores++;
@@ -494,7 +572,8 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
     char path[PATH_MAX];
     int cacheable = cache.enabled && compute_key(request, tool_version, key)
                     && entry_path(path, sizeof path, key);
-    if (cacheable && load_entry(path, key, request, output)) {
+    enum lookup found = cacheable ? load_entry(path, key, request, output) : ENTRY_MISS;
+    if (found == ENTRY_HIT) {
         cache.hits++;
         *from_cache = 1;
         return 1;
@@ -502,7 +581,7 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
     if (cache.enabled)
         cache.misses++;
     int ok = nvrtc_compile(request, output);
-    if (ok && cacheable && cache.enabled)
+    if (ok && cacheable && cache.enabled && found != ENTRY_IN_THE_WAY)
         store_entry(path, key, request, output);
     return ok;
 }

@@ -6,8 +6,11 @@
  * "0" turns it off. The environment is read once, on first use.
  *
  * The cache never makes a compile fail: a directory that cannot be created
- * or written switches it off with one warning on stderr, and a corrupt entry
- * is reported, removed and compiled again. See docs/kernel-cache.md. */
+ * or written, or that is not the user's alone (owned by another, writable
+ * by group or others), switches it off with one warning on stderr; a
+ * deleted directory is made again; a corrupt entry is reported, removed and
+ * compiled again; a non-file at an entry's path is skipped without blocking
+ * and the cache stays on. See docs/kernel-cache.md. */
 #ifndef GPURUN_BASE_KERNEL_CACHE_H
 #define GPURUN_BASE_KERNEL_CACHE_H
 

@@ -4,6 +4,7 @@
  * are pointers, MPICH's are ints. */
 #define _GNU_SOURCE /* on_exit: the exit status decides whether to finalise */
 #include "base/mpi_loader.h"
+#include "base/library_loader.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,22 +31,19 @@ static struct {
 #undef MPI_MEMBER
 } mpi;
 
+static struct library_loader library;
+
 static struct {
-    void *library;
-    int attempted, result, started_here, finalised;
+    int started_here, finalised;
     enum mpi_flavour flavour;
     /* Open MPI: the addresses of its predefined objects. */
     void *comm_world, *byte, *info_null, *errors_return;
-    char error[1024];
     char version[VERSION_TEXT_SIZE];
     const char *failed_call;
     int failed_code;
 } loader;
 
-static const struct {
-    const char *name;
-    size_t offset;
-} entry_points[] = {
+static const struct library_symbol entry_points[] = {
 #define MPI_ENTRY(name) {#name, offsetof(__typeof__(mpi), name)},
     MPI_ENTRY_POINTS(MPI_ENTRY)
 #undef MPI_ENTRY
@@ -89,13 +87,7 @@ static int checked(int code, const char *call)
 
 static int load_failed(const char *fmt, const char *detail)
 {
-    snprintf(loader.error, sizeof loader.error, fmt, detail);
-    memset(&mpi, 0, sizeof mpi);
-    if (loader.library)
-        dlclose(loader.library);
-    loader.library = NULL;
-    loader.result = -1;
-    return -1;
+    return library_loader_fail(&library, &mpi, sizeof mpi, fmt, detail);
 }
 
 #define INSTALL_HINT                                                                      \
@@ -139,11 +131,11 @@ static void *open_library(char *why, size_t size)
  * MPICH and its derivatives name themselves in their version text. */
 static int find_flavour(void)
 {
-    loader.comm_world = dlsym(loader.library, "ompi_mpi_comm_world");
+    loader.comm_world = dlsym(library.handle, "ompi_mpi_comm_world");
     if (loader.comm_world) {
-        loader.byte = dlsym(loader.library, "ompi_mpi_byte");
-        loader.info_null = dlsym(loader.library, "ompi_mpi_info_null");
-        loader.errors_return = dlsym(loader.library, "ompi_mpi_errors_return");
+        loader.byte = dlsym(library.handle, "ompi_mpi_byte");
+        loader.info_null = dlsym(library.handle, "ompi_mpi_info_null");
+        loader.errors_return = dlsym(library.handle, "ompi_mpi_errors_return");
         if (!loader.byte || !loader.info_null || !loader.errors_return)
             return load_failed("MPI could not be used: %s",
                                "the library has ompi_mpi_comm_world but not all of ompi_mpi_byte, "
@@ -162,20 +154,18 @@ static int find_flavour(void)
 
 int mpi_loader_load(void)
 {
-    if (loader.attempted)
-        return loader.result;
-    loader.attempted = 1;
+    if (library.attempted)
+        return library.result;
+    library.attempted = 1;
     char why[512];
-    loader.library = open_library(why, sizeof why);
-    if (!loader.library)
+    library.handle = open_library(why, sizeof why);
+    if (!library.handle)
         return load_failed("MPI could not be loaded (%s); " INSTALL_HINT, why);
-    for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
-        void *function = dlsym(loader.library, entry_points[i].name);
-        if (!function)
-            return load_failed("MPI could not be loaded: the library has no %s (an MPI "
-                               "older than MPI-3?)", entry_points[i].name);
-        memcpy((char *)&mpi + entry_points[i].offset, &function, sizeof function);
-    }
+    const char *missing = library_loader_resolve(&library, &mpi, entry_points,
+                                                 sizeof entry_points / sizeof entry_points[0]);
+    if (missing)
+        return load_failed("MPI could not be loaded: the library has no %s (an MPI older than "
+                           "MPI-3?)", missing);
     /* MPI-3 allows this one before MPI_Init. */
     int length = 0;
     typedef int (*version_fn)(char *, int *);
@@ -184,18 +174,18 @@ int mpi_loader_load(void)
     loader.version[strcspn(loader.version, "\n")] = '\0';
     if (find_flavour() != 0)
         return -1;
-    loader.result = 0;
+    library.result = 0;
     return 0;
 }
 
 const char *mpi_loader_error(void)
 {
-    return loader.error;
+    return library.error;
 }
 
 enum mpi_flavour mpi_loader_flavour(void)
 {
-    return loader.result == 0 ? loader.flavour : MPI_FLAVOUR_NONE;
+    return library.result == 0 ? loader.flavour : MPI_FLAVOUR_NONE;
 }
 
 const char *mpi_library_version(void)

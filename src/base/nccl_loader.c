@@ -1,5 +1,6 @@
 /* The NCCL loader: dlopen, one table filled by name, one error formatter. */
 #include "base/nccl_loader.h"
+#include "base/library_loader.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -13,16 +14,10 @@ nccl_result nccl_last_failed_result = NCCL_SUCCESS;
 /* NCCL 2.10: the first with ncclAvg, and NCCL_VERSION's current scheme. */
 #define OLDEST_VERSION 21000
 
-static struct {
-    void *library;
-    int attempted, result, version;
-    char error[512];
-} loader;
+static struct library_loader loader;
+static int version;
 
-static const struct {
-    const char *name;
-    size_t offset;
-} entry_points[] = {
+static const struct library_symbol entry_points[] = {
 #define NCCL_ENTRY(name, result, params) {#name, offsetof(struct nccl_library, name)},
     NCCL_ENTRY_POINTS(NCCL_ENTRY)
 #undef NCCL_ENTRY
@@ -30,13 +25,7 @@ static const struct {
 
 static int load_failed(const char *fmt, const char *detail)
 {
-    snprintf(loader.error, sizeof loader.error, fmt, detail);
-    memset(&nccl, 0, sizeof nccl);
-    if (loader.library)
-        dlclose(loader.library);
-    loader.library = NULL;
-    loader.result = -1;
-    return -1;
+    return library_loader_fail(&loader, &nccl, sizeof nccl, fmt, detail);
 }
 
 #define INSTALL_HINT                                                                     \
@@ -51,19 +40,17 @@ int nccl_loader_load(void)
     const char *name = getenv("GPURUN_NCCL_LIBRARY");
     if (name == NULL || *name == '\0')
         name = "libnccl.so.2";
-    loader.library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!loader.library)
+    loader.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!loader.handle)
         return load_failed("NCCL could not be loaded (%s); " INSTALL_HINT, dlerror());
-    for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
-        void *function = dlsym(loader.library, entry_points[i].name);
-        if (!function)
-            return load_failed("NCCL could not be loaded: the library has no %s (NCCL older "
-                               "than 2.10?)", entry_points[i].name);
-        memcpy((char *)&nccl + entry_points[i].offset, &function, sizeof function);
-    }
-    if (nccl.ncclGetVersion(&loader.version) != NCCL_SUCCESS || loader.version < OLDEST_VERSION) {
+    const char *missing = library_loader_resolve(&loader, &nccl, entry_points,
+                                                 sizeof entry_points / sizeof entry_points[0]);
+    if (missing)
+        return load_failed("NCCL could not be loaded: the library has no %s (NCCL older than "
+                           "2.10?)", missing);
+    if (nccl.ncclGetVersion(&version) != NCCL_SUCCESS || version < OLDEST_VERSION) {
         char detail[64];
-        snprintf(detail, sizeof detail, "%d", loader.version);
+        snprintf(detail, sizeof detail, "%d", version);
         return load_failed("NCCL could not be used: version code %s is older than 2.10; "
                            INSTALL_HINT, detail);
     }
@@ -78,7 +65,7 @@ const char *nccl_loader_error(void)
 
 int nccl_loader_version(void)
 {
-    return loader.result == 0 ? loader.version : 0;
+    return loader.result == 0 ? version : 0;
 }
 
 static const char *result_name(nccl_result result)

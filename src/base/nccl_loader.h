@@ -24,7 +24,8 @@ typedef enum {
 /* ncclDataType_t */
 typedef enum {
     NCCL_INT8 = 0, NCCL_UINT8 = 1, NCCL_INT32 = 2, NCCL_UINT32 = 3, NCCL_INT64 = 4,
-    NCCL_UINT64 = 5, NCCL_FLOAT16 = 6, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8
+    NCCL_UINT64 = 5, NCCL_FLOAT16 = 6, NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8,
+    NCCL_BFLOAT16 = 9 /* ncclBfloat16 */
 } nccl_data_type;
 
 /* ncclRedOp_t: avg since NCCL 2.10. */

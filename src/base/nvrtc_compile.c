@@ -47,6 +47,55 @@ const char *nvrtc_compile_identity(void)
     return identity;
 }
 
+/* NVRTC opens libnvrtc-builtins.so.<major>.<minor> itself, by soname, on its
+ * first compile, and that dlopen searches only the loader's own paths
+ * (LD_LIBRARY_PATH, ld.so.cache, /lib, /usr/lib): not the RUNPATH through
+ * which gpurun found libnvrtc, nor libnvrtc's folder. So a toolkit with no
+ * ld.so.conf entry (NVIDIA's runfile, a toolkit mounted into a container)
+ * compiles nothing. Opening the builtins from libnvrtc's own folder first
+ * fixes that: the loader then finds NVRTC's request by soname among the
+ * objects already loaded. The handle stays open for the life of the
+ * process. Returns "" when the builtins are loaded, else why not, for the
+ * error of a compile that then fails on them. */
+static const char *load_builtins(void)
+{
+    static int attempted;
+    static char why[440]; /* fits nvrtc_output.error with the result's name */
+    if (attempted)
+        return why;
+    attempted = 1;
+
+    int major = 0, minor = 0;
+    if (!nvrtc_compile_version(&major, &minor)) {
+        snprintf(why, sizeof why, "nvrtcVersion failed, so gpurun could not name NVRTC's "
+                 "builtins library");
+        return why;
+    }
+    char soname[64];
+    snprintf(soname, sizeof soname, "libnvrtc-builtins.so.%d.%d", major, minor);
+
+    char beside[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr((void *)nvrtcCompileProgram, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash && (size_t)(slash - info.dli_fname) + 1 + strlen(soname) < sizeof beside)
+            snprintf(beside, sizeof beside, "%.*s/%s", (int)(slash - info.dli_fname),
+                     info.dli_fname, soname);
+    }
+    char beside_error[PATH_MAX + 128] = "libnvrtc's folder is unknown (dladdr failed)";
+    if (beside[0]) {
+        if (dlopen(beside, RTLD_NOW | RTLD_LOCAL))
+            return why;
+        snprintf(beside_error, sizeof beside_error, "%s", dlerror());
+    }
+    /* Where NVRTC itself looks: an ld.so.conf entry or LD_LIBRARY_PATH. */
+    if (dlopen(soname, RTLD_NOW | RTLD_LOCAL))
+        return why;
+    snprintf(why, sizeof why, "NVRTC %d.%d needs %s beside libnvrtc or on the loader's "
+             "path: %s; %s", major, minor, soname, beside_error, dlerror());
+    return why;
+}
+
 const char *nvrtc_target_name(enum nvrtc_target target)
 {
     return target == NVRTC_TARGET_CUBIN ? "cubin" : "ptx";
@@ -214,7 +263,12 @@ static int compile_program(nvrtcProgram program, const struct nvrtc_request *req
         return 0;
     if (compiled != NVRTC_SUCCESS) {
         /* The log says what and where; the result names the kind of failure. */
-        snprintf(output->error, sizeof output->error, "%s", nvrtcGetErrorString(compiled));
+        const char *builtins = load_builtins();
+        if (compiled == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && builtins[0])
+            snprintf(output->error, sizeof output->error, "%s: %s",
+                     nvrtcGetErrorString(compiled), builtins);
+        else
+            snprintf(output->error, sizeof output->error, "%s", nvrtcGetErrorString(compiled));
         return 0;
     }
     if (!read_code(program, request->target, output))
@@ -241,6 +295,7 @@ static void free_products(struct nvrtc_output *output)
 int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *output)
 {
     memset(output, 0, sizeof *output);
+    load_builtins();
     nvrtcProgram program = NULL;
     nvrtcResult rc = nvrtcCreateProgram(&program, request->source, request->name,
                                         0, NULL, NULL);

@@ -9,7 +9,9 @@
  * are skipped by the tokenizer, so an ".entry" inside either never counts. */
 #include "base/ptx_params.h"
 
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 /* Far beyond any real kernel (CUDA 12.1 allows 32764 bytes of parameters);
  * a bound keeps the arithmetic below free of overflow. */
 #define MAX_PARAM_BYTES (1u << 20)
+/* Far beyond any real architecture number (sm_120 is 120). */
+#define MAX_TARGET_ARCH 1000000
 
 /* ---- tokens ------------------------------------------------------------- */
 
@@ -69,7 +73,7 @@ static void skip_space(struct lexer *lx)
     while (lx->p < lx->end) {
         char c = *lx->p;
         if (c == '\n') {
-            lx->line++;
+            lx->line += lx->line < INT_MAX;
             lx->p++;
         } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
             lx->p++;
@@ -80,7 +84,7 @@ static void skip_space(struct lexer *lx)
             lx->p += 2;
             while (lx->p < lx->end && !(*lx->p == '*' && lx->p + 1 < lx->end && lx->p[1] == '/')) {
                 if (*lx->p == '\n')
-                    lx->line++;
+                    lx->line += lx->line < INT_MAX;
                 lx->p++;
             }
             lx->p = lx->p < lx->end ? lx->p + 2 : lx->end;
@@ -217,6 +221,10 @@ struct collected {
     size_t param_count, param_capacity;
     char *names;
     size_t names_size, names_capacity;
+    /* Open addressing over the kept kernels' names: kernel index + 1, 0 for
+     * a free slot; a power of two at most half full. */
+    size_t *name_slots;
+    size_t name_slot_count;
     int target_arch;
 };
 
@@ -224,9 +232,12 @@ static int grow(void **array, size_t *capacity, size_t needed, size_t element)
 {
     if (needed <= *capacity)
         return 1;
-    size_t wanted = *capacity ? *capacity * 2 : 16;
-    while (wanted < needed)
+    size_t wanted = *capacity ? *capacity : 16;
+    while (wanted < needed) {
+        if (wanted > SIZE_MAX / 2 / element)
+            return 0;
         wanted *= 2;
+    }
     void *bigger = realloc(*array, wanted * element);
     if (!bigger)
         return 0;
@@ -240,6 +251,53 @@ static void collected_free(struct collected *c)
     free(c->kernels);
     free(c->params);
     free(c->names);
+    free(c->name_slots);
+}
+
+/* FNV-1a over a name: where its slot search starts. */
+static size_t name_hash(const char *name, size_t length)
+{
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < length; i++)
+        hash = (hash ^ (unsigned char)name[i]) * 0x100000001b3ULL;
+    return (size_t)hash;
+}
+
+/* The slot that holds the kernel called name, or the free slot where it
+ * would go. */
+static size_t *name_slot(const struct collected *c, const char *name, size_t length)
+{
+    size_t mask = c->name_slot_count - 1;
+    for (size_t i = name_hash(name, length) & mask;; i = (i + 1) & mask) {
+        size_t *slot = &c->name_slots[i];
+        if (*slot == 0)
+            return slot;
+        const struct kernel_entry *kernel = &c->kernels[*slot - 1];
+        if (kernel->name_length == length && memcmp(c->names + kernel->name_at, name, length) == 0)
+            return slot;
+    }
+}
+
+/* Room for one more name in the slots; 0 when out of memory. */
+static int reserve_name_slot(struct collected *c)
+{
+    if (c->name_slot_count && (c->kernel_count + 1) * 2 <= c->name_slot_count)
+        return 1;
+    size_t count = c->name_slot_count ? c->name_slot_count : 64;
+    while ((c->kernel_count + 1) * 2 > count) {
+        if (count > SIZE_MAX / 2 / sizeof(size_t))
+            return 0;
+        count *= 2;
+    }
+    size_t *slots = calloc(count, sizeof *slots);
+    if (!slots)
+        return 0;
+    free(c->name_slots);
+    c->name_slots = slots;
+    c->name_slot_count = count;
+    for (size_t k = 0; k < c->kernel_count; k++)
+        *name_slot(c, c->names + c->kernels[k].name_at, c->kernels[k].name_length) = k + 1;
+    return 1;
 }
 
 /* ---- the parser --------------------------------------------------------- */
@@ -352,33 +410,29 @@ static int parse_params(struct lexer *lx, struct collected *c, struct kernel_ent
     return 1;
 }
 
-/* ".target sm_90a, debug" -> 90. */
-static void read_target(struct lexer *lx, struct collected *c)
+/* ".target sm_90a, debug" -> 90; fails on a number no architecture has. */
+static int read_target(struct lexer *lx, struct collected *c)
 {
     const struct token *t = next(lx);
     if (t->kind != TOKEN_WORD)
-        return;
+        return 1;
     const char *digits = NULL;
     if (t->length > 3 && memcmp(t->text, "sm_", 3) == 0)
         digits = t->text + 3;
     else if (t->length > 8 && memcmp(t->text, "compute_", 8) == 0)
         digits = t->text + 8;
     if (!digits)
-        return;
+        return 1;
     int arch = 0;
-    for (; digits < t->text + t->length && *digits >= '0' && *digits <= '9'; digits++)
+    for (; digits < t->text + t->length && *digits >= '0' && *digits <= '9'; digits++) {
+        if (arch > (MAX_TARGET_ARCH - (*digits - '0')) / 10)
+            return fail(lx, ".target " TOKEN_FMT ": no architecture has so large a number",
+                        TOKEN_ARG(t));
         arch = arch * 10 + (*digits - '0');
+    }
     if (c->target_arch == 0)
         c->target_arch = arch;
-}
-
-static int has_kernel(const struct collected *c, const struct token *name)
-{
-    for (size_t i = 0; i < c->kernel_count; i++)
-        if (c->kernels[i].name_length == name->length
-            && memcmp(c->names + c->kernels[i].name_at, name->text, name->length) == 0)
-            return 1;
-    return 0;
+    return 1;
 }
 
 /* `.entry` has been read: the name, the list and what follows it. */
@@ -390,7 +444,9 @@ static int parse_entry(struct lexer *lx, struct collected *c, int external)
     struct token name = *t;
     /* A kernel declared twice (a declaration, then the definition) has one
      * parameter list; a later copy is parsed for syntax and dropped. */
-    int keep = !external && !has_kernel(c, &name);
+    if (!reserve_name_slot(c))
+        return fail(lx, "out of memory");
+    int keep = !external && *name_slot(c, name.text, name.length) == 0;
     struct kernel_entry entry = {0};
     size_t params_before = c->param_count;
     if (!parse_params(lx, c, &entry))
@@ -408,6 +464,7 @@ static int parse_entry(struct lexer *lx, struct collected *c, int external)
     c->names[c->names_size + name.length] = '\0';
     c->names_size += name.length + 1;
     c->kernels[c->kernel_count++] = entry;
+    *name_slot(c, name.text, name.length) = c->kernel_count;
     return 1;
 }
 
@@ -428,7 +485,8 @@ static int parse_module(struct lexer *lx, struct collected *c)
         } else if (depth == 0 && is(t, TOKEN_DIRECTIVE, "extern")) {
             external = 1;
         } else if (depth == 0 && is(t, TOKEN_DIRECTIVE, "target")) {
-            read_target(lx, c);
+            if (!read_target(lx, c))
+                return 0;
         } else if (depth == 0 && is(t, TOKEN_DIRECTIVE, "entry")) {
             if (!parse_entry(lx, c, external))
                 return 0;
@@ -454,17 +512,27 @@ static void classify_pointers(struct collected *c, int marks_pointers)
     }
 }
 
-/* Moves the collected arrays into one block: kernels, then params, then names. */
+static int by_name_order(const void *a, const void *b)
+{
+    const struct ptx_kernel_signature *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* Moves the collected arrays into one block: kernels, the by-name index,
+ * params, then names. */
 static int pack(struct collected *c, struct ptx_signatures *out)
 {
     size_t kernels_bytes = c->kernel_count * sizeof(struct ptx_kernel_signature);
+    size_t index_bytes = c->kernel_count * sizeof(struct ptx_kernel_signature *);
     size_t params_bytes = c->param_count * sizeof(struct ptx_param);
-    unsigned char *block = malloc(kernels_bytes + params_bytes + c->names_size + 1);
+    unsigned char *block = malloc(kernels_bytes + index_bytes + params_bytes + c->names_size + 1);
     if (!block)
         return 0;
     struct ptx_kernel_signature *kernels = (struct ptx_kernel_signature *)block;
-    struct ptx_param *params = (struct ptx_param *)(block + kernels_bytes);
-    char *names = (char *)(block + kernels_bytes + params_bytes);
+    const struct ptx_kernel_signature **by_name =
+        (const struct ptx_kernel_signature **)(block + kernels_bytes);
+    struct ptx_param *params = (struct ptx_param *)(block + kernels_bytes + index_bytes);
+    char *names = (char *)(block + kernels_bytes + index_bytes + params_bytes);
     if (params_bytes)
         memcpy(params, c->params, params_bytes);
     if (c->names_size)
@@ -474,8 +542,12 @@ static int pack(struct collected *c, struct ptx_signatures *out)
         kernels[i].param_count = c->kernels[i].param_count;
         kernels[i].params = params + c->kernels[i].first_param;
         kernels[i].param_bytes = c->kernels[i].param_bytes;
+        by_name[i] = &kernels[i];
     }
+    if (c->kernel_count > 1)
+        qsort(by_name, c->kernel_count, sizeof *by_name, by_name_order);
     out->kernels = kernels;
+    out->by_name = by_name;
     out->kernel_count = c->kernel_count;
     return 1;
 }
@@ -515,9 +587,17 @@ void ptx_signatures_free(struct ptx_signatures *signatures)
 const struct ptx_kernel_signature *ptx_signatures_find(const struct ptx_signatures *signatures,
                                                        const char *name)
 {
-    for (size_t i = 0; i < signatures->kernel_count; i++)
-        if (strcmp(signatures->kernels[i].name, name) == 0)
-            return &signatures->kernels[i];
+    size_t low = 0, high = signatures->kernel_count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        int order = strcmp(signatures->by_name[middle]->name, name);
+        if (order == 0)
+            return signatures->by_name[middle];
+        if (order < 0)
+            low = middle + 1;
+        else
+            high = middle;
+    }
     return NULL;
 }
 

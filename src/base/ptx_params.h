@@ -87,12 +87,15 @@ struct ptx_signatures {
     int marks_pointers;    /* 1 when every pointer parameter carries .ptr (sm_100 and up) */
     size_t kernel_count;
     /* In the order the PTX declares them. One allocation, which also holds
-     * the names and the parameter arrays. */
+     * the names, the parameter arrays and by_name. */
     struct ptx_kernel_signature *kernels;
+    /* The same kernels sorted by name, for ptx_signatures_find's binary
+     * search (a module may hold a great many kernels). */
+    const struct ptx_kernel_signature **by_name;
 };
 
 /* Parses every .entry declaration of the PTX text (size bytes; NUL not
- * needed). Device functions (.func), bodies, comments, strings and debug
+ * needed), in time linear in its size (kernels included) whatever it holds. Device functions (.func), bodies, comments, strings and debug
  * sections are skipped; .visible and .weak entries count, .extern
  * declarations (defined in another module) do not. Returns 1 with *out
  * filled (free it with ptx_signatures_free), or 0 with `error` saying what

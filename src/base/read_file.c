@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int read_whole_file(const char *path, unsigned char **data, size_t *size)
+int read_whole_file(const char *path, int open_flags, unsigned char **data, size_t *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | open_flags);
     if (fd < 0)
-        return errno;
+        return (errno == ELOOP && (open_flags & O_NOFOLLOW)) ? READ_FILE_NOT_REGULAR : errno;
     int error = 0;
     struct stat st;
     unsigned char *buffer = NULL;
@@ -19,7 +19,7 @@ int read_whole_file(const char *path, unsigned char **data, size_t *size)
     if (fstat(fd, &st) != 0) {
         error = errno;
     } else if (!S_ISREG(st.st_mode)) {
-        error = EISDIR;
+        error = READ_FILE_NOT_REGULAR;
     } else if (!(buffer = malloc((size_t)st.st_size + 1))) {
         error = ENOMEM;
     } else {
@@ -45,4 +45,22 @@ int read_whole_file(const char *path, unsigned char **data, size_t *size)
     *data = buffer;
     *size = done;
     return 0;
+}
+
+const char *file_kind(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return "missing";
+    if (S_ISREG(st.st_mode))
+        return "a regular file";
+    if (S_ISDIR(st.st_mode))
+        return "a directory";
+    if (S_ISFIFO(st.st_mode))
+        return "a FIFO";
+    if (S_ISLNK(st.st_mode))
+        return "a symbolic link";
+    if (S_ISSOCK(st.st_mode))
+        return "a socket";
+    return "a device";
 }

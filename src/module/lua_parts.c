@@ -57,7 +57,8 @@ static int internal_guard(lua_State *L)
         lua_settop(L, 1);
         return 1;
     }
-    luaL_checktype(L, 1, LUA_TFUNCTION);
+    if (lua_type(L, 1) != LUA_TFUNCTION)
+        gpurun_type_error(L, 1, "function or table");
     gpurun_push_guarded(L, 1);
     return 1;
 }
@@ -101,7 +102,15 @@ static void push_lua_part(lua_State *L, const char *name)
             if (lua_type(L, -1) == LUA_TTABLE)
                 gpurun_guard_table(L, -1);
     lua_settop(L, exports);
-    if (lua_getfield(L, exports, "metatable") == LUA_TTABLE
+    /* A type written in Lua (ProgramOptions): its metamethods and methods
+     * under the same rule. */
+    if (lua_getfield(L, exports, "metatable") == LUA_TTABLE) {
+        gpurun_guard_table(L, exports + 1);
+        if (lua_getfield(L, exports + 1, "methods") == LUA_TTABLE)
+            gpurun_guard_table(L, -1);
+        lua_settop(L, exports + 1);
+    }
+    if (lua_type(L, exports + 1) == LUA_TTABLE
         && lua_getfield(L, exports + 1, "__name") == LUA_TSTRING) {
         lua_pushvalue(L, exports + 1);
         lua_setfield(L, LUA_REGISTRYINDEX, lua_tostring(L, exports + 2));

@@ -9,6 +9,7 @@
 #include "types/condition.h"
 #include "types/device.h"
 #include "types/dist.h"
+#include "types/dtypes.h"
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
@@ -17,6 +18,7 @@
 #include "types/launch.h"
 #include "types/launch_config.h"
 #include "types/launch_plan.h"
+#include "types/memory_pool.h"
 #include "types/object_code.h"
 #include "types/pinned_buffer.h"
 #include "types/program.h"
@@ -35,9 +37,11 @@ int luaopen_gpurun(lua_State *L);
  * the ones below. */
 static void (*const openers[])(lua_State *L) = {
     gpurun_open_system,        /* device_count, versions, mem_info, perf_counter */
+    gpurun_open_dtypes,        /* dtypes */
     gpurun_open_event,         /* gpurun.Event */
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
     gpurun_open_device,        /* gpurun.Device */
+    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
     gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
@@ -64,6 +68,7 @@ static const char *const lua_parts[] = {
     "graph_dot",       /* Graph:to_dot */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
+    "guard",           /* gpurun.guard */
 };
 
 int luaopen_gpurun(lua_State *L)

@@ -1,4 +1,5 @@
 #include "module/searcher.h"
+#include "runtime/runtime.h"
 #include "types/nvtx.h"
 
 #include <limits.h>
@@ -72,8 +73,8 @@ static int push_lua_dir(lua_State *L, const char *binary_path, const char *to_in
  * business: nil, so that require's "not found" message is lua's. */
 static int search_library(lua_State *L)
 {
-    const char *name = luaL_checkstring(L, 1);
-    if (strncmp(name, PREFIX, sizeof PREFIX - 1) != 0)
+    const char *name = lua_tostring(L, 1); /* require passes a string */
+    if (name == NULL || strncmp(name, PREFIX, sizeof PREFIX - 1) != 0)
         return 0;
     const char *dir = lua_tostring(L, lua_upvalueindex(1));
     const char *relative = luaL_gsub(L, name, ".", "/");
@@ -85,8 +86,8 @@ static int search_library(lua_State *L)
     }
     fclose(file);
     if (luaL_loadfile(L, path) != LUA_OK)
-        return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path,
-                          lua_tostring(L, -1));
+        return gpurun_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path,
+                            lua_tostring(L, -1));
     lua_pushstring(L, path);
     return 2;
 }
@@ -112,7 +113,7 @@ void gpurun_add_lua_searcher(lua_State *L, const char *binary_path, const char *
     lua_pushcclosure(L, search_library, 1);
     lua_getglobal(L, "package");
     if (lua_getfield(L, -1, "searchers") != LUA_TTABLE)
-        luaL_error(L, "'package.searchers' must be a table");
+        gpurun_error(L, "'package.searchers' must be a table");
     /* Second, after preload: the library that belongs to these bindings
      * wins over another copy somewhere on package.path. */
     for (lua_Integer i = (lua_Integer)lua_rawlen(L, -1); i >= 2; i--) {

@@ -37,6 +37,8 @@ void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *s
     capture->open_bodies = 0;
     capture->has_loop = 0;
     capture->has_conditional = 0;
+    capture->has_memory_nodes = 0;
+    capture->allocations = LUA_NOREF;
     capture->next = NULL;
 }
 
@@ -66,6 +68,97 @@ static void drop_kept(lua_State *L, struct gpurun_capture *capture)
     lua_pop(L, 1);
     luaL_unref(L, LUA_REGISTRYINDEX, capture->kept);
     capture->kept = LUA_NOREF;
+}
+
+/* ---- memory allocated inside a capture ---- */
+
+static void (*drop_allocation)(lua_State *L, int index);
+
+void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index))
+{
+    drop_allocation = drop;
+}
+
+void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index)
+{
+    index = lua_absindex(L, index);
+    capture = capture->root;
+    if (capture->allocations == LUA_NOREF) {
+        lua_newtable(L);
+        capture->allocations = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->allocations);
+    lua_pushvalue(L, index);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+    ((struct gpurun_object *)lua_touserdata(L, index))->allocated_in = capture;
+    capture->has_memory_nodes = 1;
+}
+
+void gpurun_capture_remove_allocation(lua_State *L, struct gpurun_capture *capture, int index)
+{
+    index = lua_absindex(L, index);
+    capture = capture->root;
+    ((struct gpurun_object *)lua_touserdata(L, index))->allocated_in = NULL;
+    if (capture->allocations == LUA_NOREF)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->allocations);
+    lua_pushvalue(L, index);
+    lua_pushnil(L);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+void gpurun_capture_push_allocations(lua_State *L, struct gpurun_capture *capture)
+{
+    lua_newtable(L);
+    if (capture->allocations == LUA_NOREF)
+        return;
+    int sequence = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->allocations);
+    lua_Integer count = 0;
+    for (lua_pushnil(L); lua_next(L, -2);) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, sequence, ++count);
+    }
+    lua_pop(L, 1);
+    luaL_unref(L, LUA_REGISTRYINDEX, capture->allocations);
+    capture->allocations = LUA_NOREF;
+}
+
+/* The graph that would have made their memory is gone. */
+static void drop_allocations(lua_State *L, struct gpurun_capture *capture)
+{
+    if (capture->allocations == LUA_NOREF)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->allocations);
+    luaL_unref(L, LUA_REGISTRYINDEX, capture->allocations);
+    capture->allocations = LUA_NOREF;
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        ((struct gpurun_object *)lua_touserdata(L, -2))->allocated_in = NULL;
+        if (drop_allocation) {
+            lua_pushvalue(L, -2);
+            drop_allocation(L, lua_gettop(L));
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+}
+
+struct gpurun_relaxed gpurun_relax_captures(void)
+{
+    struct gpurun_relaxed relaxed = {0, CU_STREAM_CAPTURE_MODE_RELAXED};
+    if (capturing && CUDA_CALL(cuThreadExchangeStreamCaptureMode, &relaxed.saved) == CUDA_SUCCESS)
+        relaxed.active = 1;
+    return relaxed;
+}
+
+void gpurun_restore_captures(struct gpurun_relaxed relaxed)
+{
+    if (relaxed.active)
+        (void)CUDA_CALL(cuThreadExchangeStreamCaptureMode, &relaxed.saved);
 }
 
 static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
@@ -152,8 +245,10 @@ static void abandon(lua_State *L, struct gpurun_capture *capture)
     if (capture->role == GPURUN_CAPTURE_BODY && capture->root->open_bodies > 0)
         capture->root->open_bodies--;
     unlink_capture(L, capture);
-    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+    if (capture->role == GPURUN_CAPTURE_ORIGIN) {
         drop_kept(L, capture);
+        drop_allocations(L, capture);
+    }
     capture->state = GPURUN_CAPTURE_ABANDONED;
 }
 
@@ -181,6 +276,7 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
         }
         capture->has_loop = 0;
         capture->has_conditional = 0;
+        capture->has_memory_nodes = 0;
     }
     capture->state = GPURUN_CAPTURE_BUILDING;
     link_capture(L, capture, owner_index);
@@ -228,6 +324,7 @@ CUresult gpurun_capture_end(lua_State *L, struct gpurun_capture *capture)
         if (graph)
             (void)CUDA_CALL(cuGraphDestroy, graph);
         drop_kept(L, capture);
+        drop_allocations(L, capture);
         capture->state = GPURUN_CAPTURE_ABANDONED;
     } else {
         capture->graph = graph;
@@ -264,6 +361,14 @@ void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index
 {
     index = lua_absindex(L, index);
     capture = capture->root;
+    /* A capture that ended (a finalizer closed its builder) keeps nothing:
+     * its caller's checks of the target raise. */
+    if (capture->kept == LUA_NOREF)
+        return;
+    /* Memory the graph allocates itself needs no keeping: its nodes make it. */
+    const struct gpurun_object *object = lua_touserdata(L, index);
+    if (object && (object->counts_for ? object->counts_for : object)->allocated_in == capture)
+        return;
     lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
     lua_pushvalue(L, index);
     if (lua_rawget(L, -2) == LUA_TNIL) {
@@ -301,8 +406,10 @@ void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture)
             abandon(L, capture);
     }
     destroy_graph(capture);
-    if (capture->role == GPURUN_CAPTURE_ORIGIN)
+    if (capture->role == GPURUN_CAPTURE_ORIGIN) {
         drop_kept(L, capture);
+        drop_allocations(L, capture);
+    }
     if (!capturing)
         gpurun_flush_frees();
 }
@@ -384,6 +491,7 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
 static struct {
     CUdeviceptr pointer;
     CUcontext context;
+    int after_device; /* stream-ordered memory: wait for the context's work first */
     void *host;
     CUevent last_use;
 } pending[MAX_PENDING_FREES];
@@ -404,7 +512,16 @@ static CUresult free_host(void *pointer, CUevent last_use)
     return result != CUDA_SUCCESS ? result : freed;
 }
 
-static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
+/* cuMemFree of memory from cuMemAlloc waits for the device itself; of a
+ * pool's (after_device), it does not, so the context is waited for first. */
+static CUresult free_now(CUdeviceptr pointer, int after_device)
+{
+    CUresult result = after_device ? CUDA_CALL(cuCtxSynchronize) : CUDA_SUCCESS;
+    CUresult freed = CUDA_CALL(cuMemFree, pointer);
+    return result != CUDA_SUCCESS ? result : freed;
+}
+
+static CUresult free_in_context(CUdeviceptr pointer, CUcontext context, int after_device)
 {
     CUcontext current = gpurun_runtime.current_context;
     /* No current context means the runtime has been closed at exit, and
@@ -413,10 +530,10 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context)
     if (current == NULL || gpurun_runtime.abandoned)
         return CUDA_SUCCESS;
     if (context == current)
-        return CUDA_CALL(cuMemFree, pointer);
+        return free_now(pointer, after_device);
     CUresult result = CUDA_CALL(cuCtxSetCurrent, context);
     if (result == CUDA_SUCCESS)
-        result = CUDA_CALL(cuMemFree, pointer);
+        result = free_now(pointer, after_device);
     CUresult restored = CUDA_CALL(cuCtxSetCurrent, current);
     return result != CUDA_SUCCESS ? result : restored;
 }
@@ -438,22 +555,40 @@ void gpurun_flush_frees(void)
         if (pending[pending_count].host)
             (void)free_host(pending[pending_count].host, pending[pending_count].last_use);
         else
-            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context);
+            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context,
+                                  pending[pending_count].after_device);
     }
 }
 
-CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
+static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int after_device)
 {
     if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = pointer;
         pending[pending_count].context = context;
+        pending[pending_count].after_device = after_device;
         pending[pending_count].host = NULL;
         pending[pending_count].last_use = NULL;
         pending_count++;
         return CUDA_SUCCESS;
     }
-    gpurun_flush_frees();
-    return free_in_context(pointer, context);
+    gpurun_flush_frees(); /* nothing while frees must wait */
+    /* A full list while frees must wait: a pool's memory leaks rather than be
+     * freed under work that may still use it (the wait would break the
+     * capture, or wait for the host callback that waits for this thread);
+     * cuMemFree of cuMemAlloc's memory fails the capture, as before. */
+    if (must_defer() && after_device)
+        return CUDA_SUCCESS;
+    return free_in_context(pointer, context, after_device);
+}
+
+CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
+{
+    return free_device_memory(pointer, context, 0);
+}
+
+CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
+{
+    return free_device_memory(pointer, context, 1);
 }
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
@@ -461,6 +596,7 @@ CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
     if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = 0;
         pending[pending_count].context = NULL;
+        pending[pending_count].after_device = 0;
         pending[pending_count].host = pointer;
         pending[pending_count].last_use = last_use;
         pending_count++;

@@ -95,8 +95,9 @@ void gpurun_guard_table(lua_State *L, int index)
 {
     index = lua_absindex(L, index);
     for (lua_pushnil(L); lua_next(L, index); lua_pop(L, 1)) {
-        if (lua_type(L, -1) != LUA_TFUNCTION
-            || (lua_iscfunction(L, -1) && lua_tocfunction(L, -1) == guarded_call))
+        /* C functions raise through gpurun_error already; a guarded one is
+         * not guarded twice. */
+        if (lua_type(L, -1) != LUA_TFUNCTION || lua_iscfunction(L, -1))
             continue;
         lua_pushvalue(L, -2);
         gpurun_push_guarded(L, -2);
@@ -169,6 +170,23 @@ int gpurun_type_error(lua_State *L, int arg, const char *expected)
 int gpurun_closed_error(lua_State *L, const char *type_name)
 {
     return gpurun_error(L, "attempt to use a closed %s", type_name);
+}
+
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead)
+{
+    const char *why = lua_pushfstring(L, "%s%sthe stream is being captured by a GraphBuilder: %s; "
+                                         "capture abandoned", operation ? operation : "",
+                                      operation ? ": " : "", instead);
+    if (arg > 0)
+        return gpurun_arg_error(L, arg, "%s", why);
+    return gpurun_error(L, "%s", why);
+}
+
+void gpurun_check_not_in_host_call(lua_State *L, const char *what)
+{
+    if (__builtin_expect(gpurun_in_host_call(), 0))
+        gpurun_error(L, "a host callback must not call into the GPU (it runs while the GPU waits "
+                        "for it): %s refused", what);
 }
 
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)

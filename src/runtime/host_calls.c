@@ -16,7 +16,13 @@
  * the callback for the main thread): device memory and page-locked host
  * memory freed meanwhile are freed later (runtime/capture.c defers them, as
  * during a capture), and the waits settle the pending calls first. Inside
- * the function, gpurun refuses to launch, allocate or wait. */
+ * the function, gpurun refuses to launch, allocate or wait.
+ *
+ * This file is the mechanism alone (the queue, the counts, the threads) and
+ * calls no other part of the runtime: runtime/state.c runs the calls and
+ * raises their errors (gpurun_service_host_calls), and frees what was
+ * deferred once none is pending; runtime/error.c refuses GPU calls inside
+ * one. */
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -85,10 +91,8 @@ static void finish_runs(lua_State *L, struct gpurun_host_call *call, long runs)
         luaL_unref(L, LUA_REGISTRYINDEX, call->anchor_ref);
         call->anchor_ref = LUA_NOREF;
     }
-    if (pending_runs <= 0) {
+    if (pending_runs <= 0)
         pending_runs = 0;
-        gpurun_flush_frees();
-    }
 }
 
 void gpurun_host_call_cancel(lua_State *L, struct gpurun_host_call *call, long runs)
@@ -106,15 +110,9 @@ int gpurun_in_host_call(void)
     return running_depth > 0;
 }
 
-void gpurun_check_not_in_host_call(lua_State *L, const char *what)
+int gpurun_host_calls_run(lua_State *L, int *failed)
 {
-    if (__builtin_expect(running_depth > 0, 0))
-        gpurun_error(L, "a host callback must not call into the GPU (it runs while the GPU waits "
-                        "for it): %s refused", what);
-}
-
-int gpurun_service_host_calls(lua_State *L)
-{
+    *failed = 0;
     if (running_depth > 0 || pending_runs == 0)
         return 0;
     pthread_mutex_lock(&lock);
@@ -122,7 +120,7 @@ int gpurun_service_host_calls(lua_State *L)
     head = NULL;
     tail = &head;
     pthread_mutex_unlock(&lock);
-    int ran = 0, failed = 0;
+    int ran = 0;
     lua_checkstack(L, 3);
     while (list) {
         struct waiter *waiter = list;
@@ -133,7 +131,7 @@ int gpurun_service_host_calls(lua_State *L)
         int status = lua_pcall(L, 0, 0, 0);
         running_depth--;
         if (status != LUA_OK) {
-            if (failed++ == 0)
+            if ((*failed)++ == 0)
                 lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
             else
                 lua_pop(L, 1);
@@ -146,14 +144,10 @@ int gpurun_service_host_calls(lua_State *L)
         finish_runs(L, call, 1);
         ran++;
     }
-    if (failed) {
+    if (*failed) {
         lua_getfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
         lua_pushnil(L);
         lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
-        const char *message = lua_tostring(L, -1);
-        gpurun_error(L, "a host callback failed: %s%s", message ? message : "(an error that is "
-                     "not a string)", failed > 1 ? lua_pushfstring(L, " (and %d more)", failed - 1)
-                                                : "");
     }
     return ran;
 }
@@ -174,18 +168,6 @@ int gpurun_host_calls_await(long nanoseconds)
     int ready = head != NULL;
     pthread_mutex_unlock(&lock);
     return ready;
-}
-
-void gpurun_settle_host_calls(lua_State *L, const char *what)
-{
-    if (pending_runs == 0)
-        return;
-    gpurun_check_not_in_host_call(L, what);
-    while (pending_runs > 0) {
-        if (gpurun_service_host_calls(L) == 0)
-            gpurun_host_calls_await(200000);
-        gpurun_check_interrupt(L, what);
-    }
 }
 
 void gpurun_host_calls_shut_down(void)

@@ -4,8 +4,9 @@
  *   runtime/error.c    raising errors, and what messages call values; every
  *                      error gpurun raises goes through here, which is what
  *                      makes the capture rule hold
- *   runtime/object.c   the object header, type registration with fast method
- *                      lookup, checks of self and of arguments by type
+ *   runtime/object.c   the object header, type registration with methods
+ *                      looked up by plain table reads, checks of self and of
+ *                      arguments by type
  *   runtime/value.c    arguments as numbers, integers, strings, dtypes and
  *                      elements (over base/dtype.c's one set of rules)
  *   runtime/state.c    contexts, the current device and stream, the module's
@@ -44,12 +45,20 @@ struct gpurun_tag {
 struct gpurun_object {
     const struct gpurun_tag *tag;
     int closed;
+    /* Method look-ups through the type's __index so far (runtime/object.c):
+     * an object looked up often enough gets a metatable of its own. */
+    unsigned int method_lookups;
     /* Graphs and builders that hold this object (runtime/capture.c): an
      * explicit close is refused while it is above 0. */
     int graph_users;
     /* Where a use counts: NULL for the object itself; a Kernel counts for the
      * ObjectCode whose library holds its code. */
     struct gpurun_object *counts_for;
+    /* The capture whose graph allocates this object's memory (a Buffer made
+     * on a building GraphBuilder), or NULL: that capture keeps it without
+     * counting as its user, since the graph's own nodes allocate and free
+     * the memory (runtime/capture.c). */
+    const struct gpurun_capture *allocated_in;
 };
 
 /* The object at index when it carries `tag` (open or closed), else NULL. */
@@ -76,10 +85,13 @@ void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct 
 /* A Lua type: methods (also callable on a closed object, so that close()
  * always works), metamethods, fields (getters called with the open object at
  * 1 and the key at 2; they push one value), and a getter for keys that name
- * neither (numbers, for buf[i]), or NULL. __index is a closure over the
- * methods and fields tables, so a method costs one table look-up. Every
- * function is registered as a closure over its own name ("Buffer:fill"), which
- * error messages use. */
+ * neither (numbers, for buf[i]), or NULL. A method is a plain table read:
+ * the methods table is __index for a type without fields, and an object of
+ * a type with both has a metatable of its own whose __index table keeps
+ * each method once looked up (runtime/object.c says why); a key that is not
+ * a method goes to the getters. The type's metatable is what getmetatable
+ * returns either way. Every function is registered as a closure over its own
+ * name ("Buffer:fill"), which error messages use. */
 struct gpurun_type {
     const struct gpurun_tag *tag;
     const luaL_Reg *methods;
@@ -121,7 +133,8 @@ int gpurun_error_outside(lua_State *L, const char *inside, const char *message);
  * objects' methods through internal.guard. */
 void gpurun_push_guarded(lua_State *L, int index);
 
-/* Guards every function-valued field of the table at index, in place. */
+/* Guards every Lua function of the table at index, in place (C functions
+ * raise through gpurun_error already). */
 void gpurun_guard_table(lua_State *L, int index);
 
 /* "bad argument #n to 'Type:method' (why)": the name is the running
@@ -134,6 +147,13 @@ int gpurun_type_error(lua_State *L, int arg, const char *expected);
 
 /* "attempt to use a closed gpurun.<Type>". */
 int gpurun_closed_error(lua_State *L, const char *type_name);
+
+/* The one refusal of plain work on a stream being captured (such work would
+ * run outside the graph, or break the capture): raises "[operation: ]the
+ * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
+ * as an argument error at arg when arg > 0. Raising ends the capture, as
+ * every error does. Never returns. */
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
 
 /* "<call>: CUDA_ERROR_X (description) while <what>", from the call CUDA_CALL
  * recorded; after a sticky error, that the context is no longer usable. */
@@ -218,8 +238,24 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
                            void *out);
 
 /* Pushes a new sequence of the count elements of dtype at p; `what`
- * names the caller when count is too many for a Lua table. */
+ * names the caller when count is too many for a Lua table. Making the
+ * table can run finalizers, so p must be memory no close can free (Lua
+ * staging); for other memory, push the table with gpurun_new_sequence,
+ * check its owner again, then gpurun_fill_sequence, which runs none. */
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
+void gpurun_new_sequence(lua_State *L, size_t count, const char *what);
+void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count);
+
+/* The fields every container of elements has (Buffer, PinnedBuffer), for
+ * the key at 2: "dtype" (its name), "size" (the element count) or "nbytes".
+ * Pushes it and returns 1: a type registers one getter that calls this under
+ * each of the three names. */
+int gpurun_push_elements_field(lua_State *L, int dtype, size_t count);
+
+/* The one check of a 1-based index, at arg, into `count` things (`what`:
+ * "element", "node"), returned 0-based; else an argument error, "integer
+ * element index expected, got 1.5" or "element index 0 out of range (1..16)". */
+size_t gpurun_check_index(lua_State *L, int arg, size_t count, const char *what);
 
 /* An optional element range of a container of `size` elements, in Lua's
  * 1-based element indices: when the argument at arg is a number, it is the
@@ -253,7 +289,10 @@ struct gpurun_stream {
     /* Work queued since the last completed wait may never end (a graph with
      * a while loop): waits poll, so that Ctrl-C can end them. */
     int unbounded;
-    CUevent order_event; /* recorded when another stream waits for this one */
+    /* Recorded when another stream waits for this one, and once more when it
+     * is closed (kept until it is collected), so that memory freed later on
+     * another stream can still wait for the work it had queued. */
+    CUevent order_event;
 };
 
 struct gpurun_runtime {
@@ -349,6 +388,9 @@ struct gpurun_capture {
     int open_bodies;             /* origin: conditional bodies (at any depth) still building */
     int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
     int has_conditional;         /* origin: its graph holds a conditional node (no clone) */
+    int has_memory_nodes;        /* origin: its graph allocates or frees memory (no clone) */
+    int allocations;             /* origin: registry reference to { object = true }, the
+                                  * objects allocated in it and not freed in it yet */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
 
@@ -413,6 +455,40 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalNodeType type, unsigned int count,
                                         CUgraph *bodies);
 
+/* ---- memory allocated inside a capture ---- */
+
+/* The object at index (a Buffer whose memory an allocation node of this
+ * capture's graph makes) belongs to the capture's graph: the origin keeps
+ * it, not as a user, until the graph is completed (the Graph takes it over:
+ * gpurun_capture_push_allocations) or dropped (the drop function runs on
+ * it). Allocates: callers keep the value anchored. */
+void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index);
+
+/* The object at index was freed inside the capture (a free node): its
+ * capture lets go of it. */
+void gpurun_capture_remove_allocation(lua_State *L, struct gpurun_capture *capture, int index);
+
+/* Pushes a sequence of the objects allocated in the capture and not freed
+ * in it, which the capture no longer keeps (a Graph takes them over). */
+void gpurun_capture_push_allocations(lua_State *L, struct gpurun_capture *capture);
+
+/* What runs on each object allocated in a capture whose graph goes without
+ * a Graph taking it (an error, end_building after an error, a builder
+ * closed or building again): the object's memory never comes to exist.
+ * Set once by the type that allocates (types/buffer.c). */
+void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index));
+
+/* While a capture is in progress on this thread, the driver refuses calls
+ * it counts as unsafe during a capture (reading or setting a memory pool's
+ * attributes, making or destroying a pool, allocating on another stream),
+ * and the refusal invalidates the capture (cuda-python #2834). Around such
+ * a call gpurun switches this thread to the relaxed capture mode, which
+ * allows them (cuThreadExchangeStreamCaptureMode), and back after; with no
+ * capture in progress both do nothing. */
+struct gpurun_relaxed { int active; CUstreamCaptureMode saved; };
+struct gpurun_relaxed gpurun_relax_captures(void);
+void gpurun_restore_captures(struct gpurun_relaxed relaxed);
+
 /* For each gpurun object in the sequence at index: one user fewer. */
 void gpurun_release_users(lua_State *L, int index);
 
@@ -424,6 +500,12 @@ void gpurun_adjust_users(lua_State *L, int index, int delta);
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);
+
+/* Frees stream-ordered memory (a pool's) after all the work of its context
+ * queued so far: waits for the context, then cuMemFree; while a capture is
+ * in progress, once none is. For the rare free whose ordering gpurun cannot
+ * tell by streams (the buffer's stream was closed, or is being captured). */
+CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context);
 
 /* Frees page-locked host memory (cuMemFreeHost) once the event of its last
  * queued copy (NULL: none) has completed, destroying the event; while a
@@ -464,9 +546,13 @@ void gpurun_host_call_cancel(lua_State *L, struct gpurun_host_call *call, long r
 long gpurun_host_calls_pending(void);
 
 /* Runs the Lua functions of the calls the driver has reached (on the main
- * thread) and lets their streams go on; returns how many ran. The first
- * error one raised is raised after all of them ran. Does nothing inside a
- * callback. */
+ * thread) and lets their streams go on; returns how many ran. *failed is
+ * how many raised; if any, the first one's error value is pushed. Does
+ * nothing inside a callback. */
+int gpurun_host_calls_run(lua_State *L, int *failed);
+
+/* gpurun_host_calls_run, then (runtime/state.c) the deferred frees once
+ * none is pending, and the first error raised after all of them ran. */
 int gpurun_service_host_calls(lua_State *L);
 
 /* Waits up to `nanoseconds` for the driver to reach a call; 1 if one is
@@ -474,10 +560,11 @@ int gpurun_service_host_calls(lua_State *L);
 int gpurun_host_calls_await(long nanoseconds);
 
 /* Runs calls until none is pending: before a call that blocks until the
- * whole device is idle. */
+ * whole device is idle (runtime/state.c). */
 void gpurun_settle_host_calls(lua_State *L, const char *what);
 
-/* Inside a callback's Lua function: raises that `what` is refused there. */
+/* Inside a callback's Lua function: raises that `what` is refused there
+ * (runtime/error.c). */
 int gpurun_in_host_call(void);
 void gpurun_check_not_in_host_call(lua_State *L, const char *what);
 

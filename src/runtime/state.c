@@ -128,6 +128,34 @@ void gpurun_check_interrupt(lua_State *L, const char *what)
                  callbacks ? "work that waits for host callbacks" : "a graph with a while loop");
 }
 
+int gpurun_service_host_calls(lua_State *L)
+{
+    int failed;
+    int ran = gpurun_host_calls_run(L, &failed);
+    /* What was freed while runs were pending can be freed now. */
+    if (ran > 0 && gpurun_host_calls_pending() == 0)
+        gpurun_flush_frees();
+    if (failed) {
+        const char *message = lua_tostring(L, -1);
+        gpurun_error(L, "a host callback failed: %s%s", message ? message : "(an error that is "
+                     "not a string)", failed > 1 ? lua_pushfstring(L, " (and %d more)", failed - 1)
+                                                : "");
+    }
+    return ran;
+}
+
+void gpurun_settle_host_calls(lua_State *L, const char *what)
+{
+    if (gpurun_host_calls_pending() == 0)
+        return;
+    gpurun_check_not_in_host_call(L, what);
+    while (gpurun_host_calls_pending() > 0) {
+        if (gpurun_service_host_calls(L) == 0)
+            gpurun_host_calls_await(200000);
+        gpurun_check_interrupt(L, what);
+    }
+}
+
 /* Polls query(handle) until it is done, running host callbacks as the
  * driver reaches them and giving up at an interrupt. */
 static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const char *what)

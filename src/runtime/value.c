@@ -185,27 +185,17 @@ void gpurun_check_element(lua_State *L, int arg, int dtype, void *out)
 
 void gpurun_push_element(lua_State *L, int dtype, const void *p)
 {
-    switch (dtype) {
-    case GPURUN_FLOAT32: { float v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
-    case GPURUN_FLOAT64: { double v; memcpy(&v, p, sizeof v); lua_pushnumber(L, v); break; }
-    case GPURUN_INT32: { int32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_INT64: { int64_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT64: {
-        /* Lua has no integer above LUA_MAXINTEGER: those come back as floats. */
-        uint64_t v;
-        memcpy(&v, p, sizeof v);
-        if (v <= (uint64_t)LUA_MAXINTEGER)
-            lua_pushinteger(L, (lua_Integer)v);
-        else
-            lua_pushnumber(L, (lua_Number)v);
-        break;
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_FLOAT) {
+        lua_pushnumber(L, gpurun_float_element(dtype, p));
+        return;
     }
-    case GPURUN_INT8: { int8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_UINT8: { uint8_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    case GPURUN_INT16: { int16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    default: { uint16_t v; memcpy(&v, p, sizeof v); lua_pushinteger(L, v); break; }
-    }
+    uint64_t bits = gpurun_integer_element(dtype, p);
+    /* Lua has no integer above LUA_MAXINTEGER: those come back as floats. */
+    if (info->kind == GPURUN_KIND_UNSIGNED && bits > (uint64_t)LUA_MAXINTEGER)
+        lua_pushnumber(L, (lua_Number)bits);
+    else
+        lua_pushinteger(L, (lua_Integer)bits);
 }
 
 void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count, int dtype,
@@ -223,17 +213,53 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
     }
 }
 
-void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
+void gpurun_new_sequence(lua_State *L, size_t count, const char *what)
 {
     if (count > INT_MAX)
         gpurun_error(L, "%s: %I elements are too many for a Lua table", what, (LUAI_UACINT)count);
+    lua_createtable(L, (int)count, 0);
+}
+
+void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count)
+{
     size_t size = gpurun_dtypes[dtype].size;
     const unsigned char *bytes = p;
-    lua_createtable(L, (int)count, 0);
+    /* Numbers and a presized table: nothing here runs the collector. */
     for (size_t i = 0; i < count; i++) {
         gpurun_push_element(L, dtype, bytes + i * size);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+}
+
+void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
+{
+    gpurun_new_sequence(L, count, what);
+    gpurun_fill_sequence(L, dtype, p, count);
+}
+
+int gpurun_push_elements_field(lua_State *L, int dtype, size_t count)
+{
+    const char *key = lua_tostring(L, 2);
+    if (strcmp(key, "dtype") == 0)
+        lua_pushstring(L, gpurun_dtypes[dtype].name);
+    else if (strcmp(key, "size") == 0)
+        lua_pushinteger(L, (lua_Integer)count);
+    else
+        lua_pushinteger(L, (lua_Integer)(count * gpurun_dtypes[dtype].size));
+    return 1;
+}
+
+size_t gpurun_check_index(lua_State *L, int arg, size_t count, const char *what)
+{
+    lua_Integer index = 0;
+    if (!gpurun_exact_integer(L, arg, &index)) {
+        const char *got = gpurun_value_text(L, arg);
+        gpurun_arg_error(L, arg, "integer %s index expected, got %s", what, got);
+    }
+    if (index < 1 || (lua_Unsigned)index > count)
+        gpurun_arg_error(L, arg, "%s index %I out of range (1..%I)", what, (LUAI_UACINT)index,
+                         (LUAI_UACINT)count);
+    return (size_t)index - 1;
 }
 
 int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, size_t *first,
@@ -243,11 +269,7 @@ int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, s
     *count = size;
     if (lua_type(L, arg) != LUA_TNUMBER)
         return arg;
-    lua_Integer index = gpurun_check_integer(L, arg, "integer element index");
-    if (index < 1 || (lua_Unsigned)index > size)
-        gpurun_arg_error(L, arg, "element index %I out of range (1..%I)", (LUAI_UACINT)index,
-                         (LUAI_UACINT)size);
-    *first = (size_t)index - 1;
+    *first = gpurun_check_index(L, arg, size, "element");
     int after = arg + 2;
     lua_Integer n;
     if (lua_type(L, arg + 1) == LUA_TNUMBER) {
@@ -263,7 +285,7 @@ int gpurun_opt_range(lua_State *L, int arg, size_t size, size_t default_count, s
     if ((lua_Unsigned)n > size - *first)
         gpurun_arg_error(L, lua_type(L, arg + 1) == LUA_TNUMBER ? arg + 1 : arg,
                          "%I elements from element %I run past the last (%I)", (LUAI_UACINT)n,
-                         (LUAI_UACINT)index, (LUAI_UACINT)size);
+                         (LUAI_UACINT)(*first + 1), (LUAI_UACINT)size);
     *count = (size_t)n;
     return after;
 }

@@ -91,6 +91,7 @@ void gpurun_copy_pinned(lua_State *L, struct gpurun_buffer *part, int self_index
     if (gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
         struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
         CUstream stream = gpurun_builder_stream(L, builder);
+        gpurun_check_buffer_memory(L, part, &builder->capture);
         /* The graph replays the copy: it keeps both ends, and counts as
          * their user so that closing either is refused. */
         gpurun_capture_keep(L, &builder->capture, self_index);
@@ -102,6 +103,7 @@ void gpurun_copy_pinned(lua_State *L, struct gpurun_buffer *part, int self_index
             gpurun_transfer_error(L, "%s in a graph capture", direction(to_device));
         return;
     }
+    gpurun_check_buffer_memory(L, part, NULL);
     struct gpurun_stream *target = gpurun_operation_stream(L, stream_index);
     if (target)
         gpurun_pinned_prepare(L, pinned);
@@ -110,9 +112,10 @@ void gpurun_copy_pinned(lua_State *L, struct gpurun_buffer *part, int self_index
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
     if (queue_copy(part, pinned->host, to_device, stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "%s", direction(to_device));
-    if (target)
+    if (target) {
         gpurun_pinned_queued(L, pinned, stream);
-    else
+        gpurun_note_buffer_use_on(L, self_index, stream_index);
+    } else
         gpurun_end_transfer(L, stream, operation);
 }
 
@@ -205,10 +208,13 @@ static void write_file(lua_State *L, const struct gpurun_buffer *part, FILE *fil
 void gpurun_copy_file(lua_State *L, int self_index, const struct gpurun_buffer *part, int index,
                       int to_device, int stream_index, const char *operation)
 {
-    FILE *file = check_file(L, index);
+    check_file(L, index);
+    gpurun_check_buffer_memory(L, part, NULL);
     struct gpurun_pinned *staging[2];
     push_staging(L, part_bytes(part), staging);
-    gpurun_check_live_buffer(L, self_index); /* the staging ran finalizers */
+    /* The staging ran finalizers: either may have been closed. */
+    gpurun_check_live_buffer(L, self_index);
+    FILE *file = check_file(L, index);
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
     if (to_device)
         read_file(L, part, file, staging, stream, operation);

@@ -60,11 +60,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
         && CUDA_CALL(cuStreamIsCapturing, stream->handle, &status) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "asking whether the stream is being captured");
     if (stream->capture || status != CU_STREAM_CAPTURE_STATUS_NONE)
-        gpurun_error(L, "%s: the stream is being captured into a graph: pass its GraphBuilder "
-                        "for a fill or a copy between buffers to become a graph node (host "
-                        "data is read when the call is made, so copies to or from Lua tables "
-                        "happen before begin_building or after end_building); capture "
-                        "abandoned", operation);
+        gpurun_refuse_captured(L, 0, operation, "pass its GraphBuilder for a fill or a copy "
+                               "between buffers to become a graph node (host data is read when "
+                               "the call is made, so copies to or from Lua tables happen before "
+                               "begin_building or after end_building)");
     return stream->handle;
 }
 
@@ -109,6 +108,7 @@ void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t fi
                            size_t count, const void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
+    gpurun_check_buffer_memory(L, buffer, NULL);
     if (CUDA_CALL(cuMemcpyHtoDAsync, buffer->pointer + first * size, host, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying to a gpurun.Buffer");
@@ -120,6 +120,7 @@ void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size
                           size_t count, void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
+    gpurun_check_buffer_memory(L, buffer, NULL);
     if (CUDA_CALL(cuMemcpyDtoHAsync, host, buffer->pointer + first * size, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying from a gpurun.Buffer");

@@ -1,7 +1,9 @@
 /* gpurun.compare and gpurun.allclose: numpy's isclose over a Buffer and a
- * Buffer or a number. The buffers are read back in chunks into staging
- * memory and checked in C, so any size is compared in bounded host memory
- * and no Lua runs per element. */
+ * Buffer or a number, or over a Lua sequence and a sequence or a number:
+ * the one copy of the rule (gpurun.check compares Lua sequences through it).
+ * The buffers are read back in chunks into staging memory and checked in C,
+ * so any size is compared in bounded host memory and no Lua runs per
+ * element. */
 #include "types/compare.h"
 
 #include "types/buffer.h"
@@ -83,10 +85,71 @@ static void read_operand(lua_State *L, struct operand *operand, size_t first, si
         gpurun_widen(operand->buffer->dtype, operand->raw, operand->values, n);
 }
 
+/* A Lua table, and not an object made of one (a gpurun.ProgramOptions):
+ * one whose metatable names a type. */
+static int is_sequence(lua_State *L, int index)
+{
+    if (lua_type(L, index) != LUA_TTABLE)
+        return 0;
+    int named = luaL_getmetafield(L, index, "__name");
+    if (named != LUA_TNIL)
+        lua_pop(L, 1);
+    return named != LUA_TSTRING;
+}
+
+static void check_tolerances(lua_State *L, struct comparison *c)
+{
+    c->rtol = gpurun_opt_number(L, 3, 1e-5);
+    c->atol = gpurun_opt_number(L, 4, 1e-8);
+    if (!(c->rtol >= 0))
+        gpurun_arg_error(L, 3, "non-negative relative tolerance expected");
+    if (!(c->atol >= 0))
+        gpurun_arg_error(L, 4, "non-negative absolute tolerance expected");
+    lua_settop(L, 4);
+}
+
+/* compare(x, y [, rtol [, atol]]) with x a sequence of numbers and y a
+ * sequence of as many or a number, converted to doubles in staging memory. */
+static void compare_sequences(lua_State *L, struct comparison *c)
+{
+    size_t count = lua_rawlen(L, 1);
+    int y_table = is_sequence(L, 2);
+    double y_scalar = 0;
+    if (y_table) {
+        if (lua_rawlen(L, 2) != count)
+            gpurun_arg_error(L, 2, "table of %I numbers expected, got %I", (LUAI_UACINT)count,
+                             (LUAI_UACINT)lua_rawlen(L, 2));
+    } else if (lua_type(L, 2) == LUA_TNUMBER) {
+        y_scalar = lua_tonumber(L, 2);
+    } else {
+        gpurun_type_error(L, 2, "table of numbers or number");
+    }
+    check_tolerances(L, c);
+    c->count = count;
+    double *x = gpurun_push_staging(L, count * sizeof(double));
+    gpurun_store_sequence(L, 1, 1, count, GPURUN_FLOAT64, x);
+    double *y = NULL;
+    if (y_table) {
+        y = gpurun_push_staging(L, count * sizeof(double));
+        gpurun_store_sequence(L, 2, 2, count, GPURUN_FLOAT64, y);
+    }
+    if (count == 0)
+        return;
+    double expected = y ? y[0] : y_scalar;
+    record_worst(c, 0, x[0], expected, fabs(x[0] - expected));
+    compare_chunk(c, 0, x, y, y_scalar, count);
+}
+
 /* compare(x, y [, rtol [, atol]]) with x a Buffer and y a Buffer of as many
- * elements (any dtype) or a number. */
+ * elements (any dtype) or a number, or x and y Lua values. */
 static void run_comparison(lua_State *L, struct comparison *c, const char *operation)
 {
+    if (is_sequence(L, 1)) {
+        compare_sequences(L, c);
+        return;
+    }
+    if (!gpurun_to_tagged(L, 1, &gpurun_buffer_tag))
+        gpurun_type_error(L, 1, "gpurun.Buffer or table of numbers");
     struct operand x = {gpurun_check_live_buffer(L, 1), NULL, NULL};
     struct operand y = {NULL, NULL, NULL};
     double y_scalar = 0;
@@ -100,13 +163,7 @@ static void run_comparison(lua_State *L, struct comparison *c, const char *opera
     } else {
         gpurun_type_error(L, 2, "gpurun.Buffer or number");
     }
-    c->rtol = gpurun_opt_number(L, 3, 1e-5);
-    c->atol = gpurun_opt_number(L, 4, 1e-8);
-    if (!(c->rtol >= 0))
-        gpurun_arg_error(L, 3, "non-negative relative tolerance expected");
-    if (!(c->atol >= 0))
-        gpurun_arg_error(L, 4, "non-negative absolute tolerance expected");
-    lua_settop(L, 4);
+    check_tolerances(L, c);
 
     c->count = x.buffer->count;
     size_t chunk = c->count < COMPARE_CHUNK ? c->count : COMPARE_CHUNK;
@@ -148,7 +205,7 @@ static void set_integer(lua_State *L, const char *key, size_t value)
 /* compare(x, y [, rtol [, atol]]) -> { count, mismatches, nan, worst_index,
  * worst_actual, worst_expected, worst_abs_diff, rtol, atol }. The worst
  * element is the mismatch furthest past its tolerance, or when all pass the
- * one with the largest difference. */
+ * one with the largest difference (none for an empty sequence). */
 static int module_compare(lua_State *L)
 {
     struct comparison c = {.largest_pass = -1};
@@ -157,10 +214,12 @@ static int module_compare(lua_State *L)
     set_integer(L, "count", c.count);
     set_integer(L, "mismatches", c.mismatches);
     set_integer(L, "nan", c.nan);
-    set_integer(L, "worst_index", c.worst + 1);
-    set_number(L, "worst_actual", c.worst_actual);
-    set_number(L, "worst_expected", c.worst_expected);
-    set_number(L, "worst_abs_diff", c.worst_abs_diff);
+    if (c.count > 0) { /* an empty sequence has no worst element */
+        set_integer(L, "worst_index", c.worst + 1);
+        set_number(L, "worst_actual", c.worst_actual);
+        set_number(L, "worst_expected", c.worst_expected);
+        set_number(L, "worst_abs_diff", c.worst_abs_diff);
+    }
     set_number(L, "rtol", c.rtol);
     set_number(L, "atol", c.atol);
     return 1;

@@ -8,11 +8,21 @@
 
 const struct gpurun_tag gpurun_condition_tag = {"gpurun.Condition"};
 
-struct gpurun_condition *gpurun_push_condition(lua_State *L, struct gpurun_capture *capture,
+struct gpurun_condition *gpurun_push_condition(lua_State *L, int builder_index,
+                                               struct gpurun_capture *capture,
                                                unsigned int default_value)
 {
+    builder_index = lua_absindex(L, builder_index);
     struct gpurun_condition *condition =
-        gpurun_new_object(L, sizeof *condition, 0, &gpurun_condition_tag);
+        gpurun_new_object(L, sizeof *condition, 1, &gpurun_condition_tag);
+    /* The builder lives as long as the condition, so that `root` names no
+     * other capture made later at the same address. */
+    lua_pushvalue(L, builder_index);
+    lua_setiuservalue(L, -2, 1);
+    /* The allocation can run a finalizer that ended the capture. */
+    if (capture->state != GPURUN_CAPTURE_BUILDING)
+        gpurun_error(L, "GraphBuilder:create_condition: the builder stopped building (it is %s)",
+                     gpurun_capture_state_name(capture->state));
     if (gpurun_capture_create_condition(capture, default_value, &condition->handle,
                                         &condition->graph)
         != CUDA_SUCCESS)

@@ -15,8 +15,10 @@ struct gpurun_condition {
     unsigned int default_value;
 };
 
-/* Makes a Condition of the graph `capture` records into, pushes it. */
-struct gpurun_condition *gpurun_push_condition(lua_State *L, struct gpurun_capture *capture,
+/* Makes a Condition of the graph `capture` (of the builder at
+ * builder_index, which it keeps alive) records into, pushes it. */
+struct gpurun_condition *gpurun_push_condition(lua_State *L, int builder_index,
+                                               struct gpurun_capture *capture,
                                                unsigned int default_value);
 
 void gpurun_open_condition(lua_State *L);

@@ -22,6 +22,11 @@ static struct device *check_device(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_device_tag);
 }
 
+int gpurun_check_device_ordinal(lua_State *L, int index)
+{
+    return check_device(L, index)->ordinal;
+}
+
 static int device_attribute(lua_State *L, struct device *device, CUdevice_attribute attribute)
 {
     int value = 0;

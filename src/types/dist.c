@@ -262,13 +262,14 @@ struct target {
     int device;       /* the stream's; -1 for none */
     int from_current; /* the current stream, not an argument */
     int whole_device;
+    int index;        /* where the stream or builder argument is */
 };
 
 /* Checked before the communicator is made, so that a bad argument raises
  * before any rank starts the collective work of making it. */
 static struct target resolve_target(lua_State *L, int index)
 {
-    struct target target = {NULL, NULL, -1, 0, 0};
+    struct target target = {NULL, NULL, -1, 0, 0, index};
     if (lua_isnoneornil(L, index)) {
         struct gpurun_stream *current = gpurun_runtime.current_stream;
         if (current == NULL) {
@@ -276,14 +277,16 @@ static struct target resolve_target(lua_State *L, int index)
             return target;
         }
         if (current->capture)
-            gpurun_error(L, "the current stream is being captured by a GraphBuilder: pass the "
-                            "builder, so that the graph keeps what it uses (capture abandoned)");
+            gpurun_refuse_captured(L, 0, NULL, "pass the builder rather than leave the current "
+                                               "stream to be used, so that the graph keeps what "
+                                               "it uses");
         target.stream = current->handle;
         target.device = current->device;
         target.from_current = 1;
         return target;
     }
     target.stream = gpurun_launch_target(L, index, &target.capture);
+    target.index = index;
     target.device = target.capture
         ? target.capture->stream->device
         : ((struct gpurun_stream_object *)lua_touserdata(L, index))->stream.device;
@@ -301,9 +304,11 @@ static nccl_data_type check_nccl_type(lua_State *L, int arg, const struct gpurun
     case GPURUN_UINT64: return NCCL_UINT64;
     case GPURUN_INT8: return NCCL_INT8;
     case GPURUN_UINT8: return NCCL_UINT8;
+    case GPURUN_FLOAT16: return NCCL_FLOAT16;
+    case GPURUN_BFLOAT16: return NCCL_BFLOAT16;
     default:
         gpurun_arg_error(L, arg, "NCCL has no %s type (it moves float32, float64, int32, "
-                                 "uint32, int64, uint64, int8 and uint8)",
+                                 "uint32, int64, uint64, int8, uint8, float16 and bfloat16)",
                          gpurun_dtypes[buffer->dtype].name);
         return NCCL_FLOAT32;
     }
@@ -341,6 +346,9 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
 {
     struct communicator *c = push_communicator(L);
     int communicator_index = lua_gettop(L);
+    /* Making the communicator allocates, and a finalizer may have closed
+     * the stream or the builder meanwhile. */
+    *target = resolve_target(L, target->index);
     for (int i = first; i <= last; i++) {
         const struct gpurun_buffer *buffer = lua_touserdata(L, i);
         if (buffer->device != c->device)
@@ -360,8 +368,11 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
         for (int i = first; i <= last; i++)
             gpurun_capture_keep(L, target->capture, i);
     }
-    for (int i = first; i <= last; i++)
-        gpurun_check_buffer(L, i);
+    for (int i = first; i <= last; i++) {
+        gpurun_check_buffer_memory(L, gpurun_check_buffer(L, i), target->capture);
+        if (!target->capture && !target->whole_device)
+            gpurun_note_buffer_use_on(L, i, target->index);
+    }
     if (target->whole_device) {
         target->stream = NULL;
         gpurun_settle_host_calls(L, "a collective");

@@ -13,6 +13,7 @@
 #include "types/buffer_transfer.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 /* Elements generated per host-to-device copy: bounds the staging memory. */
@@ -64,6 +65,14 @@ static inline float next_float32(struct generator *g)
     return (float)(next_u64(g) >> 40) * 0x1p-24f;
 }
 
+/* The same for a float dtype of `digits` significant bits: a multiple of
+ * 2^-digits, which the dtype holds exactly (next_float32 and next_float64
+ * for 24 and 53 bits). */
+static inline double next_fraction(struct generator *g, int digits)
+{
+    return ldexp((double)(next_u64(g) >> (64 - digits)), -digits);
+}
+
 /* Uniform in [0, range) without modulo bias (Lemire's multiply-and-reject). */
 static inline uint64_t next_below(struct generator *g, uint64_t range)
 {
@@ -88,8 +97,8 @@ static int check_float_dtype(lua_State *L, int arg, int default_dtype, const cha
 {
     int dtype = gpurun_check_dtype(L, arg, default_dtype);
     if (gpurun_dtypes[dtype].kind != GPURUN_KIND_FLOAT)
-        gpurun_arg_error(L, arg, "float32 or float64 expected, got %s (%s)",
-                         gpurun_dtypes[dtype].name, instead);
+        gpurun_arg_error(L, arg, "float dtype (float32, float64, float16, bfloat16) expected, "
+                                 "got %s (%s)", gpurun_dtypes[dtype].name, instead);
     return dtype;
 }
 
@@ -118,6 +127,13 @@ static void draw_elements(const struct draws *d, void *host, size_t n)
             out[i] = next_float64(g);
         return;
     }
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[d->dtype];
+    if (info->kind == GPURUN_KIND_FLOAT) { /* the 16-bit floats */
+        unsigned char *out = host;
+        for (size_t i = 0; i < n; i++)
+            gpurun_store_float(d->dtype, next_fraction(g, info->digits), out + i * info->size);
+        return;
+    }
     /* Two's complement: the low bytes of low + offset are the element. */
     switch (gpurun_dtypes[d->dtype].size) {
     case 1:
@@ -140,14 +156,17 @@ static void draw_elements(const struct draws *d, void *host, size_t n)
 }
 
 /* Pushes a new buffer of count elements (the count is argument 2) holding
- * the next draws, generated and copied to the device a chunk at a time. */
-static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count,
+ * the next draws, generated and copied to the device a chunk at a time, on
+ * the stream of the options at options_arg (the current stream by default). */
+static void push_drawn_buffer(lua_State *L, const struct draws *d, size_t count, int options_arg,
                               const char *operation)
 {
-    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, d->dtype, 2);
+    struct gpurun_placement where;
+    gpurun_check_placement(L, options_arg, &where, 1);
+    struct gpurun_buffer *buffer = gpurun_push_new_buffer(L, count, d->dtype, 2, &where);
     size_t chunk = count < GENERATE_CHUNK ? count : GENERATE_CHUNK;
     void *host = gpurun_push_staging(L, chunk * buffer->element_size);
-    CUstream stream = gpurun_begin_host_transfer(L, operation);
+    CUstream stream = gpurun_begin_transfer(L, where.stream_index, operation);
     for (size_t first = 0; first < count; first += chunk) {
         size_t n = count - first < chunk ? count - first : chunk;
         draw_elements(d, host, n);
@@ -170,20 +189,21 @@ static int module_default_rng(lua_State *L)
     return 1;
 }
 
-/* random(n [, dtype="float32"]) -> Buffer of uniform floats in [0, 1). */
+/* random(n [, dtype="float32" [, { pool =, stream = }]]) -> Buffer of
+ * uniform floats in [0, 1). */
 static int generator_random(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
     size_t count = gpurun_check_count(L, 2);
     int dtype = check_float_dtype(L, 3, GPURUN_FLOAT32, "integers() makes integer buffers");
-    lua_settop(L, 3);
+    lua_settop(L, 4);
     struct draws draws = {.g = g, .dtype = dtype};
-    push_drawn_buffer(L, &draws, count, "Generator:random");
+    push_drawn_buffer(L, &draws, count, 4, "Generator:random");
     return 1;
 }
 
-/* integers(n, low, high [, dtype="int32"]) -> Buffer of uniform integers in
- * [low, high). */
+/* integers(n, low, high [, dtype="int32" [, options]]) -> Buffer of uniform
+ * integers in [low, high). */
 static int generator_integers(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
@@ -201,15 +221,15 @@ static int generator_integers(lua_State *L)
     if (low < info->min || high - 1 > info->max)
         gpurun_arg_error(L, 4, "range [%I, %I) does not fit %s (%s)", (LUAI_UACINT)low,
                          (LUAI_UACINT)high, info->name, info->range);
-    lua_settop(L, 5);
+    lua_settop(L, 6);
     struct draws draws = {.g = g, .dtype = dtype, .low = (uint64_t)low,
                           .range = (uint64_t)high - (uint64_t)low};
-    push_drawn_buffer(L, &draws, count, "Generator:integers");
+    push_drawn_buffer(L, &draws, count, 6, "Generator:integers");
     return 1;
 }
 
 /* random_table(n [, dtype="float64"]) -> sequence of the floats random(n,
- * dtype) would put in a buffer; float32 values come rounded to float32. */
+ * dtype) would put in a buffer, each a multiple of 2^-digits of the dtype. */
 static int generator_random_table(lua_State *L)
 {
     struct generator *g = check_generator(L, 1);
@@ -219,7 +239,7 @@ static int generator_random_table(lua_State *L)
         gpurun_arg_error(L, 2, "too many elements for a Lua table");
     lua_createtable(L, (int)count, 0);
     for (size_t i = 0; i < count; i++) {
-        lua_pushnumber(L, dtype == GPURUN_FLOAT32 ? (double)next_float32(g) : next_float64(g));
+        lua_pushnumber(L, next_fraction(g, gpurun_dtypes[dtype].digits));
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -9,10 +9,22 @@
  * captured graph, whose nodes name the executable's (user value 2 lists
  * them), and for each kernel node whose Kernel it knows, that node's launch
  * as it now stands (user value 3: node index -> { kernel, launch }), and
- * the HostCallbacks its host nodes run (user value 4, a sequence): each
- * replay queues one run of each. */
+ * the HostCallbacks its host nodes run (user value 6, a sequence): each
+ * replay queues one run of each.
+ *
+ * Memory nodes: a Buffer made on a builder of the capture (gpurun.empty(n,
+ * dtype, { stream = builder })) is an allocation node, and closing it while
+ * the capture builds a free node. One still open when the capture ended
+ * belongs to the graph (user value 4 lists them, 5 their addresses): each
+ * launch makes its memory anew at the same address, so a launch is refused
+ * while the last launch's is still held by an open buffer, unless the
+ * graph was completed with { auto_free_on_launch = true }, where each launch
+ * frees the last one's first. What a closed buffer no longer holds, the
+ * graph frees after each launch itself. Such graphs cannot be copied, so
+ * complete() takes the builder's graph over, as for conditional nodes. */
 #include "types/graph.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "types/graph_builder.h"
@@ -26,7 +38,17 @@ const struct gpurun_tag gpurun_graph_tag = {"gpurun.Graph"};
 #define KEPT_VALUE 1
 #define NODES_VALUE 2
 #define KERNEL_NODES_VALUE 3
-#define HOST_CALLBACKS_VALUE 4
+#define ALLOCATIONS_VALUE 4  /* the Buffers its allocation nodes make, in order */
+#define ADDRESSES_VALUE 5    /* their nodes' addresses (struct allocation) */
+#define HOST_CALLBACKS_VALUE 6
+#define LAUNCHED_ON_VALUE 7  /* 7..: the streams of launched_on */
+#define LAUNCH_STREAMS 4
+#define USER_VALUES (LAUNCHED_ON_VALUE + LAUNCH_STREAMS - 1)
+
+struct allocation {
+    struct gpurun_buffer *buffer; /* kept by ALLOCATIONS_VALUE */
+    CUdeviceptr address;
+};
 
 struct graph {
     struct gpurun_object header;
@@ -38,6 +60,16 @@ struct graph {
     int host_callbacks;    /* HostCallbacks among what it keeps */
     CUcontext context; /* the captured stream's: the graph replays on its device only */
     int device;
+    int has_memory_nodes;
+    int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+    size_t allocation_count;
+    struct allocation *allocations;
+    /* It keeps buffers of stream-ordered memory, whose frees must wait for
+     * its replays: the streams it was launched on (held by user values),
+     * told to those buffers when it lets go of them. */
+    int keeps_ordered;
+    int launches_lost;
+    struct gpurun_stream *launched_on[LAUNCH_STREAMS];
 };
 
 /* A kernel node's launch as it now stands: set_args and set_config change
@@ -53,64 +85,103 @@ static struct graph *check_graph(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_graph_tag);
 }
 
-/* The Kernel in the sequence at kept_index that launches `function`. */
-static int push_kernel_of(lua_State *L, int kept_index, CUfunction function)
+/* A kernel node of a gpurun.Kernel, while push_kernel_nodes works. */
+struct kernel_node {
+    lua_Integer kept_at;      /* the Kernel's place in the kept sequence; 0: not one */
+    struct node_launch *launch;
+};
+
+/* Whether `source` is still what `capture` (NULL: nobody) holds. */
+static int source_held(const struct gpurun_capture *capture, CUgraph source)
 {
-    lua_Integer count = (lua_Integer)lua_rawlen(L, kept_index);
-    for (lua_Integer i = 1; i <= count; i++) {
-        lua_rawgeti(L, kept_index, i);
-        const struct gpurun_kernel *kernel = gpurun_to_tagged(L, -1, &gpurun_kernel_tag);
-        if (kernel && kernel->function == function)
-            return 1;
-        lua_pop(L, 1);
-    }
-    return 0;
+    return capture == NULL
+           || (capture->state == GPURUN_CAPTURE_BUILT && capture->graph == source);
 }
 
 /* Pushes { node index -> { kernel = Kernel, launch = node_launch } } for the
- * kernel nodes of `nodes` (count of them) whose Kernel is in the sequence
- * at kept_index, with each launch as the node holds it. */
-static void push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t count, int kept_index)
+ * kernel nodes of `nodes` (count of them, of the graph `source`) whose
+ * Kernel is in the sequence at kept_index, with each launch as the node
+ * holds it. When the graph is a builder's (capture), a finalizer run by an
+ * allocation here can close the builder and destroy the graph: so the
+ * tables are made first, the nodes read after, and 0 is returned (nothing
+ * pushed) when the builder no longer holds the graph; else 1. */
+static int push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t count, int kept_index,
+                             const struct gpurun_capture *capture, CUgraph source)
 {
     kept_index = lua_absindex(L, kept_index);
+    int top = lua_gettop(L);
+    struct kernel_node *found = gpurun_push_staging(L, (count + 1) * sizeof *found);
+    if (!source_held(capture, source))
+        goto lost;
+    /* Which nodes launch a Kept kernel: no allocation. */
+    for (size_t i = 0; i < count; i++) {
+        found[i].kept_at = 0;
+        found[i].launch = NULL;
+        CUgraphNodeType type;
+        CUDA_KERNEL_NODE_PARAMS params;
+        if (CUDA_CALL(cuGraphNodeGetType, nodes[i], &type) != CUDA_SUCCESS
+            || type != CU_GRAPH_NODE_TYPE_KERNEL
+            || CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &params) != CUDA_SUCCESS)
+            continue;
+        lua_Integer kept_count = (lua_Integer)lua_rawlen(L, kept_index);
+        for (lua_Integer k = 1; k <= kept_count && !found[i].kept_at; k++) {
+            lua_rawgeti(L, kept_index, k);
+            const struct gpurun_kernel *kernel = gpurun_to_tagged(L, -1, &gpurun_kernel_tag);
+            if (kernel && kernel->function == params.func)
+                found[i].kept_at = k;
+            lua_pop(L, 1);
+        }
+    }
+    /* The tables and the launches' blocks. */
     lua_newtable(L);
     for (size_t i = 0; i < count; i++) {
-        CUgraphNodeType type;
-        if (CUDA_CALL(cuGraphNodeGetType, nodes[i], &type) != CUDA_SUCCESS
-            || type != CU_GRAPH_NODE_TYPE_KERNEL)
+        if (!found[i].kept_at)
             continue;
-        CUDA_KERNEL_NODE_PARAMS params;
-        if (CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &params) != CUDA_SUCCESS
-            || !push_kernel_of(L, kept_index, params.func))
-            continue;
-        const struct gpurun_kernel *kernel = lua_touserdata(L, -1);
+        lua_rawgeti(L, kept_index, found[i].kept_at);
+        const struct gpurun_kernel *kernel = lua_touserdata(L, -1); /* anchored in kept */
         lua_createtable(L, 0, 2);
         lua_insert(L, -2);
         lua_setfield(L, -2, "kernel");
         size_t pointers_at = (sizeof(struct node_launch) + 15) / 16 * 16;
         size_t storage_at = pointers_at + (size_t)kernel->param_count * sizeof(void *);
         unsigned char *block = lua_newuserdatauv(L, storage_at + kernel->storage_size + 1, 0);
-        struct node_launch *launch = (struct node_launch *)block;
-        launch->params = params;
-        launch->pointers = (void **)(block + pointers_at);
-        launch->storage = block + storage_at;
-        for (int p = 0; p < kernel->param_count; p++) {
-            launch->pointers[p] = launch->storage + kernel->param_offsets[p];
-            memcpy(launch->pointers[p], params.kernelParams[p], kernel->param_sizes[p]);
-        }
-        launch->params.kernelParams = launch->pointers;
-        launch->params.extra = NULL;
+        found[i].launch = (struct node_launch *)block;
+        found[i].launch->pointers = (void **)(block + pointers_at);
+        found[i].launch->storage = block + storage_at;
         lua_setfield(L, -2, "launch");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+    if (!source_held(capture, source))
+        goto lost;
+    /* The launches, read from the nodes: no allocation from here on. */
+    for (size_t i = 0; i < count; i++) {
+        if (!found[i].kept_at)
+            continue;
+        lua_rawgeti(L, kept_index, found[i].kept_at);
+        const struct gpurun_kernel *kernel = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        struct node_launch *launch = found[i].launch;
+        if (CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &launch->params) != CUDA_SUCCESS)
+            goto lost;
+        for (int p = 0; p < kernel->param_count; p++) {
+            launch->pointers[p] = launch->storage + kernel->param_offsets[p];
+            memcpy(launch->pointers[p], launch->params.kernelParams[p], kernel->param_sizes[p]);
+        }
+        launch->params.kernelParams = launch->pointers;
+        launch->params.extra = NULL;
+    }
+    lua_remove(L, top + 1); /* the staging */
+    return 1;
+lost:
+    lua_settop(L, top);
+    return 0;
 }
 
-/* The HostCallbacks in the sequence of kept objects at kept_index become
- * the graph's (user value 4). */
-static void collect_host_callbacks(lua_State *L, int graph_index, int kept_index)
+/* Pushes the sequence of the HostCallbacks in the sequence of kept objects
+ * at kept_index (what becomes the graph's user value 6); returns their count. */
+static int push_host_callbacks(lua_State *L, int kept_index)
 {
     kept_index = lua_absindex(L, kept_index);
-    struct graph *graph = lua_touserdata(L, graph_index);
     lua_newtable(L);
     int count = 0;
     lua_Integer kept = (lua_Integer)lua_rawlen(L, kept_index);
@@ -121,31 +192,81 @@ static void collect_host_callbacks(lua_State *L, int graph_index, int kept_index
         else
             lua_pop(L, 1);
     }
-    lua_setiuservalue(L, graph_index, HOST_CALLBACKS_VALUE);
-    graph->host_callbacks = count;
+    return count;
 }
 
-/* builder:complete() -> Graph */
-static int builder_complete(lua_State *L)
+/* The builder at 1, still an origin with a graph built: checked again
+ * after each allocation, which can run a finalizer that closes it. */
+static struct gpurun_capture *check_built(lua_State *L)
 {
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
     struct gpurun_capture *capture = &builder->capture;
     if (capture->role != GPURUN_CAPTURE_ORIGIN)
-        return gpurun_error(L, "GraphBuilder:complete: a %s builder's work is part of the graph "
-                               "of the builder it came from: complete that one",
-                            capture->role == GPURUN_CAPTURE_FORK ? "split" : "conditional body");
+        gpurun_error(L, "GraphBuilder:complete: a %s builder's work is part of the graph "
+                        "of the builder it came from: complete that one",
+                     capture->role == GPURUN_CAPTURE_FORK ? "split" : "conditional body");
     if (capture->state != GPURUN_CAPTURE_BUILT)
-        return gpurun_error(L, "GraphBuilder:complete: nothing built (it is %s): call "
-                               "begin_building(), launch, end_building() first",
-                            gpurun_capture_state_name(capture->state));
-    struct graph *graph = gpurun_new_object(L, sizeof *graph, 4, &gpurun_graph_tag);
+        gpurun_error(L, "GraphBuilder:complete: nothing built (it is %s): call "
+                        "begin_building(), launch, end_building() first",
+                     gpurun_capture_state_name(capture->state));
+    return capture;
+}
+
+/* Whether the sequence at index holds a Buffer of stream-ordered memory. */
+static int has_ordered_buffer(lua_State *L, int index)
+{
+    lua_Integer count = (lua_Integer)lua_rawlen(L, index);
+    int found = 0;
+    for (lua_Integer i = 1; i <= count && !found; i++) {
+        lua_rawgeti(L, index, i);
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, -1, &gpurun_buffer_tag);
+        found = buffer && gpurun_buffer_owner(buffer)->ordered;
+        lua_pop(L, 1);
+    }
+    return found;
+}
+
+/* Takes over the buffers the capture's allocation nodes make: the sequence
+ * at the top (popped), and a table of their addresses. */
+static void take_allocations(lua_State *L, struct graph *graph, int graph_index)
+{
+    int sequence = lua_gettop(L);
+    size_t count = lua_rawlen(L, sequence);
+    struct allocation *allocations =
+        lua_newuserdatauv(L, (count + 1) * sizeof *allocations, 0);
+    for (size_t i = 0; i < count; i++) {
+        lua_rawgeti(L, sequence, (lua_Integer)i + 1);
+        struct gpurun_buffer *buffer = lua_touserdata(L, -1);
+        allocations[i].buffer = buffer;
+        allocations[i].address = buffer->graph_address;
+        gpurun_buffer_graph_completed(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_setiuservalue(L, graph_index, ADDRESSES_VALUE);
+    lua_setiuservalue(L, graph_index, ALLOCATIONS_VALUE);
+    graph->allocations = allocations;
+    graph->allocation_count = count;
+}
+
+/* builder:complete([{ auto_free_on_launch = false }]) -> Graph */
+static int builder_complete(lua_State *L)
+{
+    static const char *const known[] = {"auto_free_on_launch", NULL};
+    check_built(L);
+    gpurun_check_options(L, 2, known);
+    int auto_free = gpurun_opt_boolean_field(L, 2, "auto_free_on_launch", 0);
+    lua_settop(L, 1);
+    check_built(L);
+    struct graph *graph = gpurun_new_object(L, sizeof *graph, USER_VALUES, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
+    struct gpurun_capture *capture = check_built(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
-    /* A copy, so that the builder can build again; the driver does not copy
-     * graphs with conditional nodes, which the Graph then takes over (the
-     * builder is idle again). */
-    if (capture->has_conditional) {
+    /* A copy, so that the builder can build again; the driver copies no
+     * graph with conditional or memory nodes, which the Graph then takes
+     * over (the builder is idle again). */
+    int moved = capture->has_conditional || capture->has_memory_nodes;
+    if (moved) {
         graph->source = capture->graph;
         capture->graph = NULL;
         capture->state = GPURUN_CAPTURE_IDLE;
@@ -153,26 +274,52 @@ static int builder_complete(lua_State *L)
         CHECK_CUDA(L, "copying the captured graph", cuGraphClone, &graph->source,
                    capture->graph);
     }
-    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL,
-               &graph->node_count);
-    graph->nodes = lua_newuserdatauv(L, (graph->node_count + 1) * sizeof(CUgraphNode), 0);
+    /* The Graph's own from here: its close (at collection too) frees it. */
+    graph->header.closed = 0;
+    graph->has_loop = capture->has_loop;
+    size_t count = 0;
+    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL, &count);
+    graph->nodes = lua_newuserdatauv(L, (count + 1) * sizeof(CUgraphNode), 0);
     lua_setiuservalue(L, graph_index, NODES_VALUE);
-    size_t count = graph->node_count;
     if (count > 0)
         CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes,
                    &count);
+    graph->node_count = count;
     CUcontext previous = gpurun_enter_context(graph->context);
-    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source, 0);
+    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source,
+                                auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
     gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS) {
+        graph->exec = NULL;
+        if (moved) {
+            (void)CUDA_CALL(cuGraphDestroy, graph->source);
+            graph->source = NULL;
+            cuda_last_failed_result = result;
+            cuda_last_failed_call = "cuGraphInstantiateWithFlags";
+        }
         gpurun_cuda_error(L, "instantiating a graph");
+    }
+    /* What the capture kept; a builder closed meanwhile let it go, and a
+     * graph that kept nothing would replay memory freed under it. */
+    struct gpurun_graph_builder *builder = lua_touserdata(L, 1);
     gpurun_capture_push_kept(L, capture);
-    collect_host_callbacks(L, graph_index, -1);
-    push_kernel_nodes(L, graph->nodes, graph->node_count, -1);
-    lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
+    graph->keeps_ordered = has_ordered_buffer(L, lua_gettop(L));
+    graph->host_callbacks = push_host_callbacks(L, -1);
+    lua_setiuservalue(L, graph_index, HOST_CALLBACKS_VALUE);
     lua_setiuservalue(L, graph_index, KEPT_VALUE);
-    graph->has_loop = capture->has_loop;
-    graph->header.closed = 0;
+    if (builder->header.closed)
+        return gpurun_closed_error(L, gpurun_builder_tag.type_name);
+    lua_getiuservalue(L, graph_index, KEPT_VALUE);
+    if (!push_kernel_nodes(L, graph->nodes, graph->node_count, -1, NULL, graph->source))
+        return gpurun_error(L, "GraphBuilder:complete: the kernel nodes of the graph could "
+                               "not be read");
+    lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
+    lua_settop(L, graph_index);
+    graph->has_memory_nodes = capture->has_memory_nodes;
+    graph->auto_free = auto_free;
+    gpurun_capture_push_allocations(L, capture);
+    take_allocations(L, graph, graph_index);
+    lua_settop(L, graph_index);
     return 1;
 }
 
@@ -181,8 +328,8 @@ static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *gra
 {
     struct gpurun_stream_object *object = gpurun_check_open(L, index, &gpurun_stream_tag);
     if (object->stream.capture)
-        gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the builder, "
-                        "so that the graph keeps what it uses (capture abandoned)");
+        gpurun_refuse_captured(L, 0, NULL, "launch on the builder, so that the graph keeps "
+                                           "what it uses");
     if (object->stream.device != graph->device)
         gpurun_error(L, "the graph was captured on device %d and replays only there; the stream "
                         "belongs to device %d", graph->device, object->stream.device);
@@ -191,31 +338,103 @@ static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *gra
 
 typedef CUresult (*replay_call)(CUgraphExec, CUstream);
 
+/* Before a launch: the memory the last launch allocated must be freed first,
+ * by the driver (auto-free) or by closing the buffers that hold it. */
+static void check_allocations_freed(lua_State *L, const struct graph *graph)
+{
+    if (graph->auto_free)
+        return;
+    int held = 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < graph->allocation_count; i++) {
+        const struct gpurun_buffer *buffer = graph->allocations[i].buffer;
+        if (!buffer->header.closed && !buffer->unallocated) {
+            held++;
+            bytes += buffer->graph_bytes;
+        }
+    }
+    if (held > 0) {
+        char size[32];
+        gpurun_error(L, "Graph:launch: %d buffer(s) this graph allocated at its last launch (%s) "
+                        "are still open, and a launch makes their memory anew: close them "
+                        "first, or complete the graph with { auto_free_on_launch = true } so that "
+                        "each launch frees the last one's", held,
+                     gpurun_format_size(size, sizeof size, bytes));
+    }
+}
+
+/* After a launch on the stream at 2: open buffers have the new memory, and
+ * what closed ones no longer hold is freed after the launch. */
+static void after_allocating_launch(lua_State *L, const struct graph *graph,
+                                    const struct gpurun_stream *stream)
+{
+    lua_getiuservalue(L, 1, ALLOCATIONS_VALUE);
+    for (size_t i = 0; i < graph->allocation_count; i++) {
+        const struct allocation *allocation = &graph->allocations[i];
+        if (allocation->buffer->header.closed) {
+            struct gpurun_relaxed relaxed = gpurun_relax_captures();
+            CUresult result = CUDA_CALL(cuMemFreeAsync, allocation->address, stream->handle);
+            gpurun_restore_captures(relaxed);
+            if (result != CUDA_SUCCESS)
+                gpurun_cuda_error(L, "freeing a graph's allocation after its launch");
+        } else {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            gpurun_buffer_graph_launched(L, -1, 2);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+}
+
+/* Remembers the stream of a launch, for the stream-ordered buffers the
+ * graph keeps. */
+static void note_launch_stream(lua_State *L, struct graph *graph, struct gpurun_stream *stream)
+{
+    int slot = 0;
+    while (slot < LAUNCH_STREAMS && graph->launched_on[slot] && graph->launched_on[slot] != stream)
+        slot++;
+    if (slot == LAUNCH_STREAMS) {
+        graph->launches_lost = 1;
+    } else if (graph->launched_on[slot] == NULL) {
+        lua_pushvalue(L, 2);
+        lua_setiuservalue(L, 1, LAUNCHED_ON_VALUE + slot);
+        graph->launched_on[slot] = stream;
+    }
+}
+
 /* graph:launch(stream) (runs = 1) and graph:upload(stream), in the graph's
  * context. */
 static int replay(lua_State *L, replay_call call, const char *name, const char *what,
                   int runs)
 {
-    const struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
+    struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     struct gpurun_stream *stream = replay_stream(L, graph, 2);
+    if (runs && graph->allocation_count)
+        check_allocations_freed(L, graph);
     CUcontext previous = gpurun_enter_context(graph->context);
     CUresult result = cuda_checked(call(graph->exec, stream->handle), name);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "%s", what);
     /* A while loop may never end: waits for this stream become interruptible. */
-    if (runs)
+    if (runs) {
         stream->unbounded |= graph->has_loop;
-    /* Each host node runs once more, on the main thread while it waits. */
-    if (runs && graph->host_callbacks) {
-        lua_getiuservalue(L, 1, HOST_CALLBACKS_VALUE);
-        for (int i = 1; i <= graph->host_callbacks; i++) {
-            lua_rawgeti(L, -1, i);
-            struct gpurun_host_callback *callback = lua_touserdata(L, -1);
-            gpurun_host_call_expect(L, &callback->call, -1, 1);
+        /* Each host node runs once more, on the main thread while it
+         * waits: counted first, so that no error below loses a run. */
+        if (graph->host_callbacks) {
+            lua_getiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+            for (int i = 1; i <= graph->host_callbacks; i++) {
+                lua_rawgeti(L, -1, i);
+                struct gpurun_host_callback *callback = lua_touserdata(L, -1);
+                gpurun_host_call_expect(L, &callback->call, -1, 1);
+                lua_pop(L, 1);
+            }
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
+        if (graph->allocation_count)
+            after_allocating_launch(L, graph, stream);
+        if (graph->keeps_ordered && graph->launched_on[0] != stream)
+            note_launch_stream(L, graph, stream);
     }
     return 0;
 }
@@ -254,13 +473,51 @@ static const char *update_failure(CUgraphExecUpdateResult result)
     }
 }
 
+/* Lets go of the new kept sequence at kept_index (its users), then raises
+ * `message`: the graph replays as before. */
+static int update_failed(lua_State *L, int kept_index, const char *message)
+{
+    gpurun_release_users(L, kept_index);
+    return gpurun_error(L, "Graph:update: %s; the graph replays as before", message);
+}
+
+#define BUILDER_LOST "the GraphBuilder was closed or built again during the update"
+
+/* Lets go of the sequence of kept objects at index: its stream-ordered
+ * buffers learn which streams the graph was launched on, so that their
+ * frees wait for replays still running. */
+static void let_go(lua_State *L, const struct graph *graph, int index)
+{
+    index = lua_absindex(L, index);
+    lua_Integer count = graph->keeps_ordered ? (lua_Integer)lua_rawlen(L, index) : 0;
+    for (lua_Integer i = 1; i <= count; i++) {
+        lua_rawgeti(L, index, i);
+        struct gpurun_buffer *buffer = gpurun_to_tagged(L, -1, &gpurun_buffer_tag);
+        if (buffer && gpurun_buffer_owner(buffer)->ordered) {
+            if (graph->launches_lost)
+                gpurun_buffer_owner(buffer)->uses_lost = 1;
+            for (int k = 0; k < LAUNCH_STREAMS && graph->launched_on[k]; k++) {
+                lua_getiuservalue(L, 1, LAUNCHED_ON_VALUE + k);
+                gpurun_note_buffer_use(L, buffer, -2, graph->launched_on[k], lua_gettop(L));
+                lua_pop(L, 1);
+            }
+        }
+        lua_pop(L, 1);
+    }
+    gpurun_release_users(L, index);
+}
+
 /* update(builder) -> self: the same pipeline captured again (other scalars,
  * other buffers of the same kind) becomes this graph's, without a new
  * instantiation. A changed topology is refused, and the graph replays as
- * before. Afterwards the graph keeps what the new capture used. */
+ * before. Afterwards the graph keeps what the new capture used.
+ *
+ * Everything that allocates comes before the executable graph changes: an
+ * allocation can run a finalizer that closes the builder (destroying its
+ * graph) or this graph, which is checked after each. */
 static int graph_update(lua_State *L)
 {
-    struct graph *graph = check_graph(L, 1);
+    check_graph(L, 1);
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 2);
     struct gpurun_capture *capture = &builder->capture;
     if (capture->role != GPURUN_CAPTURE_ORIGIN || capture->state != GPURUN_CAPTURE_BUILT)
@@ -268,29 +525,61 @@ static int graph_update(lua_State *L)
                                 gpurun_capture_state_name(capture->state),
                                 capture->role == GPURUN_CAPTURE_ORIGIN ? "" : ", and not one "
                                 "that records into another builder's graph");
-    CUgraphExecUpdateResultInfo info;
-    memset(&info, 0, sizeof info);
-    CUresult result = CUDA_CALL(cuGraphExecUpdate, graph->exec, capture->graph, &info);
-    if (result != CUDA_SUCCESS || info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS)
-        return gpurun_error(L, "Graph:update: the builder's graph cannot update this one: %s "
-                               "(%s); the graph replays as before", update_failure(info.result),
-                            result == CUDA_SUCCESS ? "CUDA_SUCCESS"
-                                                   : lua_pushfstring(L, "CUresult %d", (int)result));
-    /* What the new capture kept, then let go of what the old one did. */
+    const struct graph *target = check_graph(L, 1);
+    if (target->has_memory_nodes || capture->has_memory_nodes)
+        return gpurun_error(L, "Graph:update: a graph with memory allocation or free nodes cannot "
+                               "be updated (the driver fixes their addresses when it "
+                               "instantiates): complete a new graph from the builder");
+    lua_settop(L, 2);
+    CUgraph source = capture->graph;
+    /* What the new capture kept, each counted as this graph's user. */
     gpurun_capture_push_kept(L, capture);
     int kept = lua_gettop(L);
-    collect_host_callbacks(L, 1, kept);
+    if (!source_held(capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
     size_t count = 0;
-    CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, capture->graph, NULL, &count);
+    if (CUDA_CALL(cuGraphGetNodes, source, NULL, &count) != CUDA_SUCCESS)
+        return update_failed(L, kept, "counting the builder's graph nodes failed");
     CUgraphNode *nodes = gpurun_push_staging(L, (count + 1) * sizeof *nodes);
-    if (count > 0)
-        CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, capture->graph, nodes, &count);
-    push_kernel_nodes(L, nodes, count, kept);
+    if (!source_held(capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
+    if (count > 0 && CUDA_CALL(cuGraphGetNodes, source, nodes, &count) != CUDA_SUCCESS)
+        return update_failed(L, kept, "listing the builder's graph nodes failed");
+    if (!push_kernel_nodes(L, nodes, count, kept, capture, source))
+        return update_failed(L, kept, BUILDER_LOST);
+    int kernel_nodes = lua_gettop(L);
+    int host_callbacks = push_host_callbacks(L, kept);
+    int host_callbacks_index = lua_gettop(L);
+    struct graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
+    if (graph->header.closed) {
+        gpurun_release_users(L, kept);
+        return gpurun_closed_error(L, gpurun_graph_tag.type_name);
+    }
+
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    CUresult result = CUDA_CALL(cuGraphExecUpdate, graph->exec, source, &info);
+    if (result != CUDA_SUCCESS || info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        char code[32], why[256];
+        if (result == CUDA_SUCCESS)
+            snprintf(code, sizeof code, "CUDA_SUCCESS");
+        else
+            snprintf(code, sizeof code, "CUresult %d", (int)result);
+        snprintf(why, sizeof why, "the builder's graph cannot update this one: %s (%s)",
+                 update_failure(info.result), code);
+        return update_failed(L, kept, why);
+    }
+    /* No allocation from here on: the new lists in, the old kept let go. */
+    lua_pushvalue(L, kernel_nodes);
     lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
-    lua_pop(L, 1);
+    lua_pushvalue(L, host_callbacks_index);
+    lua_setiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+    graph->host_callbacks = host_callbacks;
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
-        gpurun_release_users(L, -1);
+        let_go(L, graph, lua_gettop(L));
     lua_pop(L, 1);
+    graph->keeps_ordered = graph->keeps_ordered || has_ordered_buffer(L, kept);
+    lua_pushvalue(L, kept);
     lua_setiuservalue(L, 1, KEPT_VALUE);
     graph->has_loop = capture->has_loop;
     lua_settop(L, 1);
@@ -350,9 +639,45 @@ static void set_node_shape(lua_State *L, int table, const CUDA_KERNEL_NODE_PARAM
     lua_setfield(L, table, "shmem_size");
 }
 
+/* bytes and address of an allocation node, address of a free node, in the
+ * node's table at the top. */
+/* What an allocation or free node holds: its size (allocations only) and
+ * address. Read before nodes() makes tables, which can run finalizers. */
+struct memory_node {
+    size_t bytes;
+    CUdeviceptr address;
+};
+
+static void read_memory_node(lua_State *L, CUgraphNode node, CUgraphNodeType type,
+                             struct memory_node *memory)
+{
+    memory->bytes = 0;
+    memory->address = 0;
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        CUDA_MEM_ALLOC_NODE_PARAMS params;
+        memset(&params, 0, sizeof params);
+        CHECK_CUDA(L, "reading an allocation node", cuGraphMemAllocNodeGetParams, node, &params);
+        memory->bytes = params.bytesize;
+        memory->address = params.dptr;
+    } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        CHECK_CUDA(L, "reading a free node", cuGraphMemFreeNodeGetParams, node, &memory->address);
+    }
+}
+
+static void set_memory_node(lua_State *L, CUgraphNodeType type, const struct memory_node *memory)
+{
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        lua_pushinteger(L, (lua_Integer)memory->bytes);
+        lua_setfield(L, -2, "bytes");
+    }
+    lua_pushinteger(L, (lua_Integer)memory->address);
+    lua_setfield(L, -2, "address");
+}
+
 /* nodes() -> { { index =, kind =, name = (kernel nodes), kernel, grid,
- * block, shmem_size (kernel nodes of a gpurun.Kernel), dependencies =
- * { index... }, enabled = (kernel, memcpy and memset nodes) }, ... }: the
+ * block, shmem_size (kernel nodes of a gpurun.Kernel), bytes (allocation
+ * nodes), address (allocation and free nodes), dependencies = { index... },
+ * enabled = (kernel, memcpy and memset nodes) }, ... }: the
  * graph's top-level nodes, in a fixed order (conditional bodies not listed). */
 static int graph_nodes(lua_State *L)
 {
@@ -362,70 +687,99 @@ static int graph_nodes(lua_State *L)
     /* Room for every node as a dependency, with its edge's data: the driver
      * refuses to drop edge data (programmatic edges have some). */
     size_t room = graph->node_count + 1;
-    CUgraphNode *dependencies =
-        gpurun_push_staging(L, room * (sizeof(CUgraphNode) + sizeof(CUgraphEdgeData)));
-    CUgraphEdgeData *edges = (CUgraphEdgeData *)(dependencies + room);
+    CUgraphEdgeData *edges = gpurun_push_staging(
+        L, room * (sizeof(CUgraphEdgeData) + sizeof(CUgraphNode) + sizeof(size_t)));
+    CUgraphNode *dependencies = (CUgraphNode *)(edges + room);
+    size_t *dependency_indices = (size_t *)(dependencies + room);
     lua_createtable(L, (int)graph->node_count, 0);
-    for (size_t i = 0; i < graph->node_count; i++) {
+    int list = lua_gettop(L);
+    /* Both allocations can run a finalizer that closes the graph. */
+    graph = check_graph(L, 1);
+    size_t total = graph->node_count;
+    for (size_t i = 0; i < total; i++) {
+        /* Each node is read from the driver first, then made into tables:
+         * their allocations can run a finalizer that closes the graph,
+         * destroying the nodes, so the graph is checked again each time. */
+        graph = check_graph(L, 1);
         CUgraphNode node = graph->nodes[i];
         CUgraphNodeType type;
         CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, node, &type);
+        int has_kernel = type == CU_GRAPH_NODE_TYPE_KERNEL
+                         && lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE;
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel)
+            lua_pop(L, 1);
+        const char *lent_name = NULL; /* the driver's, valid while the graph is */
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel) {
+            CUDA_KERNEL_NODE_PARAMS params;
+            if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) != CUDA_SUCCESS
+                || CUDA_CALL(cuFuncGetName, &lent_name, params.func) != CUDA_SUCCESS)
+                lent_name = NULL;
+        }
+        int has_enabled = type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
+                          || type == CU_GRAPH_NODE_TYPE_MEMSET;
+        unsigned int enabled = 1;
+        if (has_enabled)
+            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
+                       graph->exec, node, &enabled);
+        int is_memory = type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
+        struct memory_node memory;
+        read_memory_node(L, node, type, &memory);
+        size_t count = room;
+        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
+                   dependencies, edges, &count);
+        for (size_t d = 0; d < count; d++)
+            dependency_indices[d] = node_index(graph, dependencies[d]);
+
+        /* From here on nothing reads the graph. The name first: pushing it
+         * copies it before anything can run a finalizer. */
+        if (lent_name)
+            lua_pushstring(L, lent_name);
+        else
+            lua_pushnil(L);
         lua_createtable(L, 0, 9);
+        lua_insert(L, -2);
+        lua_setfield(L, -2, "name"); /* nil: no name */
         lua_pushinteger(L, (lua_Integer)i + 1);
         lua_setfield(L, -2, "index");
         lua_pushstring(L, node_kind(type));
         lua_setfield(L, -2, "kind");
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
-            if (lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE) {
-                lua_getfield(L, -1, "kernel");
-                lua_setfield(L, -3, "kernel");
-                lua_getfield(L, -2, "kernel");
-                lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
-                lua_setfield(L, -4, "name");
-                lua_getfield(L, -2, "launch");
-                set_node_shape(L, -4, &((const struct node_launch *)lua_touserdata(L, -1))->params);
-                lua_pop(L, 2);
-            } else {
-                CUDA_KERNEL_NODE_PARAMS params;
-                const char *name = NULL;
-                if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) == CUDA_SUCCESS
-                    && CUDA_CALL(cuFuncGetName, &name, params.func) == CUDA_SUCCESS && name) {
-                    lua_pushstring(L, name);
-                    lua_setfield(L, -3, "name");
-                }
-            }
+        if (has_kernel) {
+            /* node's { kernel, launch } (below the node's table) lives in
+             * kernel_nodes, anchored on the stack. */
+            lua_getfield(L, -2, "kernel");
+            lua_setfield(L, -2, "kernel");
+            lua_getfield(L, -2, "kernel");
+            lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
+            lua_setfield(L, -3, "name");
+            lua_pop(L, 1);
+            lua_getfield(L, -2, "launch");
+            set_node_shape(L, -2, &((const struct node_launch *)lua_touserdata(L, -1))->params);
             lua_pop(L, 1);
         }
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
-            || type == CU_GRAPH_NODE_TYPE_MEMSET) {
-            unsigned int enabled = 1;
-            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
-                       graph->exec, node, &enabled);
+        if (is_memory)
+            set_memory_node(L, type, &memory);
+        if (has_enabled) {
             lua_pushboolean(L, enabled != 0);
             lua_setfield(L, -2, "enabled");
         }
-        size_t count = room;
-        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, edges, &count);
         lua_createtable(L, (int)count, 0);
         for (size_t d = 0; d < count; d++) {
-            lua_pushinteger(L, (lua_Integer)node_index(graph, dependencies[d]));
+            lua_pushinteger(L, (lua_Integer)dependency_indices[d]);
             lua_rawseti(L, -2, (lua_Integer)d + 1);
         }
         lua_setfield(L, -2, "dependencies");
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+        lua_rawseti(L, list, (lua_Integer)i + 1);
+        if (has_kernel)
+            lua_pop(L, 1);
     }
+    lua_settop(L, list);
     return 1;
 }
 
 /* The node index at arg, 1-based. */
 static CUgraphNode check_node(lua_State *L, const struct graph *graph, int arg)
 {
-    lua_Integer index = gpurun_check_integer(L, arg, "integer node index");
-    if (index < 1 || (size_t)index > graph->node_count)
-        gpurun_arg_error(L, arg, "node index %I out of range (1..%d)", (LUAI_UACINT)index,
-                         (int)graph->node_count);
-    return graph->nodes[index - 1];
+    return graph->nodes[gpurun_check_index(L, arg, graph->node_count, "node")];
 }
 
 /* Pushes the kernel and node_launch of kernel node `arg`, or raises. */
@@ -469,8 +823,12 @@ static void keep(lua_State *L, int index)
     }
     lua_pushvalue(L, index);
     lua_rawseti(L, -2, count + 1);
+    /* Growing the list can run a finalizer that closes the graph, which let
+     * go of its list: the buffer is not counted for a list nobody holds. */
+    struct graph *graph = check_graph(L, 1);
     gpurun_adjust_users(L, index, +1);
     lua_pop(L, 1);
+    graph->keeps_ordered |= gpurun_buffer_owner(lua_touserdata(L, index))->ordered;
 }
 
 /* set_args(i, args...) -> self: new arguments for kernel node i, checked
@@ -488,6 +846,10 @@ static int graph_set_args(lua_State *L)
                             kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
     /* Packed into scratch first: an error leaves the node as it was. */
     unsigned char *packed = gpurun_push_staging(L, kernel->storage_size + 1);
+    /* The scratch's allocation can run a finalizer that closes the graph
+     * (its kept list and nodes let go) or the kernel's code. */
+    graph = check_graph(L, 1);
+    gpurun_check_kernel_open(L, kernel);
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 3 + i, packed + kernel->param_offsets[i], NULL);
     for (int i = 0; i < given; i++)
@@ -518,6 +880,11 @@ static int graph_set_arg(lua_State *L)
     unsigned char *slot = kernel->param_sizes[i] <= sizeof packed
                               ? packed
                               : gpurun_push_staging(L, kernel->param_sizes[i]);
+    if (slot != packed) {
+        /* As in set_args: the allocation can run a finalizer. */
+        graph = check_graph(L, 1);
+        gpurun_check_kernel_open(L, kernel);
+    }
     gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
     if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag))
         keep(L, 4);
@@ -580,19 +947,35 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
-    CUcontext previous = gpurun_enter_context(graph->context);
-    (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
-    gpurun_leave_context(previous);
+    if (graph->exec) { /* NULL when complete() failed before instantiating */
+        CUcontext previous = gpurun_enter_context(graph->context);
+        (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
+        gpurun_leave_context(previous);
+    }
     graph->exec = NULL;
     if (graph->source)
         (void)CUDA_CALL(cuGraphDestroy, graph->source);
     graph->source = NULL;
     graph->node_count = 0;
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
-        gpurun_release_users(L, -1);
+        let_go(L, graph, -1);
     lua_pop(L, 1);
     graph->host_callbacks = 0;
-    for (int value = KEPT_VALUE; value <= HOST_CALLBACKS_VALUE; value++) {
+    /* The buffers its allocation nodes made keep the last launch's memory. */
+    if (lua_getiuservalue(L, 1, ALLOCATIONS_VALUE) == LUA_TTABLE) {
+        for (size_t i = 0; i < graph->allocation_count; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            gpurun_buffer_graph_closed(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    graph->allocation_count = 0;
+    graph->allocations = NULL;
+    graph->keeps_ordered = 0;
+    for (int k = 0; k < LAUNCH_STREAMS; k++)
+        graph->launched_on[k] = NULL;
+    for (int value = KEPT_VALUE; value <= USER_VALUES; value++) {
         lua_pushnil(L);
         lua_setiuservalue(L, 1, value);
     }
@@ -608,6 +991,18 @@ static int graph_node_count(lua_State *L)
 static int graph_has_loop(lua_State *L)
 {
     lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_loop);
+    return 1;
+}
+
+static int graph_auto_free_on_launch(lua_State *L)
+{
+    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->auto_free);
+    return 1;
+}
+
+static int graph_has_memory_nodes(lua_State *L)
+{
+    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_memory_nodes);
     return 1;
 }
 
@@ -643,6 +1038,8 @@ static const luaL_Reg graph_methods[] = {
 static const luaL_Reg graph_fields[] = {
     {"node_count", graph_node_count},
     {"has_loop", graph_has_loop},
+    {"has_memory_nodes", graph_has_memory_nodes},
+    {"auto_free_on_launch", graph_auto_free_on_launch},
     {"device", graph_device},
     {NULL, NULL}
 };

@@ -112,6 +112,9 @@ static int builder_begin_building(lua_State *L)
                                "this stream");
     if (gpurun_capture_begin(L, capture, 1) != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "beginning a graph capture");
+    /* Beginning allocates: a finalizer that closed this builder meanwhile
+     * left it capturing; raising ends that capture. */
+    gpurun_check_builder(L, 1);
     lua_settop(L, 1);
     return 1;
 }
@@ -158,6 +161,9 @@ static int builder_split(lua_State *L)
         return gpurun_error(L, "GraphBuilder:split: too many builders");
     for (lua_Integer i = 1; i < count; i++) {
         struct gpurun_graph_builder *fork = push_child(L, 1, builder);
+        /* Its stream and builder were allocated: a finalizer may have
+         * closed this builder (or its stream) meanwhile. */
+        builder = check_building(L, 1, "split");
         if (gpurun_capture_fork(L, &fork->capture, &builder->capture, -1) != CUDA_SUCCESS)
             return gpurun_cuda_error(L, "forking a graph capture onto a new stream");
     }
@@ -213,6 +219,7 @@ static int builder_record(lua_State *L)
     struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
         event = gpurun_push_new_event(L, CU_EVENT_DISABLE_TIMING);
+        builder = check_building(L, 1, "record"); /* the allocation ran finalizers */
     } else {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
         lua_settop(L, 2);
@@ -278,7 +285,8 @@ static int builder_create_condition(lua_State *L)
         return gpurun_arg_error(L, 2, "a default from 0 to 4294967295 expected, got %I",
                                 (LUAI_UACINT)value);
     require_driver_version(L, 12030, "a graph condition");
-    gpurun_push_condition(L, &builder->capture, (unsigned int)value);
+    lua_settop(L, 1);
+    gpurun_push_condition(L, 1, &builder->capture, (unsigned int)value);
     return 1;
 }
 
@@ -287,6 +295,14 @@ static int builder_create_condition(lua_State *L)
 static int add_conditional(lua_State *L, const char *method, CUgraphConditionalNodeType type,
                            unsigned int count, int needed_driver)
 {
+    check_building(L, 1, method);
+    gpurun_check_open(L, 2, &gpurun_condition_tag);
+    lua_settop(L, 2);
+    /* The message allocates (and can run finalizers): before the checks
+     * that read the capture, which are made again. */
+    lua_pushfstring(L, "GraphBuilder:%s", method);
+    require_driver_version(L, needed_driver, lua_tostring(L, -1));
+    lua_settop(L, 2);
     struct gpurun_graph_builder *builder = check_building(L, 1, method);
     struct gpurun_condition *condition = gpurun_check_open(L, 2, &gpurun_condition_tag);
     if (condition->root != builder->capture.root)
@@ -300,9 +316,6 @@ static int add_conditional(lua_State *L, const char *method, CUgraphConditionalN
                                       "expected: a conditional body's nodes take conditions "
                                       "made on the body's builder, and the outer graph's on "
                                       "the outer builders");
-    lua_pushfstring(L, "GraphBuilder:%s", method);
-    require_driver_version(L, needed_driver, lua_tostring(L, -1));
-    lua_settop(L, 2);
     CUgraph bodies[256];
     if (count > sizeof bodies / sizeof bodies[0])
         return gpurun_error(L, "GraphBuilder:switch: at most %d cases",
@@ -369,6 +382,11 @@ static const struct {
     {"conditional_node_params", CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS},
 };
 
+static const char *const dot_flag_names[] = {
+    "verbose", "kernel_node_params", "memcpy_node_params", "memset_node_params",
+    "event_node_params", "kernel_node_attributes", "handles", "conditional_node_params", NULL
+};
+
 /* debug_dot_print(path [, options]): the driver's own Graphviz picture of
  * the built graph, in a file (cuda.core's name); options: { verbose = true,
  * kernel_node_params = true, ... }. graph:to_dot() draws gpurun's. */
@@ -377,22 +395,12 @@ static int builder_debug_dot_print(lua_State *L)
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
     const char *path = gpurun_check_string(L, 2, NULL);
     unsigned int flags = 0;
-    if (!lua_isnoneornil(L, 3)) {
-        gpurun_check_table(L, 3);
-        for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
-            const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-            size_t i = 0;
-            while (key && i < sizeof dot_flags / sizeof dot_flags[0]
-                   && strcmp(dot_flags[i].name, key) != 0)
-                i++;
-            if (!key || i == sizeof dot_flags / sizeof dot_flags[0])
-                return gpurun_arg_error(L, 3, "unknown option %s (verbose, kernel_node_params, "
-                                              "memcpy_node_params, memset_node_params, "
-                                              "event_node_params, kernel_node_attributes, "
-                                              "handles, conditional_node_params)",
-                                        key ? lua_pushfstring(L, "'%s'", key) : "key");
+    if (gpurun_check_options(L, 3, dot_flag_names)) {
+        for (size_t i = 0; i < sizeof dot_flags / sizeof dot_flags[0]; i++) {
+            lua_getfield(L, 3, dot_flags[i].name);
             if (lua_toboolean(L, -1))
                 flags |= dot_flags[i].flag;
+            lua_pop(L, 1);
         }
     }
     if (builder->capture.role != GPURUN_CAPTURE_ORIGIN

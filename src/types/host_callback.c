@@ -48,11 +48,21 @@ static int host_callback_launch(lua_State *L)
         if (capture->role == GPURUN_CAPTURE_BODY)
             return gpurun_error(L, "HostCallback:launch: a conditional body may run any number "
                                    "of times; launch host callbacks outside conditional nodes");
-        context = capture->stream->context;
         gpurun_capture_keep(L, capture, 1);
+        /* Keeping allocates, which can run a finalizer that closes the
+         * builder or the callback: both checked again. */
+        callback = check_callback(L, 1);
+        stream = gpurun_launch_target(L, 2, &capture);
+        context = capture->stream->context;
     } else {
-        context = ((struct gpurun_stream_object *)lua_touserdata(L, 2))->stream.context;
         gpurun_host_call_expect(L, &callback->call, 1, 1);
+        /* So does expecting; a callback with a run expected refuses to close. */
+        const struct gpurun_stream_object *object = lua_touserdata(L, 2);
+        if (object->header.closed) {
+            gpurun_host_call_cancel(L, &callback->call, 1);
+            return gpurun_closed_error(L, gpurun_stream_tag.type_name);
+        }
+        context = object->stream.context;
     }
     CUcontext previous = gpurun_enter_context(context);
     CUresult result = CUDA_CALL(cuLaunchHostFunc, stream, gpurun_host_call_trampoline,

@@ -100,6 +100,11 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
 
     /* User values: 1 = the ObjectCode, 2 = the program's source. */
     unsigned char *block = gpurun_new_object(L, name_at + name_length, 2, &gpurun_kernel_tag);
+    /* The allocation can run a finalizer that closes the code: its library
+     * (and so `handle`) unloaded, `signature` freed. */
+    const struct gpurun_object *code = lua_touserdata(L, code_index);
+    if (code->closed)
+        gpurun_closed_error(L, code->tag->type_name);
     struct gpurun_kernel *kernel = (struct gpurun_kernel *)block;
     kernel->handle = handle;
     kernel->device = gpurun_runtime.current_device;

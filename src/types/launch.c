@@ -22,8 +22,8 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
         if (stream->header.closed)
             gpurun_closed_error(L, gpurun_stream_tag.type_name);
         if (stream->stream.capture)
-            gpurun_error(L, "the stream is being captured by a GraphBuilder: launch on the "
-                            "builder, so that the graph keeps what it uses (capture abandoned)");
+            gpurun_refuse_captured(L, 0, NULL, "launch on the builder, so that the graph "
+                                               "keeps what it uses");
         return stream->stream.handle;
     }
     struct gpurun_graph_builder *builder = gpurun_to_tagged(L, index, &gpurun_builder_tag);
@@ -120,10 +120,14 @@ static void pack_real(lua_State *L, const struct gpurun_kernel *kernel, int i, i
                       unsigned char *slot)
 {
     size_t size = kernel->param_sizes[i];
-    if (size != 4 && size != 8)
-        param_error(L, kernel, i, "a Lua number fits only a 4- or 8-byte floating-point "
+    if (size != 2 && size != 4 && size != 8)
+        param_error(L, kernel, i, "a Lua number fits only a 2-, 4- or 8-byte floating-point "
                                   "parameter; this one is %d bytes", (int)size);
-    int dtype = size == 4 ? GPURUN_FLOAT32 : GPURUN_FLOAT64;
+    /* Two bytes: a PTX .f16 or .bf16 (hand-written PTX; NVRTC passes __half
+     * as a struct, which takes a typed scalar). */
+    int dtype = size == 8 ? GPURUN_FLOAT64
+              : size == 4 ? GPURUN_FLOAT32
+              : strcmp(kernel->param_types[i], ".bf16") == 0 ? GPURUN_BFLOAT16 : GPURUN_FLOAT16;
     enum gpurun_fit fit = lua_isinteger(L, index)
         ? gpurun_store_integer(dtype, (int64_t)lua_tointeger(L, index), slot)
         : gpurun_store_float(dtype, lua_tonumber(L, index), slot);
@@ -181,7 +185,10 @@ static void pack_scalar(lua_State *L, const struct gpurun_kernel *kernel, int i,
     if (kind == GPURUN_PARAM_FLOAT && info->kind != GPURUN_KIND_FLOAT)
         param_error(L, kernel, i, "floating-point, but gpurun.%s is an integer",
                     info->short_name);
-    if ((kind == GPURUN_PARAM_INTEGER || kind == GPURUN_PARAM_AGGREGATE)
+    /* NVRTC passes __half and __nv_bfloat16 as 2-byte structs: a 16-bit
+     * float fills one. */
+    int half_struct = kind == GPURUN_PARAM_AGGREGATE && info->size == 2;
+    if ((kind == GPURUN_PARAM_INTEGER || (kind == GPURUN_PARAM_AGGREGATE && !half_struct))
         && info->kind == GPURUN_KIND_FLOAT)
         param_error(L, kernel, i, "an integer, but gpurun.%s is floating-point",
                     info->short_name);
@@ -236,6 +243,8 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
         if (buffer) {
             if (buffer->header.closed)
                 param_error(L, kernel, i, "attempt to use a closed gpurun.Buffer");
+            if (gpurun_buffer_owner(buffer)->unallocated)
+                gpurun_check_buffer_memory(L, buffer, capture);
             if (size != sizeof(CUdeviceptr))
                 param_error(L, kernel, i, "a gpurun.Buffer passes as an 8-byte pointer; this "
                                           "parameter is %d bytes", (int)size);
@@ -380,9 +389,15 @@ static int module_launch(lua_State *L)
             if (gpurun_to_tagged(L, 4 + i, &gpurun_buffer_tag))
                 gpurun_capture_keep(L, capture, 4 + i);
     }
-    for (int i = 0; i < given; i++)
-        gpurun_pack_argument(L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i],
-                             capture);
+    for (int i = 0; i < given; i++) {
+        struct gpurun_buffer *buffer = gpurun_pack_argument(
+            L, kernel, i, 4 + i, kernel->storage + kernel->param_offsets[i], capture);
+        /* A pool's memory is freed in stream order: its free must also wait
+         * for the streams it was used on. */
+        if (buffer && capture == NULL)
+            gpurun_note_buffer_use(L, buffer, 4 + i,
+                                   &((struct gpurun_stream_object *)lua_touserdata(L, 1))->stream, 1);
+    }
     gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
     return 0;
 }

@@ -127,21 +127,7 @@ static void read_cluster(lua_State *L, struct gpurun_launch_config *config)
 static int config_new(lua_State *L)
 {
     gpurun_check_table(L, 1);
-    lua_pushnil(L);
-    while (lua_next(L, 1)) {
-        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
-        int known = 0;
-        for (int i = 0; known_fields[i] && !known; i++)
-            known = strcmp(key, known_fields[i]) == 0;
-        if (!known)
-            return gpurun_error(L, "LaunchConfig: unknown field %s (grid, block, shmem_size, "
-                                   "cluster, is_cooperative, programmatic_stream_serialization "
-                                   "expected)",
-                                lua_type(L, -2) == LUA_TSTRING
-                                    ? lua_pushfstring(L, "'%s'", key)
-                                    : lua_pushfstring(L, "[%s]", luaL_tolstring(L, -2, NULL)));
-        lua_pop(L, 1);
-    }
+    gpurun_check_options(L, 1, known_fields);
     struct gpurun_launch_config config;
     memset(&config, 0, sizeof config);
     if (lua_getfield(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), lua_getfield(L, 1, "block")) == LUA_TNIL)

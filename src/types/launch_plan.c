@@ -83,6 +83,22 @@ static void keep_plan(lua_State *L, struct gpurun_capture *capture)
     lua_settop(L, kept - 1);
 }
 
+/* Buffer i of the plan, of stream-ordered memory: it has memory for this
+ * launch, whose stream its free must wait for. */
+static void note_use(lua_State *L, const struct plan *plan, int i,
+                     const struct gpurun_capture *capture)
+{
+    struct gpurun_buffer *buffer = plan->buffers[i];
+    gpurun_check_buffer_memory(L, buffer, capture);
+    if (capture)
+        return;
+    lua_getiuservalue(L, 1, 2);
+    lua_rawgeti(L, -1, i + 1);
+    gpurun_note_buffer_use(L, buffer, -1,
+                           &((struct gpurun_stream_object *)lua_touserdata(L, 2))->stream, 2);
+    lua_pop(L, 2);
+}
+
 /* plan:launch(stream | builder) */
 static int plan_launch(lua_State *L)
 {
@@ -96,10 +112,14 @@ static int plan_launch(lua_State *L)
     /* Checked after keeping, which allocates and can run finalizers. */
     if (plan->header.closed)
         gpurun_closed_error(L, plan_tag.type_name);
-    for (int i = 0; i < plan->buffer_count; i++)
-        if (plan->buffers[i]->header.closed)
+    for (int i = 0; i < plan->buffer_count; i++) {
+        struct gpurun_buffer *buffer = plan->buffers[i];
+        if (buffer->header.closed)
             return gpurun_error(L, "LaunchPlan of kernel '%s': a gpurun.Buffer it passes was "
                                    "closed after bind", plan->kernel->name);
+        if (gpurun_buffer_owner(buffer)->ordered)
+            note_use(L, plan, i, capture);
+    }
     gpurun_launch_kernel(L, plan->kernel, plan->function, &plan->config, stream,
                          plan->param_pointers);
     return 0;

@@ -3,6 +3,7 @@
  * get_kernel(), the only step that needs a GPU. */
 #include "types/object_code.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,21 +77,35 @@ static const char *push_code_description(lua_State *L, int index)
     return description;
 }
 
-/* Raises "kernel 'x' not found in the cubin of program.cu; it has: a, b". */
-static int kernel_not_found(lua_State *L, int index, CUlibrary library, const char *name)
+/* Raises "kernel 'x' not found in the cubin of program.cu; it has: a, b".
+ * Every allocation here can run a finalizer that closes the code and
+ * unloads its library, with the kernels and the names the driver lent: the
+ * code is checked after each, and each name copied into Lua before the next. */
+static int kernel_not_found(lua_State *L, int index, const char *name)
 {
     luaL_Buffer b;
     const char *description = push_code_description(L, index);
+    struct object_code *code = check_object_code(L, index);
     unsigned int count = 0;
     CUkernel *kernels = NULL;
-    int listed = CUDA_CALL(cuLibraryGetKernelCount, &count, library) == CUDA_SUCCESS;
+    const char **names = NULL;
+    int listed = CUDA_CALL(cuLibraryGetKernelCount, &count, code->library) == CUDA_SUCCESS
+                 && count < INT_MAX - 8 && lua_checkstack(L, (int)count + 8);
     if (listed) {
-        kernels = gpurun_push_staging(L, count * sizeof *kernels);
-        listed = CUDA_CALL(cuLibraryEnumerateKernels, kernels, count, library) == CUDA_SUCCESS;
+        kernels = gpurun_push_staging(L, (count + 1) * sizeof *kernels);
+        names = gpurun_push_staging(L, (count + 1) * sizeof *names);
+        code = check_object_code(L, index);
+        listed = CUDA_CALL(cuLibraryEnumerateKernels, kernels, count, code->library)
+                 == CUDA_SUCCESS;
     }
-    const char **names = listed ? gpurun_push_staging(L, count * sizeof *names) : NULL;
-    for (unsigned int i = 0; listed && i < count; i++)
-        listed = CUDA_CALL(cuKernelGetName, &names[i], kernels[i]) == CUDA_SUCCESS;
+    for (unsigned int i = 0; listed && i < count; i++) {
+        const char *lent = NULL;
+        listed = CUDA_CALL(cuKernelGetName, &lent, kernels[i]) == CUDA_SUCCESS && lent;
+        if (listed) {
+            names[i] = lua_pushstring(L, lent); /* copied before it can run a finalizer */
+            check_object_code(L, index);
+        }
+    }
     luaL_buffinit(L, &b);
     luaL_addstring(&b, "kernel '");
     luaL_addstring(&b, name);
@@ -115,11 +130,13 @@ static int kernel_not_found(lua_State *L, int index, CUlibrary library, const ch
  * the name expressions given to compile() ("scale<float>"). */
 static int object_code_get_kernel(lua_State *L)
 {
-    struct object_code *code = check_object_code(L, 1);
+    check_object_code(L, 1);
     size_t length;
     const char *name = gpurun_check_string(L, 2, &length);
     if (strlen(name) != length)
         gpurun_arg_error(L, 2, "kernel name contains a NUL byte");
+    /* After the name: a number made into one can run finalizers. */
+    struct object_code *code = check_object_code(L, 1);
     gpurun_require_driver(L);
     gpurun_require_context(L);
     if (code->library == NULL) {
@@ -138,7 +155,7 @@ static int object_code_get_kernel(lua_State *L)
     CUkernel kernel = NULL;
     CUresult rc = CUDA_CALL(cuLibraryGetKernel, &kernel, code->library, symbol);
     if (rc == CUDA_ERROR_NOT_FOUND)
-        return kernel_not_found(L, 1, code->library, name);
+        return kernel_not_found(L, 1, name);
     if (rc != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "looking up kernel '%s' in %s", name,
                                  push_code_description(L, 1));

@@ -126,21 +126,6 @@ static struct gpurun_pinned *check_ready(lua_State *L)
     return pinned;
 }
 
-/* A 1-based element index at arg, returned 0-based. */
-static size_t check_index(lua_State *L, const struct gpurun_pinned *pinned, int arg,
-                          const char *operation)
-{
-    lua_Integer index = 0;
-    if (!gpurun_exact_integer(L, arg, &index)) {
-        const char *got = gpurun_value_text(L, arg);
-        gpurun_error(L, "%s: integer index expected, got %s", operation, got);
-    }
-    if (index < 1 || (lua_Unsigned)index > pinned->count)
-        gpurun_error(L, "%s: index %I out of range (1..%I)", operation, (LUAI_UACINT)index,
-                     (LUAI_UACINT)pinned->count);
-    return (size_t)index - 1;
-}
-
 static unsigned char *element(const struct gpurun_pinned *pinned, size_t index)
 {
     return pinned->host + index * pinned->element_size;
@@ -150,7 +135,7 @@ static unsigned char *element(const struct gpurun_pinned *pinned, size_t index)
 static int pinned_get(lua_State *L)
 {
     struct gpurun_pinned *pinned = check_ready(L);
-    size_t index = check_index(L, pinned, 2, "PinnedBuffer:get");
+    size_t index = gpurun_check_index(L, 2, pinned->count, "element");
     gpurun_push_element(L, pinned->dtype, element(pinned, index));
     return 1;
 }
@@ -159,7 +144,7 @@ static int pinned_get(lua_State *L)
 static int pinned_set(lua_State *L)
 {
     struct gpurun_pinned *pinned = check_ready(L);
-    size_t index = check_index(L, pinned, 2, "PinnedBuffer:set");
+    size_t index = gpurun_check_index(L, 2, pinned->count, "element");
     gpurun_check_element(L, 3, pinned->dtype, element(pinned, index));
     lua_settop(L, 1);
     return 1;
@@ -185,7 +170,11 @@ static int pinned_to_table(lua_State *L)
     struct gpurun_pinned *pinned = check_ready(L);
     size_t first, count;
     gpurun_opt_range(L, 2, pinned->count, 0, &first, &count);
-    gpurun_push_sequence(L, pinned->dtype, element(pinned, first), count, "PinnedBuffer:to_table");
+    gpurun_new_sequence(L, count, "PinnedBuffer:to_table");
+    /* The table's allocation can run a finalizer that closes the buffer,
+     * whose memory is then unmapped. */
+    pinned = check_ready(L);
+    gpurun_fill_sequence(L, pinned->dtype, element(pinned, first), count);
     return 1;
 }
 
@@ -240,22 +229,10 @@ static struct gpurun_pinned *self(lua_State *L)
     return lua_touserdata(L, 1);
 }
 
-static int pinned_dtype(lua_State *L)
+/* dtype, size, nbytes: as every container of elements has them. */
+static int pinned_elements_field(lua_State *L)
 {
-    lua_pushstring(L, gpurun_dtypes[self(L)->dtype].name);
-    return 1;
-}
-
-static int pinned_size(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)self(L)->count);
-    return 1;
-}
-
-static int pinned_nbytes(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)(self(L)->count * self(L)->element_size));
-    return 1;
+    return gpurun_push_elements_field(L, self(L)->dtype, self(L)->count);
 }
 
 static int pinned_ptr(lua_State *L)
@@ -271,10 +248,7 @@ static int pinned_element(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    struct gpurun_pinned *pinned = check_ready(L);
-    size_t index = check_index(L, pinned, 2, "gpurun.PinnedBuffer[i]");
-    gpurun_push_element(L, pinned->dtype, element(pinned, index));
-    return 1;
+    return pinned_get(L);
 }
 
 /* p[i] = value */
@@ -284,10 +258,8 @@ static int pinned_newindex(lua_State *L)
     if (lua_type(L, 2) != LUA_TNUMBER)
         return gpurun_error(L, "gpurun.PinnedBuffer: only elements can be set (p[i] = value), "
                                "not %s", gpurun_value_text(L, 2));
-    size_t index = check_index(L, pinned, 2, "gpurun.PinnedBuffer[i]");
-    const char *why = gpurun_to_element(L, 3, pinned->dtype, element(pinned, index));
-    if (why)
-        return gpurun_error(L, "gpurun.PinnedBuffer[i]: %s", why);
+    size_t index = gpurun_check_index(L, 2, pinned->count, "element");
+    gpurun_check_element(L, 3, pinned->dtype, element(pinned, index));
     return 0;
 }
 
@@ -329,9 +301,9 @@ static const luaL_Reg pinned_methods[] = {
 };
 
 static const luaL_Reg pinned_fields[] = {
-    {"dtype", pinned_dtype},
-    {"size", pinned_size},
-    {"nbytes", pinned_nbytes},
+    {"dtype", pinned_elements_field},
+    {"size", pinned_elements_field},
+    {"nbytes", pinned_elements_field},
     {"ptr", pinned_ptr},
     {NULL, NULL}
 };

@@ -145,17 +145,8 @@ static const char **collect_name_expressions(lua_State *L, int index, size_t *co
 
 static void check_compile_arguments(lua_State *L, int index)
 {
-    if (lua_isnoneornil(L, index))
-        return;
-    gpurun_check_table(L, index);
-    for (lua_pushnil(L); lua_next(L, index); lua_pop(L, 1)) {
-        if (lua_type(L, -2) != LUA_TSTRING)
-            gpurun_arg_error(L, index, "unexpected %s key (name_expressions or name expected)",
-                             luaL_typename(L, -2));
-        const char *key = lua_tostring(L, -2);
-        if (strcmp(key, "name_expressions") != 0 && strcmp(key, "name") != 0)
-            gpurun_arg_error(L, index, "unknown key '%s' (name_expressions or name expected)", key);
-    }
+    static const char *const known[] = {"name_expressions", "name", NULL};
+    gpurun_check_options(L, index, known);
 }
 
 static int output_gc(lua_State *L)

@@ -1,6 +1,6 @@
-/* Typed scalars: one constructor per dtype, named by its short name (u64,
- * f32, ...), each checking its value once, by the same rules as a buffer
- * element of that dtype. */
+/* Typed scalars: one constructor per dtype of base/dtype.c's table, named by
+ * its short name (u64, f32, f16, ...), each checking its value once, by the
+ * same rules as a buffer element of that dtype. */
 #include "types/scalar.h"
 
 #include <string.h>
@@ -49,6 +49,13 @@ static int scalar_size(lua_State *L)
     return 1;
 }
 
+/* The value as the kernel receives it: size bytes, little-endian. */
+static int scalar_bytes(lua_State *L)
+{
+    lua_pushlstring(L, (const char *)self(L)->bytes, gpurun_dtypes[self(L)->dtype].size);
+    return 1;
+}
+
 static int scalar_tostring(lua_State *L)
 {
     struct gpurun_scalar *scalar = gpurun_check_tagged(L, 1, &gpurun_scalar_tag);
@@ -63,6 +70,7 @@ static const luaL_Reg scalar_fields[] = {
     {"type", scalar_type},
     {"dtype", scalar_dtype},
     {"size", scalar_size},
+    {"bytes", scalar_bytes},
     {NULL, NULL}
 };
 

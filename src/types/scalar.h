@@ -1,5 +1,6 @@
-/* Typed scalars (gpurun.u64(n), i64, u32, i32, i16, u16, i8, u8, f32, f64):
- * a value with the exact C type a kernel parameter expects. */
+/* Typed scalars (gpurun.u64(n), i64, u32, i32, i16, u16, i8, u8, f32, f64,
+ * f16, bf16: one per dtype): a value with the exact C type a kernel
+ * parameter expects. */
 #ifndef GPURUN_TYPES_SCALAR_H
 #define GPURUN_TYPES_SCALAR_H
 

@@ -52,8 +52,8 @@ static int stream_sync(lua_State *L)
 {
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     if (is_capturing(L, stream))
-        return gpurun_error(L, "Stream:sync: the stream is being captured into a graph "
-                               "(synchronizing is not allowed while building); capture abandoned");
+        return gpurun_refuse_captured(L, 0, "Stream:sync", "synchronize before begin_building "
+                                                          "or after end_building");
     gpurun_wait_stream(L, stream, "synchronizing a stream");
     return 0;
 }
@@ -73,6 +73,7 @@ static int stream_record(lua_State *L)
     struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
         event = gpurun_push_event_on(L, CU_EVENT_DEFAULT, stream->context, stream->device);
+        stream = gpurun_check_stream(L, 1); /* the event's allocation ran finalizers */
     } else {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
         lua_settop(L, 2);
@@ -99,8 +100,8 @@ static int stream_wait(lua_State *L)
 {
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     if (stream->capture)
-        return gpurun_error(L, "Stream:wait: the stream is being captured by a GraphBuilder: "
-                               "wait on the builder (builder:wait(...)) instead");
+        return gpurun_refuse_captured(L, 0, "Stream:wait", "wait on the builder "
+                                                          "(builder:wait(...)) instead");
     struct gpurun_event *event = gpurun_to_tagged(L, 2, &gpurun_event_tag);
     if (event) {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
@@ -115,8 +116,7 @@ static int stream_wait(lua_State *L)
     } else if (gpurun_to_tagged(L, 2, &gpurun_stream_tag)) {
         struct gpurun_stream *other = gpurun_check_stream(L, 2);
         if (other->capture)
-            return gpurun_arg_error(L, 2, "the stream is being captured by a GraphBuilder: wait "
-                                          "for it on a builder of that capture");
+            return gpurun_refuse_captured(L, 2, NULL, "wait for it on a builder of that capture");
         if (other->context != stream->context)
             return gpurun_arg_error(L, 2, "a stream of device %d expected (this one's), got one "
                                           "of device %d", stream->device, other->device);
@@ -147,14 +147,36 @@ static int stream_close(lua_State *L)
     if (gpurun_runtime.current_stream == stream)
         gpurun_set_current_stream(L, 0, NULL);
     object->header.closed = 1;
-    /* Work already queued finishes; the driver frees the stream after it. */
+    /* Work already queued finishes; the driver frees the stream after it.
+     * Its ordering event marks the end of that work, for memory a pool
+     * frees later on another stream (types/buffer.c). */
     CUcontext previous = gpurun_enter_context(stream->context);
+    if (stream->order_event == NULL
+        && CUDA_CALL(cuEventCreate, &stream->order_event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        stream->order_event = NULL;
+    if (stream->order_event
+        && CUDA_CALL(cuEventRecord, stream->order_event, stream->handle) != CUDA_SUCCESS) {
+        (void)CUDA_CALL(cuEventDestroy, stream->order_event);
+        stream->order_event = NULL;
+    }
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
     gpurun_leave_context(previous);
     stream->handle = NULL;
-    if (stream->order_event)
-        (void)CUDA_CALL(cuEventDestroy, stream->order_event);
-    stream->order_event = NULL;
+    return 0;
+}
+
+/* Nothing can wait for a collected stream any more: a buffer that did
+ * keeps the Stream object alive. */
+static int stream_gc(lua_State *L)
+{
+    stream_close(L);
+    struct gpurun_stream_object *object = lua_touserdata(L, 1);
+    if (object->stream.order_event) {
+        CUcontext previous = gpurun_enter_context(object->stream.context);
+        (void)CUDA_CALL(cuEventDestroy, object->stream.order_event);
+        gpurun_leave_context(previous);
+    }
+    object->stream.order_event = NULL;
     return 0;
 }
 
@@ -233,7 +255,7 @@ static const luaL_Reg stream_fields[] = {
 static const luaL_Reg stream_metamethods[] = {
     {"__tostring", stream_tostring},
     {"__close", stream_close},
-    {"__gc", stream_close},
+    {"__gc", stream_gc},
     {NULL, NULL}
 };
 

@@ -1,17 +1,13 @@
 -- gpurun.elementwise and gpurun.elementwise_pipeline: the module table's
 -- names for lua/gpurun/compute/elementwise.lua (CuPy-style elementwise
 -- kernels and fused pipelines of them). The library is loaded on first use,
--- so that the module opens without it; the methods of the kernels and
--- pipelines it makes are guarded as these two functions are, so that their
--- errors end any capture in progress as every gpurun error does.
-return function(internal)
+-- so that the module opens without it; it guards its own kernels' and
+-- pipelines' methods (gpurun.guard), so that their errors end any capture
+-- in progress as every gpurun error does.
+return function()
   local elementwise
   local function library()
-    if not elementwise then
-      elementwise = require("gpurun.compute.elementwise")
-      internal.guard(elementwise.Kernel)
-      internal.guard(require("gpurun.compute.elementwise_pipeline").Pipeline)
-    end
+    elementwise = elementwise or require("gpurun.compute.elementwise")
     return elementwise
   end
   return {

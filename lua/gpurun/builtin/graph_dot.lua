@@ -1,6 +1,6 @@
 -- Graph:to_dot([options]) -> a Graphviz DOT text of the graph: one box per
--- node (its index, and the kernel's name for kernel nodes), one arrow per
--- dependency. Drawing is policy, so it is Lua, over graph:nodes().
+-- node (its index, the kernel's name for kernel nodes, the size an
+-- allocation node makes), one arrow per dependency. Drawing is policy, so it is Lua, over graph:nodes().
 -- options: { title = "...", name = "graph" }. With Graphviz installed:
 --   dot -Tsvg graph.dot -o graph.svg
 -- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
@@ -8,7 +8,16 @@ return function(internal)
   local COLOURS = {
     kernel = "#cfe2ff", memcpy = "#d1e7dd", memset = "#fff3cd", conditional = "#f8d7da",
     event_record = "#e2e3e5", wait_event = "#e2e3e5", empty = "#ffffff",
+    mem_alloc = "#e0cffc", mem_free = "#e0cffc",
   }
+
+  -- "1.00 MiB", as gpurun's messages write sizes.
+  local function size_text(bytes)
+    if bytes < 1024 then return bytes .. " bytes" end
+    local units, scaled, unit = { "KiB", "MiB", "GiB", "TiB" }, bytes / 1024, 1
+    while scaled >= 1024 and unit < #units do scaled, unit = scaled / 1024, unit + 1 end
+    return ("%.2f %s"):format(scaled, units[unit])
+  end
 
   local function quoted(text)
     return '"' .. tostring(text):gsub('[\\"]', "\\%0"):gsub("\n", "\\n") .. '"'
@@ -36,6 +45,8 @@ return function(internal)
         :format(type(options)))
     end
     options = options or {}
+    local unknown = require("gpurun.options").unknown(options, { "name", "title" })
+    if unknown then internal.raise(("bad argument #1 to 'Graph:to_dot' (%s)"):format(unknown)) end
     local name = option(options, "name", "string") or "gpurun_graph"
     local title = option(options, "title", "string")
     local nodes = graph:nodes()
@@ -47,6 +58,7 @@ return function(internal)
     for _, node in ipairs(nodes) do
       local label = ("%d: %s"):format(node.index, node.name or node.kind)
       if node.name then label = label .. "\n(" .. node.kind .. ")" end
+      if node.bytes then label = label .. "\n" .. size_text(node.bytes) end
       if node.enabled == false then label = label .. "\ndisabled" end
       lines[#lines + 1] = ("  n%d [label=%s, fillcolor=%s%s];"):format(node.index, quoted(label),
         quoted(COLOURS[node.kind] or "#f0f0f0"),

@@ -37,6 +37,8 @@ return function(internal)
 
   -- load(path) -> Buffer, shape: the array of a .npy file, on the current
   -- device; shape is the file's (a sequence of dimensions, {} for a scalar).
+  -- A file that cannot seek (a pipe, a FIFO, /dev/stdin) is read as a
+  -- stream: its header, then the array's bytes.
   local function load(...)
     local path = ...
     check_path("gpurun.load", 1, select("#", ...), path)
@@ -48,17 +50,24 @@ return function(internal)
       raise(("gpurun.load: %s holds no elements (shape %s): a gpurun.Buffer holds at least one")
         :format(path, "{" .. table.concat(info.shape, ", ") .. "}"))
     end
-    local data_bytes = file:seek("end") - info.header_size
-    local expected = info.count * npy().itemsize(info.dtype)
-    if data_bytes ~= expected then
-      raise(("gpurun.load: %s is %s: its header says %d %s elements (%d bytes of data), the file "
-        .. "has %d"):format(path, data_bytes < expected and "truncated" or "longer than its header says",
-          info.count, info.dtype, expected, data_bytes))
+    local data_start = file:seek()
+    if data_start then -- a file it can seek in: its size is known before allocating
+      local data_bytes = file:seek("end") - data_start
+      local short = npy().data_problem(info, data_bytes)
+      if short then raise(("gpurun.load: %s is %s"):format(path, short)) end
+      file:seek("set", data_start)
     end
-    file:seek("set", info.header_size)
     local gpurun = require("gpurun")
     local buffer = gpurun.empty(info.count, info.dtype)
-    buffer:copy_from(file)
+    local ok, err = pcall(buffer.copy_from, buffer, file)
+    if not ok then
+      buffer:close()
+      local got = tostring(err):match("it ended after (%d+) of %d+ bytes")
+      if got then -- a stream shorter than its header says
+        raise(("gpurun.load: %s is %s"):format(path, npy().data_problem(info, math.tointeger(got))))
+      end
+      error(err, 0) -- raised as gpurun raises (the captures ended)
+    end
     return buffer, copy(info.shape)
   end
 
@@ -86,7 +95,10 @@ return function(internal)
       raise(("bad argument #2 to 'Buffer:save' (shape {%s} holds %d elements, the buffer %d)")
         :format(table.concat(shape, ", "), elements, size))
     end
-    local header = assert(npy().header(dtype, shape))
+    local no_descr = select(2, npy().descr(dtype))
+    if no_descr then raise("Buffer:save: " .. no_descr) end -- a dtype NumPy lacks
+    local header, too_long = npy().header(dtype, shape)
+    if not header then raise(("bad argument #2 to 'Buffer:save' (%s)"):format(too_long)) end
     local file, why = io.open(path, "wb")
     if not file then raise("Buffer:save: cannot open " .. why) end
     local written, err = pcall(function()

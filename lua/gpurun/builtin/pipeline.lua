@@ -7,13 +7,18 @@
 -- gpurun error does.
 return function(internal)
   local Pipeline
+  -- Guarded again if the library was loaded anew (package.loaded cleared,
+  -- as busted's insulation does between spec files).
   local function library()
-    if not Pipeline then
-      Pipeline = require("gpurun.compute.pipeline")
+    local loaded = require("gpurun.compute.pipeline")
+    if loaded ~= Pipeline then
+      Pipeline = loaded
       require("gpurun.compute.pipeline_report")
       require("gpurun.compute.pipeline_run")
       require("gpurun.compute.pipeline_devices")
       internal.guard(Pipeline)
+      internal.guard(Pipeline.Data)
+      internal.guard(Pipeline.Scalar)
     end
     return Pipeline
   end

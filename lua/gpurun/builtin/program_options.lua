@@ -18,8 +18,6 @@ return function(internal)
   -- The keys, in the order their NVRTC options appear in as_list().
   local KEYS = { "std", "arch", "defines", "include_paths", "line_info", "debug",
                  "use_fast_math", "max_register_count", "relocatable_device_code", "extra" }
-  local KNOWN = {}
-  for _, key in ipairs(KEYS) do KNOWN[key] = true end
 
   local PREFIX = "gpurun.ProgramOptions: "
 
@@ -233,12 +231,8 @@ return function(internal)
       raise(("bad argument #1 to 'gpurun.ProgramOptions' (table expected, got %s)")
         :format(type_name(1, input)))
     end
-    for key in next, input do
-      if not KNOWN[key] then
-        local what = type(key) == "string" and ("'" .. key .. "'") or ("a " .. type(key) .. " key")
-        raise(("%sunknown option %s (known: %s)"):format(PREFIX, what, table.concat(KEYS, ", ")))
-      end
-    end
+    local unknown = require("gpurun.options").unknown(input, KEYS)
+    if unknown then raise(PREFIX .. unknown) end
     local list, fields = {}, {}
     for _, key in ipairs(KEYS) do
       local value = rawget(input, key)

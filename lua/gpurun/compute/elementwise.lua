@@ -20,8 +20,11 @@
 -- variables (`T x`) are bound from the arguments and usable in it as types.
 --
 -- Inputs are gpurun.Buffers or scalars: a typed scalar (gpurun.f32(x),
--- checked against the parameter's dtype) or a Lua number (converted when
--- exact; that creates a typed scalar per call, so pass typed ones in loops).
+-- checked against the parameter's dtype; for an 8- or 16-bit integer, the
+-- 32-bit one of its kind does too, range-checked) or a Lua number (converted
+-- by gpurun's one rule, base/dtype.c's; that creates a typed scalar per
+-- call, so pass typed ones in loops). Every dtype of gpurun.dtypes works,
+-- float16 and bfloat16 computed in float (elementwise_source.lua).
 -- Outputs are buffers. An output is read from memory first only if the
 -- operation's first mention of it is not a plain `r = ...` statement.
 -- With buffers only, a call allocates nothing once its size has been seen.
@@ -30,11 +33,17 @@ local gpurun = require("gpurun")
 local source = require("gpurun.compute.elementwise_source")
 
 local DTYPES = source.DTYPES
-local SCALAR_DTYPE = { f32 = "float32", f64 = "float64", i32 = "int32", u32 = "uint32",
-                       i64 = "int64", u64 = "uint64" }
 local SCALAR_TAG = {}  -- dtype -> the lookup key of a scalar of it
-for dtype in pairs(DTYPES) do
+-- An 8- or 16-bit integer dtype -> the 32-bit one of its kind, whose typed
+-- scalar it takes too (gpurun.i32 for int8).
+local WIDE_SCALAR = {}
+for dtype, info in pairs(DTYPES) do
   SCALAR_TAG[dtype] = dtype .. " scalar"
+  for wide, wide_info in pairs(DTYPES) do
+    if not info.float and info.size < 4 and wide_info.kind == info.kind and wide_info.size == 4 then
+      WIDE_SCALAR[dtype] = wide
+    end
+  end
 end
 
 local MAX_THREADS_PER_MULTIPROCESSOR = 39 -- CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
@@ -59,11 +68,15 @@ local function param_error(kernel, index, fmt, ...)
         param.type, param.name) .. fmt:format(...))
 end
 
-local function check_options(options, what)
+local KERNEL_OPTIONS = { "block", "unroll", "blocks_per_sm", "preamble" }
+
+local function check_options(options, what, known)
   options = options or {}
   if type(options) ~= "table" then
     raise(what .. ": options must be a table, got " .. type(options))
   end
+  local unknown = require("gpurun.options").unknown(options, known or KERNEL_OPTIONS)
+  if unknown then raise(what .. ": " .. unknown) end
   local function integer(key, low, high, default)
     local value = options[key]
     if value == nil then
@@ -119,7 +132,7 @@ function elementwise.elementwise(in_params, out_params, operation, name, options
   local kernel = setmetatable({
     name = name, operation = operation, in_params = in_params, out_params = out_params,
     params = {}, input_count = #inputs, type_variables = {},
-    variants = {}, bound = {}, arguments = {},
+    variants = {}, bound = {}, arguments = {}, scalars = {},
   }, Kernel)
   for k, v in pairs(check_options(options, what)) do
     kernel[k] = v
@@ -201,10 +214,11 @@ local function match_dtype(kernel, index, dtype, scalar_type)
   end
 end
 
--- A typed scalar for an int8 or uint8 parameter comes as i32 or u32.
-local function scalar_dtype_for(param_dtype, scalar_type)
-  local dtype = SCALAR_DTYPE[scalar_type]
-  if (param_dtype == "int8" and dtype == "int32") or (param_dtype == "uint8" and dtype == "uint32") then
+-- The dtype a typed scalar of `dtype` counts as for a parameter of
+-- param_dtype: its own, or param_dtype for the 32-bit scalar of an 8- or
+-- 16-bit integer's kind.
+local function scalar_dtype_for(param_dtype, dtype)
+  if param_dtype and WIDE_SCALAR[param_dtype] == dtype then
     return param_dtype
   end
   return dtype
@@ -215,26 +229,16 @@ local function dtype_of(kernel, index)
   return param.variable and kernel.bound[param.type] or param.type
 end
 
--- A Lua number as its parameter takes it (a float, or an exact integer in
--- range), or an error.
-local function number_for(kernel, index, value)
-  local dtype = dtype_of(kernel, index)
-  local info = DTYPES[dtype]
-  if info.float then
-    if dtype == "float32" and value == value and math.abs(value) ~= math.huge
-       and math.abs(value) > 3.4028234663852886e38 then
-      param_error(kernel, index, "%s is out of float32 range", tostring(value))
-    end
-    return value + 0.0
+-- A number as the typed scalar its parameter takes, made by gpurun's one
+-- rule (the scalar's constructor, base/dtype.c's), or an error that gives
+-- the constructor's reason ("300 out of range for uint8 (0..255)").
+local function scalar_for(kernel, index, value)
+  local ok, scalar = pcall(gpurun[DTYPES[dtype_of(kernel, index)].scalar], value)
+  if not ok then
+    local why = tostring(scalar)
+    param_error(kernel, index, "%s", why:match("bad argument #1 to '[^']*' %((.*)%)$") or why)
   end
-  local integer = math.tointeger(value)
-  if integer == nil then
-    param_error(kernel, index, "%s is not an integer", tostring(value))
-  end
-  if integer < info.min or integer > info.max then
-    param_error(kernel, index, "%d is out of %s range", integer, dtype)
-  end
-  return integer
+  return scalar
 end
 
 -- First pass over the arguments: their kinds, dtypes, sizes and the type
@@ -267,8 +271,9 @@ local function read_arguments(kernel, ...)
       param_error(kernel, index, "an output must be a gpurun.Buffer, got %s", kind)
     elseif kind == "gpurun.Scalar" then
       local wanted = param.variable and bound[param.type] or param.type
-      local scalar_type = arg.type
-      match_dtype(kernel, index, scalar_dtype_for(wanted, scalar_type), scalar_type)
+      local dtype = scalar_dtype_for(wanted, arg.dtype)
+      match_dtype(kernel, index, dtype, arg.type)
+      numbers = numbers or dtype ~= arg.dtype -- a 32-bit scalar to narrow
     elseif kind == "number" then
       numbers = true
     else
@@ -276,17 +281,22 @@ local function read_arguments(kernel, ...)
                   .. "expected, got %s", kind)
     end
   end
+  -- Numbers, and 32-bit scalars for narrower parameters, become the typed
+  -- scalars the launch passes (kernel.scalars, for converted()).
   if numbers then
     for index = 1, kernel.arity do
       local param = kernel.params[index]
       local arg = select(index, ...)
+      kernel.scalars[index] = nil
       if type(arg) == "number" then
         if param.variable and not bound[param.type] then
           param_error(kernel, index, "a Lua number does not say what %s is: pass a "
                       .. "buffer or a typed scalar (gpurun.f32(x), ...) for a %s parameter",
                       param.type, param.type)
         end
-        number_for(kernel, index, arg)
+        kernel.scalars[index] = scalar_for(kernel, index, arg)
+      elseif type_name(arg) == "gpurun.Scalar" and arg.dtype ~= dtype_of(kernel, index) then
+        kernel.scalars[index] = scalar_for(kernel, index, arg.value)
       end
     end
   end
@@ -390,22 +400,6 @@ local function shape(kernel, variant, entry, n)
   return found
 end
 
--- Typed scalars for int8/uint8 parameters are range-checked here; the rest
--- is gpurun's own launch check.
-local function check_small_scalars(kernel, ...)
-  for index = 1, kernel.input_count do
-    local arg = select(index, ...)
-    local info = DTYPES[dtype_of(kernel, index)]
-    if info.passed_as and type_name(arg) == "gpurun.Scalar" then
-      local value = arg.value
-      if value < info.min or value > info.max then
-        param_error(kernel, index, "%d is out of %s range", value,
-                    dtype_of(kernel, index))
-      end
-    end
-  end
-end
-
 -- Everything a launch needs: the kernel to launch, its configuration, the
 -- n argument, and whether numbers must be converted first.
 local function check_count(kernel, ...)
@@ -424,7 +418,6 @@ end
 local function prepare(kernel, target, ...)
   check_count(kernel, ...)
   local n, device, numbers = read_arguments(kernel, ...)
-  check_small_scalars(kernel, ...)
   local variant = find_variant(kernel, ...)
   -- Loading code is one of the calls a capture forbids (and it would end it).
   if not variant.devices[device] and type_name(target) == "gpurun.GraphBuilder" then
@@ -440,16 +433,14 @@ local function prepare(kernel, target, ...)
   return entry.scalar, found.scalar, found.n, numbers
 end
 
--- The arguments with every Lua number replaced by its typed scalar, in a
--- table the kernel reuses.
+-- The arguments with every Lua number (and 32-bit scalar for a narrower
+-- parameter) replaced by the typed scalar read_arguments made, in a table
+-- the kernel reuses.
 local function converted(kernel, ...)
-  local arguments = kernel.arguments
+  local arguments, scalars = kernel.arguments, kernel.scalars
   for index = 1, kernel.arity do
-    local arg = select(index, ...)
-    if type(arg) == "number" then
-      arg = gpurun[DTYPES[dtype_of(kernel, index)].scalar](number_for(kernel, index, arg))
-    end
-    arguments[index] = arg
+    arguments[index] = scalars[index] or select(index, ...)
+    scalars[index] = nil
   end
   return table.unpack(arguments, 1, kernel.arity)
 end
@@ -521,6 +512,12 @@ elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructo
 
 -- The module is callable too, so that installed as gpurun.elementwise it is
 -- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).
+-- Scripts call these (and the kernels' methods) while a builder captures:
+-- their errors end the capture as gpurun's own do, whether they came
+-- through gpurun.elementwise or straight from this module.
+gpurun.guard(Kernel)
+gpurun.guard(elementwise)
+
 return setmetatable(elementwise, {
   __call = function(_, ...)
     return elementwise.elementwise(...)

@@ -14,12 +14,18 @@
 --           r1, r2, r3: three kernels, one per stage. A value a later kernel
 --           needs but nobody wants as an output is computed again there.
 --   always  one kernel, writing every wanted stage on the way.
---   never   one kernel per stage; every stage a later one reads must then be
---           an output.
+--   never   one kernel per stage; a stage a later one reads that is not an
+--           output goes through a temporary buffer, made at each call and
+--           closed after its last reader: on a GraphBuilder an allocation
+--           and a free node of the graph, on a stream from the device's
+--           memory pool in that stream's order.
 -- Called as pipe(target, inputs..., outputs...) with the outputs in the
 -- order `outputs` lists them.
 
 local source = require("gpurun.compute.elementwise_source")
+
+-- The module, found when a pipeline first needs a buffer of its own.
+local function gpurun() return require("gpurun") end
 
 local raise = source.raise
 
@@ -110,7 +116,8 @@ end
 
 -- Which stages go in which kernel: a list of groups, each a list of stage
 -- indexes, cut after every wanted stage that a later stage reads (auto),
--- after every stage (never), or nowhere (always).
+-- after every stage (never), or nowhere (always); and, for never, the
+-- stages a later kernel reads that nobody wants (temporaries).
 local function group_stages(stages, wanted, mode, what)
   local read_later = {}
   for _, stage in ipairs(stages) do
@@ -131,12 +138,15 @@ local function group_stages(stages, wanted, mode, what)
       live[name] = true
     end
   end
-  local groups, current = {}, {}
+  local groups, current, temporaries = {}, {}, {}
   for index, stage in ipairs(stages) do
     current[#current + 1] = index
     if mode == "never" and read_later[stage.name] and not wanted[stage.name] then
-      raise(("%s: fuse = \"never\" needs stage '%s' as an output: a later stage reads it"):format(
-            what, stage.name))
+      if stage.variable then
+        raise(("%s: fuse = \"never\" keeps stage '%s' in a temporary buffer, which needs a dtype, "
+               .. "not the type variable %s"):format(what, stage.name, stage.type))
+      end
+      temporaries[#temporaries + 1] = stage
     end
     local cut = mode == "never" or (mode == "auto" and wanted[stage.name] and read_later[stage.name])
     if cut or index == #stages then
@@ -144,11 +154,13 @@ local function group_stages(stages, wanted, mode, what)
       current = {}
     end
   end
-  return groups
+  return groups, temporaries
 end
 
+-- The type a stage kept in registers has: its dtype's compute type (float
+-- for float16 and bfloat16, rounded only where a kernel stores it).
 local function c_type_of(stage)
-  return stage.variable and stage.type or source.DTYPES[stage.type].c
+  return stage.variable and stage.type or source.DTYPES[stage.type].compute
 end
 
 -- One group's kernel: its parameters (inputs, earlier wanted stages, its
@@ -202,7 +214,7 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
     end
   end
   local written = {}
-  for _, name in ipairs(pipe.outputs) do
+  for _, name in ipairs(pipe.stored) do
     local index = stage_index[name]
     if in_group[index] then
       out_params[#out_params + 1] = stages[index].type .. " " .. name
@@ -243,6 +255,9 @@ local function constructor(elementwise)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
+    local unknown = require("gpurun.options").unknown(options or {},
+      { "fuse", "block", "unroll", "blocks_per_sm", "preamble" })
+    if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
       kernel_options[key] = value
@@ -283,7 +298,16 @@ local function constructor(elementwise)
       pipe.params[#inputs + position] = { type = stage.type, name = output, output = true,
                                           variable = stage.variable }
     end
-    pipe.groups = group_stages(stage_list, wanted, mode, what)
+    local temporaries
+    pipe.groups, temporaries = group_stages(stage_list, wanted, mode, what)
+    -- Temporaries are stored as outputs are, in arguments after the caller's.
+    pipe.stored, pipe.temporaries = table.move(pipe.outputs, 1, #pipe.outputs, 1, {}), {}
+    for position, stage in ipairs(temporaries) do
+      wanted[stage.name] = true
+      pipe.output_argument[stage.name] = pipe.arity + position
+      pipe.stored[#pipe.stored + 1] = stage.name
+      pipe.temporaries[position] = { name = stage.name, dtype = stage.type, last_reader = 0 }
+    end
     pipe.fused = #pipe.groups == 1
     local sources = {}
     for position, group in ipairs(pipe.groups) do
@@ -295,6 +319,10 @@ local function constructor(elementwise)
                                                                        spec.locals
       pipe.kernels[position] = kernel
       sources[position] = kernel.source
+      for _, argument in ipairs(spec.arguments) do
+        local temporary = pipe.temporaries[argument - pipe.arity]
+        if temporary then temporary.last_reader = position end
+      end
     end
     if #sources == #pipe.kernels then
       pipe.source = table.concat(sources, "\n")
@@ -321,11 +349,42 @@ local function pick(pipe, kernel, ...)
   return table.unpack(arguments, 1, #indexes)
 end
 
+-- The caller's arguments and a new buffer per temporary, as big as the
+-- first output, made with `options` (nil: cuMemAlloc, outside any graph).
+local function with_temporaries(pipe, options, ...)
+  local arguments = table.pack(...)
+  local size = #arguments[pipe.input_count + 1]
+  for position, temporary in ipairs(pipe.temporaries) do
+    arguments[pipe.arity + position] = gpurun().empty(size, temporary.dtype, options)
+  end
+  return arguments
+end
+
+local function close_temporaries(pipe, arguments)
+  for position = 1, #pipe.temporaries do
+    arguments[pipe.arity + position]:close()
+  end
+end
+
 -- pipe(target, inputs..., outputs...) or pipe:launch(...). Returns the outputs.
+-- Temporaries (fuse = "never") are made on the target, so that on a builder
+-- their memory is the graph's, made and freed inside each replay.
 function Pipeline:launch(target, ...)
   check_count(self, select("#", ...))
-  for _, kernel in ipairs(self.kernels) do
-    kernel:launch(target, pick(self, kernel, ...))
+  if #self.temporaries == 0 then
+    for _, kernel in ipairs(self.kernels) do
+      kernel:launch(target, pick(self, kernel, ...))
+    end
+    return select(self.input_count + 1, ...)
+  end
+  local arguments = with_temporaries(self, { stream = target }, ...)
+  for position, kernel in ipairs(self.kernels) do
+    kernel:launch(target, pick(self, kernel, table.unpack(arguments, 1, #self.stored + self.input_count)))
+    for _, temporary in ipairs(self.temporaries) do
+      if temporary.last_reader == position then
+        arguments[self.output_argument[temporary.name]]:close()
+      end
+    end
   end
   return select(self.input_count + 1, ...)
 end
@@ -335,30 +394,44 @@ Pipeline.__call = Pipeline.launch
 -- these arguments (needed before a capture's first call). Returns pipe.
 function Pipeline:prepare(...)
   check_count(self, select("#", ...))
+  local arguments = with_temporaries(self, nil, ...)
   for _, kernel in ipairs(self.kernels) do
-    kernel:prepare(pick(self, kernel, ...))
+    kernel:prepare(pick(self, kernel, table.unpack(arguments, 1, #self.stored + self.input_count)))
   end
+  close_temporaries(self, arguments)
   return self
 end
 
 -- pipe:node_arguments(inputs..., outputs...) -> each kernel's launch, as
--- kernel:node_arguments gives it, in launch order.
+-- kernel:node_arguments gives it, in launch order; nil when the pipeline
+-- makes temporaries at each call (their buffers are not known ahead) or a
+-- kernel of it cannot say.
 function Pipeline:node_arguments(...)
   check_count(self, select("#", ...))
+  if #self.temporaries > 0 then
+    return nil
+  end
   local list = {}
   for position, kernel in ipairs(self.kernels) do
+    if not kernel.node_arguments then
+      return nil
+    end
     list[position] = kernel:node_arguments(pick(self, kernel, ...))[1]
   end
   return list
 end
 
 -- pipe:bind(inputs..., outputs...) -> plans with :launch(target) and :close().
+-- A plan's temporaries are made here (cuMemAlloc) and closed with the plans.
 function Pipeline:bind(...)
   check_count(self, select("#", ...))
   local plans = setmetatable({}, PlanList)
+  local arguments = with_temporaries(self, nil, ...)
   for position, kernel in ipairs(self.kernels) do
-    plans[position] = kernel:bind(pick(self, kernel, ...))
+    plans[position] = kernel:bind(pick(self, kernel, table.unpack(arguments, 1,
+                                                                  #self.stored + self.input_count)))
   end
+  plans.temporaries = table.move(arguments, self.arity + 1, self.arity + #self.temporaries, 1, {})
   return plans
 end
 
@@ -372,14 +445,23 @@ function PlanList:close()
   for position = 1, #self do
     self[position]:close()
   end
+  for _, temporary in ipairs(self.temporaries or {}) do
+    temporary:close()
+  end
 end
 PlanList.__close = PlanList.close
 
 -- One line per kernel: what it writes and what it keeps in registers.
 function Pipeline:describe()
   local lines = {}
+  local temporary = {}
+  for _, entry in ipairs(self.temporaries) do temporary[entry.name] = true end
   for position, kernel in ipairs(self.kernels) do
-    local line = ("%s: writes %s"):format(kernel.name, table.concat(kernel.writes, ", "))
+    local writes = {}
+    for index, name in ipairs(kernel.writes) do
+      writes[index] = temporary[name] and name .. " (a temporary)" or name
+    end
+    local line = ("%s: writes %s"):format(kernel.name, table.concat(writes, ", "))
     if #kernel.in_registers > 0 then
       line = line .. "; " .. table.concat(kernel.in_registers, ", ") .. " in registers"
     end
@@ -392,5 +474,9 @@ function Pipeline:__tostring()
   return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
                                                                     #self.kernels == 1 and "" or "s")
 end
+
+-- A pipeline's methods run while a builder captures: their errors end the
+-- capture as gpurun's own do.
+require("gpurun").guard(Pipeline)
 
 return { constructor = constructor, Pipeline = Pipeline }

@@ -1,8 +1,14 @@
 -- CUDA C source for gpurun.elementwise: parameter lists in CuPy's shape,
 -- the operation's use of its outputs, and the kernels generated for one
 -- signature (each parameter's dtype, and whether it is a buffer or a
--- scalar). No GPU and no gpurun objects: lua/gpurun/compute/elementwise.lua compiles
--- and launches what this writes.
+-- scalar). No GPU and no gpurun objects (only gpurun.dtypes, the one table
+-- of element types): lua/gpurun/compute/elementwise.lua compiles and
+-- launches what this writes.
+--
+-- The operation sees each element in its dtype's compute type: the dtype
+-- itself, or float for float16 and bfloat16 (whose operators cuda_fp16.h and
+-- cuda_bf16.h give only on some architectures), converted on load and
+-- rounded to nearest even on store.
 --
 -- Each signature gives one program with up to two kernels:
 --   <name>_scalar  a grid-stride loop, one element per step, any alignment;
@@ -15,20 +21,20 @@
 
 local source = {}
 
--- dtype -> C type, bytes, typed-scalar constructor, and the C type a scalar
--- of it is passed as (int8 and uint8 travel as 32-bit, the smallest typed
--- scalars gpurun has).
-source.DTYPES = {
-  float32 = { c = "float", size = 4, scalar = "f32", float = true },
-  float64 = { c = "double", size = 8, scalar = "f64", float = true },
-  int32 = { c = "int", size = 4, scalar = "i32", min = -2^31, max = 2^31 - 1 },
-  uint32 = { c = "unsigned int", size = 4, scalar = "u32", min = 0, max = 2^32 - 1 },
-  int64 = { c = "long long", size = 8, scalar = "i64", min = math.mininteger, max = math.maxinteger },
-  uint64 = { c = "unsigned long long", size = 8, scalar = "u64", min = 0, max = math.maxinteger },
-  int8 = { c = "signed char", size = 1, scalar = "i32", passed_as = "int", min = -128, max = 127 },
-  uint8 = { c = "unsigned char", size = 1, scalar = "u32", passed_as = "unsigned int", min = 0, max = 255 },
-}
-source.DTYPE_NAMES = "float32, float64, int32, uint32, int64, uint64, int8, uint8"
+-- dtype -> what the generated code needs of it, from gpurun.dtypes: c (the
+-- C type it is stored as), compute (the type the operation sees), header
+-- (the one declaring c, or nil), size, scalar (the typed-scalar
+-- constructor), float, kind, min, max.
+source.DTYPES = {}
+local names = {}
+for index, dtype in ipairs(require("gpurun").dtypes) do
+  source.DTYPES[dtype.name] = {
+    c = dtype.c_type, compute = dtype.compute_type, header = dtype.header, size = dtype.size,
+    scalar = dtype.scalar, float = dtype.float, kind = dtype.kind, min = dtype.min, max = dtype.max,
+  }
+  names[index] = dtype.name
+end
+source.DTYPE_NAMES = table.concat(names, ", ")
 
 source.VECTOR_BYTES = 16
 
@@ -185,13 +191,29 @@ local function c_type(signature, index)
   return source.DTYPES[signature.dtypes[index]].c
 end
 
+local function compute_type(signature, index)
+  return source.DTYPES[signature.dtypes[index]].compute
+end
+
+-- An element as stored, as the operation sees it.
+local function loaded(signature, index, value)
+  local dtype = source.DTYPES[signature.dtypes[index]]
+  return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.compute, value)
+end
+
+-- The operation's value, as an element is stored.
+local function stored(signature, index, value)
+  local dtype = source.DTYPES[signature.dtypes[index]]
+  return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.c, value)
+end
+
 -- Kernel parameters: n, then one per parameter.
 local function parameter_list(kernel, signature)
   local list = { "unsigned long long n" }
   for index, param in ipairs(kernel.params) do
     local dtype = source.DTYPES[signature.dtypes[index]]
     if signature.scalar[index] then
-      list[#list + 1] = ("%s _in_%s"):format(dtype.passed_as or dtype.c, param.name)
+      list[#list + 1] = ("%s _in_%s"):format(dtype.c, param.name)
     elseif param.output then
       list[#list + 1] = ("%s *__restrict__ _out_%s"):format(dtype.c, param.name)
     else
@@ -205,13 +227,13 @@ end
 -- parameters. value(index, param) is how the element of a buffer is read.
 local function element_body(add, kernel, signature, indent, value)
   for index, param in ipairs(kernel.params) do
-    local ctype = c_type(signature, index)
+    local ctype = compute_type(signature, index)
     if signature.scalar[index] then
       add("%sconst %s %s = (%s)_in_%s;", indent, ctype, param.name, ctype, param.name)
     elseif not param.output then
-      add("%sconst %s %s = %s;", indent, ctype, param.name, value(index, param))
+      add("%sconst %s %s = %s;", indent, ctype, param.name, loaded(signature, index, value(index, param)))
     elseif param.read then
-      add("%s%s %s = %s;", indent, ctype, param.name, value(index, param))
+      add("%s%s %s = %s;", indent, ctype, param.name, loaded(signature, index, value(index, param)))
     else
       add("%s%s %s;", indent, ctype, param.name)
     end
@@ -225,7 +247,7 @@ end
 
 local function type_aliases(add, kernel, signature, indent)
   for _, variable in ipairs(kernel.type_variables) do
-    add("%stypedef %s %s;", indent, source.DTYPES[signature.bindings[variable]].c, variable)
+    add("%stypedef %s %s;", indent, source.DTYPES[signature.bindings[variable]].compute, variable)
   end
 end
 
@@ -234,9 +256,9 @@ local function scalar_loop(add, kernel, signature, indent, start)
   element_body(add, kernel, signature, indent .. "    ", function(_, param)
     return ("_%s_%s[i]"):format(param.output and "out" or "in", param.name)
   end)
-  for _, param in ipairs(kernel.params) do
+  for index, param in ipairs(kernel.params) do
     if param.output then
-      add("%s    _out_%s[i] = %s;", indent, param.name, param.name)
+      add("%s    _out_%s[i] = %s;", indent, param.name, stored(signature, index, param.name))
     end
   end
   add("%s}", indent)
@@ -293,9 +315,9 @@ local function vector_kernel(add, kernel, signature, width)
       element_body(add, kernel, signature, "            ", function(_, param)
         return ("_l_%s_%d.v[_k]"):format(param.name, u)
       end)
-      for _, param in ipairs(kernel.params) do
+      for index, param in ipairs(kernel.params) do
         if param.output then
-          add("            _s_%s_%d.v[_k] = %s;", param.name, u, param.name)
+          add("            _s_%s_%d.v[_k] = %s;", param.name, u, stored(signature, index, param.name))
         end
       end
       add("            (void)i;")
@@ -358,6 +380,14 @@ function source.generate(kernel, signature)
   add("//   out: %s", describe_params(kernel, signature, true))
   for line in (kernel.operation .. "\n"):gmatch("([^\n]*)\n") do
     add("//   %s", line)
+  end
+  local included = {}
+  for index in ipairs(kernel.params) do
+    local header = source.DTYPES[signature.dtypes[index]].header
+    if header and not included[header] then
+      included[header] = true
+      add("#include <%s>", header)
+    end
   end
   if width then
     add("// %s_vec: %d elements per %d-byte access, for 16-byte-aligned buffers; %s_scalar: any alignment.",

@@ -32,8 +32,7 @@ Data.__index = Data
 local Scalar = {}
 Scalar.__index = Scalar
 
-local OPTIONS = { name = true, max_streams = true, fuse = true, strict = true, timing = true,
-                  pool = true, quiet = true, devices = true }
+local OPTIONS = { "name", "max_streams", "fuse", "strict", "timing", "pool", "quiet", "devices" }
 local TIMING = { events = true, nvtx = true }
 
 local function type_name(value)
@@ -46,23 +45,29 @@ local function is_plain_table(value)
   return type(value) == "table" and getmetatable(value) == nil
 end
 
+-- The one rule for option tables (gpurun.options): nil (-> {}) or a plain
+-- table of known keys; raised at the caller's line as "what: ...", where
+-- `shape` says what the table holds.
+local function check_options_table(what, given, known, shape)
+  if given == nil then
+    return {}
+  end
+  if not is_plain_table(given) then
+    raise(("%s: options must be a table%s, got %s"):format(what, shape and " " .. shape or "",
+          type_name(given)))
+  end
+  local why = require("gpurun.options").unknown(given, known)
+  if why then
+    raise(what .. ": " .. why)
+  end
+  return given
+end
+Pipeline.check_options_table = check_options_table
+
 -- ---- construction -----------------------------------------------------------------
 
 local function check_options(options)
-  if options == nil then
-    options = {}
-  elseif type(options) ~= "table" then
-    raise("gpurun.pipeline: options must be a table, got " .. type_name(options))
-  end
-  for key in pairs(options) do
-    if not OPTIONS[key] then
-      local known = {}
-      for name in pairs(OPTIONS) do known[#known + 1] = name end
-      table.sort(known)
-      raise(("gpurun.pipeline: unknown option '%s' (known: %s)"):format(tostring(key),
-            table.concat(known, ", ")))
-    end
-  end
+  options = check_options_table("gpurun.pipeline", options, OPTIONS)
   local name = options.name or "pipeline"
   if not source.is_identifier(name) or name:sub(1, 1) == "_" then
     raise(("gpurun.pipeline: options.name must be a C identifier not starting with '_', got %s")
@@ -86,6 +91,10 @@ local function check_options(options)
   if timing ~= nil and timing ~= false and not TIMING[timing] then
     raise(("gpurun.pipeline '%s': options.timing must be true, \"events\" or \"nvtx\", got %s")
           :format(name, tostring(options.timing)))
+  end
+  if options.pool ~= nil and type_name(options.pool) ~= "gpurun.MemoryPool" then
+    raise(("gpurun.pipeline '%s': options.pool must be a gpurun.MemoryPool, got %s"):format(name,
+          type_name(options.pool)))
   end
   local devices = options.devices
   if devices ~= nil then
@@ -118,6 +127,7 @@ function Pipeline.new(options)
     scalars = {}, stages = {}, version = 0, captures = 0, updates = 0, recaptures = 0,
     state = {}, -- what runs: streams, events, graphs (compute/pipeline_run.lua)
     fused_cache = {}, -- fused kernels by their text (compute/pipeline_report.lua)
+    kernel_state = setmetatable({}, { __mode = "k" }), -- see state_of
   }, Pipeline)
   return self
 end
@@ -169,6 +179,15 @@ local function add_data(self, data)
   return data
 end
 
+-- A declared buffer (a Buffer, a PinnedBuffer or a table), found again by
+-- the object itself.
+local function add_buffer(self, name, buffer, filled)
+  local data = { name = name, kind = "buffer", buffer = buffer, filled = filled }
+  place(data, buffer)
+  self.by_object[buffer] = data
+  return add_data(self, data)
+end
+
 local function data_kind(value)
   local kind = type_name(value)
   return kind == "gpurun.Buffer" or kind == "gpurun.PinnedBuffer" or is_plain_table(value)
@@ -188,26 +207,16 @@ function Pipeline:buffer(name, buffer, options)
     raise(("pipeline '%s': buffer '%s': this buffer is declared already, as '%s'"):format(
           self.name, name, self.by_object[buffer].name))
   end
-  if options ~= nil and not is_plain_table(options) then
-    raise(("pipeline '%s': buffer '%s': options must be { filled = boolean }"):format(self.name, name))
-  end
-  for key in pairs(options or {}) do
-    if key ~= "filled" then
-      raise(("pipeline '%s': buffer '%s': unknown option '%s' (known: filled)"):format(self.name,
-            name, tostring(key)))
-    end
-  end
+  options = check_options_table(("pipeline '%s': buffer '%s'"):format(self.name, name), options,
+                                { "filled" }, "{ filled = boolean }")
   local filled = true
-  if options and options.filled ~= nil then
+  if options.filled ~= nil then
     if type(options.filled) ~= "boolean" then
       raise(("pipeline '%s': buffer '%s': options.filled must be a boolean"):format(self.name, name))
     end
     filled = options.filled
   end
-  local data = { name = name, kind = "buffer", buffer = buffer, filled = filled }
-  place(data, buffer)
-  self.by_object[buffer] = data
-  return add_data(self, data)
+  return add_buffer(self, name, buffer, filled)
 end
 
 -- buffers{ name = buffer, ... } -> { name = handle, ... }: buffer() for
@@ -234,8 +243,8 @@ end
 
 -- temporary(name, count [, dtype]) -> a handle for device memory the
 -- pipeline makes (float32 by default): in registers when fusion keeps it
--- there, else from the memory pool inside the graph where gpurun has pools,
--- else allocated up front.
+-- there, else from a memory pool (options.pool, else the device's default
+-- one), inside the graph when it is captured.
 function Pipeline:temporary(name, count, dtype)
   check_name(self, name, "temporary")
   if math.type(count) ~= "integer" or count < 1 or count > 1 << 40 then
@@ -326,10 +335,7 @@ function Pipeline:find_data(value, default_name)
       while self.by_name[name .. "#" .. k] do k = k + 1 end
       name = name .. "#" .. k
     end
-    local data = { name = name, kind = "buffer", buffer = value, filled = true }
-    place(data, value)
-    self.by_object[value] = data
-    return add_data(self, data)
+    return add_buffer(self, name, value, true)
   end
   return nil
 end
@@ -424,15 +430,19 @@ local function accesses_of(self, stage_name, inferred, declared)
   return list, declared
 end
 
-local STAGE_OPTIONS = { name = true, reads = true, writes = true }
+local STAGE_OPTIONS = { "name", "reads", "writes" }
 
 -- Splits the table form { positional..., name =, reads =, writes = }.
 local function table_form(self, spec, what)
-  for key in pairs(spec) do
-    if math.type(key) ~= "integer" and not STAGE_OPTIONS[key] then
-      raise(("pipeline '%s': %s: unknown key '%s' (known: name, reads, writes, then the "
-             .. "positional arguments)"):format(self.name, what, tostring(key)))
+  local named
+  for key, value in pairs(spec) do
+    if math.type(key) ~= "integer" then
+      named = named or {}
+      named[key] = value
     end
+  end
+  if named then
+    check_options_table(("pipeline '%s': %s"):format(self.name, what), named, STAGE_OPTIONS)
   end
   if spec.name ~= nil and (type(spec.name) ~= "string" or spec.name == "") then
     raise(("pipeline '%s': %s: name must be a non-empty string"):format(self.name, what))
@@ -441,6 +451,18 @@ local function table_form(self, spec, what)
   for key in pairs(spec) do
     if math.type(key) == "integer" and key > count then count = key end
   end
+  return spec, count
+end
+
+-- A stage's arguments: the table form (`what` names the stage kind in
+-- messages) or the arguments as given; and how many there are.
+local function stage_spec(self, what, first, ...)
+  if is_plain_table(first) and select("#", ...) == 0 then
+    return table_form(self, first, what)
+  end
+  local spec = table.pack(first, ...)
+  local count = spec.n
+  spec.n = nil
   return spec, count
 end
 
@@ -457,15 +479,8 @@ end
 -- name =, reads = { ... }, writes = { ... } }: a raw kernel. Its pointer
 -- arguments' accesses come from the kernel's declaration in its source
 -- (const: read), overridden by reads/writes.
-function Pipeline:launch(first, ...)
-  local spec, count
-  if is_plain_table(first) and select("#", ...) == 0 then
-    spec, count = table_form(self, first, "launch")
-  else
-    spec = table.pack(first, ...)
-    count = spec.n
-    spec.n = nil
-  end
+function Pipeline:launch(...)
+  local spec, count = stage_spec(self, "launch", ...)
   local kernel, config = spec[1], spec[2]
   if type_name(kernel) ~= "gpurun.Kernel" then
     raise(("pipeline '%s': launch: a gpurun.Kernel expected first, got %s"):format(self.name,
@@ -552,18 +567,32 @@ local function check_call_args(self, kernel, args, what, elementwise_kernel)
   return count
 end
 
+-- A kernel object that keeps temporaries of its own between calls
+-- (gpurun.reduction's kernels, and elementwise pipelines holding one) must
+-- not run twice at the same time: each call of it writes a datum standing
+-- for that state, which orders them. It names no memory and no stage can
+-- pass it (it has no name a stage could look up).
+local function state_of(self, kernel)
+  if not access.keeps_state(kernel) then
+    return nil
+  end
+  local data = self.kernel_state[kernel]
+  if not data then
+    data = { name = ("state of '%s'"):format(tostring(kernel.name)), kind = "state", state = true,
+             filled = true }
+    place(data, data)
+    data.id = #self.data + 1
+    self.data[data.id] = setmetatable(data, Data)
+    self.kernel_state[kernel] = data
+  end
+  return data
+end
+
 -- call(kernel, args...) or call{ kernel, args..., name =, reads =, writes
 -- = }: a kernel object with params (gpurun.elementwise kernels and
 -- pipelines, reductions), called as kernel(target, args...).
-function Pipeline:call(first, ...)
-  local spec, count
-  if is_plain_table(first) and select("#", ...) == 0 then
-    spec, count = table_form(self, first, "call")
-  else
-    spec = table.pack(first, ...)
-    count = spec.n
-    spec.n = nil
-  end
+function Pipeline:call(...)
+  local spec, count = stage_spec(self, "call", ...)
   local kernel = spec[1]
   if type(kernel) ~= "table" or type(kernel.params) ~= "table" or not getmetatable(kernel) then
     raise(("pipeline '%s': call: a kernel object with params (gpurun.elementwise, a reduction) "
@@ -591,6 +620,11 @@ function Pipeline:call(first, ...)
     item.data = args[position].data
     inferred[#inferred + 1] = item
   end
+  local state = state_of(self, kernel)
+  if state then
+    inferred[#inferred + 1] = { data = state, mode = "w",
+                                how = "the kernel's own temporaries: one call at a time" }
+  end
   local stage = { kind = "call", name = name, kernel = kernel, args = args }
   stage.accesses, stage.declared = accesses_of(self, name, inferred, read_overrides(self, spec, what))
   if elementwise_kernel and n then
@@ -611,20 +645,9 @@ function Pipeline:call(first, ...)
 end
 
 local function simple_options(self, options, what)
-  if options == nil then
-    return {}
-  end
-  if not is_plain_table(options) then
-    raise(("pipeline '%s': %s: options must be a table { name =, reads =, writes = }, got %s")
-          :format(self.name, what, type_name(options)))
-  end
-  table_form(self, options, what)
-  for key in pairs(options) do
-    if math.type(key) == "integer" then
-      raise(("pipeline '%s': %s: options take name, reads and writes only"):format(self.name, what))
-    end
-  end
-  return options
+  options = check_options_table(("pipeline '%s': %s"):format(self.name, what), options,
+                                STAGE_OPTIONS, "{ name =, reads =, writes = }")
+  return (table_form(self, options, what))
 end
 
 -- copy(destination, source [, options]): Buffer:copy_from (or copy_to a

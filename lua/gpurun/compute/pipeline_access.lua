@@ -179,6 +179,23 @@ function access.is_elementwise_pipeline(kernel)
     and type(kernel.outputs) == "table" and type(kernel.describe) == "function"
 end
 
+-- Whether a kernel object keeps temporaries of its own between calls, so
+-- that two calls must not overlap: gpurun.reduction's kernels (kind
+-- "reduction kernel"), and elementwise pipelines that hold one.
+function access.keeps_state(kernel)
+  if kernel.kind == "reduction kernel" then
+    return true
+  end
+  if access.is_elementwise_pipeline(kernel) then
+    for _, part in ipairs(kernel.kernels) do
+      if type(part) == "table" and part.kind == "reduction kernel" then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 -- ---- fusion --------------------------------------------------------------------
 
 -- What a fused kernel needs of an elementwise kernel: one output written by

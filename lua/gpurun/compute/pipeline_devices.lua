@@ -27,6 +27,9 @@ local single = {
 local function check_splittable(self)
   local count
   for _, d in ipairs(self.data) do
+    if d.state then
+      goto next_data -- a kernel's own state: its stage is refused below
+    end
     if d.kind == "view" then
       raise(("pipeline '%s' over devices: '%s' is a view; a pipeline split across devices takes "
              .. "whole buffers and temporaries"):format(self.name, d.name))
@@ -40,6 +43,7 @@ local function check_splittable(self)
              .. "split pipeline has one count"):format(self.name, d.name, d.count, count))
     end
     count = d.count
+    ::next_data::
   end
   for _, stage in ipairs(self.stages) do
     local ok = stage.kind == "fill" or stage.kind == "copy"

@@ -11,13 +11,6 @@ local raise = source.raise
 
 local MAX_FUSED = 16 -- stages per fused kernel
 
--- Whether gpurun has memory pools (gpurun.MemoryPool): temporaries are then
--- made inside the graph instead of up front.
-local function has_pools()
-  return require("gpurun").MemoryPool ~= nil
-end
-Pipeline.has_pools = has_pools
-
 -- A host callback without reads or writes orders against every data.
 local function barrier_accesses(self, stage)
   local list = {}
@@ -53,10 +46,10 @@ function Pipeline:planned()
   local plan = planner.build(self.data, self.stages, {
     max_streams = self.options.max_streams, fuse = self.options.fuse, can_fuse = can_fuse,
   })
-  local pools = has_pools()
+  -- What lives in memory comes from a pool (compute/pipeline_run.lua).
   for _, t in ipairs(plan.temporaries) do
     if t.where == "allocated" then
-      t.where = pools and "pool" or "up front"
+      t.where = "pool"
     end
   end
   if self.options.strict then
@@ -126,11 +119,8 @@ end
 -- names not objects, made fresh at each call. With sources, each fusion
 -- group's CUDA C too (generated then: planning alone does not).
 function Pipeline:plan(options)
-  if options ~= nil and (type(options) ~= "table" or getmetatable(options) ~= nil) then
-    raise(("pipeline '%s': plan: options must be a table { sources = true }, got %s"):format(
-          self.name, Pipeline.type_name(options)))
-  end
-  local sources = options and options.sources
+  local sources = Pipeline.check_options_table(("pipeline '%s': plan"):format(self.name), options,
+                                               { "sources" }, "{ sources = true }").sources
   local plan = self:planned()
   local out = { name = self.name, stages = {}, edges = {}, units = {}, streams = {}, groups = {},
                 temporaries = {}, warnings = {} }
@@ -190,8 +180,7 @@ end
 
 local WHERE_TEXT = {
   registers = "in registers (fused: never made)",
-  pool = "from the memory pool, inside the graph",
-  ["up front"] = "allocated up front",
+  pool = "from the memory pool (inside the graph when captured)",
   unused = "unused",
 }
 
@@ -290,11 +279,9 @@ end
 -- between units labelled with the data and hazard, bold where it is an
 -- event wait between streams.
 function Pipeline:to_dot(options)
-  if options ~= nil and type(options) ~= "table" then
-    raise(("pipeline '%s': to_dot: options must be a table { title = }, got %s"):format(self.name,
-          Pipeline.type_name(options)))
-  end
-  local title = options and options.title or ("pipeline '%s'"):format(self.name)
+  options = Pipeline.check_options_table(("pipeline '%s': to_dot"):format(self.name), options,
+                                         { "title" }, "{ title = }")
+  local title = options.title or ("pipeline '%s'"):format(self.name)
   local p = self:plan()
   local lines = { "digraph " .. dot_string(self.name) .. " {",
                   "  label=" .. dot_string(title) .. "; labelloc=t; rankdir=TB;",

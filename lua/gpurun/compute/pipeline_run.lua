@@ -8,7 +8,13 @@
 --
 -- Compiling a unit resolves its arguments once (buffers, typed scalars)
 -- into a table its launch unpacks, so that a run allocates nothing but
--- what its temporaries need from a pool.
+-- what its temporaries need from a pool. Temporaries that fusion does not
+-- keep in registers come from a memory pool (options.pool, else the
+-- device's default one: gpurun.empty(n, dtype, { pool =, stream = })): in
+-- a run, made on the first stream before the fork and freed on it after
+-- the join; in a graph, made on the capturing builder (allocation nodes at
+-- its start) and freed after the join (free nodes at its end), so that
+-- each replay makes them and the driver may reuse their memory.
 local gpurun = require("gpurun")
 local Pipeline = require("gpurun.compute.pipeline")
 local source = require("gpurun.compute.elementwise_source")
@@ -227,24 +233,14 @@ local function new_event(state, timing)
   return event
 end
 
--- Temporaries made up front (no pools), on the pipeline's device.
-local function allocate_temporaries(self, state, plan)
-  for _, t in ipairs(plan.temporaries) do
-    if t.where == "up front" and not state.temps[t.data] then
-      state.temps[t.data] = gpurun.empty(t.data.count, t.data.dtype)
-    end
-  end
-end
-
 -- Pool temporaries: made on `target` (a stream, or the capturing builder:
 -- a memory-alloc node) before the units, freed after them.
 local function pool_temporaries(self, state, plan, target)
   local made = {}
+  local placement = { stream = target, pool = self.options.pool }
   for _, t in ipairs(plan.temporaries) do
     if t.where == "pool" then
-      local options = { stream = target }
-      if self.options.pool then options.pool = self.options.pool end
-      local buffer = gpurun.empty(t.data.count, t.data.dtype, options)
+      local buffer = gpurun.empty(t.data.count, t.data.dtype, placement)
       state.temps[t.data] = buffer
       made[#made + 1] = t.data
     end
@@ -274,26 +270,14 @@ local function compiled(self, device)
   end
   if state.device and state.device ~= device then
     release(state)
-    state.temps, state.side_streams = {}, {}
+    state.side_streams = {}
   end
   state.version, state.device = self.version, device
-  state.temps = state.temps or {}
+  state.temps = state.temps or {} -- a pool's, only while a run or capture makes them
   state.views = state.views or {}
   state.side_streams = state.side_streams or {}
   state.callbacks = state.callbacks or {}
   state.owned_events = state.owned_events or {}
-  -- Temporaries the new plan keeps in registers, or no longer has, go.
-  local keep = {}
-  for _, t in ipairs(plan.temporaries) do
-    if t.where == "up front" then keep[t.data] = true end
-  end
-  for d, buffer in pairs(state.temps) do
-    if not keep[d] then
-      buffer:close()
-      state.temps[d] = nil
-    end
-  end
-  allocate_temporaries(self, state, plan)
   release(state)
   state.units = {}
   for u = 1, #plan.units do
@@ -353,13 +337,24 @@ local function side_streams(state, plan, device)
   return streams
 end
 
--- Compiles and loads every kernel the units launch (a capture may not).
-local function prepare_kernels(state)
+-- Compiles and loads every kernel the units launch (a capture may not),
+-- with the arguments they will take: pool temporaries are made on the
+-- stream for it (a capture makes its own) and freed again.
+local function prepare_kernels(self, state, plan, stream)
+  local made
+  if state.pools then
+    made = pool_temporaries(self, state, plan, stream)
+  end
+  refresh_all(state)
   for _, runnable in ipairs(state.units) do
+    runnable.stale = nil
     local object = runnable.object
     if object and object.prepare then
       object:prepare(table.unpack(runnable.args, 1, runnable.arity))
     end
+  end
+  if made then
+    free_pool_temporaries(state, made)
   end
 end
 
@@ -494,8 +489,12 @@ local function unit_slots(runnable)
   if not (object and object.node_arguments) then
     return false
   end
+  local launches = object:node_arguments(table.unpack(runnable.args, 1, runnable.arity))
+  if not launches then
+    return false
+  end
   local entries = {}
-  for k, launch in ipairs(object:node_arguments(table.unpack(runnable.args, 1, runnable.arity))) do
+  for k, launch in ipairs(launches) do
     local slots = {}
     for position = 1, #launch.args do
       for scalar in pairs(runnable.scalars) do
@@ -557,8 +556,8 @@ end
 -- Captures the plan into `builder` (an origin, idle); returns each unit's
 -- graph nodes as { first, last } (GraphBuilder.node_count around its
 -- launch), and where they take its scalars (unit_slots).
-local function capture(self, state, plan, builder)
-  prepare_kernels(state)
+local function capture(self, state, plan, builder, stream)
+  prepare_kernels(self, state, plan, stream)
   builder:begin_building()
   local made
   if state.pools then
@@ -614,10 +613,14 @@ local function build_graph(self, stream, reason)
     self.recaptures = self.recaptures + 1
   end
   local builder <close> = stream:create_graph_builder()
-  local ranges, found = capture(self, state, plan, builder)
+  local ranges, found = capture(self, state, plan, builder, stream)
   local sig = signature(plan)
   local graph
-  if old and old.signature == sig and old.device == stream.device then
+  if old and old.graph.has_memory_nodes then
+    -- The driver updates no graph with memory nodes (pool temporaries).
+    note(self, (reason or "the plan changed") .. ": its graph makes temporaries inside it, which "
+         .. "a graph cannot update in place, so a new one was captured")
+  elseif old and old.signature == sig and old.device == stream.device then
     local ok = pcall(old.graph.update, old.graph, builder)
     if ok then
       graph = old.graph

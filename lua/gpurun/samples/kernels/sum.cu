@@ -1,4 +1,4 @@
-// scripts/pipeline.lua's reduction where gpurun has no gpurun.sum: each
+// scripts/pipeline.lua's reduction where gpurun has no gpurun.reduction: each
 // block sums its grid-stride share of x in shared memory and adds it to
 // *total (which the pipeline fills with 0 first). 256 threads per block.
 extern "C" __global__ void __launch_bounds__(256) sum_into(const float *x, float *total, size_t n)

@@ -1,6 +1,6 @@
--- Kernel attributes (num_regs, shared/const/local sizes, the dynamic shared
--- memory limit and raising it), occupancy and the suggested block size,
--- device attributes by name, event options and stream priorities.
+-- gpurun.Kernel's attributes (num_regs, shared/const/local sizes, the
+-- dynamic shared memory limit and raising it), occupancy and the suggested
+-- block size.
 local gpurun = require("gpurun")
 
 local SOURCE = [[
@@ -116,6 +116,12 @@ describe("kernel attributes", function()
     assert.is_true(code:get_kernel("bounded"):max_potential_block_size().max_block_size <= 64)
   end)
 
+  it("carry the source they were compiled from, where const pointers show #gpu", function()
+    local kernel = code:get_kernel("static_shared")
+    assert.are.equal(SOURCE, kernel.source)
+    assert.truthy(kernel.source:find("void static_shared(float *out)", 1, true))
+  end)
+
   it("are refused once the ObjectCode is closed #gpu", function()
     local options = gpurun.ProgramOptions({ arch = "sm_" .. device.arch })
     local other = gpurun.Program(SOURCE, "c++", options):compile("cubin")
@@ -123,85 +129,5 @@ describe("kernel attributes", function()
     other:close()
     assert_contains("attempt to use a closed gpurun.ObjectCode", error_of(function() return kernel.num_regs end))
     assert_contains("attempt to use a closed gpurun.ObjectCode", error_of(kernel.occupancy, kernel, { block = 32 }))
-  end)
-end)
-
-describe("device attributes by name", function()
-  it("read CU_DEVICE_ATTRIBUTE_* by its lower-case name or its number #gpu", function()
-    local device = gpurun.Device(0)
-    device:set_current()
-    assert.are.equal(32, device:get_attribute("warp_size"))
-    assert.are.equal(device.multiprocessor_count, device:get_attribute("multiprocessor_count"))
-    assert.are.equal(device:get_attribute(97), device:get_attribute("max_shared_memory_per_block_optin"))
-    assert.are.equal(device.compute_capability.major, device:get_attribute("compute_capability_major"))
-    assert_contains("unknown device attribute 'warp'", error_of(device.get_attribute, device, "warp"))
-  end)
-end)
-
-describe("event options", function()
-  local device
-  before_each(function()
-    device = gpurun.Device(0)
-    device:set_current()
-  end)
-
-  it("make timing events by default, and events without timing on request #gpu", function()
-    local stream <close> = device:create_stream()
-    local start, stop = gpurun.Event(), gpurun.Event({ timing = true })
-    assert.is_true(start.timing)
-    assert.is_false(start.blocking)
-    assert.are.equal(start, stream:record(start))
-    local buffer <close> = gpurun.zeros(1 << 20, "float32")
-    buffer:fill(1, stream)
-    stream:record(stop)
-    assert.is_true(stop:elapsed_ms(start) >= 0)
-
-    local untimed = gpurun.Event({ timing = false })
-    assert.is_false(untimed.timing)
-    stream:record(untimed)
-    untimed:sync()
-    assert.is_true(untimed:query())
-    assert_contains("an event made with timing = false has no time", error_of(untimed.elapsed_ms, untimed, start))
-    assert_contains("an event made with timing = false has no time", error_of(stop.elapsed_ms, stop, untimed))
-  end)
-
-  it("wait without spinning when made with blocking = true #gpu", function()
-    local stream <close> = device:create_stream()
-    local start = stream:record()
-    local blocking = gpurun.Event({ blocking = true, timing = true })
-    assert.is_true(blocking.blocking)
-    local buffer <close> = gpurun.zeros(1 << 24, "float32")
-    buffer:fill(2, stream)
-    stream:record(blocking)
-    blocking:sync()
-    assert.is_true(blocking:query())
-    assert.is_true(blocking:elapsed_ms(start) >= 0)
-    assert.are.equal(2, buffer:get(1 << 24, stream))
-  end)
-
-  it("are refused before they are recorded #gpu", function()
-    local stream <close> = device:create_stream()
-    local recorded = stream:record()
-    assert_contains("both events must have been recorded", error_of(recorded.elapsed_ms, recorded, gpurun.Event()))
-  end)
-end)
-
-describe("stream priorities", function()
-  it("take the device's range, the default the least urgent #gpu", function()
-    local device = gpurun.Device(0)
-    device:set_current()
-    local range = device.stream_priority_range
-    assert.are.equal(0, range.least)
-    assert.is_true(range.greatest <= range.least)
-    local default <close> = device:create_stream()
-    assert.are.equal(range.least, default.priority)
-    local urgent <close> = device:create_stream({ priority = range.greatest })
-    assert.are.equal(range.greatest, urgent.priority)
-    local buffer <close> = gpurun.zeros(1024, "int32")
-    buffer:fill(7, urgent)
-    assert.are.equal(7, buffer:get(1024, urgent))
-    assert_contains(("priority %d out of range: this device's stream priorities run from %d (least, the default) to %d")
-      :format(range.greatest - 1, range.least, range.greatest),
-      error_of(device.create_stream, device, { priority = range.greatest - 1 }))
   end)
 end)

@@ -1,0 +1,80 @@
+-- gpurun.Event: timing GPU work, recording into an event again, and the
+-- timing and blocking options.
+local gpurun = require("gpurun")
+local expect = require("spec.support.expect")
+local error_of = expect.error_of
+local assert_contains = expect.contains
+
+describe("Event", function()
+  local device
+  before_each(function()
+    device = gpurun.Device(0)
+    device:set_current()
+  end)
+
+  it("time GPU work with events #gpu", function()
+    local stream <close> = device:create_stream()
+    local start = stream:record()
+    local buffer <close> = gpurun.zeros(1 << 20, "float32")
+    buffer:fill(1, stream)
+    local stop = stream:record()
+    local ms = stop:elapsed_ms(start)
+    assert.is_true(ms >= 0 and ms < 10000)
+    assert.are.equal(ms >= 0, (stop - start) >= 0)
+    assert.is_true(stop:query())
+    -- recording into an existing event reuses it
+    assert.are.equal(start, stream:record(start))
+    start:sync()
+    start:close(); start:close()
+    assert.has_error(function() start:sync() end, "attempt to use a closed gpurun.Event")
+  end)
+
+end)
+
+describe("event options", function()
+  local device
+  before_each(function()
+    device = gpurun.Device(0)
+    device:set_current()
+  end)
+
+  it("make timing events by default, and events without timing on request #gpu", function()
+    local stream <close> = device:create_stream()
+    local start, stop = gpurun.Event(), gpurun.Event({ timing = true })
+    assert.is_true(start.timing)
+    assert.is_false(start.blocking)
+    assert.are.equal(start, stream:record(start))
+    local buffer <close> = gpurun.zeros(1 << 20, "float32")
+    buffer:fill(1, stream)
+    stream:record(stop)
+    assert.is_true(stop:elapsed_ms(start) >= 0)
+
+    local untimed = gpurun.Event({ timing = false })
+    assert.is_false(untimed.timing)
+    stream:record(untimed)
+    untimed:sync()
+    assert.is_true(untimed:query())
+    assert_contains("an event made with timing = false has no time", error_of(untimed.elapsed_ms, untimed, start))
+    assert_contains("an event made with timing = false has no time", error_of(stop.elapsed_ms, stop, untimed))
+  end)
+
+  it("wait without spinning when made with blocking = true #gpu", function()
+    local stream <close> = device:create_stream()
+    local start = stream:record()
+    local blocking = gpurun.Event({ blocking = true, timing = true })
+    assert.is_true(blocking.blocking)
+    local buffer <close> = gpurun.zeros(1 << 24, "float32")
+    buffer:fill(2, stream)
+    stream:record(blocking)
+    blocking:sync()
+    assert.is_true(blocking:query())
+    assert.is_true(blocking:elapsed_ms(start) >= 0)
+    assert.are.equal(2, buffer:get(1 << 24, stream))
+  end)
+
+  it("are refused before they are recorded #gpu", function()
+    local stream <close> = device:create_stream()
+    local recorded = stream:record()
+    assert_contains("both events must have been recorded", error_of(recorded.elapsed_ms, recorded, gpurun.Event()))
+  end)
+end)

@@ -1,0 +1,100 @@
+-- tools/gpu-check.sh's sanitizer part, what of it runs without a GPU: the
+-- table of small arguments (every program it names exists and takes those
+-- arguments), the parsing of compute-sanitizer's reports against
+-- tools/compute-sanitizer-expected.txt, and tests/sanitizer/while_graph's
+-- kernels, compiled by NVRTC. The runs themselves are the GPU host's.
+local process = require("spec.support.process")
+local q = process.quote
+
+-- The build folder of the gpurun under test (build/, build-asan/, ...).
+local BUILD = process.gpurun_bin():match("^(.*)/[^/]*$")
+
+local function table_lines()
+  local lines = {}
+  for line in io.lines("tools/compute-sanitizer-programs.txt") do
+    local program, args = line:match("^([^#%s]%S*)%s*(.*)$")
+    if program then lines[#lines + 1] = { program = program, args = args } end
+  end
+  return lines
+end
+
+-- Runs a shell fragment with tools/gpu-check.sh's functions defined.
+local function with_functions(fragment)
+  local logs = os.tmpname()
+  os.remove(logs)
+  local result = process.run(("GPURUN_CHECK_LOGS=%s bash -c %s"):format(q(logs),
+    q("source tools/gpu-check.sh; " .. fragment)))
+  os.execute("rm -rf " .. q(logs))
+  return result
+end
+
+local REPORT = [[
+# memcheck scripts/converge.lua: build-gpu/gpurun scripts/converge.lua --points 32 --iters 1
+========= COMPUTE-SANITIZER
+32 points, tolerance 0.0001: 814 steps on the device
+========= Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an illegal memory access was encountered" on CUDA API call to cuStreamQuery.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: gpurun_wait_stream in gpurun
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at relax+0x90
+=========     by thread (0,0,0) in block (0,0,0)
+=========
+========= LEAK SUMMARY: 0 bytes leaked in 0 allocations
+========= ERROR SUMMARY: 2 errors
+# exit 1
+]]
+
+describe("tools/gpu-check.sh sanitizers", function()
+  it("names programs that exist, each taking its small arguments", function()
+    local gpurun = require("gpurun")
+    for _, entry in ipairs(table_lines()) do
+      local args = entry.args:gsub("BUILD", BUILD)
+      local command
+      if entry.program:match("%.lua$") then
+        assert(io.open(entry.program), entry.program .. " is listed but does not exist"):close()
+        command = q(process.gpurun_bin()) .. " " .. entry.program .. " " .. args
+      else
+        local source = entry.program:gsub("^tests/", "tests/sanitizer/") .. ".c"
+        assert(io.open(source), entry.program .. " is listed but " .. source .. " does not exist"):close()
+        command = q(BUILD .. "/" .. entry.program) .. " " .. args
+      end
+      -- With no GPU every program stops for want of one (exit 1); a usage
+      -- error (exit 2) means the table's arguments are wrong. With one,
+      -- that is the GPU host's to run.
+      if gpurun.device_count() == 0 then
+        local result = process.run(command)
+        if result.code ~= 127 then -- a C bench with no libcuda here at all
+          assert.are_not.equal(2, result.code, command .. "\n" .. result.stderr)
+        end
+      end
+    end
+  end)
+
+  it("lists each error of a report, and counts those the expected file does not list", function()
+    local log = os.tmpname()
+    local file = assert(io.open(log, "w"))
+    file:write(REPORT)
+    file:close()
+    local result = with_functions(("errors_of memcheck scripts/converge.lua %s | while IFS= read -r r; do "
+      .. "if is_expected memcheck scripts/converge.lua \"$r\"; then echo listed; else echo unlisted; fi; "
+      .. "printf '%%s\\n' \"$r\" | cut -f3; done"):format(q(log)))
+    os.remove(log)
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("unlisted\nProgram hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to \"an illegal "
+      .. "memory access was encountered\" on CUDA API call to cuStreamQuery.\nunlisted\nInvalid "
+      .. "__global__ write of size 4 bytes\n", result.stdout)
+  end)
+
+  it("compiles tests/sanitizer/while_graph's kernels (converge.lua's) with NVRTC", function()
+    local result = process.run(q(BUILD .. "/tests/while_graph") .. " --compile-only")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("^while_graph: compiled relax and decide", result.stdout)
+  end)
+
+  it("runs converge.lua's while graph three times, the same steps each time #gpu", function()
+    local result = process.run(q(BUILD .. "/tests/while_graph") .. " --launches 3")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("while_graph: 3 launches, 814 steps each\n$", result.stdout)
+  end)
+end)

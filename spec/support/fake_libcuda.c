@@ -1,0 +1,67 @@
+/* A stand-in for libcuda.so.1 for spec/cli_spec.lua, loaded through
+ * GPURUN_CUDA_DRIVER: every entry point exists, cuDriverGetVersion says
+ * 13.0, cuInit appends "cuInit" to the file named by $GPURUN_FAKE_CUDA_RECORD
+ * and reports no device, and everything else fails. It shows, with no GPU,
+ * which commands start the driver. Built by the spec with the C compiler. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CUresult fake_init(unsigned int flags)
+{
+    (void)flags;
+    const char *path = getenv("GPURUN_FAKE_CUDA_RECORD");
+    FILE *record = path ? fopen(path, "a") : NULL;
+    if (record) {
+        fputs("cuInit\n", record);
+        fclose(record);
+    }
+    return CUDA_ERROR_NO_DEVICE;
+}
+
+static CUresult fake_driver_version(int *version)
+{
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_error_name(CUresult result, const char **name)
+{
+    *name = result == CUDA_ERROR_NO_DEVICE ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_NOT_SUPPORTED";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_error_string(CUresult result, const char **text)
+{
+    (void)result;
+    *text = "the fake driver of spec/support/fake_libcuda.c";
+    return CUDA_SUCCESS;
+}
+
+/* Called with the real arguments, which it ignores (the x86-64 calling
+ * convention leaves them to the caller). */
+static CUresult fake_unsupported(void)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    (void)version;
+    (void)flags;
+    if (strcmp(symbol, "cuInit") == 0)
+        *pfn = (void *)fake_init;
+    else if (strcmp(symbol, "cuDriverGetVersion") == 0)
+        *pfn = (void *)fake_driver_version;
+    else if (strcmp(symbol, "cuGetErrorName") == 0)
+        *pfn = (void *)fake_error_name;
+    else if (strcmp(symbol, "cuGetErrorString") == 0)
+        *pfn = (void *)fake_error_string;
+    else
+        *pfn = (void *)fake_unsupported;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}

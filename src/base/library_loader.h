@@ -1,0 +1,35 @@
+/* The skeleton the loaders of libraries opened on first use share (MPI and
+ * NCCL): one attempt per process, the handle, a table of entry points filled
+ * by name, and on failure one reason kept and nothing half-loaded left. The
+ * CUDA driver's loader (base/cuda_driver.c) is of the same shape but not of
+ * this skeleton: its entry points come through cuGetProcAddress at pinned
+ * versions, and its outcome is a CUresult. No Lua. */
+#ifndef GPURUN_BASE_LIBRARY_LOADER_H
+#define GPURUN_BASE_LIBRARY_LOADER_H
+
+#include <stddef.h>
+
+struct library_loader {
+    void *handle;
+    int attempted;
+    int result; /* 0 once loaded, -1 once failed */
+    char error[1024];
+};
+
+/* An entry point: its name in the library and its offset in the table. */
+struct library_symbol {
+    const char *name;
+    size_t offset;
+};
+
+/* Stores the address of each symbol in `table` at its offset: NULL, or the
+ * name of the first the library lacks. */
+const char *library_loader_resolve(struct library_loader *loader, void *table,
+                                   const struct library_symbol *symbols, size_t count);
+
+/* A failed load: the reason (fmt with one %s, for detail), the table of
+ * table_size bytes zeroed, the library closed. Returns -1. */
+int library_loader_fail(struct library_loader *loader, void *table, size_t table_size,
+                        const char *fmt, const char *detail);
+
+#endif

@@ -1,0 +1,282 @@
+/* tests/sanitizer/while_graph.c — scripts/converge.lua's graph, built with the
+ * driver calls gpurun makes for it and nothing else of gpurun: no Lua, the
+ * same loader (base/cuda_driver.c: dlopen, cuGetProcAddress at gpurun's
+ * pinned ABI versions) and the same NVRTC call (base/nvrtc_compile.c).
+ *
+ * The graph: a copy and a memset, then a while node whose body is a memset
+ * (the residual), the relaxation kernel, a copy back and a one-thread kernel
+ * that sets the condition with cudaGraphSetConditional. It is instantiated,
+ * uploaded and launched several times on one stream, each launch waited for
+ * by polling cuStreamQuery as gpurun's waits on a graph with a loop do.
+ *
+ * Under `compute-sanitizer --tool memcheck`, gpurun fails on the second
+ * launch of this graph (CUDA_ERROR_ILLEGAL_ADDRESS from cuStreamQuery):
+ * if this program fails the same way, the sanitizer is what cannot follow
+ * the conditional node; if it passes, the fault is gpurun's.
+ *
+ *   while_graph [--launches N] [--points N] [--compile-only]
+ *
+ * Prints "while_graph: N launches, S steps each" and exits 0; 1 on a CUDA or
+ * NVRTC failure or launches that disagree; 2 on a usage error. With
+ * --compile-only it only compiles the kernels (no GPU needed). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cuda_driver.h"
+#include "base/nvrtc_compile.h"
+
+/* scripts/converge.lua's kernels, as it compiles them. */
+static const char KERNELS[] =
+    "#include <cuda_device_runtime_api.h>\n"
+    "\n"
+    "extern \"C\" __global__ void relax(const float *u, float *v, float *residual, unsigned int n)\n"
+    "{\n"
+    "    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i >= n)\n"
+    "        return;\n"
+    "    float value = i == 0 || i == n - 1 ? u[i] : 0.5f * (u[i - 1] + u[i + 1]);\n"
+    "    v[i] = value;\n"
+    "    atomicMax((int *)residual, __float_as_int(fabsf(value - u[i])));\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void decide(cudaGraphConditionalHandle condition, const float *residual,\n"
+    "                                  float tol, unsigned int *steps, unsigned int max_steps)\n"
+    "{\n"
+    "    unsigned int done = ++*steps;\n"
+    "    cudaGraphSetConditional(condition, *residual > tol && done < max_steps ? 1u : 0u);\n"
+    "}\n";
+
+static void check(CUresult result, const char *what)
+{
+    if (result == CUDA_SUCCESS)
+        return;
+    char message[512];
+    fprintf(stderr, "while_graph: %s\n  while %s\n",
+            cuda_format_error(message, sizeof message, cuda_last_failed_call, result), what);
+    exit(1);
+}
+
+/* gpurun's wait on a stream whose work may never end (runtime/state.c). */
+static void wait_polling(CUstream stream)
+{
+    long pause_ns = 1000;
+    for (;;) {
+        CUresult result = CUDA_CALL(cuStreamQuery, stream);
+        if (result == CUDA_SUCCESS)
+            return;
+        if (result != CUDA_ERROR_NOT_READY)
+            check(result, "waiting for the graph (cuStreamQuery)");
+        struct timespec pause = {0, pause_ns};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 200000)
+            pause_ns *= 2;
+    }
+}
+
+static void compile(const char *arch, struct nvrtc_output *output)
+{
+    char arch_option[64], include_option[1024];
+    snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s", arch);
+    snprintf(include_option, sizeof include_option, "--include-path=%s", CUDA_INCLUDE_DIR);
+    const char *options[] = {"--std=c++17", arch_option, include_option};
+    struct nvrtc_request request = {
+        .source = KERNELS, .name = "relax.cu", .options = options,
+        .option_count = sizeof options / sizeof options[0], .target = NVRTC_TARGET_CUBIN,
+    };
+    if (!nvrtc_compile(&request, output)) {
+        fprintf(stderr, "while_graph: NVRTC: %s\n%s\n", output->error,
+                output->log ? output->log : "");
+        exit(1);
+    }
+}
+
+static long option_value(int argc, char **argv, int *i)
+{
+    char *end = NULL;
+    long value = *i + 1 < argc ? strtol(argv[*i + 1], &end, 10) : 0;
+    if (!end || *end || value < 1 || value > 1000000) {
+        fprintf(stderr, "while_graph: %s needs a count from 1 to 1000000\n", argv[*i]);
+        exit(2);
+    }
+    (*i)++;
+    return value;
+}
+
+int main(int argc, char **argv)
+{
+    long launches = 3, points = 32;
+    int compile_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--launches") == 0)
+            launches = option_value(argc, argv, &i);
+        else if (strcmp(argv[i], "--points") == 0)
+            points = option_value(argc, argv, &i);
+        else if (strcmp(argv[i], "--compile-only") == 0)
+            compile_only = 1;
+        else {
+            fprintf(stderr, "usage: while_graph [--launches N] [--points N] [--compile-only]\n");
+            return 2;
+        }
+    }
+    if (points < 3)
+        points = 3;
+    struct nvrtc_output code;
+    if (compile_only) {
+        compile("sm_90", &code);
+        printf("while_graph: compiled relax and decide (%zu bytes of cubin)\n", code.code_size);
+        nvrtc_output_free(&code);
+        return 0;
+    }
+    if (cuda_driver_load() != CUDA_SUCCESS) {
+        fprintf(stderr, "while_graph: %s\n", cuda_driver_load_error());
+        return 1;
+    }
+
+    /* Device 0's primary context, as Device(0):set_current() makes it. */
+    CUdevice device;
+    CUcontext context;
+    int major = 0, minor = 0;
+    check(CUDA_CALL(cuDeviceGet, &device, 0), "getting device 0");
+    check(CUDA_CALL(cuDevicePrimaryCtxRetain, &context, device), "retaining the primary context");
+    check(CUDA_CALL(cuCtxSetCurrent, context), "making the context current");
+    check(CUDA_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    device), "reading the compute capability");
+    check(CUDA_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    device), "reading the compute capability");
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+    compile(arch, &code);
+
+    CUlibrary library;
+    CUkernel relax_kernel, decide_kernel;
+    CUfunction relax, decide;
+    check(CUDA_CALL(cuLibraryLoadData, &library, code.code, NULL, NULL, 0, NULL, NULL, 0),
+          "loading the cubin");
+    check(CUDA_CALL(cuLibraryGetKernel, &relax_kernel, library, "relax"), "getting relax");
+    check(CUDA_CALL(cuLibraryGetKernel, &decide_kernel, library, "decide"), "getting decide");
+    check(CUDA_CALL(cuKernelGetFunction, &relax, relax_kernel), "getting relax's function");
+    check(CUDA_CALL(cuKernelGetFunction, &decide, decide_kernel), "getting decide's function");
+
+    CUstream stream, body_stream;
+    check(CUDA_CALL(cuStreamCreateWithPriority, &stream, CU_STREAM_NON_BLOCKING, 0),
+          "creating the stream");
+
+    /* The buffers, filled on the stream as gpurun.array and zeros do. */
+    unsigned int n = (unsigned int)points;
+    size_t bytes = (size_t)n * sizeof(float);
+    CUdeviceptr u0, u, v, residual, steps;
+    check(CUDA_CALL(cuMemAlloc, &u0, bytes), "allocating u0");
+    check(CUDA_CALL(cuMemAlloc, &u, bytes), "allocating u");
+    check(CUDA_CALL(cuMemAlloc, &v, bytes), "allocating v");
+    check(CUDA_CALL(cuMemAlloc, &residual, sizeof(float)), "allocating the residual");
+    check(CUDA_CALL(cuMemAlloc, &steps, sizeof(unsigned int)), "allocating the step count");
+    float *initial = calloc(n, sizeof *initial);
+    if (!initial)
+        return 1;
+    initial[n - 1] = 1.0f;
+    check(CUDA_CALL(cuMemcpyHtoDAsync, u0, initial, bytes, stream), "copying u0");
+    check(CUDA_CALL(cuMemsetD32Async, residual, 0, 1, stream), "zeroing the residual");
+    check(CUDA_CALL(cuMemsetD32Async, steps, 0, 1, stream), "zeroing the step count");
+    check(CUDA_CALL(cuStreamSynchronize, stream), "waiting for the copies");
+
+    /* The capture: runtime/capture.c's calls, in bench.capture's order. */
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL, body = NULL, captured_body = NULL;
+    check(CUDA_CALL(cuStreamBeginCapture, stream, mode), "beginning the capture");
+    check(CUDA_CALL(cuMemcpyDtoDAsync, u, u0, bytes, stream), "capturing u <- u0");
+    check(CUDA_CALL(cuMemsetD32Async, steps, 0, 1, stream), "capturing steps = 0");
+    CUgraphConditionalHandle condition;
+    check(CUDA_CALL(cuStreamGetCaptureInfo, stream, &status, NULL, &graph, NULL, NULL, NULL),
+          "reading the capture's graph");
+    check(CUDA_CALL(cuGraphConditionalHandleCreate, &condition, graph, context, 1,
+                    CU_GRAPH_COND_ASSIGN_DEFAULT), "creating the condition (default 1)");
+    const CUgraphNode *dependencies = NULL;
+    size_t dependency_count = 0;
+    check(CUDA_CALL(cuStreamGetCaptureInfo, stream, &status, NULL, &graph, &dependencies, NULL,
+                    &dependency_count), "reading the capture's dependencies");
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.conditional.handle = condition;
+    params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+    params.conditional.size = 1;
+    params.conditional.ctx = context;
+    CUgraphNode node;
+    check(CUDA_CALL(cuGraphAddNode, &node, graph, dependencies, NULL, dependency_count, &params),
+          "adding the while node");
+    check(CUDA_CALL(cuStreamUpdateCaptureDependencies, stream, &node, NULL, 1,
+                    CU_STREAM_SET_CAPTURE_DEPENDENCIES), "ordering after the while node");
+    body = params.conditional.phGraph_out[0];
+
+    check(CUDA_CALL(cuStreamCreateWithPriority, &body_stream, CU_STREAM_NON_BLOCKING, 0),
+          "creating the body's stream");
+    check(CUDA_CALL(cuStreamBeginCaptureToGraph, body_stream, body, NULL, NULL, 0, mode),
+          "beginning the body's capture");
+    check(CUDA_CALL(cuMemsetD32Async, residual, 0, 1, body_stream), "capturing residual = 0");
+    unsigned int blocks = (n + 127) / 128;
+    void *relax_args[] = {&u, &v, &residual, &n};
+    check(CUDA_CALL(cuLaunchKernel, relax, blocks, 1, 1, 128, 1, 1, 0, body_stream, relax_args,
+                    NULL), "capturing relax");
+    check(CUDA_CALL(cuMemcpyDtoDAsync, u, v, bytes, body_stream), "capturing u <- v");
+    float tol = 1e-4f;
+    unsigned int max_steps = 200000;
+    void *decide_args[] = {&condition, &residual, &tol, &steps, &max_steps};
+    check(CUDA_CALL(cuLaunchKernel, decide, 1, 1, 1, 1, 1, 1, 0, body_stream, decide_args, NULL),
+          "capturing decide");
+    check(CUDA_CALL(cuStreamEndCapture, body_stream, &captured_body), "ending the body's capture");
+    check(CUDA_CALL(cuStreamEndCapture, stream, &graph), "ending the capture");
+
+    /* complete() and bench.capture's upload. */
+    size_t node_count = 0;
+    check(CUDA_CALL(cuGraphGetNodes, graph, NULL, &node_count), "counting the graph's nodes");
+    CUgraphNode *nodes = calloc(node_count + 1, sizeof *nodes);
+    if (!nodes)
+        return 1;
+    check(CUDA_CALL(cuGraphGetNodes, graph, nodes, &node_count), "listing the graph's nodes");
+    for (size_t i = 0; i < node_count; i++) {
+        CUgraphNodeType type;
+        check(CUDA_CALL(cuGraphNodeGetType, nodes[i], &type), "reading a node's kind");
+    }
+    CUgraphExec exec;
+    check(CUDA_CALL(cuGraphInstantiateWithFlags, &exec, graph, 0), "instantiating the graph");
+    check(CUDA_CALL(cuGraphUpload, exec, stream), "uploading the graph");
+
+    unsigned int first_steps = 0;
+    for (long launch = 1; launch <= launches; launch++) {
+        wait_polling(stream);
+        check(CUDA_CALL(cuGraphLaunch, exec, stream), "launching the graph");
+        wait_polling(stream);
+        unsigned int count = 0;
+        check(CUDA_CALL(cuMemcpyDtoHAsync, &count, steps, sizeof count, stream),
+              "reading the step count");
+        check(CUDA_CALL(cuStreamSynchronize, stream), "waiting for the step count");
+        printf("launch %ld: %u steps\n", launch, count);
+        if (launch == 1)
+            first_steps = count;
+        else if (count != first_steps) {
+            fprintf(stderr, "while_graph: launch %ld took %u steps, the first %u\n", launch, count,
+                    first_steps);
+            return 1;
+        }
+    }
+
+    /* Released in gpurun's order: graph, streams, memory, library, context. */
+    check(CUDA_CALL(cuGraphExecDestroy, exec), "destroying the executable graph");
+    check(CUDA_CALL(cuGraphDestroy, graph), "destroying the graph");
+    check(CUDA_CALL(cuStreamDestroy, body_stream), "destroying the body's stream");
+    check(CUDA_CALL(cuStreamDestroy, stream), "destroying the stream");
+    CUdeviceptr pointers[] = {u0, u, v, residual, steps};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++)
+        check(CUDA_CALL(cuMemFree, pointers[i]), "freeing a buffer");
+    check(CUDA_CALL(cuLibraryUnload, library), "unloading the cubin");
+    check(CUDA_CALL(cuDevicePrimaryCtxRelease, device), "releasing the primary context");
+    free(nodes);
+    free(initial);
+    nvrtc_output_free(&code);
+    printf("while_graph: %ld launches, %u steps each\n", launches, first_steps);
+    return 0;
+}
