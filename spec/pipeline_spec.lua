@@ -395,6 +395,13 @@ describe("gpurun.pipeline over devices", function()
     local views = gpurun.pipeline{ name = "v", devices = { 0 } }
     views:fill(views:view("half", views:temporary("x", 8), 1, 4), 0.0)
     refused(views, "'half' is a view")
+    -- An elementwise pipeline holding a reduction kernel reduces over all of N.
+    local reducing = setmetatable({ name = "rpipe", kernels = { { kind = "reduction kernel" } },
+      outputs = { "s" }, describe = function() return "" end, params = {
+        { name = "x", type = "float32" }, { name = "s", type = "float32", output = true } } }, {})
+    local reduced = gpurun.pipeline{ name = "r", devices = { 0 } }
+    reduced:call(reducing, reduced:temporary("x", 4), reduced:temporary("s", 4))
+    refused(reduced, "stage 'rpipe' (a kernel object that is not elementwise) does not work element by element")
     local ok, err = pcall(p.run, p, "stream")
     assert.is_false(ok)
   end)

@@ -46,9 +46,11 @@ local function check_splittable(self)
     ::next_data::
   end
   for _, stage in ipairs(self.stages) do
+    -- (An elementwise pipeline holding a reduction reduces over all of N.)
     local ok = stage.kind == "fill" or stage.kind == "copy"
-      or (stage.kind == "call" and (access.is_elementwise_kernel(stage.kernel)
-                                    or access.is_elementwise_pipeline(stage.kernel)))
+      or (stage.kind == "call" and not access.keeps_state(stage.kernel)
+          and (access.is_elementwise_kernel(stage.kernel)
+               or access.is_elementwise_pipeline(stage.kernel)))
     if not ok then
       raise(("pipeline '%s' over devices: stage '%s' (%s) does not work element by element, so "
              .. "it cannot be split across devices (elementwise kernels and pipelines, copies and "
