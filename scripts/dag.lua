@@ -17,8 +17,15 @@
 -- With --dot or --svg it draws the graph (graph:to_dot; SVG through
 -- Graphviz's dot).
 --
+-- With --declared, the same DAG comes from gpurun.pipeline instead: each
+-- stage says only what it reads and writes, and gpurun infers the two
+-- streams, the wait before combine, the fork and the join (the same four
+-- nodes and dependencies, the same results). alpha then changes in the
+-- graph in place through pipeline:set, and pointing `a` at another buffer of
+-- the same shape updates the graph (graph:update) without a new one.
+--
 --   gpurun scripts/dag.lua [--elements N] [--alpha X] [--beta X] [--iters N]
---                          [--dot FILE] [--svg FILE] [--device ID] [--json]
+--                          [--declared] [--dot FILE] [--svg FILE] [--device ID] [--json]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -37,6 +44,7 @@ cli:number_option("--alpha", "Branch 1's factor.", 2.0)
 cli:number_option("--beta", "Branch 2's offset.", 0.5)
 cli.parser:option("--dot", "Write the graph's Graphviz DOT text to FILE.")
 cli.parser:option("--svg", "Draw the graph as SVG into FILE (needs Graphviz's dot).")
+cli:flag("--declared", "Declare the stages by their data (gpurun.pipeline) and let gpurun build the DAG.")
 cli:common_options{ iters = 1000 }
 local options = cli:parse(arg)
 
@@ -81,6 +89,81 @@ local function draw(graph, device)
   return nil
 end
 
+-- The same stages declared by their data: the streams, waits, fork and
+-- join are gpurun.pipeline's.
+local function declared(p, kernels, buffers, config, alpha, beta, n)
+  local v = p:buffers(buffers) -- a, b, b_copy, x, y, r, by name
+  p:copy(v.b_copy, v.b)
+  p:launch(kernels.shift, config, v.b_copy, v.y, beta, n)
+  p:launch(kernels.scale, config, v.a, v.x, p:scalar("alpha", alpha), n)
+  p:launch(kernels.combine, config, v.x, v.y, v.r, n)
+  return p
+end
+
+local function node_kinds(graph)
+  local kinds = {}
+  for _, node in ipairs(graph:nodes()) do kinds[#kinds + 1] = node.name or node.kind end
+  return table.concat(kinds, ", ")
+end
+
+-- --declared: the pipeline's run, graph, set and update in place of the
+-- hand-built ones, with the same output.
+local function main_declared(device, out, checks, main_stream, kernels, buffers, config)
+  local n, alpha, beta = options.elements, options.alpha, options.beta
+  local a_host, b_host = buffers.a:to_table(), buffers.b:to_table()
+  local p <close> = declared(gpurun.pipeline{ name = "dag" }, kernels, buffers, config, alpha, beta, n)
+  local plan = p:plan()
+  out:field("declared_streams", #plan.streams)
+  out:say(("Declared: %d stages, %d streams, %d waits between them, inferred from what each stage "
+    .. "reads and writes"):format(#plan.stages, #plan.streams, (function()
+      local waits = 0
+      for _, unit in ipairs(plan.units) do waits = waits + #unit.waits end
+      return waits
+    end)()))
+  local expected <close> = gpurun.array(reference(a_host, b_host, alpha, beta), "float32")
+  local individual = bench.run(main_stream, function(s) p:run(s) end,
+                               { iters = options.iters, warmup = WARMUP, name = "two streams" })
+  checks:buffers("two streams", buffers.r, expected, RTOL, ATOL)
+  out:timing("individual", "\nTwo streams:   ", individual)
+  buffers.r:fill(0.0)
+  local replay = bench.run(main_stream, function(s) p:graph(s) end,
+                           { iters = options.iters, warmup = WARMUP, name = "graph" })
+  local graph = p:graph(main_stream)
+  main_stream:sync()
+  out:field("graph_nodes", graph.node_count)
+  checks:buffers("graph replay", buffers.r, expected, RTOL, ATOL)
+  out:timing("graph", "Graph replay:  ", replay)
+  out:speedup("Graph speedup: ", individual, replay)
+  out:say(("Graph: %d nodes (%s)"):format(graph.node_count, node_kinds(graph)))
+
+  -- A new alpha, set in the graph in place.
+  local alpha2 = alpha * 3
+  p:set("alpha", alpha2)
+  p:graph(main_stream)
+  main_stream:sync()
+  local expected2 <close> = gpurun.array(reference(a_host, b_host, alpha2, beta), "float32")
+  if checks:buffers("graph with alpha set in place", buffers.r, expected2, RTOL, ATOL) then
+    out:say(("\nGraph's scale node set in place by the pipeline: alpha %g -> %g, verified"):format(
+      alpha, alpha2))
+  end
+  -- Another buffer of a's shape: the pipeline captures again and updates the graph.
+  local halves = {}
+  for i = 1, n do halves[i] = a_host[i] / 2 end
+  local a2 <close> = gpurun.array(halves, "float32")
+  local captures = p.captures
+  p:set("a", a2)
+  local same = p:graph(main_stream) == graph
+  main_stream:sync()
+  local expected3 <close> = gpurun.array(reference(halves, b_host, alpha2, beta), "float32")
+  if checks:buffers("graph updated for another buffer", buffers.r, expected3, RTOL, ATOL)
+      and checks:condition("the same graph, updated in place", same and p.captures == captures,
+                           ("%d captures"):format(p.captures)) then
+    out:say("Graph updated in place for a new buffer of a's shape (graph:update), verified")
+  end
+  p:set("a", buffers.a)
+  return graph
+end
+
 local function main()
   local device, out, checks = cli:open_run(options)
   local n, alpha, beta = options.elements, options.alpha, options.beta
@@ -106,6 +189,24 @@ local function main()
   local a_host, b_host = a:to_table(), b:to_table()
   local config = gpurun.LaunchConfig{ grid = (n + 255) // 256, block = 256 }
   local launch = gpurun.launch
+
+  if options.declared then
+    local graph = main_declared(device, out, checks, main_stream,
+      { scale = scale, shift = shift, combine = combine },
+      { a = a, b = b, b_copy = b_copy, x = x, y = y, r = r }, config)
+    local problem = draw(graph, device)
+    if problem then
+      io.stderr:write(cli.name, ": ", problem, "\n")
+      return 1
+    end
+    if options.dot then out:say("Graph drawn: " .. options.dot) end
+    if options.svg then out:say("Graph drawn: " .. options.svg) end
+    gpurun.set_current_stream(nil)
+    if checks:passed() then
+      out:say("\nDone")
+    end
+    return out:finish(checks)
+  end
 
   -- Individual launches: branch 2 on the side stream, joined by a wait.
   local function two_streams(stream)
@@ -142,11 +243,7 @@ local function main()
   checks:buffers("graph replay", r, expected, RTOL, ATOL)
   out:timing("graph", "Graph replay:  ", replay)
   out:speedup("Graph speedup: ", individual, replay)
-  out:say(("Graph: %d nodes (%s)"):format(graph.node_count, (function()
-    local kinds = {}
-    for _, node in ipairs(graph:nodes()) do kinds[#kinds + 1] = node.name or node.kind end
-    return table.concat(kinds, ", ")
-  end)()))
+  out:say(("Graph: %d nodes (%s)"):format(graph.node_count, node_kinds(graph)))
 
   -- The same graph with b_copy made and freed inside it, on the side branch.
   local function capture_with_temporary(builder)

@@ -83,14 +83,15 @@ local CLOSED = {
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
-  PinnedBuffer = "closed_pinned", MemoryPool = "closed_pool",
+  PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
   Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
-  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", MemoryPool = "device",
+  LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
+  MemoryPool = "device",
 }
 
 local SETTOP_FIRST = {
@@ -535,6 +536,33 @@ row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, R.buffer),
   "bad argument #5 to 'gpurun.select' (count must be one int32, uint32, int64 or uint64 element, got 16 float32)")
 row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, nil),
   "bad argument #5 to 'gpurun.select' (gpurun.Buffer expected for count, got nil)")
+
+-- ---- host callbacks and pipelines ------------------------------------------------------
+
+row("gpurun.HostCallback", A(), arg_error(1, "HostCallback", "function expected, got no value"))
+row("gpurun.HostCallback", A(5), arg_error(1, "HostCallback", "function expected, got number"))
+row("gpurun.HostCallback", A("print"), arg_error(1, "HostCallback", "function expected, got string"))
+row("HostCallback:launch", A(R.callback), arg_error(1, "launch", "gpurun.Stream or gpurun.GraphBuilder expected, got no value"))
+row("HostCallback:launch", A(R.callback, 5), arg_error(1, "launch", "gpurun.Stream or gpurun.GraphBuilder expected, got number"))
+row("HostCallback:launch", A(R.callback, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("HostCallback:launch", A(R.callback, R.builder), "GraphBuilder is not building (it is idle)")
+row("HostCallback:launch", A(R.callback, R.body), "a conditional body may run any number of times", { gpu = true })
+row("HostCallback:close", nil, "gpurun.HostCallback is used by 1 graph(s) or graph builder(s); close them first",
+  { gpu = true, before = { "callback", "building" }, call = function(env)
+    env.callback:launch(env.building)
+    return env.callback:close()
+  end })
+local PIPE = "gpurun.pipeline"
+row("gpurun.pipeline", A(5), PIPE .. ": options must be a table, got number")
+row("gpurun.pipeline", A({ nope = 1 }), PIPE .. ": unknown option 'nope' (known: name, max_streams, fuse, strict, timing, pool, quiet, devices)")
+row("gpurun.pipeline", A({ name = "1x" }), PIPE .. ": options.name must be a C identifier not starting with '_', got 1x")
+row("gpurun.pipeline", A({ name = "_x" }), PIPE .. ": options.name must be a C identifier")
+row("gpurun.pipeline", A({ max_streams = 0 }), PIPE .. " 'pipeline': options.max_streams must be an integer from 1 to 64, got 0")
+row("gpurun.pipeline", A({ max_streams = 1.5 }), "options.max_streams must be an integer from 1 to 64, got 1.5")
+row("gpurun.pipeline", A({ fuse = "yes" }), "options.fuse must be a boolean, got string")
+row("gpurun.pipeline", A({ timing = "cupti" }), "options.timing must be true, \"events\" or \"nvtx\", got cupti")
+row("gpurun.pipeline", A({ devices = "all" }), "options.devices must be a list of device ordinals")
+row("gpurun.pipeline", A({ pool = {} }), "options.pool must be a gpurun.MemoryPool, got table")
 
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
@@ -1068,6 +1096,13 @@ row("Graph:set_args", A(R.graph, 1, R.buffer), "kernel 'vec_add' takes 4 paramet
 row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.buffer, "x"),
   "kernel 'vec_add' parameter 4")
 row("Graph:set_args", A(R.graph, 1, R.buffer, R.buffer, R.closed_buffer, 16), "attempt to use a closed gpurun.Buffer")
+row("Graph:set_arg", A(R.graph, 1), arg_error(2, "set_arg", "integer argument position expected, got no value"))
+row("Graph:set_arg", A(R.graph, 1, 0, 1), arg_error(2, "set_arg", "argument position 0 out of range (kernel 'vec_add' takes 4)"))
+row("Graph:set_arg", A(R.graph, 1, 5, 1), arg_error(2, "set_arg", "argument position 5 out of range (kernel 'vec_add' takes 4)"))
+row("Graph:set_arg", A(R.graph, 1, 4, "x"), "kernel 'vec_add' parameter 4")
+row("Graph:set_arg", A(R.graph, 1, 4, 1.5), "kernel 'vec_add' parameter 4")
+row("Graph:set_arg", A(R.graph, 1, 1, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("Graph:set_arg", A(R.graph, 9, 1, 1), arg_error(1, "set_arg", "node index 9 out of range"))
 row("Graph:set_config", A(R.graph, 1), arg_error(2, "set_config", "gpurun.LaunchConfig expected, got no value"))
 row("Graph:set_config", A(R.graph, 1, R.config_big_shmem), "bytes of dynamic shared memory")
 row("Graph:set_enabled", A(R.graph, 1), arg_error(2, "set_enabled", "boolean expected, got no value"))

@@ -63,6 +63,12 @@ local function entry_points()
   functions_of(require("gpurun.compute.prebuilt"), "prebuilt.", list)
   functions_of(scan, "scan.", list)
   functions_of(scan.Kernel, "scan kernel:", list)
+  -- The declared pipelines' classes, loaded on first use too.
+  gpurun.pipeline()
+  local Pipeline = require("gpurun.compute.pipeline")
+  functions_of(Pipeline, "pipeline:", list)
+  functions_of(Pipeline.Data, "pipeline data:", list)
+  functions_of(Pipeline.Scalar, "pipeline scalar:", list)
   functions_of(require("gpurun.dist"), "dist.", list)
   functions_of(require("gpurun.bench"), "bench.", list)
   return list

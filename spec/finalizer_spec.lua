@@ -114,6 +114,16 @@ still_works()
 ]], "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$")
     end)
 
+    it("Graph:set_arg: its kept list let go while keeping the buffer #gpu", function()
+      expect(GPU_SETUP .. [[
+local graph = graph_of(stream:create_graph_builder()):complete()
+local b = gpurun.zeros(64, "float32")
+trapped(graph, graph.set_arg, graph, 1, 3, b)
+b:close() -- counted for no graph
+still_works()
+]], "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$")
+    end)
+
     it("Graph:nodes: its nodes destroyed while listing them #gpu", function()
       expect(GPU_SETUP .. [[
 local graph = graph_of(stream:create_graph_builder()):complete()

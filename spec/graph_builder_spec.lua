@@ -63,6 +63,25 @@ describe("GraphBuilder: split, join, events and nodes", function()
     assert.is_true(all(out, 11))
   end)
 
+  it("counts the nodes captured so far, so that a launch's nodes are known #gpu", function()
+    local a = gpurun.full(N, 2, "float32")
+    local builder <close> = stream:create_graph_builder()
+    assert.are.equal(0, builder.node_count)
+    builder:begin_building()
+    assert.are.equal(0, builder.node_count)
+    local left, right = builder:split(2)
+    gpurun.launch(left, config, kernel("vec_add"), a, a, a, gpurun.u64(N))
+    local before = builder.node_count
+    gpurun.launch(right, config, kernel("vec_mul"), a, a, a, gpurun.u64(N))
+    assert.are.equal(before + 1, builder.node_count) -- a fork's nodes are the origin's graph's
+    assert.are.equal(builder.node_count, right.node_count)
+    gpurun.join(left, right)
+    builder:end_building()
+    assert.are.equal(0, builder.node_count) -- not building
+    local graph <close> = builder:complete()
+    assert.are.equal(2, graph.node_count)
+  end)
+
   it("orders builders of one capture through events and waits #gpu", function()
     local a, x, out = gpurun.full(N, 4, "float32"), gpurun.zeros(N, "float32"), gpurun.zeros(N, "float32")
     local n = gpurun.u64(N)

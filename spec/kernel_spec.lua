@@ -116,6 +116,12 @@ describe("kernel attributes", function()
     assert.is_true(code:get_kernel("bounded"):max_potential_block_size().max_block_size <= 64)
   end)
 
+  it("carry the source they were compiled from, where const pointers show #gpu", function()
+    local kernel = code:get_kernel("static_shared")
+    assert.are.equal(SOURCE, kernel.source)
+    assert.truthy(kernel.source:find("void static_shared(float *out)", 1, true))
+  end)
+
   it("are refused once the ObjectCode is closed #gpu", function()
     local options = gpurun.ProgramOptions({ arch = "sm_" .. device.arch })
     local other = gpurun.Program(SOURCE, "c++", options):compile("cubin")

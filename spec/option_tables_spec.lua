@@ -79,6 +79,21 @@ local ROWS = {
     "bad argument #5 to 'gpurun.exclusive_scan'", "identity, deterministic, block, items" },
   { "gpurun.select", function(bad) gpurun.select(STREAM, X, "x > 0", X, COUNT, bad) end,
     "bad argument #6 to 'gpurun.select'", "block, items" },
+  { "gpurun.pipeline", function(bad) gpurun.pipeline(bad) end, "gpurun.pipeline:",
+    "name, max_streams, fuse, strict, timing, pool, quiet, devices" },
+  { "Pipeline:buffer", function(bad) gpurun.pipeline():buffer("t", {}, bad) end,
+    "pipeline 'pipeline': buffer 't':", "filled" },
+  { "Pipeline:call", function(bad)
+      local p = gpurun.pipeline()
+      local spec = { gpurun.elementwise("float32 a", "float32 r", "r = a", "k"), p:temporary("a", 4),
+                     p:temporary("r", 4) }
+      for k, v in pairs(bad) do spec[k == 1 and 1.5 or k] = v end -- a non-integer key: not positional
+      p:call(spec)
+    end, "pipeline 'pipeline': call:", "name, reads, writes" },
+  { "Pipeline:fill", function(bad) local p = gpurun.pipeline(); p:fill(p:temporary("t", 4), 0, bad) end,
+    "pipeline 'pipeline': fill:", "name, reads, writes" },
+  { "Pipeline:plan", function(bad) gpurun.pipeline():plan(bad) end, "pipeline 'pipeline': plan:", "sources" },
+  { "Pipeline:to_dot", function(bad) gpurun.pipeline():to_dot(bad) end, "pipeline 'pipeline': to_dot:", "title" },
   { "bench.run", function(bad) require("gpurun.bench").run(nil, function() end, bad) end, "bench.run:",
     "iters, warmup, repeats, per_step, name, progress" },
   { "bench.capture", function(bad) require("gpurun.bench").capture(nil, function() end, bad) end,

@@ -256,6 +256,91 @@ describe("scripts/dag.lua", function()
   end)
 end)
 
+describe("scripts/dag.lua --declared", function()
+  it("builds the same DAG from the declaration, with the same results #gpu", function()
+    local folder = os.tmpname()
+    os.remove(folder)
+    local dot = folder .. ".dot"
+    local result = run_script("scripts/dag.lua", { "--elements", "10000", "--iters", "20", "--declared",
+      "--dot", dot })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    assert_lines({
+      "^Device: %S.*$",
+      "^Compute Capability: %d+%.%d+$",
+      "^Declared: 4 stages, 2 streams, 1 waits between them, inferred from what each stage reads and writes$",
+      "^$",
+      "^Two streams:   20" .. TIMING,
+      "^Graph replay:  20" .. TIMING,
+      "^Graph speedup: %d+%.%d%dx$",
+      "^Graph: 4 nodes %(memcpy, shift, scale, combine%)$",
+      "^$",
+      "^Graph's scale node set in place by the pipeline: alpha 2 %-> 6, verified$",
+      "^Graph updated in place for a new buffer of a's shape %(graph:update%), verified$",
+      "^Graph drawn: " .. dot:gsub("%p", "%%%0") .. "$",
+      "^$",
+      "^Done$",
+    }, result.stdout)
+    local file = assert(io.open(dot))
+    local text = file:read("a")
+    file:close()
+    os.remove(dot)
+    for _, name in ipairs({ "scale", "shift", "combine", "memcpy" }) do
+      assert.truthy(text:find(name, 1, true), name)
+    end
+  end)
+
+  it("has the hand-built graph's node count in its JSON #gpu", function()
+    local result = run_script("scripts/dag.lua", { "--elements", "1000", "--iters", "5", "--json", "--declared" })
+    assert.are.equal(0, result.code, result.stderr)
+    local figures = cjson.decode(result.stdout)
+    assert.are.equal(4, figures.graph_nodes)
+    assert.are.equal(2, figures.declared_streams)
+    assert.is_true(figures.checks_passed)
+  end)
+end)
+
+describe("scripts/pipeline.lua", function()
+  it("plans, runs, replays and sets the declared sample with a second branch #gpu", function()
+    local folder = os.tmpname()
+    os.remove(folder)
+    local dot = folder .. ".dot"
+    local result = run_script("scripts/pipeline.lua", { "--elements", "65536", "--iters", "20", "--dot", dot })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    local out = result.stdout
+    for _, part in ipairs({
+        "pipeline 'sample': ", "fusion groups:", "one kernel 'sample_add_mul_sub', writes r3; r1, r2 in registers",
+        "stream 2: scale", "Timeline of one run, stage by stage", "Stage by stage: 20 iters",
+        "Graph replay:   20 iters", "alpha 0.5 -> 1.5 set in the graph in place (no new capture), verified",
+        "Plan drawn: " .. dot, "\nDone\n" }) do
+      assert.truthy(out:find(part, 1, true), part .. "\n" .. out)
+    end
+    local file = assert(io.open(dot))
+    local text = file:read("a")
+    file:close()
+    os.remove(dot)
+    assert.matches("^digraph", text)
+  end)
+
+  it("writes its plan, timeline and timings as JSON #gpu", function()
+    local result = run_script("scripts/pipeline.lua", { "--elements", "4096", "--iters", "5", "--json" })
+    assert.are.equal(0, result.code, result.stderr)
+    local figures = cjson.decode(result.stdout)
+    assert.is_true(figures.checks_passed)
+    assert.are.equal(2, #figures.plan.streams >= 2 and 2 or #figures.plan.streams)
+    assert.is_true(#figures.timeline >= 4)
+    assert_timing(figures, "stages", 5)
+    assert_timing(figures, "graph", 5)
+  end)
+
+  it("refuses a bad option with a usage error", function()
+    local result = run_script("scripts/pipeline.lua", { "--elements", "0" })
+    assert.are.equal(2, result.code)
+    assert.matches("%-%-elements", result.stderr)
+  end)
+end)
+
 describe("scripts/converge.lua", function()
   it("iterates to the tolerance in one graph and from Lua, with the same steps #gpu", function()
     local result = run_script("scripts/converge.lua", { "--points", "16", "--tol", "1e-3", "--iters", "2" })

@@ -143,6 +143,9 @@ end
 function fresh.Generator()
   return gpurun.default_rng(next_of({ 1, -7, 0, math.maxinteger }))
 end
+function fresh.HostCallback()
+  return gpurun.HostCallback(function() end)
+end
 
 local function add_closed(object)
   object:close()
@@ -150,7 +153,7 @@ local function add_closed(object)
 end
 
 local function setup_common()
-  for _, type_name in ipairs({ "ProgramOptions", "Program", "ObjectCode", "Generator" }) do
+  for _, type_name in ipairs({ "ProgramOptions", "Program", "ObjectCode", "Generator", "HostCallback" }) do
     for _ = 1, 3 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end
@@ -316,6 +319,9 @@ local function check_gpu()
       if ok and state == "building" then pcall(builder.end_building, builder) end
     end
   end
+  -- Host callbacks the calls queued run at the first wait: an error one
+  -- raises is the calls' doing, not the state's.
+  pcall(function() current_device():sync() end)
   local r = reference
   r.out:fill(0, r.stream)
   gpurun.launch(r.stream, r.config, r.add, r.a, r.b, r.out, gpurun.u64(r.n))

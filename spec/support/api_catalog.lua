@@ -32,7 +32,8 @@
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
---   clears its condition replays forever), pool (a MemoryPool),
+--   clears its condition replays forever), host_function (HostCallback's
+--   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
 --   placement (a constructor's { pool =, stream = }), pool_options
 --   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
 --   For reductions and scans: params_text (a parameter list), c_expression
@@ -52,7 +53,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer", "MemoryPool",
+  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -136,6 +137,8 @@ catalog.functions = {
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
   pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
   load = { args = { "path" } },
+  HostCallback = { args = { "host_function" } },
+  pipeline = { args = { "pipeline_options" } },
   guard = { args = { "any" } },
 }
 
@@ -244,12 +247,17 @@ catalog.methods = {
     update = { args = { "builder" } },
     nodes = { args = {} },
     set_args = { args = { "node_index", "kernel_arg", "..." }, launches = true },
+    set_arg = { args = { "node_index", "integer", "kernel_arg" }, launches = true },
     set_config = { args = { "node_index", "config" } },
     set_enabled = { args = { "node_index", "boolean" } },
     to_dot = { args = { "dot_options" } },
     close = { args = {} },
   },
   Condition = {
+    close = { args = {} },
+  },
+  HostCallback = {
+    launch = { args = { "launch_target" } },
     close = { args = {} },
   },
   MemoryPool = {
@@ -279,6 +287,7 @@ catalog.metamethods = {
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
+  HostCallback = { "__index", "__tostring", "__close" },
   MemoryPool = { "__index", "__tostring", "__close" },
 }
 

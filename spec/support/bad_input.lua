@@ -99,6 +99,8 @@ function factories.config_big_shmem()
   return gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 })
 end
 function factories.scalar() return gpurun.u64(16) end
+function factories.callback() return gpurun.HostCallback(function() end) end
+function factories.closed_callback() return closed(gpurun.HostCallback(function() end)) end
 function factories.broken_program() return gpurun.Program("this is not C++ {", "c++") end
 function factories.closed_file()
   local file = io.tmpfile()

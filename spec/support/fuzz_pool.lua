@@ -382,6 +382,11 @@ draws = {
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
   dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
     { { title = 5 }, { name = {} }, "title" }),
+  -- Host callbacks that return: a raising one is raised by whatever wait
+  -- runs it, which may be the state check's.
+  host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),
+  pipeline_options = from({ nil, {}, { name = "fuzz" }, { max_streams = 2 }, { fuse = false },
+    { timing = true }, { strict = true } }, 0.7, { { nope = 1 }, { max_streams = 0 }, "x", 5 }),
   pool = function(p) return p:typed("MemoryPool") end,
   -- A constructor's { pool =, stream = }: mostly nil (cuMemAlloc), else live
   -- or closed pools, streams and builders, or junk.

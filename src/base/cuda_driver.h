@@ -57,7 +57,8 @@
     X(cuDeviceCanAccessPeer, 4000) X(cuCtxEnablePeerAccess, 4000) X(cuMemcpyPeerAsync, 4000) \
     X(cuFuncSetAttribute, 9000) X(cuOccupancyMaxPotentialBlockSize, 6050) \
     X(cuMemHostAlloc, 2020) X(cuMemFreeHost, 2000) X(cuCtxGetStreamPriorityRange, 5050) \
-    X(cuStreamGetPriority, 5050) X(cuThreadExchangeStreamCaptureMode, 10010) \
+    X(cuStreamGetPriority, 5050) X(cuLaunchHostFunc, 10000) \
+    X(cuThreadExchangeStreamCaptureMode, 10010) \
     X(cuDeviceGetDefaultMemPool, 11020) X(cuMemPoolCreate, 11020) X(cuMemPoolDestroy, 11020) \
     X(cuMemPoolGetAttribute, 11020) X(cuMemPoolSetAttribute, 11020) X(cuMemPoolTrimTo, 11020) \
     X(cuMemAllocFromPoolAsync, 11020) X(cuMemFreeAsync, 11020) \

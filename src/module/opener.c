@@ -13,6 +13,7 @@
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
+#include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
 #include "types/launch_config.h"
@@ -54,6 +55,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_program,       /* gpurun.Program, cache_info */
     gpurun_open_launch,        /* launch */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
+    gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
 };
@@ -65,6 +67,7 @@ static const char *const lua_parts[] = {
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
     "npy_files",       /* gpurun.load, Buffer:save */
+    "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
 };

@@ -538,8 +538,17 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context, int afte
     return result != CUDA_SUCCESS ? result : restored;
 }
 
+/* cuMemFree and cuMemFreeHost may wait for the device, which waits for a
+ * pending host callback, which waits for this thread: free later. */
+static int must_defer(void)
+{
+    return capturing != NULL || gpurun_host_calls_pending() > 0;
+}
+
 void gpurun_flush_frees(void)
 {
+    if (must_defer())
+        return;
     while (pending_count > 0) {
         pending_count--;
         /* Nobody is left to tell about a failure here. */
@@ -553,7 +562,7 @@ void gpurun_flush_frees(void)
 
 static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int after_device)
 {
-    if (capturing && pending_count < MAX_PENDING_FREES) {
+    if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = pointer;
         pending[pending_count].context = context;
         pending[pending_count].after_device = after_device;
@@ -562,12 +571,12 @@ static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int a
         pending_count++;
         return CUDA_SUCCESS;
     }
-    if (!capturing)
-        gpurun_flush_frees();
-    /* A full list while capturing: a pool's memory leaks rather than be
+    gpurun_flush_frees(); /* nothing while frees must wait */
+    /* A full list while frees must wait: a pool's memory leaks rather than be
      * freed under work that may still use it (the wait would break the
-     * capture); cuMemFree of cuMemAlloc's memory fails the capture, as before. */
-    if (capturing && after_device)
+     * capture, or wait for the host callback that waits for this thread);
+     * cuMemFree of cuMemAlloc's memory fails the capture, as before. */
+    if (must_defer() && after_device)
         return CUDA_SUCCESS;
     return free_in_context(pointer, context, after_device);
 }
@@ -584,7 +593,7 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
 {
-    if (capturing && pending_count < MAX_PENDING_FREES) {
+    if (must_defer() && pending_count < MAX_PENDING_FREES) {
         pending[pending_count].pointer = 0;
         pending[pending_count].context = NULL;
         pending[pending_count].after_device = 0;
@@ -593,7 +602,6 @@ CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
         pending_count++;
         return CUDA_SUCCESS;
     }
-    if (!capturing)
-        gpurun_flush_frees();
+    gpurun_flush_frees();
     return free_host(pointer, last_use);
 }

@@ -14,6 +14,8 @@
  *   runtime/capture.c  the capture registry: which streams are being captured,
  *                      what each capture keeps alive, deferred frees, and the
  *                      rule that an error raised during a capture ends it
+ *   runtime/host_calls.c  host callbacks: the driver's thread posts, the main
+ *                      thread runs the Lua function while it waits
  *
  * Below it: the driver loader, NVRTC and the kernel cache, base/dtype.c (no Lua).
  * Above it: one file per Lua type (l*.c), then the module opener (module/opener.c). */
@@ -340,9 +342,17 @@ void gpurun_push_current_stream(lua_State *L);
  * "interrupted!" instead. */
 void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what);
 
+/* Waits for the event (a failed wait raises, naming `what`), running host
+ * callbacks meanwhile when any is pending. */
+void gpurun_wait_event(lua_State *L, CUevent event, const char *what);
+
 /* Called from the host's SIGINT handler (async-signal-safe): a wait that
  * polls gives up at once. */
 void gpurun_note_interrupt(void);
+
+/* In a polling wait: an interrupt noted since the wait began raises
+ * "interrupted!" (the GPU work is then left to the driver at exit). */
+void gpurun_check_interrupt(lua_State *L, const char *what);
 
 /* Creates the state object whose __gc releases the contexts: the first
  * gpurun userdata, so the last one collected. Once per Lua state. */
@@ -502,7 +512,64 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
  * capture is in progress, once none is. */
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use);
 
-/* Frees what was deferred; called before allocating and after captures. */
+/* Frees what was deferred; called before allocating and after captures.
+ * Nothing is freed while a capture is in progress or a host callback is
+ * pending. */
 void gpurun_flush_frees(void);
+
+/* ---- host callbacks (runtime/host_calls.c) ------------------------------ */
+
+/* What a HostCallback holds: its Lua function (a registry reference), and
+ * its runs queued on streams or graph replays and not yet run. */
+struct gpurun_host_call {
+    int function_ref;
+    int anchor_ref; /* the object, kept while runs are pending */
+    long pending;
+    long calls;     /* runs done */
+};
+
+void gpurun_host_call_init(struct gpurun_host_call *call);
+
+/* The host function given to the driver (cuLaunchHostFunc, host nodes),
+ * with the call as its data: runs on the driver's thread, posts, and
+ * blocks until the main thread has run the call. */
+void CUDA_CB gpurun_host_call_trampoline(void *data);
+
+/* `runs` more runs of the call were queued; the object at object_index is
+ * kept alive until they are done. cancel takes back runs whose queueing
+ * failed. */
+void gpurun_host_call_expect(lua_State *L, struct gpurun_host_call *call, int object_index,
+                             long runs);
+void gpurun_host_call_cancel(lua_State *L, struct gpurun_host_call *call, long runs);
+
+/* Runs queued and not yet run, over every call. */
+long gpurun_host_calls_pending(void);
+
+/* Runs the Lua functions of the calls the driver has reached (on the main
+ * thread) and lets their streams go on; returns how many ran. *failed is
+ * how many raised; if any, the first one's error value is pushed. Does
+ * nothing inside a callback. */
+int gpurun_host_calls_run(lua_State *L, int *failed);
+
+/* gpurun_host_calls_run, then (runtime/state.c) the deferred frees once
+ * none is pending, and the first error raised after all of them ran. */
+int gpurun_service_host_calls(lua_State *L);
+
+/* Waits up to `nanoseconds` for the driver to reach a call; 1 if one is
+ * waiting to run. */
+int gpurun_host_calls_await(long nanoseconds);
+
+/* Runs calls until none is pending: before a call that blocks until the
+ * whole device is idle (runtime/state.c). */
+void gpurun_settle_host_calls(lua_State *L, const char *what);
+
+/* Inside a callback's Lua function: raises that `what` is refused there
+ * (runtime/error.c). */
+int gpurun_in_host_call(void);
+void gpurun_check_not_in_host_call(lua_State *L, const char *what);
+
+/* At exit, or after an interrupted wait: the driver's threads go on
+ * without running what is queued. */
+void gpurun_host_calls_shut_down(void);
 
 #endif

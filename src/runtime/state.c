@@ -23,6 +23,7 @@ static CUdevice retained_devices[MAX_DEVICES];
 
 CUcontext gpurun_require_context(lua_State *L)
 {
+    gpurun_check_not_in_host_call(L, "using the device");
     if (gpurun_runtime.current_context == NULL) {
         if (cuda_driver_load() != CUDA_SUCCESS)
             gpurun_error(L, "%s", cuda_driver_load_error());
@@ -113,40 +114,125 @@ void gpurun_note_interrupt(void)
     interrupt_noted = 1;
 }
 
-void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what)
+void gpurun_check_interrupt(lua_State *L, const char *what)
 {
-    if (!stream->unbounded) {
-        CHECK_CUDA(L, what, cuStreamSynchronize, stream->handle);
+    if (!interrupt_noted)
         return;
+    interrupt_noted = 0;
+    gpurun_runtime.abandoned = 1;
+    cuda_driver_skip_teardown();
+    int callbacks = gpurun_host_calls_pending() > 0;
+    gpurun_host_calls_shut_down();
+    gpurun_error(L, "interrupted! (while %s: the GPU was still running %s; its memory is left "
+                    "to the driver at exit)", what,
+                 callbacks ? "work that waits for host callbacks" : "a graph with a while loop");
+}
+
+int gpurun_service_host_calls(lua_State *L)
+{
+    int failed;
+    int ran = gpurun_host_calls_run(L, &failed);
+    /* What was freed while runs were pending can be freed now. */
+    if (ran > 0 && gpurun_host_calls_pending() == 0)
+        gpurun_flush_frees();
+    if (failed) {
+        const char *message = lua_tostring(L, -1);
+        gpurun_error(L, "a host callback failed: %s%s", message ? message : "(an error that is "
+                     "not a string)", failed > 1 ? lua_pushfstring(L, " (and %d more)", failed - 1)
+                                                : "");
     }
+    return ran;
+}
+
+void gpurun_settle_host_calls(lua_State *L, const char *what)
+{
+    if (gpurun_host_calls_pending() == 0)
+        return;
+    gpurun_check_not_in_host_call(L, what);
+    while (gpurun_host_calls_pending() > 0) {
+        if (gpurun_service_host_calls(L) == 0)
+            gpurun_host_calls_await(200000);
+        gpurun_check_interrupt(L, what);
+    }
+}
+
+/* Polls query(handle) until it is done, running host callbacks as the
+ * driver reaches them and giving up at an interrupt. */
+static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const char *what)
+{
     interrupt_noted = 0;
     long pause_ns = 1000;
     for (;;) {
-        CUresult result = CUDA_CALL(cuStreamQuery, stream->handle);
+        gpurun_service_host_calls(L);
+        CUresult result = query(handle);
         if (result == CUDA_SUCCESS)
-            break;
+            return;
         if (result != CUDA_ERROR_NOT_READY)
             gpurun_cuda_error(L, "%s", what);
-        if (interrupt_noted) {
-            interrupt_noted = 0;
-            gpurun_runtime.abandoned = 1;
-            cuda_driver_skip_teardown();
-            gpurun_error(L, "interrupted! (while %s: the GPU was still running a graph with a "
-                            "while loop; its memory is left to the driver at exit)", what);
+        gpurun_check_interrupt(L, what);
+        /* Up to 0.2 ms between polls: work that ends is seen soon, work
+         * that does not costs no CPU; a callback reached wakes it at once. */
+        if (gpurun_host_calls_pending() > 0) {
+            if (gpurun_host_calls_await(pause_ns))
+                pause_ns = 1000;
+        } else {
+            struct timespec pause = {0, pause_ns};
+            nanosleep(&pause, NULL);
         }
-        /* Up to 0.2 ms between polls: a loop that ends is seen soon,
-         * one that does not costs no CPU. */
-        struct timespec pause = {0, pause_ns};
-        nanosleep(&pause, NULL);
         if (pause_ns < 200000)
             pause_ns *= 2;
     }
+}
+
+static CUresult query_stream(void *handle)
+{
+    return CUDA_CALL(cuStreamQuery, (CUstream)handle);
+}
+
+static CUresult query_event(void *handle)
+{
+    return CUDA_CALL(cuEventQuery, (CUevent)handle);
+}
+
+/* Inside a host callback only work that is done already may be waited
+ * for: anything else would wait for the GPU, which waits for the callback. */
+static void check_done_in_host_call(lua_State *L, CUresult (*query)(void *), void *handle,
+                                    const char *what)
+{
+    if (gpurun_in_host_call() && query(handle) != CUDA_SUCCESS)
+        gpurun_check_not_in_host_call(L, what);
+}
+
+void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *what)
+{
+    check_done_in_host_call(L, query_stream, stream->handle, what);
+    if (gpurun_in_host_call())
+        return;
+    if (!stream->unbounded && gpurun_host_calls_pending() == 0) {
+        CHECK_CUDA(L, what, cuStreamSynchronize, stream->handle);
+        return;
+    }
+    poll(L, query_stream, stream->handle, what);
     stream->unbounded = 0;
+}
+
+void gpurun_wait_event(lua_State *L, CUevent event, const char *what)
+{
+    check_done_in_host_call(L, query_event, event, what);
+    if (gpurun_in_host_call())
+        return;
+    if (gpurun_host_calls_pending() == 0) {
+        CHECK_CUDA(L, what, cuEventSynchronize, event);
+        return;
+    }
+    poll(L, query_event, event, what);
 }
 
 static int runtime_close(lua_State *L)
 {
     (void)L;
+    /* Nothing runs Lua from here on: queued callbacks are let go. */
+    gpurun_host_calls_shut_down();
     gpurun_flush_frees();
     if (cuda.cuDevicePrimaryCtxRelease != NULL) {
         for (int i = 0; i < MAX_DEVICES; i++) {

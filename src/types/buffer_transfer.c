@@ -41,6 +41,7 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
                         "abandoned)", operation);
     struct gpurun_stream *stream = gpurun_operation_stream(L, stream_index);
     if (stream == NULL) {
+        gpurun_settle_host_calls(L, operation);
         if (CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
             gpurun_transfer_error(L, "waiting for the device before %s", operation);
         return NULL;
@@ -49,9 +50,10 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
         gpurun_error(L, "%s: the stream belongs to device %d but device %d is current (buffer "
                         "operations go on streams of the current device)", operation,
                      stream->device, gpurun_runtime.current_device);
-    /* Work that may never end (a graph with a while loop) is waited for so
-     * that Ctrl-C can end the wait; the copies below then wait no longer. */
-    if (stream->unbounded && stream->capture == NULL)
+    /* Work that may never end (a graph with a while loop) or that waits for
+     * a host callback is waited for so that Ctrl-C can end the wait and the
+     * callbacks run; the copies below then wait no longer. */
+    if ((stream->unbounded || gpurun_host_calls_pending() > 0) && stream->capture == NULL)
         gpurun_wait_stream(L, stream, operation);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (stream->capture == NULL
@@ -67,6 +69,8 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
 
 void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 {
+    if (stream == NULL)
+        gpurun_settle_host_calls(L, operation);
     if (stream == NULL && CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "waiting for %s to finish", operation);
 }
@@ -87,6 +91,7 @@ CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char
 void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
                               const char *operation)
 {
+    gpurun_settle_host_calls(L, operation);
     CUcontext previous = gpurun_enter_context(buffer->context);
     CUresult result = CUDA_CALL(cuCtxSynchronize);
     gpurun_leave_context(previous);

@@ -137,6 +137,7 @@ static int device_enable_peer_access(lua_State *L)
 static int device_sync(lua_State *L)
 {
     check_current_device(L, 1, "Device:sync");
+    gpurun_settle_host_calls(L, "Device:sync");
     CHECK_CUDA(L, "synchronizing the device", cuCtxSynchronize);
     return 0;
 }

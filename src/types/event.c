@@ -35,7 +35,7 @@ struct gpurun_event *gpurun_push_new_event(lua_State *L, unsigned int flags)
 static int event_sync(lua_State *L)
 {
     struct gpurun_event *event = check_event(L, 1);
-    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, event->handle);
+    gpurun_wait_event(L, event->handle, "waiting for an event");
     return 0;
 }
 
@@ -61,7 +61,7 @@ static int event_elapsed_ms(lua_State *L)
     if ((start->flags | stop->flags) & CU_EVENT_DISABLE_TIMING)
         return gpurun_error(L, "Event:elapsed_ms: an event made with timing = false has no time "
                                "(make both with gpurun.Event{ timing = true })");
-    CHECK_CUDA(L, "waiting for an event", cuEventSynchronize, stop->handle);
+    gpurun_wait_event(L, stop->handle, "waiting for an event");
     float milliseconds = 0;
     CHECK_CUDA(L, "measuring the time between two events", cuEventElapsedTime, &milliseconds,
                start->handle, stop->handle);

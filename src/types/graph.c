@@ -8,7 +8,9 @@
  * replay touches and an explicit close is refused. It keeps a clone of the
  * captured graph, whose nodes name the executable's (user value 2 lists
  * them), and for each kernel node whose Kernel it knows, that node's launch
- * as it now stands (user value 3: node index -> { kernel, launch }).
+ * as it now stands (user value 3: node index -> { kernel, launch }), and
+ * the HostCallbacks its host nodes run (user value 6, a sequence): each
+ * replay queues one run of each.
  *
  * Memory nodes: a Buffer made on a builder of the capture (gpurun.empty(n,
  * dtype, { stream = builder })) is an allocation node, and closing it while
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "types/graph_builder.h"
+#include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
 #include "types/stream.h"
@@ -37,7 +40,8 @@ const struct gpurun_tag gpurun_graph_tag = {"gpurun.Graph"};
 #define KERNEL_NODES_VALUE 3
 #define ALLOCATIONS_VALUE 4  /* the Buffers its allocation nodes make, in order */
 #define ADDRESSES_VALUE 5    /* their nodes' addresses (struct allocation) */
-#define LAUNCHED_ON_VALUE 6  /* 6..: the streams of launched_on */
+#define HOST_CALLBACKS_VALUE 6
+#define LAUNCHED_ON_VALUE 7  /* 7..: the streams of launched_on */
 #define LAUNCH_STREAMS 4
 #define USER_VALUES (LAUNCHED_ON_VALUE + LAUNCH_STREAMS - 1)
 
@@ -53,6 +57,7 @@ struct graph {
     size_t node_count;
     CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
     int has_loop;          /* a while loop: a replay may not end */
+    int host_callbacks;    /* HostCallbacks among what it keeps */
     CUcontext context; /* the captured stream's: the graph replays on its device only */
     int device;
     int has_memory_nodes;
@@ -172,6 +177,24 @@ lost:
     return 0;
 }
 
+/* Pushes the sequence of the HostCallbacks in the sequence of kept objects
+ * at kept_index (what becomes the graph's user value 6); returns their count. */
+static int push_host_callbacks(lua_State *L, int kept_index)
+{
+    kept_index = lua_absindex(L, kept_index);
+    lua_newtable(L);
+    int count = 0;
+    lua_Integer kept = (lua_Integer)lua_rawlen(L, kept_index);
+    for (lua_Integer i = 1; i <= kept; i++) {
+        lua_rawgeti(L, kept_index, i);
+        if (gpurun_to_tagged(L, -1, &gpurun_host_callback_tag))
+            lua_rawseti(L, -2, ++count);
+        else
+            lua_pop(L, 1);
+    }
+    return count;
+}
+
 /* The builder at 1, still an origin with a graph built: checked again
  * after each allocation, which can run a finalizer that closes it. */
 static struct gpurun_capture *check_built(lua_State *L)
@@ -281,6 +304,8 @@ static int builder_complete(lua_State *L)
     struct gpurun_graph_builder *builder = lua_touserdata(L, 1);
     gpurun_capture_push_kept(L, capture);
     graph->keeps_ordered = has_ordered_buffer(L, lua_gettop(L));
+    graph->host_callbacks = push_host_callbacks(L, -1);
+    lua_setiuservalue(L, graph_index, HOST_CALLBACKS_VALUE);
     lua_setiuservalue(L, graph_index, KEPT_VALUE);
     if (builder->header.closed)
         return gpurun_closed_error(L, gpurun_builder_tag.type_name);
@@ -394,6 +419,18 @@ static int replay(lua_State *L, replay_call call, const char *name, const char *
     /* A while loop may never end: waits for this stream become interruptible. */
     if (runs) {
         stream->unbounded |= graph->has_loop;
+        /* Each host node runs once more, on the main thread while it
+         * waits: counted first, so that no error below loses a run. */
+        if (graph->host_callbacks) {
+            lua_getiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+            for (int i = 1; i <= graph->host_callbacks; i++) {
+                lua_rawgeti(L, -1, i);
+                struct gpurun_host_callback *callback = lua_touserdata(L, -1);
+                gpurun_host_call_expect(L, &callback->call, -1, 1);
+                lua_pop(L, 1);
+            }
+            lua_pop(L, 1);
+        }
         if (graph->allocation_count)
             after_allocating_launch(L, graph, stream);
         if (graph->keeps_ordered && graph->launched_on[0] != stream)
@@ -511,6 +548,8 @@ static int graph_update(lua_State *L)
     if (!push_kernel_nodes(L, nodes, count, kept, capture, source))
         return update_failed(L, kept, BUILDER_LOST);
     int kernel_nodes = lua_gettop(L);
+    int host_callbacks = push_host_callbacks(L, kept);
+    int host_callbacks_index = lua_gettop(L);
     struct graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
     if (graph->header.closed) {
         gpurun_release_users(L, kept);
@@ -533,6 +572,9 @@ static int graph_update(lua_State *L)
     /* No allocation from here on: the new lists in, the old kept let go. */
     lua_pushvalue(L, kernel_nodes);
     lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
+    lua_pushvalue(L, host_callbacks_index);
+    lua_setiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+    graph->host_callbacks = host_callbacks;
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
         let_go(L, graph, lua_gettop(L));
     lua_pop(L, 1);
@@ -781,9 +823,11 @@ static void keep(lua_State *L, int index)
     }
     lua_pushvalue(L, index);
     lua_rawseti(L, -2, count + 1);
+    /* Growing the list can run a finalizer that closes the graph, which let
+     * go of its list: the buffer is not counted for a list nobody holds. */
+    struct graph *graph = check_graph(L, 1);
     gpurun_adjust_users(L, index, +1);
     lua_pop(L, 1);
-    struct graph *graph = lua_touserdata(L, 1);
     graph->keeps_ordered |= gpurun_buffer_owner(lua_touserdata(L, index))->ordered;
 }
 
@@ -812,6 +856,39 @@ static int graph_set_args(lua_State *L)
         if (gpurun_to_tagged(L, 3 + i, &gpurun_buffer_tag))
             keep(L, 3 + i);
     memcpy(launch->storage, packed, kernel->storage_size);
+    set_kernel_node(L, graph, 2, launch);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* set_arg(i, k, value) -> self: argument k of kernel node i alone, the
+ * others as the node has them (cheaper than set_args, and needs none of
+ * the buffers the node was captured with: gpurun.pipeline sets a scalar so,
+ * also in nodes whose buffers a capture made and freed). */
+static int graph_set_arg(lua_State *L)
+{
+    struct graph *graph = check_graph(L, 1);
+    const struct gpurun_kernel *kernel;
+    lua_settop(L, 4);
+    struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
+    lua_Integer k = gpurun_check_integer(L, 3, "integer argument position");
+    if (k < 1 || k > kernel->param_count)
+        return gpurun_arg_error(L, 3, "argument position %I out of range (kernel '%s' takes %d)",
+                                (LUAI_UACINT)k, kernel->name, kernel->param_count);
+    int i = (int)k - 1;
+    unsigned char packed[16];
+    unsigned char *slot = kernel->param_sizes[i] <= sizeof packed
+                              ? packed
+                              : gpurun_push_staging(L, kernel->param_sizes[i]);
+    if (slot != packed) {
+        /* As in set_args: the allocation can run a finalizer. */
+        graph = check_graph(L, 1);
+        gpurun_check_kernel_open(L, kernel);
+    }
+    gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
+    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag))
+        keep(L, 4);
+    memcpy(launch->storage + kernel->param_offsets[i], slot, kernel->param_sizes[i]);
     set_kernel_node(L, graph, 2, launch);
     lua_settop(L, 1);
     return 1;
@@ -883,6 +960,7 @@ static int graph_close(lua_State *L)
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
         let_go(L, graph, -1);
     lua_pop(L, 1);
+    graph->host_callbacks = 0;
     /* The buffers its allocation nodes made keep the last launch's memory. */
     if (lua_getiuservalue(L, 1, ALLOCATIONS_VALUE) == LUA_TTABLE) {
         for (size_t i = 0; i < graph->allocation_count; i++) {
@@ -950,6 +1028,7 @@ static const luaL_Reg graph_methods[] = {
     {"update", graph_update},
     {"nodes", graph_nodes},
     {"set_args", graph_set_args},
+    {"set_arg", graph_set_arg},
     {"set_config", graph_set_config},
     {"set_enabled", graph_set_enabled},
     {"close", graph_close},

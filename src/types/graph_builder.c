@@ -456,6 +456,25 @@ static int builder_kind(lua_State *L)
     return 1;
 }
 
+/* The nodes of the graph being built so far (at this builder's level: the
+ * origin's graph for it and its forks, a body's own), or 0 when it is not
+ * building. Taken before and after a launch, it says which nodes the launch
+ * made (gpurun.pipeline finds its scalars' nodes so). */
+static int builder_node_count(lua_State *L)
+{
+    const struct gpurun_capture *capture = &self(L)->capture;
+    size_t count = 0;
+    CUgraph graph = NULL;
+    if (capture->state == GPURUN_CAPTURE_BUILDING) {
+        if (gpurun_capture_current_graph(capture, &graph) != CUDA_SUCCESS)
+            gpurun_cuda_error(L, "finding the graph a capture builds");
+        CHECK_CUDA(L, "counting the nodes of a graph being built", cuGraphGetNodes, graph, NULL,
+                   &count);
+    }
+    lua_pushinteger(L, (lua_Integer)count);
+    return 1;
+}
+
 static int builder_stream(lua_State *L)
 {
     self(L);
@@ -496,6 +515,7 @@ static const luaL_Reg builder_fields[] = {
     {"is_join_required", builder_is_join_required},
     {"kind", builder_kind},
     {"stream", builder_stream},
+    {"node_count", builder_node_count},
     {NULL, NULL}
 };
 

@@ -98,7 +98,8 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
         storage_size = signature->param_bytes;
     size_t name_at = storage_at + align_up(storage_size, 16);
 
-    unsigned char *block = gpurun_new_object(L, name_at + name_length, 1, &gpurun_kernel_tag);
+    /* User values: 1 = the ObjectCode, 2 = the program's source. */
+    unsigned char *block = gpurun_new_object(L, name_at + name_length, 2, &gpurun_kernel_tag);
     /* The allocation can run a finalizer that closes the code: its library
      * (and so `handle`) unloaded, `signature` freed. */
     const struct gpurun_object *code = lua_touserdata(L, code_index);
@@ -352,6 +353,19 @@ static int kernel_name(lua_State *L)
     return 1;
 }
 
+void gpurun_set_kernel_source(lua_State *L, int index)
+{
+    lua_setiuservalue(L, index, 2);
+}
+
+/* The CUDA C the kernel's program was compiled from (nil when not known):
+ * what says which pointer parameters are const, which PTX does not. */
+static int kernel_source(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 2);
+    return 1;
+}
+
 static int kernel_num_params(lua_State *L)
 {
     lua_pushinteger(L, self(L)->param_count);
@@ -413,6 +427,7 @@ static const luaL_Reg kernel_methods[] = {
 
 static const luaL_Reg kernel_fields[] = {
     {"name", kernel_name},
+    {"source", kernel_source},
     {"num_params", kernel_num_params},
     {"num_arguments", kernel_num_params},
     {"max_threads_per_block", kernel_max_threads_per_block},

@@ -60,6 +60,10 @@ void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel
 void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
                         const struct ptx_kernel_signature *signature);
 
+/* The kernel at index takes the value at the top (the source of the
+ * program it came from, for Kernel.source) and pops it. */
+void gpurun_set_kernel_source(lua_State *L, int index);
+
 void gpurun_open_kernel(lua_State *L);
 
 #endif

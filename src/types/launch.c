@@ -344,6 +344,7 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
                           struct gpurun_launch_config *config, CUstream stream, void **params)
 {
+    gpurun_check_not_in_host_call(L, "a launch");
     /* Checked before entering the kernel's context: a check that raises
      * must not leave another context current. */
     if (config->attribute_count > 0

@@ -13,7 +13,7 @@
 const struct gpurun_tag gpurun_object_code_tag = {"gpurun.ObjectCode"};
 
 /* Uservalues: 1 = the code, 2 = name expression -> lowered name, 3 = the
- * program's name, 4 = NVRTC's log. */
+ * program's name, 4 = NVRTC's log, 5 = the program's source. */
 struct object_code {
     struct gpurun_object header;
     CUlibrary library; /* NULL until the first get_kernel loads it */
@@ -31,9 +31,10 @@ static struct object_code *check_object_code(lua_State *L, int index)
 
 void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char *name,
                              const char *const *expressions, const struct nvrtc_output *output,
-                             int from_cache)
+                             int from_cache, int source_index)
 {
-    struct object_code *code = gpurun_new_object(L, sizeof *code, 4, &gpurun_object_code_tag);
+    source_index = lua_absindex(L, source_index);
+    struct object_code *code = gpurun_new_object(L, sizeof *code, 5, &gpurun_object_code_tag);
     code->target = target;
     code->from_cache = from_cache;
     char why[256];
@@ -53,6 +54,8 @@ void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char 
     lua_setiuservalue(L, -2, 3);
     lua_pushstring(L, output->log);
     lua_setiuservalue(L, -2, 4);
+    lua_pushvalue(L, source_index);
+    lua_setiuservalue(L, -2, 5);
     code->header.closed = 0;
 }
 
@@ -157,6 +160,8 @@ static int object_code_get_kernel(lua_State *L)
         return gpurun_cuda_error(L, "looking up kernel '%s' in %s", name,
                                  push_code_description(L, 1));
     gpurun_push_kernel(L, 1, kernel, name, ptx_signatures_find(&code->signatures, symbol));
+    lua_getiuservalue(L, 1, 5);
+    gpurun_set_kernel_source(L, -2);
     return 1;
 }
 

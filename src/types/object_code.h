@@ -10,10 +10,11 @@ extern const struct gpurun_tag gpurun_object_code_tag;
 
 /* Pushes an ObjectCode holding the output of compiling the program `name`
  * to `target`; expressions[i] is the name expression whose lowered name is
- * output->lowered_names[i]. */
+ * output->lowered_names[i]. The program's source, the string at
+ * source_index, goes with its kernels (Kernel.source). */
 void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char *name,
                              const char *const *expressions, const struct nvrtc_output *output,
-                             int from_cache);
+                             int from_cache, int source_index);
 
 void gpurun_open_object_code(lua_State *L);
 

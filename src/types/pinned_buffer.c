@@ -19,8 +19,8 @@ void gpurun_pinned_wait(lua_State *L, struct gpurun_pinned *pinned)
 {
     if (!pinned->copy_pending)
         return;
-    CHECK_CUDA(L, "waiting for the copies queued on a gpurun.PinnedBuffer", cuEventSynchronize,
-               pinned->last_copy);
+    gpurun_wait_event(L, pinned->last_copy,
+                      "waiting for the copies queued on a gpurun.PinnedBuffer");
     pinned->copy_pending = 0;
 }
 

@@ -192,6 +192,7 @@ static int program_compile(lua_State *L)
     request.name_expressions = collect_name_expressions(L, 3, &request.name_expression_count);
     check_program(L, 1);
     lua_getiuservalue(L, 1, 1);
+    int source_index = lua_gettop(L);
     request.source = lua_tostring(L, -1);
     lua_getiuservalue(L, 1, 2);
     request.options = collect_options(L, lua_gettop(L), target, &request.option_count);
@@ -212,7 +213,8 @@ static int program_compile(lua_State *L)
         nvrtc_output_free(output);
         return gpurun_error(L, "%s", lua_tostring(L, -1));
     }
-    gpurun_push_object_code(L, target, name, request.name_expressions, output, from_cache);
+    gpurun_push_object_code(L, target, name, request.name_expressions, output, from_cache,
+                            source_index);
     nvrtc_output_free(output);
     return 1;
 }

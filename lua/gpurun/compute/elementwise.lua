@@ -232,6 +232,18 @@ function Kernel:prepare(...)
   return self
 end
 
+-- kernel:node_arguments(inputs..., outputs...) -> { { kernel = gpurun.Kernel,
+-- args = { n, ... } } }: the launch a call with these arguments makes (the
+-- compiled kernel and every argument it passes, numbers typed), for
+-- Graph:set_args on the node a capture of it made.
+function Kernel:node_arguments(...)
+  local cuda_kernel, _, n, numbers = prepare(self, nil, ...)
+  if numbers then
+    return { { kernel = cuda_kernel, args = { n, converted(self, ...) } } }
+  end
+  return { { kernel = cuda_kernel, args = { n, ... } } }
+end
+
 -- kernel:variant(inputs..., outputs...) -> what a call with these arguments
 -- would run, without compiling or launching: { kernel = "<name>_vec" or
 -- "<name>_scalar", vectorised = bool, width = elements per access or nil,

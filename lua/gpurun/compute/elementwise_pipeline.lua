@@ -333,6 +333,17 @@ local function constructor(elementwise, kernel_option_names)
     for _, output in ipairs(pipe.outputs) do
       pipe.reduced[output] = stage_list[stage_index[output]].reduce ~= nil or nil
     end
+    -- As a kernel's: what each argument is (gpurun.pipeline reads them).
+    pipe.params = {}
+    for index, param in ipairs(inputs) do
+      pipe.params[index] = param
+    end
+    for position, output in ipairs(pipe.outputs) do
+      local stage = stage_list[stage_index[output]]
+      pipe.params[#inputs + position] = { type = stage.type, name = output, output = true,
+                                          variable = stage.variable,
+                                          result = stage.reduce ~= nil or nil }
+    end
     local temporaries
     pipe.groups, temporaries = group_stages(stage_list, wanted, mode, what)
     -- Temporaries are stored as outputs are, in arguments after the caller's.
@@ -477,6 +488,25 @@ function Pipeline:prepare(...)
   end
   close_temporaries(self, arguments)
   return self
+end
+
+-- pipe:node_arguments(inputs..., outputs...) -> each kernel's launch, as
+-- kernel:node_arguments gives it, in launch order; nil when the pipeline
+-- makes temporaries at each call (their buffers are not known ahead) or a
+-- kernel of it cannot say.
+function Pipeline:node_arguments(...)
+  check_count(self, select("#", ...))
+  if #self.temporaries > 0 then
+    return nil
+  end
+  local list = {}
+  for position, kernel in ipairs(self.kernels) do
+    if not kernel.node_arguments then
+      return nil
+    end
+    list[position] = kernel:node_arguments(pick(self, kernel, ...))[1]
+  end
+  return list
 end
 
 -- pipe:bind(inputs..., outputs... [, shape]) -> plans with :launch(target)

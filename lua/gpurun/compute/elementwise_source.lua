@@ -86,6 +86,12 @@ local function is_identifier(text)
 end
 source.is_identifier = is_identifier
 
+-- Whether `name` can name a parameter: an identifier, not a C++ word, not
+-- starting with '_', not i or n (the operation's index and size).
+function source.is_parameter_name(name)
+  return is_identifier(name) and not RESERVED[name] and name:sub(1, 1) ~= "_"
+end
+
 -- "float32 a, T b" -> { { type = "float32", name = "a" }, { type = "T", name = "b",
 -- variable = true } }, or nil and why. A type that is not a dtype and starts
 -- with a capital letter is a type variable, bound at the call from the
@@ -103,7 +109,7 @@ function source.parse_params(text, what)
     if not dtype then
       return nil, ("%s: '%s' is not \"<dtype> <name>\""):format(what, item:match("^%s*(.-)%s*$"))
     end
-    if not is_identifier(name) or RESERVED[name] or name:sub(1, 1) == "_" then
+    if not source.is_parameter_name(name) then
       return nil, ("%s: '%s' cannot name a parameter (a C++ word, a name starting with '_', "
                    .. "or i and n, which the operation sees as the index and the size)"):format(what, name)
     end

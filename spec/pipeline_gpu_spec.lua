@@ -1,0 +1,277 @@
+-- gpurun.pipeline on a GPU: declared pipelines of elementwise kernels
+-- (fused), raw kernels (const read from their source), copies, fills, views
+-- and host callbacks, run stage by stage and replayed as graphs, scalars set
+-- in place, buffers pointed elsewhere, a change of plan, timings, a
+-- pipeline over devices (one here), and memory pools and reductions where
+-- gpurun has them. Every result is checked against the host.
+local gpurun = require("gpurun")
+local kernels = require("gpurun.samples.kernels")
+
+local N = 4099 -- not a multiple of a vector: the tails run too
+
+local function setup()
+  local device = gpurun.Device(0)
+  device:set_current()
+  local stream = device:create_stream()
+  return device, stream
+end
+
+local function host_values(n, f)
+  local values = {}
+  for i = 1, n do values[i] = f(i) end
+  return values
+end
+
+local function close_enough(actual, expected, what)
+  for i = 1, #expected do
+    if math.abs(actual[i] - expected[i]) > 1e-5 * math.max(1, math.abs(expected[i])) then
+      error(("%s: element %d is %s, expected %s"):format(what, i, tostring(actual[i]),
+        tostring(expected[i])), 2)
+    end
+  end
+end
+
+local ew = gpurun.elementwise
+local add = ew("float32 x, float32 y", "float32 r", "r = x + y", "gadd")
+local mul = ew("float32 x, float32 y", "float32 r", "r = x * y", "gmul")
+local sub = ew("float32 x, float32 y", "float32 r", "r = x - y", "gsub")
+local scale = ew("float32 x, float32 alpha", "float32 r", "r = alpha * x", "gscale")
+
+describe("gpurun.pipeline on the GPU", function()
+  it("runs the sample fused, stage by stage and as a graph #gpu", function()
+    local _, stream = setup()
+    local ha = host_values(N, function(i) return i % 17 * 0.25 end)
+    local hb = host_values(N, function(i) return i % 5 - 2 end)
+    local hc = host_values(N, function(i) return (i % 3) + 0.5 end)
+    local a, b, c = gpurun.array(ha, "float32"), gpurun.array(hb, "float32"), gpurun.array(hc, "float32")
+    local r3 = gpurun.zeros(N, "float32")
+    local p <close> = gpurun.pipeline{ name = "sample" }
+    local r1, r2 = p:temporary("r1", N), p:temporary("r2", N)
+    p:call(add, a, b, r1):call(mul, r1, c, r2):call(sub, r2, a, r3)
+    local plan = p:plan()
+    assert.are.equal(1, #plan.groups)
+    assert.are.equal(1, #plan.units)
+    local expected = host_values(N, function(i) return (ha[i] + hb[i]) * hc[i] - ha[i] end)
+    p:run(stream)
+    close_enough(r3:to_table(stream), expected, "run")
+    r3:fill(0.0, stream)
+    local graph = p:graph(stream)
+    close_enough(r3:to_table(stream), expected, "graph")
+    assert.are.equal(1, graph.node_count) -- one fused kernel
+    stream:close()
+  end)
+
+  it("infers raw kernels' reads from their source, builds dag.lua's DAG, sets and updates in place #gpu", function()
+    local device, stream = setup()
+    local code = gpurun.Program(kernels.source("dag"), "c++",
+      gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
+    local scale_k, shift, combine = code:get_kernel("scale"), code:get_kernel("shift"), code:get_kernel("combine")
+    assert.truthy(scale_k.source:find("const float *in", 1, true))
+    local ha = host_values(N, function(i) return i * 0.5 end)
+    local hb = host_values(N, function(i) return 3 - i % 4 end)
+    local a, b = gpurun.array(ha, "float32"), gpurun.array(hb, "float32")
+    local b_copy, x, y, r = gpurun.empty(N), gpurun.empty(N), gpurun.empty(N), gpurun.empty(N)
+    local config = gpurun.LaunchConfig{ grid = (N + 255) // 256, block = 256 }
+    local p <close> = gpurun.pipeline{ name = "dag", quiet = true }
+    p:buffers{ a = a, b = b }
+    p:copy(b_copy, b)
+    p:launch(shift, config, b_copy, y, 0.5, N)
+    p:launch(scale_k, config, a, x, p:scalar("alpha", 2.0), N)
+    p:launch(combine, config, x, y, r, N)
+    local plan = p:plan()
+    assert.are.equal(2, #plan.streams)
+    assert.are.equal("r", plan.stages[3].accesses[1].mode)
+    assert.truthy(plan.stages[3].accesses[1].how:find("const float *in", 1, true))
+    local function expected(alpha, av)
+      return host_values(N, function(i) return alpha * av[i] + (hb[i] + 0.5) end)
+    end
+    p:run(stream)
+    close_enough(r:to_table(stream), expected(2.0, ha), "run")
+    local graph = p:graph(stream)
+    close_enough(r:to_table(stream), expected(2.0, ha), "graph")
+    assert.are.equal(4, graph.node_count)
+    p:set("alpha", 3.0)
+    assert.are.equal(graph, p:graph(stream))
+    close_enough(r:to_table(stream), expected(3.0, ha), "alpha set in place")
+    assert.are.equal(1, p.captures)
+    local halves = host_values(N, function(i) return ha[i] / 2 end)
+    local a2 = gpurun.array(halves, "float32")
+    p:set("a", a2)
+    assert.are.equal(graph, p:graph(stream))
+    close_enough(r:to_table(stream), expected(3.0, halves), "a pointed at another buffer")
+    assert.are.equal(1, p.captures)
+    assert.are.equal(1, p.updates)
+    -- The plan changes: a new capture.
+    p:fill(b_copy, 0.0, { name = "clear" })
+    p:graph(stream)
+    stream:sync()
+    assert.are.equal(2, p.captures)
+    -- Writing through a pointer to const is refused.
+    local q = gpurun.pipeline{ name = "const" }
+    local ok, err = pcall(q.launch, q, { scale_k, config, a, x, 2.0, N, writes = { a } })
+    assert.is_false(ok)
+    assert.matches("declares a write to 'in', but its code only reads it (const in the source: const float *in)",
+      err, 1, true)
+    stream:close()
+  end)
+
+  it("sets a scalar of a fused group in place #gpu", function()
+    local _, stream = setup()
+    local hd = host_values(N, function(i) return i % 9 end)
+    local d = gpurun.array(hd, "float32")
+    local out = gpurun.zeros(N, "float32")
+    local p <close> = gpurun.pipeline{ name = "scaled" }
+    local y = p:temporary("y", N)
+    p:call(scale, d, p:scalar("alpha", 0.5), y)
+    p:call(add, y, d, out)
+    assert.are.equal(1, #p:plan().groups)
+    local graph = p:graph(stream)
+    close_enough(out:to_table(stream), host_values(N, function(i) return 1.5 * hd[i] end), "graph")
+    p:set("alpha", 2.0)
+    assert.are.equal(graph, p:graph(stream))
+    close_enough(out:to_table(stream), host_values(N, function(i) return 3 * hd[i] end), "set")
+    assert.are.equal(1, p.captures)
+    stream:close()
+  end)
+
+  it("runs a host callback at its point of the order, stage by stage and in the graph #gpu", function()
+    local _, stream = setup()
+    local src = gpurun.array(host_values(16, function(i) return i end), "float32")
+    local pinned = gpurun.pinned(16, "float32")
+    local seen = {}
+    local p <close> = gpurun.pipeline{ name = "host" }
+    local host = p:buffer("pinned", pinned)
+    p:fill(src, 7.0)
+    p:copy(host, src)
+    p:host(function() seen[#seen + 1] = pinned:get(16) end, { name = "look", reads = { host } })
+    p:fill(src, 9.0)
+    p:run(stream)
+    p:wait()
+    assert.are.same({ 7 }, seen)
+    p:graph(stream)
+    p:wait()
+    assert.are.same({ 7, 7 }, seen)
+    assert.are.equal(9, src:get(1, stream))
+    stream:close()
+  end)
+
+  it("orders overlapping views of real buffers #gpu", function()
+    local _, stream = setup()
+    local base = gpurun.zeros(100, "float32")
+    local p <close> = gpurun.pipeline{ name = "views", fuse = false }
+    local whole = p:buffer("base", base, { filled = false })
+    local left, right = p:view("left", whole, 1, 50), p:view("right", whole, 51, 50)
+    local middle = p:view("middle", whole, 40, 20)
+    p:fill(left, 1.0):fill(right, 2.0):fill(middle, 3.0)
+    for _ = 1, 20 do
+      p:run(stream)
+      local values = base:to_table(stream)
+      assert.are.equal(1, values[39])
+      assert.are.equal(3, values[40])
+      assert.are.equal(3, values[59])
+      assert.are.equal(2, values[60])
+      base:fill(0.0, stream)
+    end
+    stream:close()
+  end)
+
+  it("times each unit with events, and marks them with NVTX ranges #gpu", function()
+    local _, stream = setup()
+    local a = gpurun.full(N, 1.0, "float32")
+    local out = gpurun.zeros(N, "float32")
+    for _, timing in ipairs({ true, "nvtx" }) do
+      local p <close> = gpurun.pipeline{ name = "timed", timing = timing }
+      local t = p:temporary("t", N)
+      p:call(add, a, a, t)
+      p:call{ ew("float32 x", "float32 y", "y = x; y += 1.0f", "gplus"), t, out }
+      p:run(stream)
+      if timing == true then
+        local timings = p:timings()
+        assert.are.equal(2, #timings)
+        for _, entry in ipairs(timings) do
+          assert.is_true(entry.ms >= 0)
+          assert.is_true(entry.start_ms >= 0)
+        end
+        assert.is_true(require("gpurun.timeline").format(timings):find("#", 1, true) ~= nil)
+      end
+      assert.are.equal(3, out:to_table(stream)[N])
+    end
+    stream:close()
+  end)
+
+  it("splits over a list of devices, one here #gpu", function()
+    setup()
+    local ha = host_values(N, function(i) return i % 11 end)
+    local a = gpurun.array(ha, "float32")
+    local out = gpurun.zeros(N, "float32")
+    local p <close> = gpurun.pipeline{ name = "split", devices = { 0 } }
+    local t = p:temporary("t", N)
+    p:call(add, a, a, t):call(mul, t, a, out)
+    assert.truthy(p:explain():find("device 0: elements 1..4099", 1, true))
+    p:run()
+    p:wait()
+    close_enough(out:to_table(), host_values(N, function(i) return 2 * ha[i] * ha[i] end), "run over devices")
+    out:fill(0.0)
+    local graphs = p:graph()
+    p:wait()
+    assert.are.equal(1, #graphs)
+    close_enough(out:to_table(), host_values(N, function(i) return 2 * ha[i] * ha[i] end), "graphs over devices")
+  end)
+
+  it("takes temporaries from a memory pool: in stream order for a run, inside the graph for a replay #gpu", function()
+    local device, stream = setup()
+    local a = gpurun.full(N, 2.0, "float32")
+    local out = gpurun.zeros(N, "float32")
+    local pool <close> = gpurun.MemoryPool{ device = device.id }
+    local p <close> = gpurun.pipeline{ name = "pooled", fuse = false, pool = pool, quiet = true }
+    local t, ad = p:temporary("t", N), p:buffer("a", a)
+    p:call(add, ad, ad, t):call(mul, t, ad, out)
+    local where
+    for _, temp in ipairs(p:plan().temporaries) do where = temp.where end
+    assert.are.equal("pool", where)
+    p:run(stream)
+    assert.are.equal(8, out:to_table(stream)[N])
+    assert.are.equal(0, pool.used)              -- freed after the run, in its order
+    assert.is_true(pool.used_high >= 4 * N)     -- made from the pool given
+    assert.are.equal(0, pool.buffers)
+    out:fill(0.0, stream)
+    local graph = p:graph(stream)
+    assert.are.equal(8, out:to_table(stream)[N])
+    assert.is_true(graph.has_memory_nodes)
+    local kinds = {}
+    for _, node in ipairs(graph:nodes()) do kinds[node.kind] = true end
+    assert.is_true(kinds.mem_alloc and kinds.mem_free)
+    -- Replays make it anew; pointing a buffer elsewhere captures a new graph
+    -- (a graph with memory nodes cannot be updated in place).
+    out:fill(0.0, stream)
+    p:graph(stream)
+    assert.are.equal(8, out:to_table(stream)[N])
+    local a2 = gpurun.full(N, 3.0, "float32")
+    p:set("a", a2)
+    p:graph(stream)
+    assert.are.equal(18, out:to_table(stream)[N])
+    assert.are.equal(2, p.captures)
+    assert.are.equal(0, p.updates)
+    stream:close()
+  end)
+
+  it("takes a reduction as a stage, where gpurun has them #gpu", function()
+    if not gpurun.reduction then
+      pending("gpurun.reduction is not in this gpurun")
+      return
+    end
+    local _, stream = setup()
+    local a = gpurun.full(N, 0.5, "float32")
+    local total = gpurun.zeros(1, "float32")
+    local p <close> = gpurun.pipeline{ name = "reduced" }
+    local t = p:temporary("t", N)
+    p:call(add, a, a, t)
+    local sum = gpurun.reduction("float32 x", "float32 total", "x", "sum", nil, nil, "pipeline_sum")
+    p:call(sum, t, total)
+    p:call{ sum, a, p:temporary("total_a", 1), name = "sum a" } -- the same kernel: after the first
+    assert.truthy(p:explain():find("state of 'pipeline_sum'", 1, true))
+    p:graph(stream)
+    assert.is_true(math.abs(total:to_table(stream)[1] - N) < 1e-2)
+    stream:close()
+  end)
+end)

@@ -1,0 +1,458 @@
+-- gpurun.pipeline's declaration and plan, with no GPU: temporaries and
+-- views stand for buffers, elementwise kernels for stages. What the plan
+-- infers (edges and their hazards, streams and waits, fusion groups,
+-- temporaries, warnings), the refusals, explain() and to_dot(), and the
+-- fused kernels' CUDA C compiled by NVRTC.
+local gpurun = require("gpurun")
+local access = require("gpurun.compute.pipeline_access")
+
+local N = 4096
+
+local function ew(op, name, ins, outs)
+  return gpurun.elementwise(ins or "float32 a, float32 b", outs or "float32 r", op, name)
+end
+
+local add = ew("r = a + b", "add")
+local mul = ew("r = a * b", "mul")
+local sub = ew("r = a - b", "sub")
+local scale = ew("y = alpha * x", "scale", "float32 x, float32 alpha", "float32 y")
+local twice = ew("y = x; y *= 2.0f", "twice", "float32 x", "float32 y") -- not one expression
+
+local function names(p, list)
+  local out = {}
+  for i, index in ipairs(list) do out[i] = p.stages[index].name end
+  return table.concat(out, ",")
+end
+
+local function edge_set(plan)
+  local set = {}
+  for _, e in ipairs(plan.edges) do
+    set[#set + 1] = ("%s>%s:%s:%s"):format(plan.stages[e.from].name, plan.stages[e.to].name, e.data, e.hazard)
+  end
+  table.sort(set)
+  return table.concat(set, " ")
+end
+
+-- The sample's chain and a second branch, joined: the declaration of
+-- scripts/pipeline.lua without buffers.
+local function sample(options)
+  local p = gpurun.pipeline(options or { name = "sample" })
+  local a, b, c, d = p:temporary("a", N), p:temporary("b", N), p:temporary("c", N), p:temporary("d", N)
+  p:fill(a, 1.0):fill(b, 2.0):fill(c, 3.0):fill(d, 4.0)
+  local r1, r2, r3 = p:temporary("r1", N), p:temporary("r2", N), p:temporary("r3", N)
+  local y, z = p:temporary("y", N), p:temporary("z", N)
+  p:call(add, a, b, r1)
+  p:call(mul, r1, c, r2)
+  p:call(sub, r2, a, r3)
+  p:call(scale, d, p:scalar("alpha", 0.5), y)
+  p:call(twice, y, z)
+  return p
+end
+
+describe("gpurun.pipeline plans", function()
+  it("orders stages by read-after-write, write-after-read and write-after-write", function()
+    local p = gpurun.pipeline{ name = "hazards", fuse = false }
+    local x, y = p:temporary("x", N), p:temporary("y", N)
+    p:fill(x, 1.0, { name = "w1" })
+    p:call{ twice, x, y, name = "r1" }     -- RAW on x
+    p:fill(x, 2.0, { name = "w2" })        -- WAR on x (after r1), WAW (after w1)
+    p:call{ twice, x, y, name = "r2" }     -- RAW on x, WAW on y
+    local plan = p:plan()
+    assert.are.equal("r1>r2:y:WAW r1>w2:x:WAR w1>r1:x:RAW w2>r2:x:RAW", edge_set(plan))
+    -- w1 -> w2 (WAW) is implied by w1 -> r1 -> w2: the frontier leaves it out.
+    for _, e in ipairs(plan.edges) do
+      assert.is_true(e.from < e.to)
+      assert.are.equal(({ RAW = "read after write", WAR = "write after read", WAW = "write after write" })[e.hazard], e.why)
+    end
+  end)
+
+  it("orders overlapping views of one buffer, and leaves disjoint views apart", function()
+    local p = gpurun.pipeline{ name = "views", fuse = false }
+    local base = p:temporary("base", 100)
+    local left, right = p:view("left", base, 1, 50), p:view("right", base, 51, 50)
+    local middle = p:view("middle", base, 40, 20)
+    p:fill(left, 1.0, { name = "fill_left" })
+    p:fill(right, 2.0, { name = "fill_right" })
+    p:fill(middle, 3.0, { name = "fill_middle" })
+    local plan = p:plan()
+    assert.are.equal("fill_left>fill_middle:middle:WAW fill_right>fill_middle:middle:WAW", edge_set(plan))
+    assert.are.equal(2, #plan.streams) -- the two halves side by side
+    -- A view of a view is a view of the base.
+    local inner = p:view("inner", middle, 2, 5)
+    p:fill(inner, 4.0, { name = "fill_inner" })
+    plan = p:plan()
+    local found = false
+    for _, e in ipairs(plan.edges) do
+      if plan.stages[e.to].name == "fill_inner" then
+        found = true
+        assert.are.equal("fill_middle", plan.stages[e.from].name)
+      end
+    end
+    assert.is_true(found)
+  end)
+
+  it("puts independent branches on their own streams, with the waits the join needs", function()
+    local p = sample()
+    local plan = p:plan()
+    assert.are.equal(#plan.stages, 9)
+    local joins = 0
+    for _, unit in ipairs(plan.units) do
+      for _, w in ipairs(unit.waits) do
+        joins = joins + 1
+        assert.are_not.equal(plan.units[w].stream, unit.stream)
+      end
+    end
+    assert.is_true(#plan.streams >= 2)
+    assert.is_true(joins >= 1)
+  end)
+
+  it("fuses the add -> mul -> sub chain into one kernel, its intermediates in registers", function()
+    local plan = sample():plan()
+    assert.are.equal(1, #plan.groups)
+    local group = plan.groups[1]
+    assert.are.equal("add,mul,sub", names(plan, group.stages))
+    assert.are.same({ "r1", "r2" }, group.in_registers)
+    assert.are.same({ "r3" }, group.written)
+    assert.are.equal("sample_add_mul_sub", group.kernel)
+    local where = {}
+    for _, t in ipairs(plan.temporaries) do where[t.name] = t.where end
+    assert.are.equal("registers", where.r1)
+    assert.are.equal("registers", where.r2)
+    assert.are.equal("pool", where.r3)
+    assert.are.equal("pool", where.y)
+    -- scale is not fused with twice: twice is not one `y = expression`.
+    assert.matches("not one `y = expression`", plan.stages[9].not_fused, 1, true)
+  end)
+
+  it("writes fused kernels NVRTC compiles", function()
+    local plan = sample():plan{ sources = true }
+    local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_90" }
+    for _, group in ipairs(plan.groups) do
+      local program <close> = gpurun.Program(group.source, "c++", options)
+      local code <close> = program:compile("ptx")
+      assert.truthy(code.code:find(group.kernel .. "_scalar", 1, true))
+    end
+  end)
+
+  it("keeps a fused value in memory when another stage reads it", function()
+    local p = gpurun.pipeline{ name = "kept" }
+    local a, b = p:temporary("a", N), p:temporary("b", N)
+    p:fill(a, 1.0):fill(b, 2.0)
+    local r1, r2, r3 = p:temporary("r1", N), p:temporary("r2", N), p:temporary("r3", N)
+    p:call(add, a, b, r1)
+    p:call(mul, r1, b, r2)
+    p:call(twice, r1, r3) -- reads r1 too, and is not fused
+    local plan = p:plan()
+    assert.are.equal(1, #plan.groups)
+    assert.are.same({}, plan.groups[1].in_registers)
+    assert.are.same({ "r1", "r2" }, plan.groups[1].written)
+  end)
+
+  it("writes a data twice in a fused group as two versions, the last one stored", function()
+    local p = gpurun.pipeline{ name = "versions" }
+    local a = p:temporary("a", N)
+    p:fill(a, 1.0)
+    local x = p:temporary("x", N)
+    p:call(add, a, a, x)
+    p:call(mul, x, x, x) -- in place
+    p:call(add, x, a, x)
+    p:call(twice, x, p:temporary("out", N))
+    local plan = p:plan{ sources = true }
+    assert.are.equal(1, #plan.groups)
+    local source = plan.groups[1].source
+    assert.truthy(source:find("x_3", 1, true), source)
+    assert.truthy(source:find("x_4", 1, true), source)
+    local program <close> = gpurun.Program(source, "c++", gpurun.ProgramOptions{ std = "c++17", arch = "sm_90" })
+    program:compile("ptx"):close()
+  end)
+
+  it("does not fuse what would form a cycle, or stages of other sizes", function()
+    local p = gpurun.pipeline{ name = "cycle" }
+    local a, b = p:temporary("a", N), p:temporary("b", N)
+    p:fill(a, 1.0):fill(b, 1.0)
+    local r1, r2, r3 = p:temporary("r1", N), p:temporary("r2", N), p:temporary("r3", N)
+    p:call(add, a, b, r1)          -- 3
+    p:copy(r2, r1)                 -- 4: reads r1
+    p:call(mul, r1, r2, r3)        -- 5: reads r1 and r2 (which follows 3): no fusion with 3
+    local plan = p:plan()
+    assert.are.equal(0, #plan.groups)
+    local q = gpurun.pipeline{ name = "sizes" }
+    local small, big = q:temporary("small", 16), q:temporary("big", N)
+    local s2 = q:temporary("s2", 16)
+    q:fill(small, 1.0):fill(big, 1.0)
+    q:call(add, small, small, s2)
+    q:call(twice, s2, q:temporary("s3", 16))
+    assert.are.equal(0, #q:plan().groups)
+  end)
+
+  it("reports what nothing wrote and the host never filled, or refuses it when strict", function()
+    local p = gpurun.pipeline{ name = "unwritten" }
+    local t, out = p:temporary("t", N), p:temporary("out", N)
+    p:call(twice, t, out)
+    p:temporary("unused", 4)
+    local warnings = p:plan().warnings
+    assert.are.equal(2, #warnings)
+    assert.matches("stage 'twice' reads 't', which no earlier stage writes and the host never filled", warnings[1], 1, true)
+    assert.matches("temporary 'unused' is declared but no stage uses it", warnings[2], 1, true)
+    local strict = gpurun.pipeline{ name = "strict", strict = true }
+    strict:call(twice, strict:temporary("t", N), strict:temporary("out", N))
+    local ok, err = pcall(strict.plan, strict)
+    assert.is_false(ok)
+    assert.matches("pipeline 'strict': stage 'twice' reads 't', which no earlier stage writes and "
+                   .. "the host never filled (strict)", err, 1, true)
+  end)
+
+  it("takes declared reads and writes over the inferred ones, and adds others", function()
+    local p = gpurun.pipeline{ name = "declared", fuse = false }
+    local x, y, z = p:temporary("x", N), p:temporary("y", N), p:temporary("z", N)
+    p:fill(x, 1.0):fill(z, 0.0)
+    p:call{ twice, x, y, writes = { z } }  -- it also writes z (say, through an index it holds)
+    p:call{ twice, z, x, name = "after" }
+    local plan = p:plan()
+    local found = false
+    for _, e in ipairs(plan.edges) do
+      if plan.stages[e.from].name == "twice" and plan.stages[e.to].name == "after" then
+        found = true -- through x (WAR) and z (RAW): one edge, its first cause named
+      end
+    end
+    assert.is_true(found)
+    assert.are.same({ "x" }, plan.stages[3].reads)
+    assert.are.same({ "y", "z" }, plan.stages[3].writes)
+  end)
+
+  it("refuses a declared write to what the code only reads", function()
+    local p = gpurun.pipeline{ name = "const" }
+    local x, y = p:temporary("x", N), p:temporary("y", N)
+    local ok, err = pcall(p.call, p, { twice, x, y, writes = { x } })
+    assert.is_false(ok)
+    assert.matches("pipeline 'const': stage 'twice' declares a write to 'x', but its code only "
+                   .. "reads it (input x)", err, 1, true)
+  end)
+
+  it("makes a host callback without reads or writes a barrier", function()
+    local p = gpurun.pipeline{ name = "barrier", fuse = false }
+    local x, y = p:temporary("x", N), p:temporary("y", N)
+    p:fill(x, 1.0, { name = "fx" }):fill(y, 1.0, { name = "fy" })
+    p:host(function() end, { name = "log" })
+    p:fill(x, 2.0, { name = "after" })
+    local plan = p:plan()
+    local into, out = {}, {}
+    for _, e in ipairs(plan.edges) do
+      if plan.stages[e.to].name == "log" then into[#into + 1] = plan.stages[e.from].name end
+      if plan.stages[e.from].name == "log" then out[#out + 1] = plan.stages[e.to].name end
+    end
+    table.sort(into)
+    assert.are.same({ "fx", "fy" }, into)
+    assert.are.same({ "after" }, out)
+    local q = gpurun.pipeline{ name = "host_data", fuse = false }
+    local state = q:buffer("state", {})
+    local t = q:temporary("t", N)
+    q:fill(t, 1.0, { name = "ft" })
+    q:host(function() end, { name = "h", writes = { state } })
+    assert.are.equal(0, #q:plan().edges) -- nothing in common
+  end)
+
+  it("explains the plan and draws it", function()
+    local p = sample()
+    local text = p:explain()
+    for _, part in ipairs({ "pipeline 'sample': 9 stages", "edges:", "add -> mul  r1: read after write (RAW)",
+        "streams:", "stream 1:", "fusion groups:", "one kernel 'sample_add_mul_sub', writes r3; r1, r2 in registers",
+        "temporaries:", "r1: 4096 x float32 (16.0 KiB), in registers (fused: never made)", "not fusable" }) do
+      assert.truthy(text:find(part, 1, true), part .. "\n" .. text)
+    end
+    local dot = p:to_dot{ title = "the sample" }
+    assert.truthy(dot:find('digraph "sample" {', 1, true))
+    assert.truthy(dot:find('label="the sample"', 1, true))
+    assert.truthy(dot:find("subgraph cluster_stream_2", 1, true))
+    assert.truthy(dot:find("peripheries=2", 1, true)) -- the fused unit
+    assert.truthy(dot:find("RAW", 1, true))
+    assert.truthy(dot:match("}\n$"))
+  end)
+
+  it("orders two calls of one reduction kernel object, whose temporaries are its own", function()
+    -- gpurun.reduction's kernels keep temporaries per object (kind "reduction kernel").
+    local rsum = setmetatable({ kind = "reduction kernel", name = "rsum", params = {
+      { name = "x", type = "float32" },
+      { name = "total", type = "float32", output = true, result = true } } }, {})
+    local p = gpurun.pipeline{ name = "two_sums" }
+    local a, b = p:temporary("a", N), p:temporary("b", N)
+    local s1, s2 = p:temporary("s1", 1), p:temporary("s2", 1)
+    p:fill(a, 1.0):fill(b, 2.0)
+    p:call{ rsum, a, s1, name = "sum a" }
+    p:call{ rsum, b, s2, name = "sum b" }
+    assert.matches("sum a>sum b:state of 'rsum':WAW", edge_set(p:plan()), 1, true)
+    -- Two kernels of their own run side by side.
+    local other = setmetatable({ kind = "reduction kernel", name = "rsum2", params = rsum.params }, {})
+    local q = gpurun.pipeline{ name = "two_kernels" }
+    local c, d = q:temporary("c", N), q:temporary("d", N)
+    q:fill(c, 1.0):fill(d, 2.0)
+    q:call(rsum, c, q:temporary("t1", 1))
+    q:call(other, d, q:temporary("t2", 1))
+    assert.are.equal(2, #q:plan().streams)
+  end)
+
+  it("plans again after a new stage, and caches the plan until then", function()
+    local p = sample()
+    local first = p:planned()
+    assert.are.equal(first, p:planned())
+    p:fill(p:temporary("late", 4), 0.0)
+    assert.are_not.equal(first, p:planned())
+  end)
+
+  it("plans 1,000 stages in well under a second", function()
+    local p = gpurun.pipeline{ name = "big", fuse = true }
+    local data = {}
+    for i = 1, 32 do
+      data[i] = p:temporary("t" .. i, 256)
+      p:fill(data[i], 0.0)
+    end
+    local random = math.random
+    math.randomseed(7)
+    for _ = 1, 1000 - 32 do
+      local a, b, r = data[random(32)], data[random(32)], data[random(32)]
+      p:call(random(2) == 1 and add or sub, a, b, r)
+    end
+    local started = gpurun.perf_counter()
+    local plan = p:plan()
+    local seconds = gpurun.perf_counter() - started
+    assert.are.equal(1000, #plan.stages)
+    assert.is_true(seconds < 1, ("%.3f s"):format(seconds))
+  end)
+end)
+
+describe("gpurun.pipeline refuses", function()
+  local function refuses(expected, f, ...)
+    local ok, err = pcall(f, ...)
+    assert.is_false(ok)
+    assert.matches(expected, err, 1, true)
+    -- At the caller's line, not inside gpurun.
+    assert.is_nil(tostring(err):find("compute/pipeline", 1, true), err)
+  end
+
+  it("bad declarations, naming the pipeline and the stage", function()
+    local p = gpurun.pipeline{ name = "bad" }
+    local x = p:temporary("x", N)
+    refuses("pipeline 'bad': temporary: the name 'x' is taken already", p.temporary, p, "x", 4)
+    refuses("pipeline 'bad': temporary 'y': the count must be an integer from 1 to 2^40, got 0", p.temporary, p, "y", 0)
+    refuses("pipeline 'bad': temporary 'y': unknown dtype complex64", p.temporary, p, "y", 4, "complex64")
+    refuses("pipeline 'bad': scalar 's': a number expected, got string", p.scalar, p, "s", "1")
+    refuses("pipeline 'bad': view 'v': first must be an element of 'x' (1 to 4096), got 0", p.view, p, "v", x, 0)
+    refuses("pipeline 'bad': view 'v': count must be from 1 to 96, got 100", p.view, p, "v", x, 4001, 100)
+    refuses("pipeline 'bad': stage 'twice': 'twice' takes 2 arguments (x, y), got 1", p.call, p, twice, x)
+    refuses("pipeline 'bad': stage 'twice': argument 2 (y), 'nope', names no declared data or scalar", p.call, p, twice, x, "nope")
+    refuses("pipeline 'bad': stage 'twice': output y must be data", p.call, p, twice, x, 5)
+    refuses("pipeline 'bad': call: a kernel object with params", p.call, p, 5)
+    refuses("pipeline 'bad': launch: a gpurun.Kernel expected first, got number", p.launch, p, 5)
+    refuses("pipeline 'bad': fill destination: a declared buffer, temporary or view", p.fill, p, "nope", 1)
+    refuses("pipeline 'bad': stage 'fill x': the fill value must be a number, got string", p.fill, p, x, "1")
+    refuses("pipeline 'bad': host: a function expected, got number", p.host, p, 5)
+    refuses("pipeline 'bad': stage 'copy x <- s8': 'x' is 4096 x float32 and 's8' 8 x float32 (a copy "
+            .. "takes two of one size and dtype", p.copy, p, x, p:temporary("s8", 8))
+    refuses("pipeline 'bad': call: unknown option 'nope' (known: name, reads, writes)", p.call, p,
+            { twice, x, x, nope = 1 })
+    local i = p:temporary("i", N, "int32")
+    refuses("pipeline 'bad': stage 'twice': x is float32, but 'i' is int32", p.call, p, twice, i, x)
+    local small = p:temporary("small", 8)
+    refuses("pipeline 'bad': stage 'twice': 'small' has 8 elements, but the kernel's other buffers 4096", p.call, p, twice, x, small)
+    refuses("pipeline 'bad' has no stages", p.plan, p)
+    local other = gpurun.pipeline{ name = "other" }
+    refuses("pipeline 'other': 'x' belongs to another pipeline", other.fill, other, x, 1)
+    refuses("pipeline 'bad': to_dot: options must be a table", p.to_dot, p, 5)
+  end)
+
+  it("bad runs, without a GPU", function()
+    local p = sample()
+    refuses("pipeline 'sample': run: a gpurun.Stream expected, got nil", p.run, p, nil)
+    refuses("pipeline 'sample': set: 'nope' names no scalar or data of this pipeline", p.set, p, "nope", 1)
+    refuses("pipeline 'sample': set: scalar 'alpha' takes a number, got string", p.set, p, "alpha", "x")
+    refuses("pipeline 'sample': set: 'a' is a temporary; it takes no buffer (the pipeline makes it)", p.set, p, "a", 1)
+    refuses("pipeline 'sample': timings: no timed run", p.timings, p)
+  end)
+end)
+
+describe("gpurun.pipeline over devices", function()
+  it("explains how it splits, and refuses what does not split, before using a GPU", function()
+    local p = gpurun.pipeline{ name = "split", devices = { 0, 1 } }
+    local a, t = p:temporary("a", 9), p:temporary("t", 9)
+    p:fill(a, 1.0)
+    p:call(twice, a, t)
+    local text = p:explain()
+    assert.truthy(text:find("devices: split over 2 devices (0, 1)", 1, true), text)
+    assert.truthy(text:find("device 0: elements 1..5", 1, true), text)
+    assert.truthy(text:find("device 1: elements 6..9", 1, true), text)
+    local function refused(q, expected)
+      local ok, err = pcall(q.run, q)
+      assert.is_false(ok)
+      assert.matches(expected, err, 1, true)
+    end
+    local host = gpurun.pipeline{ name = "h", devices = { 0 } }
+    host:host(function() end)
+    refused(host, "stage 'host' (a host callback) does not work element by element")
+    local sizes = gpurun.pipeline{ name = "s", devices = { 0 } }
+    sizes:fill(sizes:temporary("x", 4), 0.0)
+    sizes:fill(sizes:temporary("y", 8), 0.0)
+    refused(sizes, "'y' has 8 elements, others 4")
+    local views = gpurun.pipeline{ name = "v", devices = { 0 } }
+    views:fill(views:view("half", views:temporary("x", 8), 1, 4), 0.0)
+    refused(views, "'half' is a view")
+    -- An elementwise pipeline holding a reduction kernel reduces over all of N.
+    local reducing = setmetatable({ name = "rpipe", kernels = { { kind = "reduction kernel" } },
+      outputs = { "s" }, describe = function() return "" end, params = {
+        { name = "x", type = "float32" }, { name = "s", type = "float32", output = true } } }, {})
+    local reduced = gpurun.pipeline{ name = "r", devices = { 0 } }
+    reduced:call(reducing, reduced:temporary("x", 4), reduced:temporary("s", 4))
+    refused(reduced, "stage 'rpipe' (a kernel object that is not elementwise) does not work element by element")
+    local ok, err = pcall(p.run, p, "stream")
+    assert.is_false(ok)
+  end)
+end)
+
+describe("pipeline_access", function()
+  local SOURCE = [[
+// a comment naming scale(float *in)
+extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n) {}
+template <typename T> __global__ void __launch_bounds__(256)
+  tk(T const *__restrict__ x, T *const y, const T **z, std::pair<int, int> p) {}
+extern "C" __global__ void none(void) {}
+__device__ void scale_helper(float *out) {}
+]]
+
+  it("reads which pointers a kernel's declaration takes as const", function()
+    local params = assert(access.declaration(SOURCE, "scale"))
+    assert.are.equal(4, #params)
+    assert.are.same({ true, true }, { params[1].pointer, params[1].const })
+    assert.are.same({ true, false }, { params[2].pointer, params[2].const })
+    assert.are.same({ false, false }, { params[3].pointer, params[3].const })
+    local t = assert(access.declaration(SOURCE, "tk<float>"))
+    assert.are.equal(4, #t)
+    assert.is_true(t[1].const)       -- T const *
+    assert.is_false(t[2].const)      -- T *const: the pointer is const, not what it points at
+    assert.is_false(t[3].const)      -- a pointer to pointers
+    assert.is_false(t[4].pointer)    -- the comma inside <> does not split
+    assert.are.same({}, assert(access.declaration(SOURCE, "none")))
+    local missing, why = access.declaration(SOURCE, "scale_helper")
+    assert.is_nil(missing)
+    assert.matches("no __global__ declaration of 'scale_helper'", why, 1, true)
+    assert.is_nil((access.declaration(nil, "scale")))
+  end)
+
+  it("turns them into accesses, and says how", function()
+    local params = access.declaration(SOURCE, "scale")
+    local result = access.raw(params, { 1, 2 })
+    assert.are.equal("r", result[1].mode)
+    assert.matches("const in the source: const float *in", result[1].how, 1, true)
+    assert.are.equal("rw", result[2].mode)
+    assert.is_true(result[2].maybe_read)
+    local unknown = access.raw(nil, { 1 }, "its source is not known")
+    assert.are.equal("rw", unknown[1].mode)
+    assert.matches("unknown (its source is not known): read and written", unknown[1].how, 1, true)
+  end)
+
+  it("finds the one expression of a fusable elementwise kernel", function()
+    assert.are.equal("a + b", access.fusable(add).expression)
+    assert.is_nil((access.fusable(twice)))
+    assert.is_nil((access.fusable(ew("r = a; s = b", "two", "float32 a, float32 b", "float32 r, float32 s"))))
+    assert.is_nil((access.fusable(ew("r += a", "acc", "float32 a", "float32 r"))))
+    assert.are.equal("X + Y * c.a - d->b", access.rename("a + b * c.a - d->b", { a = "X", b = "Y" }))
+  end)
+end)
