@@ -160,8 +160,10 @@ local function main_declared(device, out, checks, main_stream, kernels, buffers,
                            ("%d captures"):format(p.captures)) then
     out:say("Graph updated in place for a new buffer of a's shape (graph:update), verified")
   end
+  -- Drawn here: the graph is the pipeline's, closed with it.
+  local problem = draw(graph, device)
   p:set("a", buffers.a)
-  return graph
+  return problem
 end
 
 local function main()
@@ -191,10 +193,9 @@ local function main()
   local launch = gpurun.launch
 
   if options.declared then
-    local graph = main_declared(device, out, checks, main_stream,
+    local problem = main_declared(device, out, checks, main_stream,
       { scale = scale, shift = shift, combine = combine },
       { a = a, b = b, b_copy = b_copy, x = x, y = y, r = r }, config)
-    local problem = draw(graph, device)
     if problem then
       io.stderr:write(cli.name, ": ", problem, "\n")
       return 1

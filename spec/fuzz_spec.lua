@@ -15,6 +15,11 @@ local CHILDREN = 10
 local CALLS = math.tointeger(tonumber(os.getenv("GPURUN_FUZZ_CALLS") or "")) or 10000
 local BASE_SEED = math.tointeger(tonumber(os.getenv("GPURUN_FUZZ_SEED") or "")) or 20240611
 local NO_DRIVER = "/nonexistent/gpurun-fuzz/libcuda.so.1"
+-- A child that runs this long has hung: it is killed and fails, naming its
+-- seed, instead of holding up the suite.
+local CHILD_SECONDS = math.tointeger(tonumber(os.getenv("GPURUN_FUZZ_CHILD_SECONDS") or "")) or 300
+local TIMEOUT = os.execute("command -v timeout >/dev/null 2>&1")
+  and ("timeout -k 10 %d "):format(CHILD_SECONDS) or ""
 
 local function read_and_remove(path)
   local file = io.open(path, "rb")
@@ -51,6 +56,9 @@ end
 
 local function exit_text(code)
   if code == nil then return "no exit status" end
+  if code == 124 or code == 137 then
+    return ("exit status %d (still running after %d s: hung, and killed)"):format(code, CHILD_SECONDS)
+  end
   if code > 128 then return ("exit status %d (killed by signal %d: crashed)"):format(code, code - 128) end
   return ("exit status %d"):format(code)
 end
@@ -64,7 +72,7 @@ local function fuzz(label, flags, env_prefix, jobs, children)
   for i = 1, children do
     local seed = BASE_SEED + i - 1
     local args = ("tools/fuzz.lua --seed %d --calls %d%s"):format(seed, CALLS, flags)
-    commands[i] = env_prefix .. bin .. " " .. args
+    commands[i] = env_prefix .. TIMEOUT .. bin .. " " .. args
     replays[i] = env_prefix .. bin .. " " .. args .. " --trace 2>&1 | tail -n 30"
   end
   local started = gpurun.perf_counter()

@@ -249,7 +249,29 @@ end
 local WRITES_FILES = { ["Buffer:copy_to"] = true }
 
 -- Whether the call `entry` with args (n of them) may go ahead on a GPU.
+-- Calls that generate and compile a kernel for their arguments' dtypes
+-- (reductions, scans, select: entry.spec.reduces) compile at most this many
+-- different kernels in one fuzz child: each is NVRTC's time (about a
+-- second, cold), and what the fuzzer tests is the calls' checks, not the
+-- compiler. A call with a signature seen before still goes ahead.
+guard.MAX_COMPILED_SIGNATURES = 6
+local compiled_signatures, compiled_count = {}, 0
+
+local function signature_allowed(entry, args, n)
+  local parts = { entry.label }
+  for i = 1, n do
+    local kind = catalog.type_of(args[i])
+    parts[#parts + 1] = kind == "Buffer" and (field(args[i], "dtype") or "closed") or type(args[i])
+  end
+  local key = table.concat(parts, " ")
+  if compiled_signatures[key] then return true end
+  if compiled_count >= guard.MAX_COMPILED_SIGNATURES then return false end
+  compiled_signatures[key], compiled_count = true, compiled_count + 1
+  return true
+end
+
 function guard.allowed(entry, args, n)
+  if entry.spec.reduces and not signature_allowed(entry, args, n) then return false end
   if WRITES_FILES[entry.label] then
     for i = 1, n do
       if io.type(args[i]) then return false end
