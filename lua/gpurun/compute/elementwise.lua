@@ -96,23 +96,8 @@ local check_options = elementwise.check_options
 -- "streaming": the vector kernel's 16-byte loads and stores carry the
 -- evict-first hint, ld.global.cs / st.global.cs, for data touched once).
 function elementwise.elementwise(in_params, out_params, operation, name, options)
-  name = name or "kernel"
-  if not source.is_identifier(name) or name:sub(1, 1) == "_" then
-    raise(("elementwise: the name must be a C identifier not starting with '_', got %s"):format(
-          tostring(name)))
-  end
-  local what = ("elementwise kernel '%s'"):format(name)
-  local inputs, in_error = source.parse_params(in_params, what .. " in_params")
-  if not inputs then
-    raise(in_error)
-  end
-  local outputs, out_error = source.parse_params(out_params, what .. " out_params")
-  if not outputs then
-    raise(out_error)
-  end
-  if #outputs == 0 then
-    raise(what .. ": out_params names no output")
-  end
+  local what, inputs, outputs
+  name, what, inputs, outputs = source.parse_kernel("elementwise", name, "kernel", in_params, out_params)
   if type(operation) ~= "string" or operation:match("^%s*$") then
     raise(what .. ": the operation must be a non-empty string of CUDA C")
   end

@@ -211,6 +211,30 @@ function source.raise(message)
   end
 end
 
+-- A kernel's name and parameter lists, checked as every generator checks
+-- them: -> name, what ("<kind> '<name>'", for messages), inputs, outputs.
+-- `kind` is "elementwise" or "reduction"; the name defaults to default.
+function source.parse_kernel(kind, name, default, in_params, out_params)
+  name = name or default
+  if not source.is_identifier(name) or name:sub(1, 1) == "_" then
+    source.raise(("%s: the name must be a C identifier not starting with '_', got %s"):format(
+                 kind, tostring(name)))
+  end
+  local what = ("%s kernel '%s'"):format(kind, name)
+  local inputs, in_error = source.parse_params(in_params, what .. " in_params")
+  if not inputs then
+    source.raise(in_error)
+  end
+  local outputs, out_error = source.parse_params(out_params, what .. " out_params")
+  if not outputs then
+    source.raise(out_error)
+  end
+  if #outputs == 0 then
+    source.raise(what .. ": out_params names no output")
+  end
+  return name, what, inputs, outputs
+end
+
 -- ---- generation -------------------------------------------------------------
 
 local function lines()

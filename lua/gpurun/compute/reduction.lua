@@ -165,23 +165,8 @@ end
 -- step, 4 here) and preamble.
 function reduction.reduction(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity,
                              name, options)
-  name = name or "reduction"
-  if not source.is_identifier(name) or name:sub(1, 1) == "_" then
-    raise(("reduction: the name must be a C identifier not starting with '_', got %s"):format(
-          tostring(name)))
-  end
-  local what = ("reduction kernel '%s'"):format(name)
-  local inputs, in_error = source.parse_params(in_params, what .. " in_params")
-  if not inputs then
-    raise(in_error)
-  end
-  local outputs, out_error = source.parse_params(out_params, what .. " out_params")
-  if not outputs then
-    raise(out_error)
-  end
-  if #outputs == 0 then
-    raise(what .. ": out_params names no output")
-  end
+  local what, inputs, outputs
+  name, what, inputs, outputs = source.parse_kernel("reduction", name, "reduction", in_params, out_params)
   for _, param in ipairs(outputs) do
     if POST_NAMES[param.name] then
       raise(("%s: an output cannot be named '%s' (the post-map sees a, index, count and segment "
