@@ -30,10 +30,7 @@ for dtype, info in pairs(DTYPES) do
   end
 end
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
+local type_name = source.type_name
 arguments.type_name = type_name
 
 -- Raises "<kind> '<name>' input 2 (float32 b): <what>".

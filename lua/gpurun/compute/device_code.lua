@@ -12,10 +12,7 @@ local device_code = {}
 local MAX_THREADS_PER_MULTIPROCESSOR = 39 -- CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 local MAX_CACHED_SHAPES = 64               -- launch shapes kept per program and device
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
+local type_name = source.type_name
 
 -- Loading code is one of the calls a capture forbids (and it would end
 -- it): a first call on a builder is refused, saying what to do instead.

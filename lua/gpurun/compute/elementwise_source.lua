@@ -235,6 +235,41 @@ function source.parse_kernel(kind, name, default, in_params, out_params)
   return name, what, inputs, outputs
 end
 
+-- What messages call a value's type: a gpurun type's name ("gpurun.Buffer")
+-- or Lua's. The one copy for lua/gpurun/compute/.
+function source.type_name(value)
+  local meta = getmetatable(value)
+  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
+end
+
+-- Raises "bad argument #n to 'fname' (why)", as gpurun's C functions do.
+function source.bad_argument(fname, n, fmt, ...)
+  source.raise(("bad argument #%d to '%s' (%s)"):format(n, fname, fmt:format(...)))
+end
+
+-- The target argument (1) of a function that launches: a Stream or a
+-- GraphBuilder.
+function source.check_target(fname, target)
+  local kind = source.type_name(target)
+  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
+    source.bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
+  end
+end
+
+-- Argument n, an open Buffer of a dtype the generators know; `takers`
+-- says who in the message ("reductions take ...").
+function source.check_buffer(fname, n, value, what, takers)
+  if source.type_name(value) ~= "gpurun.Buffer" then
+    source.bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what,
+                        source.type_name(value))
+  end
+  local _ = #value -- a closed buffer raises here
+  if not source.DTYPES[value.dtype] then
+    source.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
+                        source.DTYPE_NAMES)
+  end
+end
+
 -- ---- generation -------------------------------------------------------------
 
 local function lines()
@@ -264,9 +299,11 @@ local function stored(signature, index, value)
   return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.c, value)
 end
 
--- Kernel parameters: n, then one per parameter.
-local function parameter_list(kernel, signature)
-  local list = { "unsigned long long n" }
+-- The C declaration of each of a kernel's parameters, after `first` ones
+-- of the generator's own (a list): a scalar by value, an input as a const
+-- pointer, an output as a pointer. Every generated kernel declares them so.
+function source.parameter_declarations(kernel, signature, first)
+  local list = first or {}
   for index, param in ipairs(kernel.params) do
     local dtype = source.DTYPES[signature.dtypes[index]]
     if signature.scalar[index] then
@@ -278,6 +315,11 @@ local function parameter_list(kernel, signature)
     end
   end
   return table.concat(list, ", ")
+end
+
+-- Kernel parameters: n, then one per parameter.
+local function parameter_list(kernel, signature)
+  return source.parameter_declarations(kernel, signature, { "unsigned long long n" })
 end
 
 -- The operation for one element, its inputs in locals named as the

@@ -35,10 +35,7 @@ Scalar.__index = Scalar
 local OPTIONS = { "name", "max_streams", "fuse", "strict", "timing", "pool", "quiet", "devices" }
 local TIMING = { events = true, nvtx = true }
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
+local type_name = source.type_name
 Pipeline.type_name = type_name
 
 local function is_plain_table(value)

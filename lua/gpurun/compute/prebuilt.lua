@@ -36,14 +36,7 @@ for name in source.DTYPE_NAMES:gmatch("[%w_]+") do
 end
 FLOAT_NAMES = table.concat(FLOAT_NAMES, ", ")
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
-
-local function bad_argument(fname, n, fmt, ...)
-  raise(("bad argument #%d to '%s' (%s)"):format(n, fname, fmt:format(...)))
-end
+local type_name, bad_argument = source.type_name, source.bad_argument
 
 -- Wider results for sums of integers, as numpy and torch give.
 local function summed(dtype)
@@ -168,21 +161,10 @@ local function result_count(options, shaped, n)
   return 1
 end
 
-local function check_target(fname, target)
-  local kind = type_name(target)
-  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
-    bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
-  end
-end
+local check_target = source.check_target
 
 local function check_input(fname, n, x, what)
-  if type_name(x) ~= "gpurun.Buffer" then
-    bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what, type_name(x))
-  end
-  local _ = #x -- a closed buffer raises here
-  if not DTYPES[x.dtype] then
-    bad_argument(fname, n, "%s has dtype %s; reductions take %s", what, x.dtype, source.DTYPE_NAMES)
-  end
+  source.check_buffer(fname, n, x, what, "reductions")
 end
 
 -- out: a buffer of a dtype the op can write, or nil (a new one is made).

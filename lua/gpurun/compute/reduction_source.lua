@@ -312,18 +312,7 @@ end
 
 -- The kernel's parameters after the shape arguments.
 local function parameter_list(kernel, signature)
-  local list = {}
-  for index, param in ipairs(kernel.params) do
-    local dtype = DTYPES[signature.dtypes[index]]
-    if signature.scalar[index] then
-      list[#list + 1] = ("%s _in_%s"):format(dtype.c, param.name)
-    elseif param.output then
-      list[#list + 1] = ("%s *__restrict__ _out_%s"):format(dtype.c, param.name)
-    else
-      list[#list + 1] = ("const %s *__restrict__ _in_%s"):format(dtype.c, param.name)
-    end
-  end
-  return table.concat(list, ", ")
+  return source.parameter_declarations(kernel, signature)
 end
 
 local function head(add, kernel, signature, suffix, shape_params)

@@ -31,30 +31,11 @@ local COUNT_DTYPES = { int32 = true, uint32 = true, int64 = true, uint64 = true 
 local OPTION_NAMES = { "identity", "deterministic", "block", "items" }
 local SELECT_OPTION_NAMES = { "block", "items" }
 
-local function type_name(value)
-  local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
-end
-
-local function bad_argument(fname, n, fmt, ...)
-  raise(("bad argument #%d to '%s' (%s)"):format(n, fname, fmt:format(...)))
-end
-
-local function check_target(fname, target)
-  local kind = type_name(target)
-  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
-    bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
-  end
-end
+local type_name, bad_argument = source.type_name, source.bad_argument
+local check_target = source.check_target
 
 local function check_buffer(fname, n, value, what)
-  if type_name(value) ~= "gpurun.Buffer" then
-    bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what, type_name(value))
-  end
-  local _ = #value -- a closed buffer raises here
-  if not DTYPES[value.dtype] then
-    bad_argument(fname, n, "%s has dtype %s; scans take %s", what, value.dtype, source.DTYPE_NAMES)
-  end
+  source.check_buffer(fname, n, value, what, "scans")
 end
 
 -- block and items from the options, checked.
