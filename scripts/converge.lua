@@ -100,6 +100,7 @@ local function main()
     gpurun.max_abs_diff(target, v, u, residual)
     u:copy_from(v, target)
   end
+  u:copy_from(u0, stream) -- the step below reads u
   step(stream) -- compiles the reduction, which a capture cannot
 
   -- The solve as one graph: reset, then a while loop whose body decides.

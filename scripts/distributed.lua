@@ -53,7 +53,8 @@ end
 local function build(kernel, stream, r, count, collective)
   local ga, gb, gc = generators(r)
   local s = { a = ga:random(count), b = gb:random(count), c = gc:random(count) }
-  s.r1, s.r2, s.r3 = gpurun.empty(count), gpurun.empty(count), gpurun.empty(count)
+  -- r3 zeroed: the sum below, which compiles the checksum, reads it first.
+  s.r1, s.r2, s.r3 = gpurun.empty(count), gpurun.empty(count), gpurun.zeros(count)
   s.checksum = gpurun.zeros(1, "float64")
   local config = gpurun.LaunchConfig{ grid = math.min((count + BLOCK - 1) // BLOCK, 65535), block = BLOCK }
   local n = gpurun.u64(count)

@@ -29,7 +29,7 @@ local function with_functions(fragment)
 end
 
 local REPORT = [[
-# memcheck scripts/converge.lua: build-gpu/gpurun scripts/converge.lua --points 32 --iters 1
+# memcheck scripts/stencil2d.lua: build-gpu/gpurun scripts/stencil2d.lua --width 64 --height 64 --iters 3
 ========= COMPUTE-SANITIZER
 32 points, tolerance 0.0001: 814 steps on the device
 ========= Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an illegal memory access was encountered" on CUDA API call to cuStreamQuery.
@@ -37,7 +37,7 @@ local REPORT = [[
 =========         Host Frame: gpurun_wait_stream in gpurun
 =========
 ========= Invalid __global__ write of size 4 bytes
-=========     at relax+0x90
+=========     at stencil+0x90
 =========     by thread (0,0,0) in block (0,0,0)
 =========
 ========= LEAK SUMMARY: 0 bytes leaked in 0 allocations
@@ -76,8 +76,8 @@ describe("tools/gpu-check.sh sanitizers", function()
     local file = assert(io.open(log, "w"))
     file:write(REPORT)
     file:close()
-    local result = with_functions(("errors_of memcheck scripts/converge.lua %s | while IFS= read -r r; do "
-      .. "if is_expected memcheck scripts/converge.lua \"$r\"; then echo listed; else echo unlisted; fi; "
+    local result = with_functions(("errors_of memcheck scripts/stencil2d.lua %s | while IFS= read -r r; do "
+      .. "if is_expected memcheck scripts/stencil2d.lua \"$r\"; then echo listed; else echo unlisted; fi; "
       .. "printf '%%s\\n' \"$r\" | cut -f3; done"):format(q(log)))
     os.remove(log)
     assert.are.equal(0, result.code, result.stderr)
@@ -86,10 +86,39 @@ describe("tools/gpu-check.sh sanitizers", function()
       .. "__global__ write of size 4 bytes\n", result.stdout)
   end)
 
+  it("allows converge.lua's while-node fault only in the programs the expected file names", function()
+    local record = "memcheck\tscripts/converge.lua\tProgram hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700)\tHost Frame: x"
+    local result = with_functions(("is_expected memcheck scripts/converge.lua %s && echo listed; "
+      .. "is_expected memcheck scripts/dag.lua %s || echo unlisted; "
+      .. "is_expected memcheck scripts/converge.lua %s || echo unlisted"):format(q(record),
+      q(record:gsub("converge", "dag")), q("memcheck\tscripts/converge.lua\texit status 134\t")))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("listed\nunlisted\nunlisted\n", result.stdout)
+  end)
+
+  it("reads racecheck's summary and the program's exit status", function()
+    local log = os.tmpname()
+    local file = assert(io.open(log, "w"))
+    file:write("# racecheck scripts/axpy.lua: gpurun scripts/axpy.lua\n========= COMPUTE-SANITIZER\n"
+      .. "========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)\n# exit 1\n")
+    file:close()
+    local result = with_functions(("reported_count %s; exit_of %s"):format(q(log), q(log)))
+    os.remove(log)
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("3\n1\n", result.stdout)
+  end)
+
   it("compiles tests/sanitizer/while_graph's kernels (converge.lua's) with NVRTC", function()
     local result = process.run(q(BUILD .. "/tests/while_graph") .. " --compile-only")
     assert.are.equal(0, result.code, result.stderr)
     assert.matches("^while_graph: compiled relax and decide", result.stdout)
+  end)
+
+  it("runs tests/sanitizer/two_streams.lua's pipeline three ways, all right #gpu", function()
+    local result = process.run(q(process.gpurun_bin()) .. " tests/sanitizer/two_streams.lua")
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert.are.equal("combine_one_stream: 0 of 4096 wrong\ncombine_two_streams: 0 of 4096 wrong\n"
+      .. "combine_graph: 0 of 4096 wrong\n", result.stdout)
   end)
 
   it("runs converge.lua's while graph three times, the same steps each time #gpu", function()

@@ -50,7 +50,7 @@ describe("gpurun.HostCallback", function()
     stream:close()
   end)
 
-  it("holds the stream's later work until it has run #gpu", function()
+  it("runs the callbacks in the order the GPU reached them #gpu", function()
     local _, stream = device_stream()
     local values <close> = gpurun.zeros(4, "float32")
     local order = {}
@@ -102,13 +102,45 @@ describe("gpurun.HostCallback", function()
     local ok, err = pcall(callback.close, callback)
     assert.is_false(ok)
     assert.matches("gpurun.HostCallback has 1 run(s) queued on the GPU", err, 1, true)
-    -- cuMemFree would wait for the device, which waits for the callback:
-    -- the free waits for the callback instead of deadlocking.
+    -- Memory freed with a run pending: the driver's thread does not wait
+    -- for the main thread, so the free does not deadlock.
     local doomed = gpurun.zeros(1 << 20, "float32")
     doomed:close()
     stream:sync()
     callback:close()
     stream:close()
+  end)
+
+  -- The GPU fuzzer hung here when the driver's thread waited for the main
+  -- thread: the driver calls below then waited for the driver's thread. In
+  -- a child with a timeout, so that a hang fails this spec alone.
+  it("lets the script make streams, memory and code while runs are pending #gpu", function()
+    local script = os.tmpname()
+    local file = assert(io.open(script, "w"))
+    file:write([=[
+local gpurun = require("gpurun")
+local device = gpurun.Device(0):set_current()
+local stream <close> = device:create_stream()
+local ran = 0
+local callback <close> = gpurun.HostCallback(function() ran = ran + 1 end)
+for _ = 1, 5 do
+  callback:launch(stream)
+  device:create_stream():close()
+  gpurun.zeros(1 << 16, "float32"):close()
+  gpurun.pinned(4096, "float32"):close()
+  local code <close> = gpurun.Program('extern "C" __global__ void k() {}', "c++",
+    { arch = "sm_" .. device.arch }):compile("cubin")
+  code:get_kernel("k"):close()
+end
+stream:sync()
+print("ran " .. ran)
+]=])
+    file:close()
+    local result = process.run(process.gpurun_command("timeout 120") .. " " .. process.quote(script))
+    os.remove(script)
+    assert.are_not.equal(124, result.code, "hung: timeout ended it\n" .. result.stderr)
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert.are.equal("ran 5\n", result.stdout)
   end)
 
   it("is a host node in a graph, run at each replay #gpu", function()

@@ -177,6 +177,83 @@ is_expected() {
   return 1
 }
 
+# The count a log's summary reports: memcheck, synccheck and initcheck end
+# with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY: N hazards
+# displayed (E errors, W warnings)" (E + W); nothing when there is none.
+reported_count() {
+  local log=$1 line
+  line=$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?$' "$log" | tail -n 1)
+  if [ -n "$line" ]; then
+    grep -oE '[0-9]+' <<<"$line"
+    return
+  fi
+  line=$(grep -oE 'RACECHECK SUMMARY: .*\(([0-9]+) errors?, ([0-9]+) warnings?\)' "$log" | tail -n 1)
+  [ -n "$line" ] || return 0
+  line=${line##*(}
+  local errors warnings
+  errors=$(grep -oE '^[0-9]+' <<<"$line")
+  warnings=$(grep -oE '[0-9]+ warning' <<<"$line" | grep -oE '[0-9]+')
+  echo $((errors + warnings))
+}
+
+# The program's exit status under the tool (the log's last line, "# exit N").
+exit_of() {
+  tail -n 1 "$1" | grep -oE '^# exit [0-9]+$' | grep -oE '[0-9]+'
+}
+
+# Lists each error of the logs in DIR that the expected file does not allow,
+# and ends with the counts.
+count_errors() {
+  local dir=$1
+  local total=0 listed=0 unlisted=0 log first tool
+  for log in "$dir"/*.log; do
+    [ -e "$log" ] || continue
+    first=$(head -n 1 "$log") # "# TOOL PROGRAM: command"
+    first=${first#\# }
+    tool=${first%% *}
+    program=${first#* }
+    program=${program%%:*}
+    local counted reported
+    counted=$(errors_of "$tool" "$program" "$log")
+    reported=$(reported_count "$log")
+    # A program that fails under the tool is an error too, unless the
+    # expected file allows it ("exit status N" as its headline).
+    local status
+    status=$(exit_of "$log")
+    if [ "${status:-none}" != 0 ]; then
+      counted+=$'\n'"$tool"$'\t'"$program"$'\t'"exit status ${status:-none}"$'\t'"$(grep -vE '^(=========|# )' "$log" | tail -n 3 | tr '\n' ' ' | cut -c1-300)"
+    fi
+    local found=0 record
+    while IFS= read -r record; do
+      [ -n "$record" ] || continue
+      found=$((found + 1))
+      total=$((total + 1))
+      if is_expected "$tool" "$program" "$record"; then
+        listed=$((listed + 1))
+      else
+        unlisted=$((unlisted + 1))
+        IFS=$'\t' read -r _ _ headline context <<<"$record"
+        echo "ERROR: $tool $program: $headline"
+        [ -n "$context" ] && echo "    ${context:0:400}"
+      fi
+    done <<<"$counted"
+    # A summary count beyond what was parsed, or a run that ended badly
+    # without one, counts too.
+    # (The exit record is not one of the summary's.)
+    [ "${status:-none}" != 0 ] && found=$((found - 1))
+    if [ -n "$reported" ] && [ "$reported" -gt "$found" ]; then
+      unlisted=$((unlisted + reported - found))
+      total=$((total + reported - found))
+      echo "ERROR: $tool $program: $((reported - found)) error(s) in the summary not parsed (see $log)"
+    elif [ -z "$reported" ]; then
+      unlisted=$((unlisted + 1))
+      total=$((total + 1))
+      echo "ERROR: $tool $program: no ERROR SUMMARY ($(tail -n 1 "$log")): see $log"
+    fi
+  done
+  echo "compute-sanitizer: $total error(s), $listed listed in tools/compute-sanitizer-expected.txt, $unlisted unlisted"
+}
+
 part_sanitizers() {
   sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   rm -f "$logs/sanitize-gpu.code"
@@ -213,44 +290,7 @@ part_sanitizers() {
     echo "compute-sanitizer: $runs runs in $((SECONDS - started)) s"
   fi
 
-  local total=0 listed=0 unlisted=0 log first tool
-  for log in "$logs"/compute-sanitizer/*.log; do
-    [ -e "$log" ] || continue
-    first=$(head -n 1 "$log") # "# TOOL PROGRAM: command"
-    first=${first#\# }
-    tool=${first%% *}
-    program=${first#* }
-    program=${program%%:*}
-    local counted reported
-    counted=$(errors_of "$tool" "$program" "$log")
-    reported=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -n 1 | grep -oE '[0-9]+')
-    local found=0 record
-    while IFS= read -r record; do
-      [ -n "$record" ] || continue
-      found=$((found + 1))
-      total=$((total + 1))
-      if is_expected "$tool" "$program" "$record"; then
-        listed=$((listed + 1))
-      else
-        unlisted=$((unlisted + 1))
-        IFS=$'\t' read -r _ _ headline context <<<"$record"
-        echo "ERROR: $tool $program: $headline"
-        [ -n "$context" ] && echo "    ${context:0:400}"
-      fi
-    done <<<"$counted"
-    # A summary count beyond what was parsed, or a run that ended badly
-    # without one, counts too.
-    if [ -n "$reported" ] && [ "$reported" -gt "$found" ]; then
-      unlisted=$((unlisted + reported - found))
-      total=$((total + reported - found))
-      echo "ERROR: $tool $program: $((reported - found)) error(s) in the summary not parsed (see $log)"
-    elif [ -z "$reported" ]; then
-      unlisted=$((unlisted + 1))
-      total=$((total + 1))
-      echo "ERROR: $tool $program: no ERROR SUMMARY ($(tail -n 1 "$log")): see $log"
-    fi
-  done
-  echo "compute-sanitizer: $total error(s), $listed listed in tools/compute-sanitizer-expected.txt, $unlisted unlisted"
+  count_errors "$logs/compute-sanitizer"
 
   wait
   [ "${GPURUN_CHECK_ASAN:-1}" = 1 ] || return 0

@@ -538,11 +538,11 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context, int afte
     return result != CUDA_SUCCESS ? result : restored;
 }
 
-/* cuMemFree and cuMemFreeHost may wait for the device, which waits for a
- * pending host callback, which waits for this thread: free later. */
+/* cuMemFree and cuMemFreeHost may wait for the device, which a capture in
+ * progress does not allow: free once it has ended. */
 static int must_defer(void)
 {
-    return capturing != NULL || gpurun_host_calls_pending() > 0;
+    return capturing != NULL;
 }
 
 void gpurun_flush_frees(void)
@@ -574,7 +574,7 @@ static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int a
     gpurun_flush_frees(); /* nothing while frees must wait */
     /* A full list while frees must wait: a pool's memory leaks rather than be
      * freed under work that may still use it (the wait would break the
-     * capture, or wait for the host callback that waits for this thread);
+     * capture);
      * cuMemFree of cuMemAlloc's memory fails the capture, as before. */
     if (must_defer() && after_device)
         return CUDA_SUCCESS;

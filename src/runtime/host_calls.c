@@ -4,34 +4,36 @@
  * The driver runs host functions on a thread of its own, and a lua_State
  * must never be entered from two threads. So the function the driver
  * calls (gpurun_host_call_trampoline) runs no Lua: it posts "this call is
- * reached" to a queue and blocks until the main thread has run the Lua
- * function and said so; the stream's later work waits meanwhile, as it
- * would for any host function. The main thread runs what is posted
- * whenever gpurun waits for the GPU (gpurun_wait_stream polls while any
- * call is pending, Event:sync, a device-wide wait, the buffer operations
- * that wait), and a call may run only then.
+ * reached" to a queue and returns at once. The main thread runs what is
+ * posted whenever gpurun waits for the GPU (gpurun_wait_stream polls while
+ * any call is pending, Event:sync, a device-wide wait, the buffer
+ * operations that wait), and a call may run only then.
  *
- * A driver call that blocks the main thread until the GPU is idle while a
- * callback is pending would never return (the GPU waits for the callback,
- * the callback for the main thread): device memory and page-locked host
- * memory freed meanwhile are freed later (runtime/capture.c defers them, as
- * during a capture), and the waits settle the pending calls first. Inside
- * the function, gpurun refuses to launch, allocate or wait.
+ * The driver's thread never waits for the main thread: a host function that
+ * blocks holds the driver's own locks, and the next driver call of the main
+ * thread (a stream made, code loaded, memory freed) would wait for it while
+ * it waits for the main thread, which hung the GPU fuzzer. So the stream's
+ * later work does not wait for the Lua function; the function runs after
+ * the work before it. Inside the function, gpurun refuses to launch,
+ * allocate or wait.
  *
  * This file is the mechanism alone (the queue, the counts, the threads) and
  * calls no other part of the runtime: runtime/state.c runs the calls and
- * raises their errors (gpurun_service_host_calls), and frees what was
- * deferred once none is pending; runtime/error.c refuses GPU calls inside
- * one. */
+ * raises their errors (gpurun_service_host_calls); runtime/error.c refuses
+ * GPU calls inside one. */
 #include "runtime/runtime.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 
-/* A reached call, on the stack of the driver's thread until it is done. */
+/* A reached call, queued by the driver's thread for the main thread: on the
+ * heap, or, if malloc fails there, on the driver thread's stack, which then
+ * waits until the main thread has run it (the one case that still waits). */
 struct waiter {
     struct gpurun_host_call *call;
+    int on_stack;
     int done;
     struct waiter *next;
 };
@@ -47,17 +49,41 @@ static int shut_down;
 static long pending_runs;
 static int running_depth;
 
+static void append(struct waiter *waiter)
+{
+    *tail = waiter;
+    tail = &waiter->next;
+    pthread_cond_broadcast(&posted);
+}
+
 void CUDA_CB gpurun_host_call_trampoline(void *data)
 {
-    struct waiter self = {data, 0, NULL};
+    struct waiter *waiter = malloc(sizeof *waiter);
     pthread_mutex_lock(&lock);
-    if (!shut_down) {
-        *tail = &self;
-        tail = &self.next;
-        pthread_cond_broadcast(&posted);
+    if (!shut_down && waiter != NULL) {
+        *waiter = (struct waiter){data, 0, 0, NULL};
+        append(waiter);
+        waiter = NULL;
+    } else if (!shut_down) {
+        struct waiter self = {data, 1, 0, NULL};
+        append(&self);
         while (!self.done && !shut_down)
             pthread_cond_wait(&finished, &lock);
     }
+    pthread_mutex_unlock(&lock);
+    free(waiter); /* only when shut down */
+}
+
+/* The main thread is done with a waiter taken off the queue. */
+static void release(struct waiter *waiter)
+{
+    if (!waiter->on_stack) {
+        free(waiter);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    waiter->done = 1;
+    pthread_cond_broadcast(&finished);
     pthread_mutex_unlock(&lock);
 }
 
@@ -125,7 +151,7 @@ int gpurun_host_calls_run(lua_State *L, int *failed)
     while (list) {
         struct waiter *waiter = list;
         struct gpurun_host_call *call = waiter->call;
-        list = waiter->next; /* the waiter is gone once it is done */
+        list = waiter->next; /* the waiter is gone once released */
         lua_rawgeti(L, LUA_REGISTRYINDEX, call->function_ref);
         running_depth++;
         int status = lua_pcall(L, 0, 0, 0);
@@ -136,10 +162,7 @@ int gpurun_host_calls_run(lua_State *L, int *failed)
             else
                 lua_pop(L, 1);
         }
-        pthread_mutex_lock(&lock);
-        waiter->done = 1;
-        pthread_cond_broadcast(&finished);
-        pthread_mutex_unlock(&lock);
+        release(waiter);
         call->calls++;
         finish_runs(L, call, 1);
         ran++;
@@ -174,7 +197,14 @@ void gpurun_host_calls_shut_down(void)
 {
     pthread_mutex_lock(&lock);
     shut_down = 1;
-    head = NULL; /* each waiter returns on its own: none is referenced after */
+    /* Under the lock: a waiter on a stack is there until its thread sees
+     * shut_down, which needs the lock. */
+    for (struct waiter *waiter = head, *next; waiter; waiter = next) {
+        next = waiter->next;
+        if (!waiter->on_stack)
+            free(waiter);
+    }
+    head = NULL;
     tail = &head;
     pthread_cond_broadcast(&finished);
     pthread_mutex_unlock(&lock);

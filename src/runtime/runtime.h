@@ -531,8 +531,8 @@ struct gpurun_host_call {
 void gpurun_host_call_init(struct gpurun_host_call *call);
 
 /* The host function given to the driver (cuLaunchHostFunc, host nodes),
- * with the call as its data: runs on the driver's thread, posts, and
- * blocks until the main thread has run the call. */
+ * with the call as its data: runs on the driver's thread, posts the call
+ * for the main thread and returns without waiting for it. */
 void CUDA_CB gpurun_host_call_trampoline(void *data);
 
 /* `runs` more runs of the call were queued; the object at object_index is
@@ -546,7 +546,7 @@ void gpurun_host_call_cancel(lua_State *L, struct gpurun_host_call *call, long r
 long gpurun_host_calls_pending(void);
 
 /* Runs the Lua functions of the calls the driver has reached (on the main
- * thread) and lets their streams go on; returns how many ran. *failed is
+ * thread); returns how many ran. *failed is
  * how many raised; if any, the first one's error value is pushed. Does
  * nothing inside a callback. */
 int gpurun_host_calls_run(lua_State *L, int *failed);
@@ -559,8 +559,8 @@ int gpurun_service_host_calls(lua_State *L);
  * waiting to run. */
 int gpurun_host_calls_await(long nanoseconds);
 
-/* Runs calls until none is pending: before a call that blocks until the
- * whole device is idle (runtime/state.c). */
+/* Runs calls until none is pending: the device-wide waits, which run the
+ * callbacks as every wait does (runtime/state.c). */
 void gpurun_settle_host_calls(lua_State *L, const char *what);
 
 /* Inside a callback's Lua function: raises that `what` is refused there

@@ -125,7 +125,7 @@ void gpurun_check_interrupt(lua_State *L, const char *what)
     gpurun_host_calls_shut_down();
     gpurun_error(L, "interrupted! (while %s: the GPU was still running %s; its memory is left "
                     "to the driver at exit)", what,
-                 callbacks ? "work that waits for host callbacks" : "a graph with a while loop");
+                 callbacks ? "work before host callbacks" : "a graph with a while loop");
 }
 
 int gpurun_service_host_calls(lua_State *L)
@@ -165,8 +165,11 @@ static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const ch
     for (;;) {
         gpurun_service_host_calls(L);
         CUresult result = query(handle);
-        if (result == CUDA_SUCCESS)
+        if (result == CUDA_SUCCESS) {
+            /* The callbacks posted just before the work ended. */
+            gpurun_service_host_calls(L);
             return;
+        }
         if (result != CUDA_ERROR_NOT_READY)
             gpurun_cuda_error(L, "%s", what);
         gpurun_check_interrupt(L, what);
@@ -195,7 +198,8 @@ static CUresult query_event(void *handle)
 }
 
 /* Inside a host callback only work that is done already may be waited
- * for: anything else would wait for the GPU, which waits for the callback. */
+ * for: a callback's function makes no GPU calls, as the driver's host
+ * functions may not (runtime/host_calls.c). */
 static void check_done_in_host_call(lua_State *L, CUresult (*query)(void *), void *handle,
                                     const char *what)
 {

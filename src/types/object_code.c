@@ -140,11 +140,6 @@ static int object_code_get_kernel(lua_State *L)
     gpurun_require_driver(L);
     gpurun_require_context(L);
     if (code->library == NULL) {
-        /* Loading code waits for the device, which would wait for a host
-         * callback the driver has reached and that waits for this thread
-         * (runtime/host_calls.c): the pending ones run first. */
-        gpurun_settle_host_calls(L, "loading a kernel's code");
-        code = check_object_code(L, 1); /* the callbacks ran Lua */
         lua_getiuservalue(L, 1, 1);
         /* A Lua string is NUL-terminated, as PTX must be; the driver keeps
          * its own copy of the code. */
@@ -180,10 +175,7 @@ static int object_code_close(lua_State *L)
                                "builder(s) use its kernels: close them first",
                             code->header.graph_users);
     code->header.closed = 1;
-    /* Unloading waits for the device as loading does, and a close (from a
-     * finalizer too) cannot run host callbacks: with one pending the
-     * library stays loaded, for the driver to drop at exit. */
-    if (code->library && cuda.cuLibraryUnload && gpurun_host_calls_pending() == 0) {
+    if (code->library && cuda.cuLibraryUnload) {
         /* Unloading fails only for a dead context or a bad handle; either
          * way the library is gone for this process. */
         (void)CUDA_CALL(cuLibraryUnload, code->library);
