@@ -239,7 +239,8 @@ describe("gpurun.load and Buffer:save without a device", function()
     local process = require("spec.support.process")
     local header = numpy_header("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }")
     write_file(path, header .. string.pack("<i4<i4", 7, -7))
-    local script = "local b = require('gpurun').load(%q); print(b[1], b[2])"
+    local script = "local g = require('gpurun'); if g.device_count() > 0 then g.Device(0):set_current() end; "
+      .. "local b = g.load(%q); print(b[1], b[2])"
     -- Through a pipe into /dev/stdin, and through a FIFO with a writer.
     local piped = process.run(("(cat %s | %s -e %s)"):format(shell.quote(path), process.gpurun_command(),
       shell.quote(script:format("/dev/stdin"))))

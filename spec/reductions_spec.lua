@@ -989,6 +989,8 @@ describe("reductions on the GPU", function()
     graph:launch(stream)
     stream:sync()
     assert.is_true(close_enough(s:get(1), want, 1e-9, 1e-9))
+    graph:close() -- the graph and its builder hold a, b and c
+    builder:close()
     for _, buffer in ipairs{ a, b, c } do buffer:close() end
   end)
 

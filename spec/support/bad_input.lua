@@ -277,11 +277,23 @@ local CAPTURING = {
 }
 
 -- Makes the objects a row names (its markers and `before`) in a safe order.
+-- The markers of an argument: itself, or those of an options table (one
+-- level down, as in { offsets = R.buffer }).
+local function markers_of(value)
+  if getmetatable(value) == Marker then return { value } end
+  local found = {}
+  if type(value) == "table" and getmetatable(value) == nil then
+    for _, field in pairs(value) do
+      if getmetatable(field) == Marker then found[#found + 1] = field end
+    end
+  end
+  return found
+end
+
 local function make_objects(env, row)
   local names = {}
   for i = 1, row[2] and row[2].n or 0 do
-    local value = row[2][i]
-    if getmetatable(value) == Marker then names[#names + 1] = value.ref end
+    for _, marker in ipairs(markers_of(row[2][i])) do names[#names + 1] = marker.ref end
   end
   for _, name in ipairs(row.before or {}) do names[#names + 1] = name end
   for pass = 1, 2 do
@@ -295,7 +307,15 @@ local function resolve_args(env, args)
   local out = { n = args.n }
   for i = 1, args.n do
     local value = args[i]
-    if getmetatable(value) == Marker then value = env[value.ref] end
+    if getmetatable(value) == Marker then
+      value = env[value.ref]
+    elseif #markers_of(value) > 0 then
+      local copy = {}
+      for key, field in pairs(value) do
+        copy[key] = getmetatable(field) == Marker and env[field.ref] or field
+      end
+      value = copy
+    end
     out[i] = value
   end
   return out
@@ -308,8 +328,9 @@ function bad.needs_gpu(row)
     if gpu[name] then return true end
   end
   for i = 1, row[2] and row[2].n or 0 do
-    local value = row[2][i]
-    if getmetatable(value) == Marker and gpu[value.ref] then return true end
+    for _, marker in ipairs(markers_of(row[2][i])) do
+      if gpu[marker.ref] then return true end
+    end
   end
   return false
 end

@@ -84,11 +84,33 @@ def check(directory):
     return 0
 
 
+def header_reader():
+    """NumPy's own header reader: numpy.lib.format's before NumPy 2,
+    numpy.lib._format_impl's since (format keeps the public names only)."""
+    reader = getattr(np.lib.format, "_read_array_header", None)
+    if reader is None:
+        try:
+            from numpy.lib import _format_impl
+            reader = getattr(_format_impl, "_read_array_header", None)
+        except ImportError:
+            reader = None
+    if reader is not None:
+        return reader
+    public = {(1, 0): np.lib.format.read_array_header_1_0,
+              (2, 0): np.lib.format.read_array_header_2_0}
+
+    def read(f, version):
+        if version not in public:
+            raise ValueError("no public NumPy reader for a version %s header" % (version,))
+        return public[version](f)
+    return read
+
+
 def header_of(path):
-    """The header's fortran_order, shape and dtype, as NumPy reads them."""
+    """The header's shape, fortran_order and dtype, as NumPy reads them."""
     with open(path, "rb") as f:
         version = np.lib.format.read_magic(f)
-        return np.lib.format._read_array_header(f, version)
+        return header_reader()(f, version)
 
 
 def verdicts(directory):

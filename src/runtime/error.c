@@ -185,8 +185,8 @@ int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const c
 void gpurun_check_not_in_host_call(lua_State *L, const char *what)
 {
     if (__builtin_expect(gpurun_in_host_call(), 0))
-        gpurun_error(L, "a host callback must not call into the GPU (it runs while the GPU waits "
-                        "for it): %s refused", what);
+        gpurun_error(L, "a host callback must not call into the GPU (it runs while the script "
+                        "waits for the GPU): %s refused", what);
 }
 
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)

@@ -855,6 +855,9 @@ static int graph_set_args(lua_State *L)
     for (int i = 0; i < given; i++)
         if (gpurun_to_tagged(L, 3 + i, &gpurun_buffer_tag))
             keep(L, 3 + i);
+    /* Keeping grows the kept list, which can run a finalizer too. */
+    graph = check_graph(L, 1);
+    launch = check_kernel_node(L, graph, 2, &kernel);
     memcpy(launch->storage, packed, kernel->storage_size);
     set_kernel_node(L, graph, 2, launch);
     lua_settop(L, 1);
@@ -886,8 +889,12 @@ static int graph_set_arg(lua_State *L)
         gpurun_check_kernel_open(L, kernel);
     }
     gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
-    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag))
+    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag)) {
         keep(L, 4);
+        /* Keeping grows the kept list, which can run a finalizer too. */
+        graph = check_graph(L, 1);
+        launch = check_kernel_node(L, graph, 2, &kernel);
+    }
     memcpy(launch->storage + kernel->param_offsets[i], slot, kernel->param_sizes[i]);
     set_kernel_node(L, graph, 2, launch);
     lua_settop(L, 1);

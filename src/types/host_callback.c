@@ -4,8 +4,9 @@
  *
  * It runs on the main thread, while the script waits for the GPU
  * (Stream:sync, Event:sync, a buffer read, a pipeline's wait): the
- * driver's thread only says it is reached, and the stream's later work
- * waits until fn has returned. fn must not call into the GPU; gpurun
+ * driver's thread only says it is reached and goes on, so the stream's
+ * later work does not wait for fn (runtime/host_calls.c says why). fn must
+ * not call into the GPU; gpurun
  * refuses launches, allocations and waits inside it. An error it raises is
  * raised by the wait that ran it. A callback with runs queued is kept
  * alive until they are done, and refuses to close. */

@@ -7,6 +7,8 @@
 --   combine_one_stream   scale, shift and combine on one stream
 --   combine_two_streams  shift on a second stream, joined by Stream:wait
 --   combine_graph        the two-stream version captured (split and join)
+--   combine_copy_graph   the same with a copy first on the second branch,
+--                        as dag.lua's (b copied, then shifted)
 -- Every result is checked exactly; exit 0 when all are right.
 local gpurun = require("gpurun")
 
@@ -21,6 +23,7 @@ extern "C" __global__ void name(const float *x, const float *y, float *out, size
 COMBINE(combine_one_stream)
 COMBINE(combine_two_streams)
 COMBINE(combine_graph)
+COMBINE(combine_copy_graph)
 ]]
 
 local device = gpurun.Device(0):set_current()
@@ -79,6 +82,26 @@ do
   local graph <close> = builder:complete()
   graph:launch(main)
   check("combine_graph", r)
+end
+
+do
+  local b_copy <close> = gpurun.empty(n)
+  local x <close> = gpurun.empty(n)
+  local y <close> = gpurun.empty(n)
+  local r <close> = gpurun.empty(n)
+  local combine = code:get_kernel("combine_copy_graph")
+  local builder <close> = main:create_graph_builder()
+  builder:begin_building()
+  local branch, other = builder:split(2)
+  b_copy:copy_from(b, other)
+  gpurun.launch(other, config, shift, b_copy, y, 0.5, n)
+  gpurun.launch(branch, config, scale, a, x, 2.0, n)
+  gpurun.join(branch, other)
+  gpurun.launch(branch, config, combine, x, y, r, n)
+  builder:end_building()
+  local graph <close> = builder:complete()
+  graph:launch(main)
+  check("combine_copy_graph", r)
 end
 
 os.exit(wrong == 0, true)
