@@ -20,9 +20,16 @@
 #   bench          the main job at two sizes, the fused comparison against
 #                  CuPy and torch.compile, the sweep and the breakdown,
 #                  gpurun against pure C, start-up, copy bandwidth
-#   (none)         all three, in that order
+#   compare        the issues' comparisons, every side in one run each:
+#                  allocation (bench/alloc_compare.sh: C, cuda.core, CuPy,
+#                  torch), reductions and scans (bench/reduce_compare.sh:
+#                  CUB, CuPy, torch), declared pipelines against hand-built
+#                  graphs (bench/pipeline_compare.lua), changing a graph's
+#                  scalar (bench/graph_update.lua) and the cost of a method
+#                  call (bench/method_call.lua)
+#   (none)         all four, in that order
 #
-#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench]
+#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
 #
 # Every part first prints `git rev-parse HEAD`. Logs (and the sweep's files)
 # go to $GPURUN_CHECK_LOGS (default gpu-check/); builds to build-gpu/ (and
@@ -330,6 +337,23 @@ part_bench() {
   "$bin" bench/bandwidth.lua --c-bench "$build/bench/bandwidth_c" 2>&1 | tee "$logs/bandwidth.log"
 }
 
+part_compare() {
+  step "benchmark: allocation and free, C, cuda.core, CuPy, torch and gpurun"
+  GPURUN_BIN=$bin ALLOC_C=$build/bench/alloc_compare_c bench/alloc_compare.sh 2>&1 \
+    | tee "$logs/alloc-compare.log"
+  step "benchmark: reductions and scans against CUB, CuPy and torch"
+  BUILD=$build bench/reduce_compare.sh 2>&1 | tee "$logs/reduce-compare.log"
+  step "benchmark: declared pipelines against hand-built graphs"
+  "$bin" bench/pipeline_compare.lua 2>&1 | tee "$logs/pipeline-compare.log"
+  echo "exit ${PIPESTATUS[0]}"
+  step "benchmark: one scalar of a graph changed three ways"
+  "$bin" bench/graph_update.lua 2>&1 | tee "$logs/graph-update.log"
+  echo "exit ${PIPESTATUS[0]}"
+  step "benchmark: a method call and a field read from Lua"
+  "$bin" bench/method_call.lua 2>&1 | tee "$logs/method-call.log"
+  echo "exit ${PIPESTATUS[0]}"
+}
+
 # Sourced (by a spec that tries the error parsing), define only.
 [[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
 part=${1:-all}
@@ -338,6 +362,7 @@ case "$part" in
   suite) build_gpu; part_suite "$@" ;;
   sanitizers) build_gpu; part_sanitizers ;;
   bench) build_gpu; part_bench ;;
-  all) build_gpu; part_suite; part_sanitizers; part_bench ;;
-  *) sed -n '2,32p' "$0"; exit 2 ;;
+  compare) build_gpu; part_compare ;;
+  all) build_gpu; part_suite; part_sanitizers; part_bench; part_compare ;;
+  *) sed -n '2,37p' "$0"; exit 2 ;;
 esac

@@ -499,12 +499,13 @@ function Pipeline:node_arguments(...)
   if #self.temporaries > 0 then
     return nil
   end
+  local shape = shape_of(self, ...)
   local list = {}
   for position, kernel in ipairs(self.kernels) do
     if not kernel.node_arguments then
       return nil
     end
-    list[position] = kernel:node_arguments(pick(self, kernel, ...))[1]
+    list[position] = kernel:node_arguments(pick(self, kernel, shape, ...))[1]
   end
   return list
 end
