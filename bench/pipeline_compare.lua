@@ -112,6 +112,18 @@ local function replay_us(stream, step)
   return result.us_per_iter
 end
 
+-- A graph's nodes and edges as one line: "1 memcpy; 2 kernel shift <- 1; ...".
+local dag_structures
+local function structure(graph)
+  local parts = {}
+  for _, node in ipairs(graph:nodes()) do
+    local text = ("%d %s%s"):format(node.index, node.kind, node.name and (" " .. node.name) or "")
+    if #node.dependencies > 0 then text = text .. " <- " .. table.concat(node.dependencies, ",") end
+    parts[#parts + 1] = text
+  end
+  return table.concat(parts, "; ")
+end
+
 local function gpu_rows(device)
   local stream <close> = device:create_stream()
   gpurun.set_current_stream(stream)
@@ -158,6 +170,7 @@ local function gpu_rows(device)
     assert(dag_result[i] == hand_result[i], "dag: the declared graph's result differs")
   end
   assert(dag_graph.node_count == hand_dag.node_count, "dag: the node counts differ")
+  dag_structures = { declared = structure(dag_graph), hand = structure(hand_dag) }
   local hand = replay_us(stream, function(s) hand_dag:launch(s) end)
   local declared = replay_us(stream, function(s) dag_graph:launch(s) end)
   row({ key = "replay_dag", what = ("dag.lua's DAG (%d nodes), graph replay"):format(dag_graph.node_count),
@@ -299,6 +312,10 @@ for _, entry in ipairs(rows) do
   io.write(("%-78s %12.3f %12s %8s  %s%s\n"):format(entry.what .. " (" .. entry.unit .. ")", entry.declared,
     entry.hand and ("%.3f"):format(entry.hand) or "-", ratio and ("%.3f"):format(ratio) or "-",
     entry.target, entry.ok == nil and "" or (entry.ok and "  ok" or "  MISSED")))
+end
+if dag_structures then
+  io.write(("\ndag.lua's DAG, declared: %s\n               by hand:  %s\n"):format(
+    dag_structures.declared, dag_structures.hand))
 end
 if overlap_timeline then
   io.write("\nTimeline of the two branches, run stage by stage (events around each kernel):\n")

@@ -527,7 +527,7 @@ for _, name in ipairs{ "inclusive_scan", "exclusive_scan" } do
   row(label, A(R.stream, R.buffer, R.buffer, "sum", { deterministic = 1 }), "bad argument #5 to " .. fname
       .. " (options.deterministic must be a boolean, got number)")
   row(label, A(R.stream, R.buffer, R.buffer, "sum", { nope = 1 }), "bad argument #5 to " .. fname
-      .. " (unknown option 'nope' (known: block, deterministic, identity, items))")
+      .. " (unknown option 'nope' (known: identity, deterministic, block, items))")
 end
 row("gpurun.select", A(R.stream, R.buffer, 5), "bad argument #3 to 'gpurun.select' (predicate: a C expression of x (and i) expected, got number)")
 row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer_i32, R.buffer_i32),
@@ -546,7 +546,8 @@ row("HostCallback:launch", A(R.callback), arg_error(1, "launch", "gpurun.Stream 
 row("HostCallback:launch", A(R.callback, 5), arg_error(1, "launch", "gpurun.Stream or gpurun.GraphBuilder expected, got number"))
 row("HostCallback:launch", A(R.callback, R.closed_stream), "attempt to use a closed gpurun.Stream")
 row("HostCallback:launch", A(R.callback, R.builder), "GraphBuilder is not building (it is idle)")
-row("HostCallback:launch", A(R.callback, R.body), "a conditional body may run any number of times", { gpu = true })
+row("HostCallback:launch", A(R.callback, R.body), "GraphBuilder is not building (it is idle)", { gpu = true })
+row("HostCallback:launch", A(R.callback, R.building_body), "a conditional body may run any number of times", { gpu = true })
 row("HostCallback:close", nil, "gpurun.HostCallback is used by 1 graph(s) or graph builder(s); close them first",
   { gpu = true, before = { "callback", "building" }, call = function(env)
     env.callback:launch(env.building)
@@ -1102,7 +1103,7 @@ row("Graph:set_arg", A(R.graph, 1, 5, 1), arg_error(2, "set_arg", "argument posi
 row("Graph:set_arg", A(R.graph, 1, 4, "x"), "kernel 'vec_add' parameter 4")
 row("Graph:set_arg", A(R.graph, 1, 4, 1.5), "kernel 'vec_add' parameter 4")
 row("Graph:set_arg", A(R.graph, 1, 1, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
-row("Graph:set_arg", A(R.graph, 9, 1, 1), arg_error(1, "set_arg", "node index 9 out of range"))
+row("Graph:set_arg", A(R.graph, 9, 1, 1), arg_error(1, "set_arg", "node index 9 out of range (1..1)"))
 row("Graph:set_config", A(R.graph, 1), arg_error(2, "set_config", "gpurun.LaunchConfig expected, got no value"))
 row("Graph:set_config", A(R.graph, 1, R.config_big_shmem), "bytes of dynamic shared memory")
 row("Graph:set_enabled", A(R.graph, 1), arg_error(2, "set_enabled", "boolean expected, got no value"))

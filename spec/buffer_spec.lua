@@ -373,22 +373,37 @@ describe("gpurun.Buffer", function()
   it("frees what it allocates: 10,000 cycles leave free memory where it was #gpu", function()
     gpurun.empty(MiB):close() -- let the allocator set itself up first
     collectgarbage("collect")
-    local before = gpurun.mem_info()
-    for _ = 1, 10000 do
-      local buffer = gpurun.empty(1 << 16, "float32")
-      buffer:close()
+    -- Free memory is the device's: another process on the GPU (the
+    -- sanitizer runs share it) moves it too. A leak here is 2.4 GiB a try
+    -- and stays, so one try in three that ends where it began is enough.
+    local function try(cycle)
+      local before = gpurun.mem_info()
+      cycle()
+      local moved = before - gpurun.mem_info()
+      return math.abs(moved) <= 4 * MiB, moved
     end
-    local after = gpurun.mem_info()
-    assert.is_true(math.abs(before - after) <= 4 * MiB,
-      ("free memory moved by %.1f MiB after closing"):format((before - after) / MiB))
-    for _ = 1, 100 do
-      gpurun.empty(4 * MiB, "float32") -- 16 MiB each, left to the collector
+    local function settles(what, cycle)
+      local moves = {}
+      for attempt = 1, 3 do
+        local ok, moved = try(cycle)
+        if ok then return end
+        moves[attempt] = ("%.1f"):format(moved / MiB)
+      end
+      error(("free memory moved by %s MiB after %s (three tries)"):format(table.concat(moves, ", "), what))
     end
-    collectgarbage("collect")
-    collectgarbage("collect")
-    after = gpurun.mem_info()
-    assert.is_true(math.abs(before - after) <= 4 * MiB,
-      ("free memory moved by %.1f MiB after collecting"):format((before - after) / MiB))
+    settles("closing", function()
+      for _ = 1, 10000 do
+        local buffer = gpurun.empty(1 << 16, "float32")
+        buffer:close()
+      end
+    end)
+    settles("collecting", function()
+      for _ = 1, 100 do
+        gpurun.empty(4 * MiB, "float32") -- 16 MiB each, left to the collector
+      end
+      collectgarbage("collect")
+      collectgarbage("collect")
+    end)
   end)
 
   it("raises a driver error naming the size when allocation fails #gpu", function()

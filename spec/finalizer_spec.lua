@@ -56,6 +56,12 @@ local function expect(body, pattern)
   assert(result.code ~= 3, "the finalizer ran before the call: the trap missed\n" .. result.stderr)
   assert(result.code ~= 4, "the finalizer never ran: the trap missed\n" .. result.stderr)
   assert.are.equal(0, result.code, result.stdout .. result.stderr)
+  if type(pattern) == "table" then -- any of several outcomes
+    for _, one in ipairs(pattern) do
+      if result.stdout:match(one) then return end
+    end
+    error("the output matches none of the outcomes: " .. result.stdout)
+  end
   assert.matches(pattern, result.stdout)
 end
 
@@ -121,7 +127,11 @@ local b = gpurun.zeros(64, "float32")
 trapped(graph, graph.set_arg, graph, 1, 3, b)
 b:close() -- counted for no graph
 still_works()
-]], "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$")
+]], -- The collector steps at the first API call that checks it: keeping a
+    -- buffer (lua_rawseti) does not, so the graph may close just after the
+    -- call instead. Either way b is counted by no graph and closes.
+    { "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$",
+      "^true\tgpurun%.Graph%(closed%)\nstill works\n$" })
     end)
 
     it("Graph:nodes: its nodes destroyed while listing them #gpu", function()

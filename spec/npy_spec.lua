@@ -52,8 +52,8 @@ describe("gpurun.npy", function()
     local dims = {}
     for i = 1, 32 do dims[i] = 1 end
     assert.are.equal(32, #assert(npy.parse(npy.header("uint8", dims))).shape)
-    dims[33] = 1 -- NumPy reads 32 dimensions at most: gpurun writes no file it would refuse
-    assert.are.same({ nil, "the shape has 33 dimensions: NumPy reads 32 at most" }, { npy.header("uint8", dims) })
+    dims[33] = 1 -- NumPy 1 reads 32 dimensions at most: gpurun writes no file it would refuse
+    assert.are.same({ nil, "the shape has 33 dimensions: NumPy 1 reads 32 at most" }, { npy.header("uint8", dims) })
   end)
 
   it("reads format 2.0 and 3.0 headers, NumPy's spare spaces, double quotes and Python 2 longs", function()

@@ -28,8 +28,9 @@ local ALIGN = 64 -- NumPy aligns the data to 64 bytes
 -- NumPy's _MAX_HEADER_SIZE: np.load refuses a longer header (in characters,
 -- after decoding) unless told to trust the file.
 local MAX_HEADER_CHARS = 10000
--- NumPy 1.x's NPY_MAXDIMS (2.x reads 64): the dimensions of an array.
-local MAX_DIMS = 32
+-- The dimensions of an array: NumPy 2 reads 64 (its NPY_MAXDIMS), NumPy 1
+-- only 32, so gpurun reads what NumPy 2 does and writes what both read.
+local MAX_READ_DIMS, MAX_WRITE_DIMS = 64, 32
 -- The versions NumPy reads: the header length's format, and the header's
 -- encoding (Latin-1 in 1.0 and 2.0, UTF-8 in 3.0).
 local VERSIONS = {
@@ -142,8 +143,8 @@ function npy.header(dtype, shape)
   if not descr then return nil, why end
   local _, bad = npy.count(shape)
   if bad then return nil, bad end
-  if #shape > MAX_DIMS then
-    return nil, ("the shape has %d dimensions: NumPy reads %d at most"):format(#shape, MAX_DIMS)
+  if #shape > MAX_WRITE_DIMS then
+    return nil, ("the shape has %d dimensions: NumPy 1 reads %d at most"):format(#shape, MAX_WRITE_DIMS)
   end
   local dict = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }"):format(descr, shape_text(shape))
   for version, length_format in ipairs({ "<I2", "<I4" }) do
@@ -168,8 +169,9 @@ end
 -- The shape from the header's value, as a sequence of dimensions.
 local function read_shape(value)
   if value.kind ~= "tuple" then return nil, "the header's shape is not a tuple of integers" end
-  if #value.items > MAX_DIMS then
-    return nil, ("the header's shape has %d dimensions: NumPy reads %d at most"):format(#value.items, MAX_DIMS)
+  if #value.items > MAX_READ_DIMS then
+    return nil, ("the header's shape has %d dimensions: NumPy reads %d at most"):format(#value.items,
+                                                                                      MAX_READ_DIMS)
   end
   local shape = {}
   for i, item in ipairs(value.items) do

@@ -228,6 +228,11 @@ GPU_FACTORIES = {
   body = function(env) -- an idle conditional body of `building`
     return env.building:if_then(env.condition)
   end,
+  building_body = function(env) -- a conditional body of `building`, capturing
+    local body = env.building:if_then(env.condition)
+    body:begin_building()
+    return body
+  end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
   pool = function() current_device(); return gpurun.MemoryPool() end,
@@ -273,7 +278,7 @@ end
 -- while a graph is being built.
 local CAPTURING = {
   building = true, other_building = true, condition = true, closed_condition = true,
-  other_condition = true, body = true,
+  other_condition = true, body = true, building_body = true,
 }
 
 -- Makes the objects a row names (its markers and `before`) in a safe order.

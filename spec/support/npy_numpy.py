@@ -18,7 +18,8 @@ for gpurun to load, and a check of the files gpurun saved.
                            header: fortran, header_shape and plain (a dtype
                            with no fields or subarray) when it loads, else
                            error; dimensions as strings (JSON's numbers are
-                           doubles)
+                           doubles); numpy_major and python ("3.12") on
+                           every line
 
 write and check print OK and exit 0, or print each difference and exit 1.
 """
@@ -130,6 +131,8 @@ def verdicts(directory):
         except Exception as error:  # any refusal, whatever NumPy raised
             verdict = {"name": name, "ok": False,
                        "error": "%s: %s" % (type(error).__name__, str(error)[:200])}
+        verdict["numpy_major"] = int(np.__version__.split(".")[0])
+        verdict["python"] = "%d.%d" % sys.version_info[:2]
         print(json.dumps(verdict))
     return 0
 

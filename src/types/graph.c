@@ -872,9 +872,9 @@ static int graph_set_arg(lua_State *L)
 {
     struct graph *graph = check_graph(L, 1);
     const struct gpurun_kernel *kernel;
-    lua_settop(L, 4);
     struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
     lua_Integer k = gpurun_check_integer(L, 3, "integer argument position");
+    lua_settop(L, 4);
     if (k < 1 || k > kernel->param_count)
         return gpurun_arg_error(L, 3, "argument position %I out of range (kernel '%s' takes %d)",
                                 (LUAI_UACINT)k, kernel->name, kernel->param_count);

@@ -2,17 +2,22 @@
 -- another stream. scripts/dag.lua, bench/graph_update.lua and
 -- bench/pipeline_compare.lua read, in `combine`, two buffers written just
 -- before by kernels on two streams, and initcheck called the reads
--- uninitialized. The same pipeline here three ways, each with a combine
+-- uninitialized. The same pipeline here five ways, each with a combine
 -- kernel of its own name so that a report says which way it came from:
 --   combine_one_stream   scale, shift and combine on one stream
 --   combine_two_streams  shift on a second stream, joined by Stream:wait
 --   combine_graph        the two-stream version captured (split and join)
 --   combine_copy_graph   the same with a copy first on the second branch,
 --                        as dag.lua's (b copied, then shifted)
+--   combine_copy_streams dag.lua's two_streams() as it is: the copy and
+--                        shift on the second stream, the current stream
+--                        set, eight rounds (its warm-up and iterations);
+--                        at 906f741 initcheck's reports in dag.lua came
+--                        from a cuLaunchKernel of combine, not a graph
 -- Every result is checked exactly; exit 0 when all are right.
 local gpurun = require("gpurun")
 
--- scripts/dag.lua's kernels, and combine again under three names.
+-- scripts/dag.lua's kernels, and combine again under five names.
 local KERNELS = require("gpurun.samples.kernels").source("dag") .. [[
 #define COMBINE(name) \
 extern "C" __global__ void name(const float *x, const float *y, float *out, size_t n) \
@@ -24,6 +29,7 @@ COMBINE(combine_one_stream)
 COMBINE(combine_two_streams)
 COMBINE(combine_graph)
 COMBINE(combine_copy_graph)
+COMBINE(combine_copy_streams)
 ]]
 
 local device = gpurun.Device(0):set_current()
@@ -38,70 +44,66 @@ local b <close> = gpurun.full(n, 2.0, "float32")
 local expected = 2.0 * 1.0 + (2.0 + 0.5)
 local wrong = 0
 
-local function check(name, r)
+-- One way: fresh buffers (b_copy, x, y, r: none written yet), its own
+-- combine kernel, run(...) queuing the work, then the check and the frees.
+local function way(name, run)
+  local b_copy, x, y, r = gpurun.empty(n), gpurun.empty(n), gpurun.empty(n), gpurun.empty(n)
+  run(code:get_kernel(name), b_copy, x, y, r)
+  side:sync()
   main:sync()
   local mismatches = gpurun.compare(r, expected, 0, 0).mismatches
   print(("%s: %d of %d wrong"):format(name, mismatches, n))
   wrong = wrong + mismatches
+  for _, buffer in ipairs({ b_copy, x, y, r }) do buffer:close() end
 end
 
-do
-  local x <close> = gpurun.empty(n)
-  local y <close> = gpurun.empty(n)
-  local r <close> = gpurun.empty(n)
+-- The two branches captured from a builder split in two, then launched;
+-- with_copy puts dag.lua's copy of b first on the second branch.
+local function graph_way(combine, b_copy, x, y, r, with_copy)
+  local builder <close> = main:create_graph_builder()
+  builder:begin_building()
+  local branch, other = builder:split(2)
+  local source = b
+  if with_copy then
+    b_copy:copy_from(b, other)
+    source = b_copy
+  end
+  gpurun.launch(other, config, shift, source, y, 0.5, n)
+  gpurun.launch(branch, config, scale, a, x, 2.0, n)
+  gpurun.join(branch, other)
+  gpurun.launch(branch, config, combine, x, y, r, n)
+  builder:end_building()
+  local graph <close> = builder:complete()
+  graph:launch(main)
+  main:sync()
+end
+
+way("combine_one_stream", function(combine, _, x, y, r)
   gpurun.launch(main, config, scale, a, x, 2.0, n)
   gpurun.launch(main, config, shift, b, y, 0.5, n)
-  gpurun.launch(main, config, code:get_kernel("combine_one_stream"), x, y, r, n)
-  check("combine_one_stream", r)
-end
+  gpurun.launch(main, config, combine, x, y, r, n)
+end)
 
-do
-  local x <close> = gpurun.empty(n)
-  local y <close> = gpurun.empty(n)
-  local r <close> = gpurun.empty(n)
+way("combine_two_streams", function(combine, _, x, y, r)
   gpurun.launch(side, config, shift, b, y, 0.5, n)
   gpurun.launch(main, config, scale, a, x, 2.0, n)
   main:wait(side)
-  gpurun.launch(main, config, code:get_kernel("combine_two_streams"), x, y, r, n)
-  check("combine_two_streams", r)
-end
+  gpurun.launch(main, config, combine, x, y, r, n)
+end)
 
-do
-  local x <close> = gpurun.empty(n)
-  local y <close> = gpurun.empty(n)
-  local r <close> = gpurun.empty(n)
-  local combine = code:get_kernel("combine_graph")
-  local builder <close> = main:create_graph_builder()
-  builder:begin_building()
-  local branch, other = builder:split(2)
-  gpurun.launch(other, config, shift, b, y, 0.5, n)
-  gpurun.launch(branch, config, scale, a, x, 2.0, n)
-  gpurun.join(branch, other)
-  gpurun.launch(branch, config, combine, x, y, r, n)
-  builder:end_building()
-  local graph <close> = builder:complete()
-  graph:launch(main)
-  check("combine_graph", r)
-end
+way("combine_graph", function(...) graph_way(...) end)
+way("combine_copy_graph", function(combine, b_copy, x, y, r) graph_way(combine, b_copy, x, y, r, true) end)
 
-do
-  local b_copy <close> = gpurun.empty(n)
-  local x <close> = gpurun.empty(n)
-  local y <close> = gpurun.empty(n)
-  local r <close> = gpurun.empty(n)
-  local combine = code:get_kernel("combine_copy_graph")
-  local builder <close> = main:create_graph_builder()
-  builder:begin_building()
-  local branch, other = builder:split(2)
-  b_copy:copy_from(b, other)
-  gpurun.launch(other, config, shift, b_copy, y, 0.5, n)
-  gpurun.launch(branch, config, scale, a, x, 2.0, n)
-  gpurun.join(branch, other)
-  gpurun.launch(branch, config, combine, x, y, r, n)
-  builder:end_building()
-  local graph <close> = builder:complete()
-  graph:launch(main)
-  check("combine_copy_graph", r)
-end
+way("combine_copy_streams", function(combine, b_copy, x, y, r)
+  gpurun.set_current_stream(main)
+  for _ = 1, 8 do
+    b_copy:copy_from(b, side)
+    gpurun.launch(side, config, shift, b_copy, y, 0.5, n)
+    gpurun.launch(main, config, scale, a, x, 2.0, n)
+    main:wait(side)
+    gpurun.launch(main, config, combine, x, y, r, n)
+  end
+  gpurun.set_current_stream(nil)
+end)
 
 os.exit(wrong == 0, true)
