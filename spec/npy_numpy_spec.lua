@@ -289,6 +289,14 @@ local VERSIONED = {
   function(numpy, ours)
     return not numpy.ok and ours.ok and numpy.numpy_major < 2 and #ours.shape > 32
   end,
+  -- A header that starts with a carriage return: Python 3.12 reads it as
+  -- a blank first line; under 3.11 NumPy's _filter_header fails on it,
+  -- and gpurun refuses it as 3.11 does.
+  function(numpy, ours)
+    local python_minor = math.tointeger(tonumber(numpy.python:match("^3%.(%d+)$")))
+    return numpy.ok and not ours.ok and python_minor and python_minor >= 12
+      and ours.error:find("starts with a carriage return", 1, true) ~= nil
+  end,
   -- A version 1.0 or 2.0 header whose padding goes on past its last
   -- newline: Python reads the blanks there as an indent, and NumPy's
   -- _filter_header fallback drops them under Python 3.11 but not 3.12,

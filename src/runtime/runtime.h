@@ -480,7 +480,8 @@ void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index));
 
 /* While a capture is in progress on this thread, the driver refuses calls
  * it counts as unsafe during a capture (reading or setting a memory pool's
- * attributes, making or destroying a pool, allocating on another stream),
+ * attributes, making or destroying a pool, allocating on another stream,
+ * unloading code or destroying a stream, as a finalizer may mid-capture),
  * and the refusal invalidates the capture (cuda-python #2834). Around such
  * a call gpurun switches this thread to the relaxed capture mode, which
  * allows them (cuThreadExchangeStreamCaptureMode), and back after; with no

@@ -872,7 +872,11 @@ static int graph_set_arg(lua_State *L)
 {
     struct graph *graph = check_graph(L, 1);
     const struct gpurun_kernel *kernel;
+    int top = lua_gettop(L);
     struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
+    /* What the lookup pushed goes (the graph's node table keeps it), so that
+     * a missing position reads as one. */
+    lua_settop(L, top);
     lua_Integer k = gpurun_check_integer(L, 3, "integer argument position");
     lua_settop(L, 4);
     if (k < 1 || k > kernel->param_count)

@@ -177,8 +177,12 @@ static int object_code_close(lua_State *L)
     code->header.closed = 1;
     if (code->library && cuda.cuLibraryUnload) {
         /* Unloading fails only for a dead context or a bad handle; either
-         * way the library is gone for this process. */
+         * way the library is gone for this process. The collector may close
+         * code while another graph is being captured, where the driver
+         * counts an unload as unsafe and would end that capture. */
+        struct gpurun_relaxed relaxed = gpurun_relax_captures();
         (void)CUDA_CALL(cuLibraryUnload, code->library);
+        gpurun_restore_captures(relaxed);
     }
     code->library = NULL;
     ptx_signatures_free(&code->signatures);

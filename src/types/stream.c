@@ -159,7 +159,11 @@ static int stream_close(lua_State *L)
         (void)CUDA_CALL(cuEventDestroy, stream->order_event);
         stream->order_event = NULL;
     }
+    /* As for unloading code (types/object_code.c): a stream collected
+     * while another is being captured must not end that capture. */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
     (void)CUDA_CALL(cuStreamDestroy, stream->handle);
+    gpurun_restore_captures(relaxed);
     gpurun_leave_context(previous);
     stream->handle = NULL;
     return 0;
