@@ -188,4 +188,29 @@ describe("GraphBuilder: split, join, events and nodes", function()
     assert.is_true(gpurun.allclose(wide, 0, 0, 0))
   end)
 
+  it("keeps capturing when the collector unloads code or destroys a stream mid-capture #gpu", function()
+    -- A finalizer runs wherever the collector steps, inside a capture too;
+    -- the driver counts an unload and a stream's destruction as unsafe
+    -- there, and refusing them would end the capture (the race spec's
+    -- replays of 200 pipelines failed so at 1249b0a).
+    local options = gpurun.ProgramOptions{ arch = "sm_" .. device.arch }
+    local x = gpurun.full(N, 1, "float32")
+    local n = gpurun.u64(N)
+    do -- made, used and dropped before the capture
+      local code = gpurun.Program(kernels.SOURCE, "c++", options):compile("cubin")
+      code:get_kernel("vec_add")
+      device:create_stream()
+    end
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    collectgarbage("collect") -- the code and the stream go now, mid-capture
+    collectgarbage("collect")
+    gpurun.launch(builder, config, kernel, x, x, x, n)
+    builder:end_building()
+    local graph <close> = builder:complete()
+    graph:launch(stream)
+    stream:sync()
+    assert.is_true(all(x, 2))
+  end)
+
 end)

@@ -2,7 +2,7 @@
 -- another stream. scripts/dag.lua, bench/graph_update.lua and
 -- bench/pipeline_compare.lua read, in `combine`, two buffers written just
 -- before by kernels on two streams, and initcheck called the reads
--- uninitialized. The same pipeline here five ways, each with a combine
+-- uninitialized. The same pipeline here seven ways, each with a combine
 -- kernel of its own name so that a report says which way it came from:
 --   combine_one_stream   scale, shift and combine on one stream
 --   combine_two_streams  shift on a second stream, joined by Stream:wait
@@ -13,11 +13,16 @@
 --                        shift on the second stream, the current stream
 --                        set, eight rounds (its warm-up and iterations);
 --                        at 906f741 initcheck's reports in dag.lua came
---                        from a cuLaunchKernel of combine, not a graph
+--                        from a cuLaunchKernel of combine (a graph's
+--                        kernel node shows its capture's cuLaunchKernel)
+--   combine_updated_graph  the copy graph, launched, then updated from a
+--                        new capture of it (graph:update) and launched
+--   combine_set_args_graph the copy graph, launched, then its scale node's
+--                        arguments set again (graph:set_args) and launched
 -- Every result is checked exactly; exit 0 when all are right.
 local gpurun = require("gpurun")
 
--- scripts/dag.lua's kernels, and combine again under five names.
+-- scripts/dag.lua's kernels, and combine again under seven names.
 local KERNELS = require("gpurun.samples.kernels").source("dag") .. [[
 #define COMBINE(name) \
 extern "C" __global__ void name(const float *x, const float *y, float *out, size_t n) \
@@ -30,6 +35,8 @@ COMBINE(combine_two_streams)
 COMBINE(combine_graph)
 COMBINE(combine_copy_graph)
 COMBINE(combine_copy_streams)
+COMBINE(combine_updated_graph)
+COMBINE(combine_set_args_graph)
 ]]
 
 local device = gpurun.Device(0):set_current()
@@ -57,10 +64,9 @@ local function way(name, run)
   for _, buffer in ipairs({ b_copy, x, y, r }) do buffer:close() end
 end
 
--- The two branches captured from a builder split in two, then launched;
--- with_copy puts dag.lua's copy of b first on the second branch.
-local function graph_way(combine, b_copy, x, y, r, with_copy)
-  local builder <close> = main:create_graph_builder()
+-- The two branches captured from a builder split in two; with_copy puts
+-- dag.lua's copy of b first on the second branch.
+local function capture(builder, combine, b_copy, x, y, r, with_copy)
   builder:begin_building()
   local branch, other = builder:split(2)
   local source = b
@@ -73,9 +79,21 @@ local function graph_way(combine, b_copy, x, y, r, with_copy)
   gpurun.join(branch, other)
   gpurun.launch(branch, config, combine, x, y, r, n)
   builder:end_building()
+end
+
+-- That graph, launched; then changed as change(graph, ...) says and
+-- launched again.
+local function graph_way(combine, b_copy, x, y, r, with_copy, change)
+  local builder <close> = main:create_graph_builder()
+  capture(builder, combine, b_copy, x, y, r, with_copy)
   local graph <close> = builder:complete()
   graph:launch(main)
   main:sync()
+  if change then
+    change(graph, combine, b_copy, x, y, r)
+    graph:launch(main)
+    main:sync()
+  end
 end
 
 way("combine_one_stream", function(combine, _, x, y, r)
@@ -93,6 +111,22 @@ end)
 
 way("combine_graph", function(...) graph_way(...) end)
 way("combine_copy_graph", function(combine, b_copy, x, y, r) graph_way(combine, b_copy, x, y, r, true) end)
+
+way("combine_updated_graph", function(combine, b_copy, x, y, r)
+  graph_way(combine, b_copy, x, y, r, true, function(graph)
+    local again <close> = main:create_graph_builder()
+    capture(again, combine, b_copy, x, y, r, true)
+    graph:update(again)
+  end)
+end)
+
+way("combine_set_args_graph", function(combine, b_copy, x, y, r)
+  graph_way(combine, b_copy, x, y, r, true, function(graph)
+    for _, node in ipairs(graph:nodes()) do
+      if node.name == "scale" then graph:set_args(node.index, a, x, 2.0, n) end
+    end
+  end)
+end)
 
 way("combine_copy_streams", function(combine, b_copy, x, y, r)
   gpurun.set_current_stream(main)
