@@ -46,49 +46,37 @@ local rs = {}
 rs.COMMON = [[
 #ifndef GPURUN_REDUCE_COMMON
 #define GPURUN_REDUCE_COMMON
-// Values of any trivially copyable type move between lanes 4 bytes at a time.
+// Values of any trivially copyable type move between lanes 4 bytes at a
+// time, each word through the same warp shuffle.
+template <typename T, typename Shuffle>
+__device__ __forceinline__ T _gr_shfl_words(const T &value, Shuffle shuffle)
+{
+    constexpr unsigned int words = (sizeof(T) + 3) / 4;
+    unsigned int w[words];
+    w[words - 1] = 0u;
+    memcpy(w, &value, sizeof(T));
+#pragma unroll
+    for (unsigned int k = 0; k < words; k++)
+        w[k] = shuffle(w[k]);
+    T result;
+    memcpy(&result, w, sizeof(T));
+    return result;
+}
+struct _gr_down { unsigned int delta;
+    __device__ unsigned int operator()(unsigned int w) const { return __shfl_down_sync(0xffffffffu, w, delta); } };
+struct _gr_up { unsigned int delta;
+    __device__ unsigned int operator()(unsigned int w) const { return __shfl_up_sync(0xffffffffu, w, delta); } };
+struct _gr_idx { int lane;
+    __device__ unsigned int operator()(unsigned int w) const { return __shfl_sync(0xffffffffu, w, lane); } };
 template <typename T>
 __device__ __forceinline__ T _gr_shfl_down(const T &value, unsigned int delta)
-{
-    constexpr unsigned int words = (sizeof(T) + 3) / 4;
-    unsigned int w[words];
-    w[words - 1] = 0u;
-    memcpy(w, &value, sizeof(T));
-#pragma unroll
-    for (unsigned int k = 0; k < words; k++)
-        w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
-    T result;
-    memcpy(&result, w, sizeof(T));
-    return result;
-}
+{ return _gr_shfl_words(value, _gr_down{delta}); }
 template <typename T>
 __device__ __forceinline__ T _gr_shfl_up(const T &value, unsigned int delta)
-{
-    constexpr unsigned int words = (sizeof(T) + 3) / 4;
-    unsigned int w[words];
-    w[words - 1] = 0u;
-    memcpy(w, &value, sizeof(T));
-#pragma unroll
-    for (unsigned int k = 0; k < words; k++)
-        w[k] = __shfl_up_sync(0xffffffffu, w[k], delta);
-    T result;
-    memcpy(&result, w, sizeof(T));
-    return result;
-}
+{ return _gr_shfl_words(value, _gr_up{delta}); }
 template <typename T>
 __device__ __forceinline__ T _gr_shfl_idx(const T &value, int lane)
-{
-    constexpr unsigned int words = (sizeof(T) + 3) / 4;
-    unsigned int w[words];
-    w[words - 1] = 0u;
-    memcpy(w, &value, sizeof(T));
-#pragma unroll
-    for (unsigned int k = 0; k < words; k++)
-        w[k] = __shfl_sync(0xffffffffu, w[k], lane);
-    T result;
-    memcpy(&result, w, sizeof(T));
-    return result;
-}
+{ return _gr_shfl_words(value, _gr_idx{lane}); }
 // A value another block wrote, read past this multiprocessor's L1 (which
 // is not coherent with other multiprocessors' writes). T is alignas(4).
 template <typename T>
