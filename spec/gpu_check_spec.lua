@@ -114,13 +114,13 @@ describe("tools/gpu-check.sh sanitizers", function()
     assert.matches("^while_graph: compiled relax and decide", result.stdout)
   end)
 
-  it("runs tests/sanitizer/two_streams.lua's pipeline seven ways, all right #gpu", function()
+  it("runs tests/sanitizer/two_streams.lua's pipeline eight ways, all right #gpu", function()
     local result = process.run(q(process.gpurun_bin()) .. " tests/sanitizer/two_streams.lua")
     assert.are.equal(0, result.code, result.stdout .. result.stderr)
     assert.are.equal("combine_one_stream: 0 of 4096 wrong\ncombine_two_streams: 0 of 4096 wrong\n"
       .. "combine_graph: 0 of 4096 wrong\ncombine_copy_graph: 0 of 4096 wrong\n"
       .. "combine_updated_graph: 0 of 4096 wrong\ncombine_set_args_graph: 0 of 4096 wrong\n"
-      .. "combine_copy_streams: 0 of 4096 wrong\n", result.stdout)
+      .. "combine_uploaded_graph: 0 of 4096 wrong\ncombine_copy_streams: 0 of 4096 wrong\n", result.stdout)
   end)
 
   it("runs converge.lua's while graph three times, the same steps each time #gpu", function()

@@ -2,7 +2,7 @@
 -- another stream. scripts/dag.lua, bench/graph_update.lua and
 -- bench/pipeline_compare.lua read, in `combine`, two buffers written just
 -- before by kernels on two streams, and initcheck called the reads
--- uninitialized. The same pipeline here seven ways, each with a combine
+-- uninitialized. The same pipeline here eight ways, each with a combine
 -- kernel of its own name so that a report says which way it came from:
 --   combine_one_stream   scale, shift and combine on one stream
 --   combine_two_streams  shift on a second stream, joined by Stream:wait
@@ -19,7 +19,11 @@
 --                        new capture of it (graph:update) and launched
 --   combine_set_args_graph the copy graph, launched, then its scale node's
 --                        arguments set again (graph:set_args) and launched
--- Every result is checked exactly; exit 0 when all are right.
+--   combine_uploaded_graph the copy graph uploaded (graph:upload) before its
+--                        first launch, as bench.capture and pipelines do
+-- Every result is checked exactly; exit 0 when all are right. With a way's
+-- name as its argument it runs that way alone, so that a process under
+-- initcheck starts from memory no other way wrote.
 local gpurun = require("gpurun")
 
 -- scripts/dag.lua's kernels, and combine again under seven names.
@@ -37,6 +41,7 @@ COMBINE(combine_copy_graph)
 COMBINE(combine_copy_streams)
 COMBINE(combine_updated_graph)
 COMBINE(combine_set_args_graph)
+COMBINE(combine_uploaded_graph)
 ]]
 
 local device = gpurun.Device(0):set_current()
@@ -53,7 +58,10 @@ local wrong = 0
 
 -- One way: fresh buffers (b_copy, x, y, r: none written yet), its own
 -- combine kernel, run(...) queuing the work, then the check and the frees.
+local only, ran = arg[1], false
 local function way(name, run)
+  if only and only ~= name then return end
+  ran = true
   local b_copy, x, y, r = gpurun.empty(n), gpurun.empty(n), gpurun.empty(n), gpurun.empty(n)
   run(code:get_kernel(name), b_copy, x, y, r)
   side:sync()
@@ -83,10 +91,11 @@ end
 
 -- That graph, launched; then changed as change(graph, ...) says and
 -- launched again.
-local function graph_way(combine, b_copy, x, y, r, with_copy, change)
+local function graph_way(combine, b_copy, x, y, r, with_copy, change, upload)
   local builder <close> = main:create_graph_builder()
   capture(builder, combine, b_copy, x, y, r, with_copy)
   local graph <close> = builder:complete()
+  if upload then graph:upload(main) end
   graph:launch(main)
   main:sync()
   if change then
@@ -128,6 +137,10 @@ way("combine_set_args_graph", function(combine, b_copy, x, y, r)
   end)
 end)
 
+way("combine_uploaded_graph", function(combine, b_copy, x, y, r)
+  graph_way(combine, b_copy, x, y, r, true, nil, true)
+end)
+
 way("combine_copy_streams", function(combine, b_copy, x, y, r)
   gpurun.set_current_stream(main)
   for _ = 1, 8 do
@@ -140,4 +153,8 @@ way("combine_copy_streams", function(combine, b_copy, x, y, r)
   gpurun.set_current_stream(nil)
 end)
 
+if not ran then
+  io.stderr:write("two_streams.lua: no way named ", tostring(only), "\n")
+  os.exit(2, true)
+end
 os.exit(wrong == 0, true)
