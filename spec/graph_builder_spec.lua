@@ -196,6 +196,7 @@ describe("GraphBuilder: split, join, events and nodes", function()
     local options = gpurun.ProgramOptions{ arch = "sm_" .. device.arch }
     local x = gpurun.full(N, 1, "float32")
     local n = gpurun.u64(N)
+    local add = kernel("vec_add")
     do -- made, used and dropped before the capture
       local code = gpurun.Program(kernels.SOURCE, "c++", options):compile("cubin")
       code:get_kernel("vec_add")
@@ -205,7 +206,7 @@ describe("GraphBuilder: split, join, events and nodes", function()
     builder:begin_building()
     collectgarbage("collect") -- the code and the stream go now, mid-capture
     collectgarbage("collect")
-    gpurun.launch(builder, config, kernel, x, x, x, n)
+    gpurun.launch(builder, config, add, x, x, x, n)
     builder:end_building()
     local graph <close> = builder:complete()
     graph:launch(stream)

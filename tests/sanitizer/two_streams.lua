@@ -63,6 +63,8 @@ local function way(name, run)
   if only and only ~= name then return end
   ran = true
   local b_copy, x, y, r = gpurun.empty(n), gpurun.empty(n), gpurun.empty(n), gpurun.empty(n)
+  io.stderr:write(("%s: b_copy 0x%x, x 0x%x, y 0x%x, r 0x%x\n"):format(name, b_copy.ptr, x.ptr,
+    y.ptr, r.ptr))
   run(code:get_kernel(name), b_copy, x, y, r)
   side:sync()
   main:sync()
