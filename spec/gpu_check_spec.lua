@@ -108,6 +108,37 @@ describe("tools/gpu-check.sh sanitizers", function()
     assert.are.equal("3\n1\n", result.stdout)
   end)
 
+  it("counts errors past the print limit as listed only when every printed one is", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local printed = "========= Uninitialized __global__ memory read of size 4 bytes\n"
+      .. "=========     at combine+0x140\n=========     by thread (0,0,0) in block (0,0,0)\n=========\n"
+    local function log(name, program, body)
+      local file = assert(io.open(dir .. "/" .. name .. ".log", "w"))
+      file:write("# initcheck " .. program .. ": gpurun " .. program .. "\n========= COMPUTE-SANITIZER\n"
+        .. body .. "# exit 0\n")
+      file:close()
+    end
+    log("listed", "scripts/dag.lua", printed .. printed .. "========= ERROR SUMMARY: 4096 errors\n")
+    log("unlisted", "scripts/axpy.lua", printed .. "========= ERROR SUMMARY: 10 errors\n")
+    local result = with_functions("count_errors " .. q(dir))
+    os.execute("rm -rf " .. q(dir))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("ERROR: initcheck scripts/axpy.lua: Uninitialized __global__ memory read of size 4 bytes\n",
+      result.stdout, 1, true)
+    assert.matches("ERROR: initcheck scripts/axpy.lua: 9 error(s) in the summary not parsed", result.stdout, 1, true)
+    assert.are.equal("compute-sanitizer: 4106 error(s), 4096 listed in tools/compute-sanitizer-expected.txt "
+      .. "(4094 of them past the print limit of runs whose printed errors are all listed), 10 unlisted",
+      result.stdout:match("([^\n]*)\n$"))
+  end)
+
+  it("compiles tests/sanitizer/copy_streams's kernels (dag.lua's) with NVRTC", function()
+    local result = process.run(q(BUILD .. "/tests/copy_streams") .. " --compile-only")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("^copy_streams: compiled scale, shift and combine", result.stdout)
+  end)
+
   it("compiles tests/sanitizer/while_graph's kernels (converge.lua's) with NVRTC", function()
     local result = process.run(q(BUILD .. "/tests/while_graph") .. " --compile-only")
     assert.are.equal(0, result.code, result.stderr)
@@ -121,6 +152,12 @@ describe("tools/gpu-check.sh sanitizers", function()
       .. "combine_graph: 0 of 4096 wrong\ncombine_copy_graph: 0 of 4096 wrong\n"
       .. "combine_updated_graph: 0 of 4096 wrong\ncombine_set_args_graph: 0 of 4096 wrong\n"
       .. "combine_uploaded_graph: 0 of 4096 wrong\ncombine_copy_streams: 0 of 4096 wrong\n", result.stdout)
+  end)
+
+  it("runs dag.lua's two-stream round eight times with the driver alone, right #gpu", function()
+    local result = process.run(q(BUILD .. "/tests/copy_streams") .. " --rounds 8")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("\ncopy_streams: 8 rounds, right\n$", result.stdout)
   end)
 
   it("runs converge.lua's while graph three times, the same steps each time #gpu", function()

@@ -21,6 +21,10 @@
 --                        arguments set again (graph:set_args) and launched
 --   combine_uploaded_graph the copy graph uploaded (graph:upload) before its
 --                        first launch, as bench.capture and pipelines do
+-- Run each way alone, eight at once under initcheck, the ways with the copy
+-- were reported and the others not; tests/sanitizer/copy_streams.c, with no
+-- gpurun in it, is reported the same way (docs/reliability.md, "initcheck
+-- and a copy beside a kernel").
 -- Every result is checked exactly; exit 0 when all are right. With a way's
 -- name as its argument it runs that way alone, so that a process under
 -- initcheck starts from memory no other way wrote.
