@@ -102,9 +102,11 @@ local function check_plan(case, seed)
   -- Edges go forward, and their closure orders every conflicting pair.
   local next_stage = {}
   for i = 1, n do next_stage[i] = {} end
-  for _, e in ipairs(plan.edges) do
-    assert(e.from < e.to, ("seed %d: edge %d -> %d runs backwards"):format(seed, e.from, e.to))
-    next_stage[e.from][#next_stage[e.from] + 1] = e.to
+  local edges = plan.edges
+  for k = 1, #edges.from do
+    local from, to = edges.from[k], edges.to[k]
+    assert(from < to, ("seed %d: edge %d -> %d runs backwards"):format(seed, from, to))
+    next_stage[from][#next_stage[from] + 1] = to
   end
   local reach = closure(n, next_stage)
   local units_reach = closure(#plan.units, schedule_successors(plan))

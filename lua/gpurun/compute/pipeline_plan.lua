@@ -18,16 +18,21 @@
 --   check: one element count, one device, code it can splice).
 --
 -- The plan (everything indexes stages and units by their position):
---   edges       { { from, to, data = name, hazard = "RAW" | "WAR" | "WAW" } }:
---               the ordering each conflicting pair needs, in declaration
---               order (sequential consistency); pairs ordered through
---               others are left out where the frontier shows it
+--   edges       { from = { stage... }, to = { stage... }, data = { name... },
+--               hazard = { "RAW" | "WAR" | "WAW"... }, first = { edge... } },
+--               edge k being from[k] -> to[k] (columns, not a table per
+--               edge: a 1,000-stage plan has thousands), the edges into
+--               stage i being first[i] .. first[i + 1] - 1: the ordering
+--               each conflicting pair needs, in declaration order
+--               (sequential consistency); pairs ordered through others
+--               are left out where the frontier shows it
 --   units       what runs: a stage, or a fusion group of stages, in an
---               order that respects every edge: { stages = { i... },
---               stream, position (on its stream), after = { unit... }
---               (its predecessors), waits = { unit... } (the cross-stream
---               predecessors not already implied), signals (another
---               stream waits for it) }
+--               order that respects every edge: { head (its first stage),
+--               stages = { i... }, unit (its own index), stream, position
+--               (on its stream), after = { unit... } (its predecessors),
+--               waits = { unit... } (the cross-stream predecessors not
+--               already implied), signals (whether another stream waits
+--               for it), group (a fusion group's, below) }
 --   unit_of     stage index -> unit index
 --   streams     { { unit... }... }: what each stream runs, in order
 --   groups      the fusion groups of two or more stages: { unit, stages,
@@ -43,6 +48,12 @@ plan.HAZARD = HAZARD
 local function reads(access) return access.mode ~= "w" end
 local function writes(access) return access.mode ~= "r" end
 
+-- The after and waits lists of a unit that has none: shared, and never
+-- written (the planner makes a list of its own on the first entry).
+local NONE = setmetatable({}, { __newindex = function()
+  error("gpurun.pipeline: a unit's shared empty list written (a planner bug)", 2)
+end })
+
 -- ---- hazards ------------------------------------------------------------------
 
 -- Per address space, the byte ranges each stage accessed that no later
@@ -52,67 +63,86 @@ local function writes(access) return access.mode ~= "r" end
 -- the rest, in up to two pieces): anything that conflicts there later
 -- conflicts with the write, which comes after them. A write need not follow
 -- a writer directly when a reader in between read the same bytes from it.
--- Cuts [lo, hi) out of the entries of `list`, in place (an entry partly
+-- An address space's entries are columns (stage, lo, hi: no table per
+-- access). Cuts [lo, hi) out of the entries, in place (an entry partly
 -- covered keeps what is left of it, in up to two pieces).
-local function cut(list, lo, hi, index)
-  local kept, count = 0, #list
+local function cut(entries, lo, hi, index)
+  local stage_of, lo_of, hi_of = entries.stage, entries.lo, entries.hi
+  local kept, count = 0, #stage_of
   local extra
   for position = 1, count do
-    local entry = list[position]
-    if entry.stage == index or entry.hi <= lo or hi <= entry.lo then
+    local s, elo, ehi = stage_of[position], lo_of[position], hi_of[position]
+    if s == index or ehi <= lo or hi <= elo then
       kept = kept + 1
-      list[kept] = entry
+      stage_of[kept], lo_of[kept], hi_of[kept] = s, elo, ehi
     else
-      if entry.lo < lo then
+      if elo < lo then
         kept = kept + 1
-        list[kept] = { stage = entry.stage, lo = entry.lo, hi = lo }
+        stage_of[kept], lo_of[kept], hi_of[kept] = s, elo, lo
       end
-      if entry.hi > hi then
+      if ehi > hi then
         extra = extra or {}
-        extra[#extra + 1] = { stage = entry.stage, lo = hi, hi = entry.hi }
+        extra[#extra + 1] = s
+        extra[#extra + 1] = ehi
       end
     end
   end
   for position = count, kept + 1, -1 do
-    list[position] = nil
+    stage_of[position], lo_of[position], hi_of[position] = nil, nil, nil
   end
   if extra then
-    for _, entry in ipairs(extra) do list[#list + 1] = entry end
+    for k = 1, #extra, 2 do
+      kept = kept + 1
+      stage_of[kept], lo_of[kept], hi_of[kept] = extra[k], hi, extra[k + 1]
+    end
   end
+end
+
+local function add_entry(entries, index, lo, hi)
+  local stage_of = entries.stage
+  local n = #stage_of + 1
+  stage_of[n], entries.lo[n], entries.hi[n] = index, lo, hi
 end
 
 -- Also returns the reads of data nothing wrote before (and the host never
 -- filled): the writers' entries cover every byte written so far, since a
 -- write only cuts what it covers itself.
 local function find_edges(stages)
-  local edges, seen, frontier, count = {}, {}, {}, 0
+  local froms, tos, names, hazards, firsts = {}, {}, {}, {}, {}
+  local edges = { from = froms, to = tos, data = names, hazard = hazards, first = firsts }
+  -- Every edge found while looking at stage `to` ends there: last_to[from]
+  -- says whether from -> to is known already.
+  local last_to, frontier, count = {}, {}, 0
+  for index = 1, #stages do
+    last_to[index] = 0
+  end
   local unwritten = {}
   local function edge(from, to, data, hazard)
-    local key = from * 16777216 + to
-    if from ~= to and not seen[key] then
-      seen[key] = true
+    if from ~= to and last_to[from] ~= to then
+      last_to[from] = to
       count = count + 1
-      edges[count] = { from = from, to = to, data = data.name, hazard = hazard }
+      froms[count], tos[count], names[count], hazards[count] = from, to, data.name, hazard
     end
   end
   for index = 1, #stages do
+    firsts[index] = count + 1
     local accesses = stages[index].accesses
     for a = 1, #accesses do
       local access = accesses[a]
       local data, mode = access.data, access.mode
       local space = frontier[data.key]
       if not space then
-        space = { {}, {} }
+        space = { { stage = {}, lo = {}, hi = {} }, { stage = {}, lo = {}, hi = {} } }
         frontier[data.key] = space
       end
       local writers, readers = space[1], space[2]
+      local w_stage, w_lo, w_hi = writers.stage, writers.lo, writers.hi
       local lo, hi = data.lo, data.hi
       if mode ~= "w" then
         local found = false
-        for w = 1, #writers do
-          local entry = writers[w]
-          if entry.lo < hi and lo < entry.hi then
-            edge(entry.stage, index, data, "RAW")
+        for w = 1, #w_stage do
+          if w_lo[w] < hi and lo < w_hi[w] then
+            edge(w_stage[w], index, data, "RAW")
             found = true
           end
         end
@@ -121,26 +151,26 @@ local function find_edges(stages)
         end
       end
       if mode ~= "r" then
-        for r = 1, #readers do
-          local entry = readers[r]
-          if entry.lo < hi and lo < entry.hi then
-            edge(entry.stage, index, data, "WAR")
+        local r_stage, r_lo, r_hi = readers.stage, readers.lo, readers.hi
+        local reader_count = #r_stage
+        for r = 1, reader_count do
+          if r_lo[r] < hi and lo < r_hi[r] then
+            edge(r_stage[r], index, data, "WAR")
           end
         end
-        for w = 1, #writers do
-          local entry = writers[w]
-          if entry.lo < hi and lo < entry.hi then
+        for w = 1, #w_stage do
+          local wlo, whi, ws = w_lo[w], w_hi[w], w_stage[w]
+          if wlo < hi and lo < whi then
             local through_reader = false
-            for r = 1, #readers do
-              local reader = readers[r]
-              if reader.stage > entry.stage and reader.stage ~= index and reader.lo < hi
-                  and lo < reader.hi and reader.lo < entry.hi and entry.lo < reader.hi then
+            for r = 1, reader_count do
+              local rs, rlo, rhi = r_stage[r], r_lo[r], r_hi[r]
+              if rs > ws and rs ~= index and rlo < hi and lo < rhi and rlo < whi and wlo < rhi then
                 through_reader = true
                 break
               end
             end
             if not through_reader then
-              edge(entry.stage, index, data, "WAW")
+              edge(ws, index, data, "WAW")
             end
           end
         end
@@ -156,14 +186,13 @@ local function find_edges(stages)
       if access.mode ~= "r" then
         cut(space[1], lo, hi, index)
         cut(space[2], lo, hi, index)
-        local writers = space[1]
-        writers[#writers + 1] = { stage = index, lo = lo, hi = hi }
+        add_entry(space[1], index, lo, hi)
       else
-        local readers = space[2]
-        readers[#readers + 1] = { stage = index, lo = lo, hi = hi }
+        add_entry(space[2], index, lo, hi)
       end
     end
   end
+  firsts[#stages + 1] = count + 1
   return edges, unwritten
 end
 
@@ -204,9 +233,33 @@ end
 --     (elementwise code reads element i where it was written);
 --   - and can_fuse(group, stage, stages) agrees.
 -- The group then starts when all its members' predecessors are done.
+-- Up to this many members a group's accesses are searched as they are;
+-- past it, by address space (most groups stay small, and most candidates
+-- are single stages that are never joined).
+local SEARCHED_AS_IS = 4
+
+-- Whether o is other data than d that shares bytes with it.
+local function overlaps(o, d)
+  return o ~= d and o.key == d.key and o.lo < d.hi and d.lo < o.hi
+end
+
 local function overlaps_other(stages, group, stage)
-  -- The group's data by address space (kept with the group as it grows).
+  local accesses = stage.accesses
   local by_key = group.by_key
+  local members = group.stages
+  if not by_key and #members <= SEARCHED_AS_IS then
+    for m = 1, #members do
+      local others = stages[members[m]].accesses
+      for k = 1, #others do
+        local o = others[k].data
+        for a = 1, #accesses do
+          if overlaps(o, accesses[a].data) then return true end
+        end
+      end
+    end
+    return false
+  end
+  -- The group's data by address space (kept with the group as it grows).
   if not by_key then
     by_key = {}
     group.by_key = by_key
@@ -222,17 +275,11 @@ local function overlaps_other(stages, group, stage)
       end
     end
   end
-  local accesses = stage.accesses
   for a = 1, #accesses do
     local data = accesses[a].data
-    local list = by_key[data.key]
-    if list then
-      for k = 1, #list do
-        local o = list[k]
-        if o ~= data and o.lo < data.hi and data.lo < o.hi then
-          return true
-        end
-      end
+    local list = by_key[data.key] or NONE
+    for k = 1, #list do
+      if overlaps(list[k], data) then return true end
     end
   end
   return false
@@ -259,8 +306,9 @@ local function add_to_group(group, stage)
   end
 end
 
--- raw[from * LINK + to]: stage `to` reads what `from` wrote.
-local LINK = 16777216
+-- A stage's predecessors are the edges into it, which find_edges made one
+-- after another: stage i's are edges first[i] .. first[i + 1] - 1, their
+-- from and hazard columns (a RAW edge is a link of a fusion chain).
 
 -- Whether stage p is an ancestor of a member of the group (searching
 -- back from the members through stages after p only, and giving up, as if
@@ -268,13 +316,25 @@ local LINK = 16777216
 local MAX_SEARCH = 8
 local visited, generation, stack = {}, 0, {}
 
-local function is_ancestor(preds, p, group)
+-- depth[i]: the longest chain of predecessors before stage i; an ancestor
+-- is less deep than what it precedes, so a stage no less deep than every
+-- member is no ancestor of the group, and needs no search.
+local function is_ancestor(edges, depth, p, group)
   local members = group.stages
+  local deepest, depth_p = 0, depth[p]
+  for k = 1, #members do
+    local d = depth[members[k]]
+    if d > deepest then deepest = d end
+  end
+  if depth_p >= deepest then
+    return false
+  end
+  local from, first = edges.from, edges.first
   -- A direct predecessor of a member, the common case, first.
   for k = 1, #members do
-    local list = preds[members[k]]
-    for j = 1, #list do
-      if list[j] == p then
+    local m = members[k]
+    for e = first[m], first[m + 1] - 1 do
+      if from[e] == p then
         return true
       end
     end
@@ -293,9 +353,8 @@ local function is_ancestor(preds, p, group)
     end
     local s = stack[top]
     top = top - 1
-    local list = preds[s]
-    for k = 1, #list do
-      local q = list[k]
+    for e = first[s], first[s + 1] - 1 do
+      local q = from[e]
       if q == p then
         return true
       end
@@ -309,16 +368,17 @@ local function is_ancestor(preds, p, group)
   return false
 end
 
-local function takes(stages, preds, group_of, candidate, index, can_fuse)
-  local list = preds[index]
-  for k = 1, #list do
-    local p = list[k]
+local function takes(stages, edges, depth, group_of, candidate, index, can_fuse)
+  local from, first = edges.from, edges.first
+  for e = first[index], first[index + 1] - 1 do
+    local p = from[e]
     local g = group_of[p]
     if g ~= candidate then
       if g.head > candidate.head then
         return false
       end
-      if not ((#preds[p] == 0 and p < candidate.head) or is_ancestor(preds, p, candidate)) then
+      if not ((first[p] == first[p + 1] and p < candidate.head)
+              or is_ancestor(edges, depth, p, candidate)) then
         return false
       end
     end
@@ -327,17 +387,24 @@ local function takes(stages, preds, group_of, candidate, index, can_fuse)
     and can_fuse(candidate, stages[index], stages)
 end
 
-local function group_stages(stages, preds, raw, fuse, can_fuse)
-  local groups, group_of = {}, {}
+local function group_stages(stages, edges, fuse, can_fuse)
+  local groups, group_of, depth = {}, {}, {}
+  local from, hazard, first_edge = edges.from, edges.hazard, edges.first
   for index, stage in ipairs(stages) do
+    local deepest, e_first, e_last = 0, first_edge[index], first_edge[index + 1] - 1
+    for e = e_first, e_last do
+      local d = depth[from[e]]
+      if d >= deepest then deepest = d + 1 end
+    end
+    depth[index] = deepest
     local best
     if fuse and stage.fusion then
-      local list = preds[index]
       local first, candidates
-      for k = 1, #list do
-        local p = list[k]
+      for e = e_first, e_last do
+        local p = from[e]
         local g = group_of[p]
-        if g.open and raw[p * LINK + index] and g ~= first then
+        -- (A group is open to more stages when its first one is fusable.)
+        if g ~= first and hazard[e] == "RAW" and stages[g.head].fusion then
           if not first then
             first = g
           else
@@ -350,23 +417,25 @@ local function group_stages(stages, preds, raw, fuse, can_fuse)
         table.sort(candidates, function(x, y) return x.head > y.head end)
         for k = 1, #candidates do
           if candidates[k] ~= candidates[k - 1]
-              and takes(stages, preds, group_of, candidates[k], index, can_fuse) then
+              and takes(stages, edges, depth, group_of, candidates[k], index, can_fuse) then
             best = candidates[k]
             break
           end
         end
-      elseif first and takes(stages, preds, group_of, first, index, can_fuse) then
+      elseif first and takes(stages, edges, depth, group_of, first, index, can_fuse) then
         best = first
       end
     end
     if best then
       best.stages[#best.stages + 1] = index
-      best.last = index
       group_of[index] = best
       add_to_group(best, stage)
     else
-      best = { head = index, last = index, stages = { index }, open = fuse and stage.fusion ~= nil,
-               after = {}, waits = {} }
+      -- With the fields build and assign_streams fill in already there
+      -- (unit, stream, position, signals): the table is made at its size,
+      -- eight fields.
+      best = { head = index, stages = { index }, after = NONE, waits = NONE, unit = 0, stream = 0,
+               position = 0, signals = false }
       groups[#groups + 1] = best
       group_of[index] = best
     end
@@ -383,8 +452,11 @@ end
 -- each stream it follows) finds which waits are implied by others.
 local function assign_streams(units, max_streams)
   local streams, tails = {}, {}
+  -- The clocks, in one table: unit u's entry for stream s at
+  -- (u - 1) * width + s (width: the most streams there can be).
+  local width = math.min(max_streams, #units)
   local clocks = {}
-  local merged = {}
+  local merged, current = {}, {}
   for u, unit in ipairs(units) do
     local count = #streams
     local after = unit.after
@@ -403,10 +475,11 @@ local function assign_streams(units, max_streams)
         merged[s] = 0
       end
       for k = 1, #after do
-        local pu = units[after[k]]
-        local clock = clocks[after[k]]
-        for s = 1, #clock do
-          local value = clock[s]
+        local p = after[k]
+        local pu = units[p]
+        local base = (p - 1) * width
+        for s = 1, count do
+          local value = clocks[base + s]
           if value > merged[s] then
             merged[s] = value
           end
@@ -441,13 +514,13 @@ local function assign_streams(units, max_streams)
     list[#list + 1] = u
     -- The waits: what the stream's order does not imply already, the
     -- latest predecessors first (their clocks imply the most).
-    local current = {}
     local tail = tails[chosen]
-    for s = 1, count do current[s] = 0 end
     if tail then
-      local clock = clocks[tail]
-      for s = 1, #clock do current[s] = clock[s] end
+      local base = (tail - 1) * width
+      for s = 1, count do current[s] = clocks[base + s] end
       current[chosen] = units[tail].position
+    else
+      for s = 1, count do current[s] = 0 end
     end
     local waits = unit.waits
     for position = #after, 1, -1 do
@@ -455,17 +528,25 @@ local function assign_streams(units, max_streams)
       local pu = units[p]
       local ps = pu.stream
       if ps ~= chosen and current[ps] < pu.position then
+        if waits == NONE then
+          waits = {}
+          unit.waits = waits
+        end
         waits[#waits + 1] = p
         pu.signals = true
-        local clock = clocks[p]
-        for s = 1, #clock do
-          if clock[s] > current[s] then current[s] = clock[s] end
+        local base = (p - 1) * width
+        for s = 1, count do
+          local value = clocks[base + s]
+          if value > current[s] then current[s] = value end
         end
         current[ps] = pu.position
       end
     end
     current[chosen] = unit.position
-    clocks[u] = current
+    -- All width entries, so that the clocks stay one array.
+    local base = (u - 1) * width
+    for s = 1, count do clocks[base + s] = current[s] end
+    for s = count + 1, width do clocks[base + s] = 0 end
     tails[chosen] = u
   end
   return streams
@@ -476,24 +557,9 @@ end
 function plan.build(data_list, stages, options)
   local max_streams = options.max_streams or 4
   local edges, unwritten = find_edges(stages)
-  local preds = {}
-  for index = 1, #stages do
-    preds[index] = {}
-  end
-  for _, edge in ipairs(edges) do
-    local list = preds[edge.to]
-    list[#list + 1] = edge.from
-  end
-  -- Which stages read what another wrote (the links of a fusion chain).
-  local raw = {}
-  for _, edge in ipairs(edges) do
-    if edge.hazard == "RAW" then
-      raw[edge.from * LINK + edge.to] = true
-    end
-  end
   -- Made in the order of their first stages: a topological order (see
   -- group_stages).
-  local groups = group_stages(stages, preds, raw, options.fuse ~= false,
+  local groups = group_stages(stages, edges, options.fuse ~= false,
                               options.can_fuse or function() return true end)
 
   -- Units: one per group, in order of their first stage.
@@ -506,13 +572,20 @@ function plan.build(data_list, stages, options)
     end
   end
   local stamp = {}
+  local froms, first_edge = edges.from, edges.first
   for u, unit in ipairs(units) do
     local after = unit.after
-    for _, member in ipairs(unit.stages) do
-      for _, p in ipairs(preds[member]) do
-        local pu = unit_of[p]
+    local members = unit.stages
+    for k = 1, #members do
+      local m = members[k]
+      for e = first_edge[m], first_edge[m + 1] - 1 do
+        local pu = unit_of[froms[e]]
         if pu ~= u and stamp[pu] ~= u then
           stamp[pu] = u
+          if after == NONE then
+            after = {}
+            unit.after = after
+          end
           after[#after + 1] = pu
         end
       end
@@ -613,7 +686,6 @@ function plan.build(data_list, stages, options)
   return {
     edges = edges, units = units, unit_of = unit_of, streams = streams,
     groups = fusion_groups, temporaries = temporaries, warnings = unwritten_reads(data_list, stages, unwritten),
-    preds = preds,
   }
 end
 

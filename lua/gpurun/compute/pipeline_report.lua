@@ -136,9 +136,11 @@ function Pipeline:plan(options)
                           writes = writes, accesses = accesses, unit = plan.unit_of[index],
                           stream = unit.stream, not_fused = stage.not_fused }
   end
-  for i, edge in ipairs(plan.edges) do
-    out.edges[i] = { from = edge.from, to = edge.to, data = edge.data, hazard = edge.hazard,
-                     why = planner.HAZARD[edge.hazard] }
+  local edges = plan.edges
+  for i = 1, #edges.from do
+    local hazard = edges.hazard[i]
+    out.edges[i] = { from = edges.from[i], to = edges.to[i], data = edges.data[i], hazard = hazard,
+                     why = planner.HAZARD[hazard] }
   end
   for u, unit in ipairs(plan.units) do
     local stages = {}
