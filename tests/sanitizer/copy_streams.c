@@ -1,6 +1,6 @@
 /* tests/sanitizer/copy_streams.c — scripts/dag.lua's two-stream round with
  * the driver calls gpurun makes for it and nothing else of gpurun (the same
- * loader and NVRTC call as while_graph.c): b copied into b_copy and shifted
+ * loader and NVRTC call as while_graph.c, through driver_setup.c): b copied into b_copy and shifted
  * into y on a side stream, a scaled into x on the main stream, the main
  * stream waiting for an event of the side one, then combine r = x + y.
  *
@@ -22,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/cuda_driver.h"
-#include "base/nvrtc_compile.h"
+#include "driver_setup.h"
 
 /* lua/gpurun/samples/kernels/dag.cu's kernels. */
 static const char KERNELS[] =
@@ -36,28 +35,7 @@ static const char KERNELS[] =
 
 static void check(CUresult result, const char *what)
 {
-    if (result == CUDA_SUCCESS)
-        return;
-    char message[512];
-    fprintf(stderr, "copy_streams: %s\n  while %s\n",
-            cuda_format_error(message, sizeof message, cuda_last_failed_call, result), what);
-    exit(1);
-}
-
-static void compile(const char *arch, struct nvrtc_output *output)
-{
-    char arch_option[64];
-    snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s", arch);
-    const char *options[] = {"--std=c++17", arch_option};
-    struct nvrtc_request request = {
-        .source = KERNELS, .name = "dag.cu", .options = options,
-        .option_count = sizeof options / sizeof options[0], .target = NVRTC_TARGET_CUBIN,
-    };
-    if (!nvrtc_compile(&request, output)) {
-        fprintf(stderr, "copy_streams: NVRTC: %s\n%s\n", output->error,
-                output->log ? output->log : "");
-        exit(1);
-    }
+    setup_check("copy_streams", result, what);
 }
 
 static void launch(CUfunction function, CUstream stream, CUdeviceptr in, CUdeviceptr out,
@@ -87,30 +65,17 @@ int main(int argc, char **argv)
     }
     struct nvrtc_output code;
     if (compile_only) {
-        compile("sm_90", &code);
+        setup_compile("copy_streams", KERNELS, "dag.cu", "sm_90", NULL, &code);
         printf("copy_streams: compiled scale, shift and combine (%zu bytes of cubin)\n",
                code.code_size);
         nvrtc_output_free(&code);
         return 0;
     }
-    if (cuda_driver_load() != CUDA_SUCCESS) {
-        fprintf(stderr, "copy_streams: %s\n", cuda_driver_load_error());
-        return 1;
-    }
-
     CUdevice device;
     CUcontext context;
-    int major = 0, minor = 0;
-    check(CUDA_CALL(cuDeviceGet, &device, 0), "getting device 0");
-    check(CUDA_CALL(cuDevicePrimaryCtxRetain, &context, device), "retaining the primary context");
-    check(CUDA_CALL(cuCtxSetCurrent, context), "making the context current");
-    check(CUDA_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                    device), "reading the compute capability");
-    check(CUDA_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                    device), "reading the compute capability");
     char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
-    compile(arch, &code);
+    setup_device("copy_streams", &device, &context, arch, sizeof arch);
+    setup_compile("copy_streams", KERNELS, "dag.cu", arch, NULL, &code);
 
     CUlibrary library;
     const char *names[] = {"scale", "shift", "combine"};

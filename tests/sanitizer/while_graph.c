@@ -1,7 +1,8 @@
 /* tests/sanitizer/while_graph.c — scripts/converge.lua's graph, built with the
  * driver calls gpurun makes for it and nothing else of gpurun: no Lua, the
  * same loader (base/cuda_driver.c: dlopen, cuGetProcAddress at gpurun's
- * pinned ABI versions) and the same NVRTC call (base/nvrtc_compile.c).
+ * pinned ABI versions) and the same NVRTC call (base/nvrtc_compile.c),
+ * through driver_setup.c.
  *
  * The graph: a copy and a memset, then a while node whose body is a memset
  * (the residual), the relaxation kernel, a copy back and a one-thread kernel
@@ -25,8 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/cuda_driver.h"
-#include "base/nvrtc_compile.h"
+#include "driver_setup.h"
 
 /* scripts/converge.lua's kernels, as it compiles them. */
 static const char KERNELS[] =
@@ -51,12 +51,7 @@ static const char KERNELS[] =
 
 static void check(CUresult result, const char *what)
 {
-    if (result == CUDA_SUCCESS)
-        return;
-    char message[512];
-    fprintf(stderr, "while_graph: %s\n  while %s\n",
-            cuda_format_error(message, sizeof message, cuda_last_failed_call, result), what);
-    exit(1);
+    setup_check("while_graph", result, what);
 }
 
 /* gpurun's wait on a stream whose work may never end (runtime/state.c). */
@@ -78,19 +73,7 @@ static void wait_polling(CUstream stream)
 
 static void compile(const char *arch, struct nvrtc_output *output)
 {
-    char arch_option[64], include_option[1024];
-    snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s", arch);
-    snprintf(include_option, sizeof include_option, "--include-path=%s", CUDA_INCLUDE_DIR);
-    const char *options[] = {"--std=c++17", arch_option, include_option};
-    struct nvrtc_request request = {
-        .source = KERNELS, .name = "relax.cu", .options = options,
-        .option_count = sizeof options / sizeof options[0], .target = NVRTC_TARGET_CUBIN,
-    };
-    if (!nvrtc_compile(&request, output)) {
-        fprintf(stderr, "while_graph: NVRTC: %s\n%s\n", output->error,
-                output->log ? output->log : "");
-        exit(1);
-    }
+    setup_compile("while_graph", KERNELS, "relax.cu", arch, CUDA_INCLUDE_DIR, output);
 }
 
 static long option_value(int argc, char **argv, int *i)
@@ -130,24 +113,11 @@ int main(int argc, char **argv)
         nvrtc_output_free(&code);
         return 0;
     }
-    if (cuda_driver_load() != CUDA_SUCCESS) {
-        fprintf(stderr, "while_graph: %s\n", cuda_driver_load_error());
-        return 1;
-    }
-
     /* Device 0's primary context, as Device(0):set_current() makes it. */
     CUdevice device;
     CUcontext context;
-    int major = 0, minor = 0;
-    check(CUDA_CALL(cuDeviceGet, &device, 0), "getting device 0");
-    check(CUDA_CALL(cuDevicePrimaryCtxRetain, &context, device), "retaining the primary context");
-    check(CUDA_CALL(cuCtxSetCurrent, context), "making the context current");
-    check(CUDA_CALL(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                    device), "reading the compute capability");
-    check(CUDA_CALL(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                    device), "reading the compute capability");
     char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+    setup_device("while_graph", &device, &context, arch, sizeof arch);
     compile(arch, &code);
 
     CUlibrary library;
