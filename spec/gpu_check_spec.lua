@@ -96,6 +96,30 @@ describe("tools/gpu-check.sh sanitizers", function()
     assert.are.equal("listed\nunlisted\nunlisted\n", result.stdout)
   end)
 
+  it("allows initcheck's reports on combine only where a copy runs beside a kernel", function()
+    local function record(program, where)
+      return ("initcheck\t%s\tUninitialized __global__ memory read of size 4 bytes\tat %s+0x140 | by thread (32,0,0)")
+        :format(program, where)
+    end
+    local cases = {
+      { "scripts/dag.lua", "combine", "listed" },
+      { "tests/copy_streams", "combine", "listed" },
+      { "tests/sanitizer/two_streams.lua", "combine_uploaded_graph", "listed" },
+      { "tests/sanitizer/two_streams.lua", "combine_one_stream", "unlisted" },
+      { "scripts/dag.lua", "scale", "unlisted" },
+      { "scripts/fused.lua", "combine", "unlisted" },
+    }
+    local fragment, expected = {}, {}
+    for _, case in ipairs(cases) do
+      fragment[#fragment + 1] = ("if is_expected initcheck %s %s; then echo listed; else echo unlisted; fi")
+        :format(q(case[1]), q(record(case[1], case[2])))
+      expected[#expected + 1] = case[3]
+    end
+    local result = with_functions(table.concat(fragment, "; "))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal(table.concat(expected, "\n") .. "\n", result.stdout)
+  end)
+
   it("reads racecheck's summary and the program's exit status", function()
     local log = os.tmpname()
     local file = assert(io.open(log, "w"))
