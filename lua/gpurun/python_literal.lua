@@ -396,7 +396,14 @@ end
 -- (\r\n and \r made \n), or nil; the tokenizer knows whether it is
 -- outside brackets.
 local function untokenize_failure(text)
-  local start = text:match("()[^\n]*$")
+  -- (A plain search for the last newline: the pattern "()[^\n]*$" would
+  -- be tried from every character of a long line, quadratic in it.)
+  local start = 1
+  while true do
+    local newline = text:find("\n", start, true)
+    if not newline then break end
+    start = newline + 1
+  end
   local line = text:sub(start)
   if not line:match("^[ \t\f]*\r") or line:match("[\r\n]$") or line:match("^%s*#") then return nil end
   return #text:sub(1, start - 1):gsub("\r\n?", "\n") + 1
