@@ -373,16 +373,15 @@ describe("gpurun.Buffer", function()
 
   it("frees what it allocates: 10,000 cycles leave free memory where it was #gpu", function()
     gpurun.empty(MiB):close() -- let the allocator set itself up first
-    -- A leak here is 2.4 GiB a try.
     local settles = device_memory.settles
-    settles("closing", function()
+    settles("closing", 10000 << 18, function()
       for _ = 1, 10000 do
         local buffer = gpurun.empty(1 << 16, "float32")
         buffer:close()
       end
     end)
-    settles("collecting", function()
-      for _ = 1, 100 do
+    settles("collecting", 160 << 24, function()
+      for _ = 1, 160 do
         gpurun.empty(4 * MiB, "float32") -- 16 MiB each, left to the collector
       end
       collectgarbage("collect")
@@ -500,11 +499,11 @@ describe("buffer views", function()
   end)
 
   it("keep their base alive and close with it, freeing nothing themselves #gpu", function()
-    -- The 64 MiB base is freed once its last view goes.
-    device_memory.settles("a view of a dropped base, closed and collected", function()
+    -- The 1 GiB base is freed once its last view goes.
+    device_memory.settles("a view of a dropped base, closed and collected", 1 << 30, function()
       local view
       do
-        local base = gpurun.full(1 << 24, 3, "float32")
+        local base = gpurun.full(1 << 28, 3, "float32")
         view = base:view(2, 10)
       end
       collectgarbage(); collectgarbage()

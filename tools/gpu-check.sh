@@ -7,8 +7,7 @@
 #                  "suite: N of N runs passed"; then the bindings' specs
 #                  through lua5.4 and gpurun.so, and the PTX signatures
 #                  against the driver
-#   sanitizers     tools/sanitize.sh gpu (ASan + UBSan with the driver
-#                  loaded), and, at the same time, compute-sanitizer's
+#   sanitizers     compute-sanitizer's
 #                  memcheck (--leak-check full), racecheck, synccheck and
 #                  initcheck over every scripts/*.lua, every gpurun bench
 #                  (bench/*.lua) and C bench (bench/*.c) and
@@ -16,7 +15,10 @@
 #                  of tools/compute-sanitizer-programs.txt, several at once.
 #                  Lists each error (tool, program, its first lines) and ends
 #                  with the count of errors not listed, with a reason, in
-#                  tools/compute-sanitizer-expected.txt (expected: 0)
+#                  tools/compute-sanitizer-expected.txt (expected: 0);
+#                  then tools/sanitize.sh gpu (ASan + UBSan with the driver
+#                  loaded), alone on the GPU, since specs that check
+#                  freeing read the device's free memory
 #   bench          the main job at two sizes, the fused comparison against
 #                  CuPy and torch.compile, the sweep and the breakdown,
 #                  gpurun against pure C, start-up, copy bandwidth
@@ -271,12 +273,6 @@ count_errors() {
 
 part_sanitizers() {
   sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
-  rm -f "$logs/sanitize-gpu.code"
-  if [ "${GPURUN_CHECK_ASAN:-1}" = 1 ]; then
-    step "GPU ASan + UBSan (tools/sanitize.sh gpu), in the background: $logs/sanitize-gpu.log"
-    (tools/sanitize.sh gpu >"$logs/sanitize-gpu.log" 2>&1; echo $? >"$logs/sanitize-gpu.code") &
-  fi
-
   local jobs=${GPURUN_CHECK_JOBS:-6}
   rm -rf "$logs/compute-sanitizer"
   mkdir -p "$logs/compute-sanitizer"
@@ -295,7 +291,7 @@ part_sanitizers() {
         runs=$((runs + 1))
         running=$((running + 1))
         if [ "$running" -ge "$jobs" ]; then
-          wait -n # (the ASan part ending lets one more start: harmless)
+          wait -n
           running=$((running - 1))
         fi
       done
@@ -307,11 +303,12 @@ part_sanitizers() {
 
   count_errors "$logs/compute-sanitizer"
 
-  wait
   [ "${GPURUN_CHECK_ASAN:-1}" = 1 ] || return 0
-  local asan_status
-  asan_status=$(cat "$logs/sanitize-gpu.code" 2>/dev/null || echo none)
-  step "GPU ASan + UBSan (tools/sanitize.sh gpu): exit $asan_status"
+  step "GPU ASan + UBSan (tools/sanitize.sh gpu): $logs/sanitize-gpu.log"
+  local asan_status started=$SECONDS
+  tools/sanitize.sh gpu >"$logs/sanitize-gpu.log" 2>&1
+  asan_status=$?
+  echo "exit $asan_status, $((SECONDS - started)) s"
   grep -E '^(sanitize: |== sanitize: .*report)|^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
     "$logs/sanitize-gpu.log" | tail -n 12
   [ "$asan_status" = 0 ] || grep -E -A12 '^(Failure|Error) ->' "$logs/sanitize-gpu.log" | head -n 40
