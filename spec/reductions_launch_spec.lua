@@ -120,6 +120,9 @@ local function install()
       compile = function()
         return { get_kernel = function(_, name)
           return { name = name, params = signature(text, name), source = text,
+                   occupancy = function(_, options)
+                     return { max_active_blocks_per_multiprocessor = 2048 // options.block }
+                   end,
                    bind = function(self, config, ...)
                      check_launch(self, config, ...)
                      return { launch = function() end, close = function() end }
@@ -404,10 +407,11 @@ describe("scan and select launches (stand-ins for the GPU)", function()
       assert.are.equal(tiles, launch.config.grid[1])
       assert.are.equal(tiles, launch.args[3].value)
       local temp = launch.args[2]
-      local _, bytes = ss.temp_layout(tiles)
+      local _, bytes = ss.temp_layout(tiles, true)
       assert.is_true(temp.count * 4 >= bytes)
       local reset = reset_of(temp)
-      assert.are.same({ 1, 4 + tiles }, { reset.first, reset.count }) -- 16 bytes, then a status per tile
+      -- 16 bytes, then a word per tile (float32's status and value in one)
+      assert.are.same({ 1, 4 + 2 * tiles }, { reset.first, reset.count })
       assert.are.same({ value = 0, target = stream }, reset.fills[#reset.fills])
     end
   end)

@@ -215,6 +215,10 @@ function Session:install()
     return { compile = function()
       return { get_kernel = function(_, name)
         return { name = name, program = program, params = signature(text, name),
+                 -- as many blocks as the threads allow: no registers limit a stand-in
+                 occupancy = function(_, options)
+                   return { max_active_blocks_per_multiprocessor = 2048 // options.block }
+                 end,
                  bind = function(kernel, config, ...)
                    local args = table.pack(...)
                    return { launch = function() session:record_launch(kernel, config,
