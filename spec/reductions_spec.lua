@@ -470,6 +470,15 @@ describe("scan code", function()
 
   it("compiles a chained (deterministic) scan, a widening scan and select", function()
     compile(ss.generate(spec_for("inclusive", "float", "float", "a + b", "0", { deterministic = true })))
+    -- status and value in one word, windowed and chained: whole-word loads and stores, no fences
+    local packed = ss.generate(spec_for("inclusive", "float", "float", "a + b", "0", { value_bytes = 4 }))
+    local packed_ptx = ptx(packed)
+    assert.matches("ld%.relaxed%.gpu%.u64", packed_ptx)
+    assert.matches("st%.relaxed%.gpu%.u64", packed_ptx)
+    assert.is_nil(packed_ptx:find("st.release", 1, true))
+    assert.is_nil(packed_ptx:find("ld.acquire", 1, true))
+    compile(packed)
+    compile(ss.generate(spec_for("exclusive", "int", "int", "a + b", "0", { value_bytes = 4, deterministic = true })))
     ptx(ss.generate(spec_for("exclusive", "unsigned char", "long long", "a + b", "0")))
     compile(ss.generate{ name = "pick", mode = "select", in_c = "double", value_c = "unsigned long long",
                          count_c = "long long", combine = "a + b", identity = "0ull",
@@ -477,9 +486,14 @@ describe("scan code", function()
   end)
 
   it("lays the temporaries out as the kernel reads them", function()
-    assert.are.same({ 32, 32 + 16 }, { ss.temp_layout(1) })
-    assert.are.same({ 16 + 4 * 1000, 16 + 4 * 1000 + 16 * 1000 }, { ss.temp_layout(1000) })
-    assert.are.same({ 48, 48 + 16 * 5 }, { ss.temp_layout(5) }) -- 16 + 20 rounded up to 48
+    assert.are.same({ 32, 32 + 16, 5 }, { ss.temp_layout(1) })
+    assert.are.same({ 16 + 4 * 1000, 16 + 4 * 1000 + 16 * 1000, 1004 }, { ss.temp_layout(1000) })
+    assert.are.same({ 48, 48 + 16 * 5, 9 }, { ss.temp_layout(5) }) -- 16 + 20 rounded up to 48
+    -- packed: a word per tile right after the counter, all of it cleared
+    assert.are.same({ 16, 16 + 8 * 1000, 4 + 2 * 1000 }, { ss.temp_layout(1000, true) })
+    assert.is_true(ss.packed{ mode = "inclusive", value_bytes = 4 })
+    assert.is_false(ss.packed{ mode = "inclusive", value_bytes = 8 })
+    assert.is_false(ss.packed{ mode = "select", value_bytes = 4 })
   end)
 end)
 

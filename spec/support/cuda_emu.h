@@ -383,6 +383,23 @@ inline T _gs_load_value(const unsigned long long *p)
     memcpy(&value, &bits, sizeof(T));
     return value;
 }
+template <typename T>
+inline void _gs_store_word(unsigned long long *p, unsigned int status, const T &value)
+{
+    static_assert(sizeof(T) <= 4, "a word holds a value of at most 4 bytes");
+    unsigned int bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    __atomic_store_n(p, ((unsigned long long)status << 32) | bits, __ATOMIC_RELAXED);
+}
+inline unsigned long long _gs_load_word(const unsigned long long *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+template <typename T>
+inline T _gs_word_value(unsigned long long word)
+{
+    const unsigned int bits = (unsigned int)word;
+    T value;
+    memcpy(&value, &bits, sizeof(T));
+    return value;
+}
 
 // The streaming helpers, as plain 16-byte moves.
 #define GPURUN_STREAMING_VEC

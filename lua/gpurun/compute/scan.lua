@@ -79,7 +79,7 @@ end
 -- on a builder; the shape for n elements (its reset view, launch shape).
 local function make_shape(n, kernel, entry, target)
   local tiles = (n + kernel.tile - 1) // kernel.tile
-  local _, bytes = ss.temp_layout(tiles)
+  local _, bytes, reset_words = ss.temp_layout(tiles, kernel.packed)
   if not entry.temp or entry.temp_tiles < tiles then
     if type_name(target) == "gpurun.GraphBuilder" then
       raise(("%s makes its temporaries on its first call of this size or larger; make that call "
@@ -90,7 +90,7 @@ local function make_shape(n, kernel, entry, target)
   end
   return {
     n = gpurun.u64(n), tiles = gpurun.u64(tiles), temp = entry.temp,
-    reset = entry.temp:view(1, 4 + tiles), -- the counter, padding, then the statuses
+    reset = entry.temp:view(1, reset_words), -- the counter, padding, then the statuses (or words)
     config = gpurun.LaunchConfig{ grid = math.max(1, tiles), block = kernel.block },
   }
 end
@@ -120,7 +120,7 @@ local function new_kernel(spec)
   spec.value_bytes = spec.value_bytes or 8
   local kernel = setmetatable({
     kind = spec.mode == "select" and "select" or spec.mode .. " scan", name = spec.name,
-    what = spec.what, block = spec.block, tile = spec.block * spec.items,
+    what = spec.what, block = spec.block, tile = spec.block * spec.items, packed = ss.packed(spec),
     program = { source = ss.generate(spec), kernel_names = { spec.name }, devices = {} },
   }, Kernel)
   kernel.source = kernel.program.source

@@ -12,12 +12,17 @@
 -- It publishes its aggregate (status PARTIAL), and warp 0 looks back at
 -- the tiles before it, 32 at a time, combining their aggregates until one
 -- has published its inclusive prefix (status INCLUSIVE); the block then
--- publishes its own inclusive prefix and writes its outputs. A status is
--- stored with release semantics after the value it announces, and read with
--- acquire semantics before that value is read (both at GPU scope), so a
--- reader never sees a status before its value. The statuses and the
--- counter live in temporaries that a memset clears before every launch
--- (a memset node in a graph).
+-- publishes its own inclusive prefix and writes its outputs. Where the
+-- scanned value has 4 bytes or fewer, a tile's status and value share one
+-- 8-byte word, stored and loaded whole (relaxed, at GPU scope, never torn),
+-- as CUB does: a look at a tile is one load, and publishing needs no fence.
+-- (Kept apart, a status is stored with release semantics after the value
+-- it announces and read with acquire semantics before that value is read,
+-- so a reader never sees a status before its value; at 2^26 float32 that
+-- look-back took 301 us where CUB's took 176, the block's other warps
+-- waiting at a barrier for 61% of their cycles.) The words or statuses
+-- and the counter live in temporaries that a memset clears before every
+-- launch (a memset node in a graph).
 --
 -- With `deterministic`, a tile waits for the inclusive prefix of the tile
 -- just before it instead (a chained scan): the combines are then always
@@ -67,6 +72,30 @@ __device__ __forceinline__ T _gs_load_value(const unsigned long long *p)
     memcpy(&value, &bits, sizeof(T));
     return value;
 }
+// A tile's status (high half) and value (low half) in one word.
+template <typename T>
+__device__ __forceinline__ void _gs_store_word(unsigned long long *p, unsigned int status, const T &value)
+{
+    static_assert(sizeof(T) <= 4, "a word holds a value of at most 4 bytes");
+    unsigned int bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    const unsigned long long word = ((unsigned long long)status << 32) | bits;
+    asm volatile("st.relaxed.gpu.u64 [%0], %1;" : : "l"(p), "l"(word) : "memory");
+}
+__device__ __forceinline__ unsigned long long _gs_load_word(const unsigned long long *p)
+{
+    unsigned long long word;
+    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(word) : "l"(p) : "memory");
+    return word;
+}
+template <typename T>
+__device__ __forceinline__ T _gs_word_value(unsigned long long word)
+{
+    const unsigned int bits = (unsigned int)word;
+    T value;
+    memcpy(&value, &bits, sizeof(T));
+    return value;
+}
 #endif
 ]]
 
@@ -77,10 +106,21 @@ local function lines()
   end
 end
 
--- The byte offset of the tiles' values in the temporaries, and their size.
-function ss.temp_layout(tiles)
+-- temp_layout(tiles [, packed]) -> the byte offset of the tiles' values in
+-- the temporaries, their size, and how many 4-byte words from the start a
+-- launch clears (the counter's 16 bytes, then the statuses, or the words
+-- that hold status and value when packed).
+function ss.temp_layout(tiles, packed)
+  if packed then
+    return 16, 16 + 8 * tiles, 4 + 2 * tiles
+  end
   local values = (16 + 4 * tiles + 15) // 16 * 16
-  return values, values + 16 * tiles
+  return values, values + 16 * tiles, 4 + tiles
+end
+
+-- Whether a spec's tiles keep status and value in one word.
+function ss.packed(spec)
+  return spec.mode ~= "select" and (spec.value_bytes or 8) <= 4
 end
 
 -- The operation's namespace: the value type, identity and combine.
@@ -98,6 +138,43 @@ local function operation(add, spec)
   add("} // namespace _gs_%s", spec.name)
 end
 
+-- Reads tile _q's status into _st, waiting while it is below `least`, and
+-- then its value into _v (declared by the caller).
+local function wait_for_tile(add, spec, i, least)
+  add("%sunsigned int _delay = 8;", i)
+  if ss.packed(spec) then
+    add("%sunsigned long long _word = _gs_load_word(_desc + _q);", i)
+    add("%swhile ((unsigned int)(_word >> 32) < %du) {", i, least)
+    add("%s    __nanosleep(_delay);", i)
+    add("%s    if (_delay < 256)", i)
+    add("%s        _delay <<= 1;", i)
+    add("%s    _word = _gs_load_word(_desc + _q);", i)
+    add("%s}", i)
+    add("%s_st = (unsigned int)(_word >> 32);", i)
+    add("%s_v = _gs_word_value<_value>(_word);", i)
+    return
+  end
+  add("%s_st = _gs_load_acquire(_status + _q);", i)
+  add("%swhile (_st < %du) {", i, least)
+  add("%s    __nanosleep(_delay);", i)
+  add("%s    if (_delay < 256)", i)
+  add("%s        _delay <<= 1;", i)
+  add("%s    _st = _gs_load_acquire(_status + _q);", i)
+  add("%s}", i)
+  add("%s_v = _gs_load_value<_value>((_st == %du ? _inclusive : _partial) + _q);", i, ss.STATUS_INCLUSIVE)
+end
+
+-- Publishes `value` as tile `tile`'s status STATUS.
+local function publish(add, spec, i, tile, status, value)
+  if ss.packed(spec) then
+    add("%s_gs_store_word(_desc + %s, %du, %s);", i, tile, status, value)
+    return
+  end
+  add("%s_gs_store_value(%s + %s, %s);", i, status == ss.STATUS_INCLUSIVE and "_inclusive" or "_partial",
+      tile, value)
+  add("%s_gs_store_release(_status + %s, %du);", i, tile, status)
+end
+
 -- Warp 0's look-back: the combined values of every tile before `tile`.
 local function look_back(add, spec, indent)
   local i = indent
@@ -106,15 +183,10 @@ local function look_back(add, spec, indent)
     add("%s// chained: only the tile just before, once it has its inclusive prefix", i)
     add("%sif (_lane == 0) {", i)
     add("%s    const unsigned long long _q = _tile - 1;", i)
-    add("%s    unsigned int _delay = 8;", i)
-    add("%s    unsigned int _st = _gs_load_acquire(_status + _q);", i)
-    add("%s    while (_st != %du) {", i, ss.STATUS_INCLUSIVE)
-    add("%s        __nanosleep(_delay);", i)
-    add("%s        if (_delay < 256)", i)
-    add("%s            _delay <<= 1;", i)
-    add("%s        _st = _gs_load_acquire(_status + _q);", i)
-    add("%s    }", i)
-    add("%s    _running = _gs_load_value<_value>(_inclusive + _q);", i)
+    add("%s    unsigned int _st;", i)
+    add("%s    _value _v;", i)
+    wait_for_tile(add, spec, i .. "    ", ss.STATUS_INCLUSIVE)
+    add("%s    _running = _v;", i)
     add("%s}", i)
     return
   end
@@ -124,16 +196,7 @@ local function look_back(add, spec, indent)
   add("%s    unsigned int _st = %du;", i, ss.STATUS_INCLUSIVE)
   add("%s    _value _v = _identity(); // before tile 0: nothing, and nothing further", i)
   add("%s    if (_q >= 0) {", i)
-  add("%s        unsigned int _delay = 8;", i)
-  add("%s        _st = _gs_load_acquire(_status + _q);", i)
-  add("%s        while (_st == 0u) {", i)
-  add("%s            __nanosleep(_delay);", i)
-  add("%s            if (_delay < 256)", i)
-  add("%s                _delay <<= 1;", i)
-  add("%s            _st = _gs_load_acquire(_status + _q);", i)
-  add("%s        }", i)
-  add("%s        _v = _gs_load_value<_value>((_st == %du ? _inclusive : _partial) + _q);", i,
-      ss.STATUS_INCLUSIVE)
+  wait_for_tile(add, spec, i .. "        ", ss.STATUS_PARTIAL)
   add("%s    }", i)
   add("%s    const unsigned int _done = __ballot_sync(0xffffffffu, _st == %du);", i, ss.STATUS_INCLUSIVE)
   add("%s    // the nearest lane with an inclusive prefix ends the window", i)
@@ -199,11 +262,15 @@ function ss.generate(spec)
   add("    __shared__ _value _tile_prefix;")
   add("    __shared__ unsigned int _tile_number;")
   add("    unsigned int *_counter = reinterpret_cast<unsigned int *>(_temp);")
-  add("    unsigned int *_status = reinterpret_cast<unsigned int *>(_temp + 16);")
-  add("    unsigned long long *_partial = reinterpret_cast<unsigned long long *>(")
-  add("        _temp + ((16 + 4 * _tiles + 15) / 16) * 16);")
-  add("    unsigned long long *_inclusive = _partial + _tiles;")
-  add("    (void)_inclusive;")
+  if ss.packed(spec) then
+    add("    unsigned long long *_desc = reinterpret_cast<unsigned long long *>(_temp + 16);")
+  else
+    add("    unsigned int *_status = reinterpret_cast<unsigned int *>(_temp + 16);")
+    add("    unsigned long long *_partial = reinterpret_cast<unsigned long long *>(")
+    add("        _temp + ((16 + 4 * _tiles + 15) / 16) * 16);")
+    add("    unsigned long long *_inclusive = _partial + _tiles;")
+    add("    (void)_inclusive;")
+  end
   add("    if (threadIdx.x == 0)")
   add("        _tile_number = atomicAdd(_counter, 1u);")
   add("    __syncthreads();")
@@ -273,21 +340,18 @@ function ss.generate(spec)
   add("    _value _prefix = _identity();")
   add("    if (_tile == 0) {")
   add("        if (threadIdx.x == 0) {")
-  add("            _gs_store_value(_inclusive, _aggregate);")
-  add("            _gs_store_release(_status, %du);", ss.STATUS_INCLUSIVE)
+  publish(add, spec, "            ", "0", ss.STATUS_INCLUSIVE, "_aggregate")
   add("        }")
   add("    } else {")
   if not spec.deterministic then
     add("        if (threadIdx.x == 0) {")
-    add("            _gs_store_value(_partial + _tile, _aggregate);")
-    add("            _gs_store_release(_status + _tile, %du);", ss.STATUS_PARTIAL)
+    publish(add, spec, "            ", "_tile", ss.STATUS_PARTIAL, "_aggregate")
     add("        }")
   end
   add("        if (_warp == 0) {")
   look_back(add, spec, "            ")
   add("            if (_lane == 0) {")
-  add("                _gs_store_value(_inclusive + _tile, _combine(_running, _aggregate));")
-  add("                _gs_store_release(_status + _tile, %du);", ss.STATUS_INCLUSIVE)
+  publish(add, spec, "                ", "_tile", ss.STATUS_INCLUSIVE, "_combine(_running, _aggregate)")
   add("                _tile_prefix = _running;")
   add("            }")
   add("        }")
