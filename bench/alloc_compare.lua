@@ -2,8 +2,8 @@
 -- host in gpurun, beside plain C (bench/alloc_compare_c) and Python's GPU
 -- libraries (bench/alloc_compare.py), in one table of medians; a pipeline
 -- step with two 1 MiB temporaries, made up front or made and freed in the
--- step; and 10,000 buffers made and freed while a busy kernel runs on
--- another stream. bench/alloc_compare.sh runs every side in one command.
+-- step, and the same step with two --large-step-mib temporaries; and 10,000
+-- buffers made and freed while a busy kernel runs on another stream. bench/alloc_compare.sh runs every side in one command.
 --
 -- Alloc+free pairs, per size: CPU microseconds per pair, the median over
 -- --reps repetitions of --pairs pairs (a tenth of them, at least 10, from
@@ -14,15 +14,19 @@
 --   gpurun own pool        the same with { pool = gpurun.MemoryPool(), stream = s }
 -- The pipeline step (scale, shift, scale, combine on 2^18 float32, each
 -- temporary read by the kernel after the one that writes it, the two never
--- alive together), per step, launched one by one and replayed as a graph:
+-- alive together), per step, launched one by one and replayed as a graph
+-- (the large step: the same on --large-step-mib MiB temporaries, a
+-- hundredth of the steps, at least 20):
 --   up front               the temporaries made once, before the loop
 --   in the step            made and freed in the step: from the default pool
 --                          when launched, allocation and free nodes when replayed
 -- with the memory the temporaries held at their peak: their bytes up front,
 -- the pool's used_high when launched, the graphs' used_high when replayed.
+-- (The graphs' memory comes in the driver's granules, 32 MiB on an H200,
+-- which a 1 MiB step cannot show to be shared; the large step can.)
 --
 --   build/gpurun bench/alloc_compare.lua [--sizes 4096,1048576,268435456]
---       [--pairs 1000] [--reps 11] [--iters 2000] [--c-json FILE]
+--       [--pairs 1000] [--reps 11] [--iters 2000] [--large-step-mib 256] [--c-json FILE]
 --       [--python-json FILE] [--device ID] [--json]
 
 local gpurun = require("gpurun")
@@ -31,7 +35,6 @@ local bench = require("gpurun.bench")
 local cjson = require("cjson")
 
 local MiB = 1 << 20
-local ELEMENTS = MiB // 4 -- one 1 MiB float32 temporary
 local ALPHA, BETA, EXPECTED = 2.0, 1.0, 2.5 -- r = (2a + 1) * 0.5 + a, a = 1: exact
 local NO_SYNC_BUFFERS = 10000
 
@@ -41,6 +44,8 @@ cli.parser:option("--sizes", "Comma-separated byte sizes.", "4096,1048576,268435
 cli:integer_option("--pairs", "Alloc+free pairs per repetition.", 1000)
 cli:integer_option("--reps", "Repetitions (the median is reported).", 11)
 cli:integer_option("--iters", "Pipeline steps per timed repetition.", 2000)
+cli:integer_option("--large-step-mib", "Each temporary of the large pipeline step, in MiB (0: no large step).",
+                   256, 0)
 cli.parser:option("--c-json", "bench/alloc_compare_c --json output to put in the table.")
 cli.parser:option("--python-json", "bench/alloc_compare.py --json output to put in the table.")
 cli:integer_option("--device", "CUDA device id.", 0, 0)
@@ -106,17 +111,18 @@ end
 
 -- ---- the pipeline step -------------------------------------------------------
 
-local function pipeline_step(device, stream)
+local function pipeline_step(device, stream, mib, iters)
+  local elements = mib * MiB // 4 -- float32 elements of one temporary
   local code <close> = gpurun.Program(require("gpurun.samples.kernels").source("dag"), "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
   local scale <close> = code:get_kernel("scale")
   local shift <close> = code:get_kernel("shift")
   local combine <close> = code:get_kernel("combine")
-  local config = gpurun.LaunchConfig{ grid = (ELEMENTS + 255) // 256, block = 256 }
-  local n = gpurun.u64(ELEMENTS)
+  local config = gpurun.LaunchConfig{ grid = (elements + 255) // 256, block = 256 }
+  local n = gpurun.u64(elements)
   local alpha, beta, half = gpurun.f32(ALPHA), gpurun.f32(BETA), gpurun.f32(0.5)
-  local a <close> = gpurun.full(ELEMENTS, 1.0, "float32")
-  local r <close> = gpurun.zeros(ELEMENTS, "float32")
+  local a <close> = gpurun.full(elements, 1.0, "float32")
+  local r <close> = gpurun.zeros(elements, "float32")
   local launch = gpurun.launch
 
   -- The step, with temporaries from make(target) (closed by the step when
@@ -141,33 +147,34 @@ local function pipeline_step(device, stream)
     r:fill(0, stream)
   end
   local function timed(body)
-    local result = bench.run(stream, body, { iters = options.iters, repeats = options.reps })
+    local result = bench.run(stream, body, { iters = iters, repeats = options.reps })
     return result.us_per_iter
   end
 
   local rows = {}
   do -- up front
-    local t1 <close> = gpurun.empty(ELEMENTS, "float32")
-    local t2 <close> = gpurun.empty(ELEMENTS, "float32")
+    local t1 <close> = gpurun.empty(elements, "float32")
+    local t2 <close> = gpurun.empty(elements, "float32")
     local launched = timed(function(s) step(s, t1, t2) end)
     check("up front, launched")
     local graph <close> = bench.capture(stream, function(builder) step(builder, t1, t2) end)
     local replayed = timed(function(s) graph:launch(s) end)
     check("up front, replayed")
     rows.up_front = { launched_us = launched, replayed_us = replayed,
-                      launched_peak = 2 * MiB, replayed_peak = 2 * MiB + bench.graph_peak(device, graph, stream) }
+                      launched_peak = 2 * mib * MiB,
+                      replayed_peak = 2 * mib * MiB + bench.graph_peak(device, graph, stream) }
   end
   do -- in the step
     local pool = device:memory_pool()
     local on = { stream = stream }
-    local function make_on_stream() return gpurun.empty(ELEMENTS, "float32", on) end
+    local function make_on_stream() return gpurun.empty(elements, "float32", on) end
     stream:sync()
     pool:reset_peaks()
     local launched = timed(function(s) step(s, nil, nil, make_on_stream) end)
     stream:sync()
     local launched_peak = pool.used_high
     check("in the step, launched")
-    local function make_on_builder(builder) return gpurun.empty(ELEMENTS, "float32", { stream = builder }) end
+    local function make_on_builder(builder) return gpurun.empty(elements, "float32", { stream = builder }) end
     local graph <close> = bench.capture(stream, function(builder) step(builder, nil, nil, make_on_builder) end)
     local replayed = timed(function(s) graph:launch(s) end)
     check("in the step, replayed")
@@ -177,6 +184,7 @@ local function pipeline_step(device, stream)
                      replayed_peak = bench.graph_peak(device, graph, stream),
                      alloc_nodes = kinds.mem_alloc or 0, free_nodes = kinds.mem_free or 0 }
   end
+  rows.temporary_mib = mib
   return rows
 end
 
@@ -262,17 +270,19 @@ local function print_table(device, report)
     end
     print(line)
   end
-  local step = report.pipeline
-  print(("\npipeline step, two 1 MiB temporaries  %14s %14s %14s %14s"):format(
-    "launched us", "replayed us", "peak launched", "peak replayed"))
-  for _, row in ipairs({ { "made up front", step.up_front },
-      { "made and freed in the step", step.in_step } }) do
-    print(("%-38s %14.2f %14.2f %14s %14s"):format(row[1], row[2].launched_us, row[2].replayed_us,
-      size_text(row[2].launched_peak), size_text(row[2].replayed_peak)))
+  for _, step in ipairs({ report.pipeline, report.pipeline_large }) do
+    print(("\n%-38s %14s %14s %14s %14s"):format(
+      ("pipeline step, two %d MiB temporaries"):format(step.temporary_mib),
+      "launched us", "replayed us", "peak launched", "peak replayed"))
+    for _, row in ipairs({ { "made up front", step.up_front },
+        { "made and freed in the step", step.in_step } }) do
+      print(("%-38s %14.2f %14.2f %14s %14s"):format(row[1], row[2].launched_us, row[2].replayed_us,
+        size_text(row[2].launched_peak), size_text(row[2].replayed_peak)))
+    end
+    print(("(the step's graph: %d allocation and %d free nodes; replayed: %.1f%% of the up-front graph's time)")
+      :format(step.in_step.alloc_nodes, step.in_step.free_nodes,
+              100 * step.in_step.replayed_us / step.up_front.replayed_us))
   end
-  print(("(the step's graph: %d allocation and %d free nodes; replayed: %.1f%% of the up-front graph's time)")
-    :format(step.in_step.alloc_nodes, step.in_step.free_nodes,
-            100 * step.in_step.replayed_us / step.up_front.replayed_us))
   local n = report.no_sync
   print(("\n%d buffers of 1 MiB made and freed from a pool: the loop took %.1f ms while a busy kernel on "
     .. "another stream ran %.1f ms; that stream was %s after the loop")
@@ -288,7 +298,9 @@ local report = {
   python = read_json(options.python_json, "bench/alloc_compare.py")
     or { missing = "not run (pass --python-json)" },
   gpurun = { results = gpurun_pairs(stream) },
-  pipeline = pipeline_step(device, stream),
+  pipeline = pipeline_step(device, stream, 1, options.iters),
+  pipeline_large = options.large_step_mib > 0
+    and pipeline_step(device, stream, options.large_step_mib, math.max(20, options.iters // 100)) or nil,
   no_sync = no_sync(device, stream),
 }
 if options.json then

@@ -402,7 +402,7 @@ describe("bench/alloc_compare.lua", function()
 
   it("measures gpurun's side, the pipeline step and the loop that never syncs #gpu", function()
     local result = process.gpurun("bench/alloc_compare.lua --sizes 4096,1048576 --pairs 20 --reps 2 "
-      .. "--iters 20 --json")
+      .. "--iters 20 --large-step-mib 8 --json")
     assert.are.equal(0, result.code, result.stderr)
     local report = require("cjson").decode(result.stdout)
     for _, path in ipairs({ "gpurun cuMemAlloc", "gpurun default pool", "gpurun own pool" }) do
@@ -412,6 +412,9 @@ describe("bench/alloc_compare.lua", function()
     assert.are.equal(2, report.pipeline.in_step.alloc_nodes)
     assert.are.equal(2, report.pipeline.in_step.free_nodes)
     assert.are.equal(2 << 20, report.pipeline.up_front.launched_peak)
+    assert.are.equal(8, report.pipeline_large.temporary_mib)
+    assert.are.equal(2, report.pipeline_large.in_step.alloc_nodes)
+    assert.are.equal(16 << 20, report.pipeline_large.up_front.launched_peak)
     assert.is_true(report.no_sync.busy_stream_still_running)
   end)
 end)
