@@ -45,9 +45,6 @@ local plan = {}
 local HAZARD = { RAW = "read after write", WAR = "write after read", WAW = "write after write" }
 plan.HAZARD = HAZARD
 
-local function reads(access) return access.mode ~= "w" end
-local function writes(access) return access.mode ~= "r" end
-
 -- The after and waits lists of a unit that has none: shared, and never
 -- written (the planner makes a list of its own on the first entry).
 local NONE = setmetatable({}, { __newindex = function()
@@ -64,10 +61,56 @@ end })
 -- conflicts with the write, which comes after them. A write need not follow
 -- a writer directly when a reader in between read the same bytes from it.
 -- An address space's entries are columns (stage, lo, hi: no table per
--- access). Cuts [lo, hi) out of the entries, in place (an entry partly
--- covered keeps what is left of it, in up to two pieces).
-local function cut(entries, lo, hi, index)
-  local stage_of, lo_of, hi_of = entries.stage, entries.lo, entries.hi
+-- access), the writers' and the readers' apart.
+--
+-- Most address spaces are accessed as a whole, one range every time (a
+-- temporary or a buffer no view of which is used). While a space is so
+-- (`uniform`), every entry has that range: every access overlaps every
+-- entry, and a write covers them all, so that the writers are the last
+-- stage that wrote (its entries: one per data it wrote there) and the
+-- readers the stages that read since, in order. Those lists keep no
+-- ranges, and their lengths are counts of their own (space.writers,
+-- space.readers: what lies past them is stale), so that a write empties
+-- them without touching their entries. The first access with another range
+-- gives the entries their lo and hi columns, and the space is compared by
+-- ranges from then on.
+--
+-- space.first and space.last: the first and last stage that touched it;
+-- space.data: the data it was made for.
+local function new_space(lo, hi, index, data)
+  -- (An empty range overlaps nothing: compared by ranges from the start.)
+  if lo < hi then
+    return { uniform = true, lo = lo, hi = hi, data = data, writer = {}, writers = 0, reader = {},
+             readers = 0, first = index, last = index }
+  end
+  return { uniform = false, writer = {}, writer_lo = {}, writer_hi = {},
+           reader = {}, reader_lo = {}, reader_hi = {}, first = index, last = index }
+end
+
+-- A uniform space's list of `count` entries, as a list compared by
+-- ranges: columns of the space's range, the stale entries dropped.
+local function with_ranges(stage_of, count, lo, hi)
+  local lo_of, hi_of = {}, {}
+  for position = 1, count do
+    lo_of[position], hi_of[position] = lo, hi
+  end
+  for position = #stage_of, count + 1, -1 do
+    stage_of[position] = nil
+  end
+  return lo_of, hi_of
+end
+
+local function compare_by_ranges(space)
+  local lo, hi = space.lo, space.hi
+  space.writer_lo, space.writer_hi = with_ranges(space.writer, space.writers, lo, hi)
+  space.reader_lo, space.reader_hi = with_ranges(space.reader, space.readers, lo, hi)
+  space.uniform, space.writers, space.readers = false, nil, nil
+end
+
+-- Cuts [lo, hi) out of one list of entries, in place (an entry partly
+-- covered keeps what is left of it, in up to two pieces; the stage's own
+-- entries stay).
+local function cut(stage_of, lo_of, hi_of, lo, hi, index)
   local kept, count = 0, #stage_of
   local extra
   for position = 1, count do
@@ -98,32 +141,52 @@ local function cut(entries, lo, hi, index)
   end
 end
 
-local function add_entry(entries, index, lo, hi)
-  local stage_of = entries.stage
-  local n = #stage_of + 1
-  stage_of[n], entries.lo[n], entries.hi[n] = index, lo, hi
+-- The cut of a write by stage `index` to a uniform space's list of `count`
+-- entries: it covers them all, and the stage's own entries stay. They are
+-- the last ones (the lists are in stage order), all `index`: the list
+-- keeps that many. Returns the new count.
+local function own_entries(stage_of, count, index)
+  local own = 0
+  while own < count and stage_of[count - own] == index do
+    own = own + 1
+  end
+  for position = 1, own do
+    stage_of[position] = index
+  end
+  return own
 end
+
+-- (See find_edges. Kept from one plan to the next, as the clocks below
+-- are: each plan sets its entries first, and does not grow it again.)
+local last_to = {}
 
 -- Also returns the reads of data nothing wrote before (and the host never
 -- filled): the writers' entries cover every byte written so far, since a
--- write only cuts what it covers itself.
+-- write only cuts what it covers itself. And the address spaces, by key.
 local function find_edges(stages)
   local froms, tos, names, hazards, firsts = {}, {}, {}, {}, {}
   local edges = { from = froms, to = tos, data = names, hazard = hazards, first = firsts }
-  -- Every edge found while looking at stage `to` ends there: last_to[from]
-  -- says whether from -> to is known already.
-  local last_to, frontier, count = {}, {}, 0
+  -- Every edge found while looking at stage `to` ends there:
+  -- last_to[from] == to says that from -> to is known already, and
+  -- last_to[from] < to that it is not (tested so: an order is cheaper in
+  -- Lua than an equality). The frontier holds earlier stages only while a
+  -- stage is looked at (it changes after all of the stage's accesses), so
+  -- from < to always.
+  local last_to, frontier, count = last_to, {}, 0
   for index = 1, #stages do
     last_to[index] = 0
   end
-  local unwritten = {}
-  local function edge(from, to, data, hazard)
-    if from ~= to and last_to[from] ~= to then
+  -- (The uniform spaces' edges, most of them, are appended where they are
+  -- found: a function call per edge was a tenth of the planner's time.)
+  local function edge(from, to, name, hazard)
+    if last_to[from] < to then
       last_to[from] = to
       count = count + 1
-      froms[count], tos[count], names[count], hazards[count] = from, to, data.name, hazard
+      froms[count], tos[count], names[count], hazards[count] = from, to, name, hazard
     end
   end
+  local unwritten = {}
+  local space_at = {} -- the space of each access of the stage looked at
   for index = 1, #stages do
     firsts[index] = count + 1
     local accesses = stages[index].accesses
@@ -132,45 +195,92 @@ local function find_edges(stages)
       local data, mode = access.data, access.mode
       local space = frontier[data.key]
       if not space then
-        space = { { stage = {}, lo = {}, hi = {} }, { stage = {}, lo = {}, hi = {} } }
+        space = new_space(data.lo, data.hi, index, data)
         frontier[data.key] = space
       end
-      local writers, readers = space[1], space[2]
-      local w_stage, w_lo, w_hi = writers.stage, writers.lo, writers.hi
-      local lo, hi = data.lo, data.hi
-      if mode ~= "w" then
-        local found = false
-        for w = 1, #w_stage do
-          if w_lo[w] < hi and lo < w_hi[w] then
-            edge(w_stage[w], index, data, "RAW")
-            found = true
-          end
-        end
-        if not found and not data.filled and not access.maybe_read then
-          unwritten[#unwritten + 1] = { stage = index, data = data }
-        end
+      space.last = index
+      space_at[a] = space
+      local uniform = space.uniform
+      -- (The data the space was made for has its range: a temporary's,
+      -- most often.)
+      if uniform and data ~= space.data and (data.lo ~= space.lo or data.hi ~= space.hi) then
+        compare_by_ranges(space)
+        uniform = false
       end
-      if mode ~= "r" then
-        local r_stage, r_lo, r_hi = readers.stage, readers.lo, readers.hi
-        local reader_count = #r_stage
-        for r = 1, reader_count do
-          if r_lo[r] < hi and lo < r_hi[r] then
-            edge(r_stage[r], index, data, "WAR")
+      local w_stage = space.writer
+      if uniform then
+        -- Every entry overlaps; the writers are all one stage.
+        local writers = space.writers
+        local writer = writers > 0 and w_stage[1]
+        if mode ~= "w" then
+          if writer then
+            if last_to[writer] < index then
+              last_to[writer] = index
+              count = count + 1
+              froms[count], tos[count], names[count], hazards[count] = writer, index, data.name, "RAW"
+            end
+          elseif not data.filled and not access.maybe_read then
+            unwritten[#unwritten + 1] = { stage = index, data = data }
           end
         end
-        for w = 1, #w_stage do
-          local wlo, whi, ws = w_lo[w], w_hi[w], w_stage[w]
-          if wlo < hi and lo < whi then
-            local through_reader = false
-            for r = 1, reader_count do
-              local rs, rlo, rhi = r_stage[r], r_lo[r], r_hi[r]
-              if rs > ws and rs ~= index and rlo < hi and lo < rhi and rlo < whi and wlo < rhi then
-                through_reader = true
-                break
-              end
+        if mode ~= "r" then
+          local r_stage, readers = space.reader, space.readers
+          for r = 1, readers do
+            local from = r_stage[r]
+            if last_to[from] < index then
+              last_to[from] = index
+              count = count + 1
+              froms[count], tos[count], names[count], hazards[count] = from, index, data.name, "WAR"
             end
-            if not through_reader then
-              edge(ws, index, data, "WAW")
+          end
+          -- (Not when a reader after the writer, the last reader being
+          -- the latest, orders them already.)
+          if writer and last_to[writer] < index
+              and not (readers > 0 and r_stage[readers] > writer) then
+            last_to[writer] = index
+            count = count + 1
+            froms[count], tos[count], names[count], hazards[count] = writer, index, data.name, "WAW"
+          end
+        end
+      else
+        local lo, hi = data.lo, data.hi
+        local w_lo, w_hi = space.writer_lo, space.writer_hi
+        if mode ~= "w" then
+          local found = false
+          for w = 1, #w_stage do
+            if w_lo[w] < hi and lo < w_hi[w] then
+              edge(w_stage[w], index, data.name, "RAW")
+              found = true
+            end
+          end
+          if not found and not data.filled and not access.maybe_read then
+            unwritten[#unwritten + 1] = { stage = index, data = data }
+          end
+        end
+        if mode ~= "r" then
+          local r_stage, r_lo, r_hi = space.reader, space.reader_lo, space.reader_hi
+          local reader_count = #r_stage
+          for r = 1, reader_count do
+            if r_lo[r] < hi and lo < r_hi[r] then
+              edge(r_stage[r], index, data.name, "WAR")
+            end
+          end
+          for w = 1, #w_stage do
+            local wlo, whi, ws = w_lo[w], w_hi[w], w_stage[w]
+            if wlo < hi and lo < whi and last_to[ws] < index then
+              -- A reader after the writer, of bytes both this write and
+              -- the writer cover, orders them already.
+              local through_reader = false
+              for r = 1, reader_count do
+                local rlo, rhi = r_lo[r], r_hi[r]
+                if r_stage[r] > ws and rlo < hi and lo < rhi and rlo < whi and wlo < rhi then
+                  through_reader = true
+                  break
+                end
+              end
+              if not through_reader then
+                edge(ws, index, data.name, "WAW")
+              end
             end
           end
         end
@@ -181,37 +291,62 @@ local function find_edges(stages)
     -- past only.
     for a = 1, #accesses do
       local access = accesses[a]
-      local space = frontier[access.data.key]
-      local lo, hi = access.data.lo, access.data.hi
-      if access.mode ~= "r" then
-        cut(space[1], lo, hi, index)
-        cut(space[2], lo, hi, index)
-        add_entry(space[1], index, lo, hi)
+      local space = space_at[a]
+      local writes_it = access.mode ~= "r"
+      if space.uniform then
+        if writes_it then
+          -- (The stage's own entries, from its accesses before this one,
+          -- are seldom there: looked for only then.)
+          local stage_of, writers, readers = space.writer, space.writers, space.readers
+          if writers > 0 and stage_of[writers] == index then
+            writers = own_entries(stage_of, writers, index)
+          else
+            writers = 0
+          end
+          stage_of[writers + 1] = index
+          space.writers = writers + 1
+          local r_stage = space.reader
+          if readers > 0 and r_stage[readers] == index then
+            space.readers = own_entries(r_stage, readers, index)
+          else
+            space.readers = 0
+          end
+        else
+          local n = space.readers + 1
+          space.reader[n] = index
+          space.readers = n
+        end
       else
-        add_entry(space[2], index, lo, hi)
+        local lo, hi = access.data.lo, access.data.hi
+        local stage_of, lo_of, hi_of = space.reader, space.reader_lo, space.reader_hi
+        if writes_it then
+          stage_of, lo_of, hi_of = space.writer, space.writer_lo, space.writer_hi
+          cut(stage_of, lo_of, hi_of, lo, hi, index)
+          cut(space.reader, space.reader_lo, space.reader_hi, lo, hi, index)
+        end
+        local n = #stage_of + 1
+        stage_of[n], lo_of[n], hi_of[n] = index, lo, hi
       end
     end
   end
   firsts[#stages + 1] = count + 1
-  return edges, unwritten
+  return edges, unwritten, frontier
 end
 
 -- ---- data no one wrote ------------------------------------------------------------
 
-local function unwritten_reads(data_list, stages, unwritten)
+-- touched_by: data -> the unit touching it (see plan.build): data no
+-- stage touches are not in it.
+local function unwritten_reads(data_list, stages, unwritten, touched_by)
   local problems = {}
-  for _, item in ipairs(unwritten) do
+  for k = 1, #unwritten do
+    local item = unwritten[k]
     problems[#problems + 1] = ("stage '%s' reads '%s', which no earlier stage writes and "
       .. "the host never filled"):format(stages[item.stage].name, item.data.name)
   end
-  local used = {}
-  for _, stage in ipairs(stages) do
-    for _, access in ipairs(stage.accesses) do
-      used[access.data] = true
-    end
-  end
-  for _, data in ipairs(data_list) do
-    if data.temporary and not used[data] and not data.parent then
+  for k = 1, #data_list do
+    local data = data_list[k]
+    if data.temporary and touched_by[data] == nil and not data.parent then
       problems[#problems + 1] = ("temporary '%s' is declared but no stage uses it"):format(data.name)
     end
   end
@@ -310,26 +445,14 @@ end
 -- after another: stage i's are edges first[i] .. first[i + 1] - 1, their
 -- from and hazard columns (a RAW edge is a link of a fusion chain).
 
--- Whether stage p is an ancestor of a member of the group (searching
--- back from the members through stages after p only, and giving up, as if
--- it were not, past MAX_SEARCH stages: then the stage is not fused).
+-- Whether stage p is an ancestor of one of the members (searching back
+-- from them through stages after p only, and giving up, as if it were
+-- not, past MAX_SEARCH stages: then the stage is not fused). The caller
+-- has ruled out a p too deep to be one (see takes).
 local MAX_SEARCH = 8
-local visited, generation, stack = {}, 0, {}
+local visited, generation, search_stack = {}, 0, {}
 
--- depth[i]: the longest chain of predecessors before stage i; an ancestor
--- is less deep than what it precedes, so a stage no less deep than every
--- member is no ancestor of the group, and needs no search.
-local function is_ancestor(edges, depth, p, group)
-  local members = group.stages
-  local deepest, depth_p = 0, depth[p]
-  for k = 1, #members do
-    local d = depth[members[k]]
-    if d > deepest then deepest = d end
-  end
-  if depth_p >= deepest then
-    return false
-  end
-  local from, first = edges.from, edges.first
+local function is_ancestor(from, first, p, members)
   -- A direct predecessor of a member, the common case, first.
   for k = 1, #members do
     local m = members[k]
@@ -340,6 +463,7 @@ local function is_ancestor(edges, depth, p, group)
     end
   end
   generation = generation + 1
+  local mark, seen, stack = generation, visited, search_stack
   local top = 0
   for k = 1, #members do
     top = top + 1
@@ -358,8 +482,8 @@ local function is_ancestor(edges, depth, p, group)
       if q == p then
         return true
       end
-      if q > p and visited[q] ~= generation then
-        visited[q] = generation
+      if q > p and seen[q] ~= mark then
+        seen[q] = mark
         top = top + 1
         stack[top] = q
       end
@@ -368,137 +492,248 @@ local function is_ancestor(edges, depth, p, group)
   return false
 end
 
-local function takes(stages, edges, depth, group_of, candidate, index, can_fuse)
+-- Whether the group takes stage `index` (the conditions above), the group
+-- being the latest one among the stage's predecessors' (the caller's
+-- choice: every other predecessor is in a group that began before it).
+-- Every condition must hold, so the cheap refusals come first: a
+-- predecessor too deep to be an ancestor of the group; the searches after.
+-- depth[i]: the longest chain of predecessors before stage i; an ancestor
+-- is less deep than what it precedes, so a stage no less deep than every
+-- member is no ancestor of the group.
+local function takes(stages, edges, depth, unit_of, group, index, can_fuse)
   local from, first = edges.from, edges.first
-  for e = first[index], first[index + 1] - 1 do
+  local head, members, u = group.head, group.stages, group.unit
+  local deepest = 0
+  for k = 1, #members do
+    local d = depth[members[k]]
+    if d > deepest then deepest = d end
+  end
+  local e_first, e_last = first[index], first[index + 1] - 1
+  local searches = 0
+  for e = e_first, e_last do
     local p = from[e]
-    local g = group_of[p]
-    if g ~= candidate then
-      if g.head > candidate.head then
+    -- (Setup: a stage with no predecessor, declared before the group began.)
+    if unit_of[p] ~= u and not (first[p] == first[p + 1] and p < head) then
+      if depth[p] >= deepest then
         return false
       end
-      if not ((first[p] == first[p + 1] and p < candidate.head)
-              or is_ancestor(edges, depth, p, candidate)) then
+      searches = searches + 1
+    end
+  end
+  if searches > 0 then
+    for e = e_first, e_last do
+      local p = from[e]
+      if unit_of[p] ~= u and not (first[p] == first[p + 1] and p < head)
+          and not is_ancestor(from, first, p, members) then
         return false
       end
     end
   end
-  return not overlaps_other(stages, candidate, stages[index])
-    and can_fuse(candidate, stages[index], stages)
+  return not overlaps_other(stages, group, stages[index])
+    and can_fuse(group, stages[index], stages)
 end
 
+-- A unit's list of predecessors takes unit pu, in order and once (the
+-- lists are short: sorted as they come). Returns the list's new length.
+local function add_predecessor(after, count, pu)
+  local position = count + 1
+  while position > 1 and after[position - 1] > pu do
+    position = position - 1
+  end
+  if position > 1 and after[position - 1] == pu then
+    return count
+  end
+  for k = count, position, -1 do
+    after[k + 1] = after[k]
+  end
+  after[position] = pu
+  return count + 1
+end
+
+-- depth[i] (see takes), kept from one plan to the next: each stage's is
+-- set before it is read.
+local depth = {}
+
+-- Which group a stage joins: of the groups it reads from (through a RAW
+-- edge) whose first stage is fusable, the latest that takes it. Only the
+-- latest group among all its predecessors' can: with any other, a
+-- predecessor would be in a group that began after it. So that one alone
+-- is tried, and only when the stage reads from it.
+--
+-- The groups are the units, numbered as they are made (in the order of
+-- their first stages: a topological order, see above), each with its
+-- predecessors (after: the units of its stages' predecessors, in order).
+-- Also returns each stage's unit.
 local function group_stages(stages, edges, fuse, can_fuse)
-  local groups, group_of, depth = {}, {}, {}
+  local groups, unit_of, depth, unit_count = {}, {}, depth, 0
   local from, hazard, first_edge = edges.from, edges.hazard, edges.first
-  for index, stage in ipairs(stages) do
-    local deepest, e_first, e_last = 0, first_edge[index], first_edge[index + 1] - 1
-    for e = e_first, e_last do
-      local d = depth[from[e]]
-      if d >= deepest then deepest = d + 1 end
-    end
-    depth[index] = deepest
-    local best
-    if fuse and stage.fusion then
-      local first, candidates
-      for e = e_first, e_last do
-        local p = from[e]
-        local g = group_of[p]
-        -- (A group is open to more stages when its first one is fusable.)
-        if g ~= first and hazard[e] == "RAW" and stages[g.head].fusion then
-          if not first then
-            first = g
-          else
-            candidates = candidates or { first }
-            candidates[#candidates + 1] = g
-          end
-        end
+  -- The units of a stage's predecessors, in order and each once: the
+  -- last is the latest.
+  local units_before = {}
+  -- Depths and what the stages read are for fusion only.
+  local fusing = false
+  if fuse then
+    for index = 1, #stages do
+      if stages[index].fusion then
+        fusing = true
+        break
       end
-      if candidates then
-        table.sort(candidates, function(x, y) return x.head > y.head end)
-        for k = 1, #candidates do
-          if candidates[k] ~= candidates[k - 1]
-              and takes(stages, edges, depth, group_of, candidates[k], index, can_fuse) then
-            best = candidates[k]
-            break
-          end
-        end
-      elseif first and takes(stages, edges, depth, group_of, first, index, can_fuse) then
-        best = first
-      end
-    end
-    if best then
-      best.stages[#best.stages + 1] = index
-      group_of[index] = best
-      add_to_group(best, stage)
-    else
-      -- With the fields build and assign_streams fill in already there
-      -- (unit, stream, position, signals): the table is made at its size,
-      -- eight fields.
-      best = { head = index, stages = { index }, after = NONE, waits = NONE, unit = 0, stream = 0,
-               position = 0, signals = false }
-      groups[#groups + 1] = best
-      group_of[index] = best
     end
   end
-  return groups, group_of
+  for index = 1, #stages do
+    local stage = stages[index]
+    local deepest, count, latest_read = 0, 0, 0
+    for e = first_edge[index], first_edge[index + 1] - 1 do
+      local p = from[e]
+      local pu = unit_of[p]
+      if fusing then
+        local d = depth[p]
+        if d >= deepest then deepest = d + 1 end
+        if pu > latest_read and hazard[e] == "RAW" then latest_read = pu end
+      end
+      -- (add_predecessor, written out: this is every edge.)
+      local position = count + 1
+      while position > 1 and units_before[position - 1] > pu do
+        position = position - 1
+      end
+      if position == 1 or units_before[position - 1] < pu then
+        if position <= count then
+          for k = count, position, -1 do
+            units_before[k + 1] = units_before[k]
+          end
+        end
+        units_before[position] = pu
+        count = count + 1
+      end
+    end
+    depth[index] = deepest
+    local group
+    if fusing and stage.fusion and count > 0 and latest_read == units_before[count] then
+      local latest = groups[latest_read]
+      -- (A group is open to more stages when its first one is fusable.)
+      if stages[latest.head].fusion
+          and takes(stages, edges, depth, unit_of, latest, index, can_fuse) then
+        group = latest
+      end
+    end
+    local u
+    if group then
+      u = group.unit
+      local members = group.stages
+      members[#members + 1] = index
+      add_to_group(group, stage)
+      -- The stage's other predecessors join the group's (the group is the
+      -- latest of them: a unit never follows a later one).
+      local after = group.after
+      if count > 1 and after == NONE then
+        after = {}
+        group.after = after
+      end
+      local known = #after
+      for k = 1, count - 1 do
+        known = add_predecessor(after, known, units_before[k])
+      end
+    else
+      -- A new unit, after every other so far, its list of predecessors
+      -- made at its size (a constructor of the values is cheapest; most
+      -- units have one to three predecessors).
+      local after = NONE
+      if count == 1 then
+        after = { units_before[1] }
+      elseif count == 2 then
+        after = { units_before[1], units_before[2] }
+      elseif count == 3 then
+        after = { units_before[1], units_before[2], units_before[3] }
+      elseif count > 3 then
+        after = { table.unpack(units_before, 1, count) }
+      end
+      -- With the fields assign_streams fills in already there (stream,
+      -- position, signals): the table is made at its size, eight fields.
+      unit_count = unit_count + 1
+      u = unit_count
+      groups[u] = { head = index, stages = { index }, after = after, waits = NONE, unit = u,
+                    stream = 0, position = 0, signals = false }
+    end
+    unit_of[index] = u
+  end
+  return groups, unit_of
 end
 
 -- ---- streams ---------------------------------------------------------------------
 
--- Units in a topological order (their first stages' order), each put on the stream of a predecessor it follows
--- directly, else on a stream whose last unit it follows already, else on a
--- new stream while there are fewer than max_streams, else on the stream
--- that has been idle longest. A vector clock per unit (the last position of
--- each stream it follows) finds which waits are implied by others.
+-- Units in a topological order (their first stages' order), each put on
+-- the stream of a predecessor it follows directly, else on a stream whose
+-- last unit it follows already, else on a new stream while there are fewer
+-- than max_streams, else on the stream that has been idle longest. A
+-- vector clock per unit (the last position of each other stream it
+-- follows) finds which waits are implied by others.
+--
+-- A unit's clock is its stream's last unit's, with what its waits add (a
+-- wait's clock and the wait's own position): a unit that waits for none
+-- has the same clock, and shares it. A clock says nothing of its unit's
+-- own stream (it is never read for it: the unit's position says it).
+--
+-- Each unit's stream and position as columns too (the unit tables get
+-- them as well: these are read for every predecessor), and the clocks in
+-- one array of `width` entries each (the most streams there can be), the
+-- one at clock_of[u] being entries clock_of[u] + 1 .. clock_of[u] + width;
+-- the first (at 0) all zeros, for a stream's first unit. Kept from one
+-- plan to the next (every entry is written before it is read), so that a
+-- plan does not grow them again.
+local stream_of, position_of, clock_of, clocks = {}, {}, {}, {}
+
 local function assign_streams(units, max_streams)
-  local streams, tails = {}, {}
-  -- The clocks, in one table: unit u's entry for stream s at
-  -- (u - 1) * width + s (width: the most streams there can be).
+  local streams, tails, lengths, count = {}, {}, {}, 0
+  local stream_of, position_of, clock_of, clocks = stream_of, position_of, clock_of, clocks
   local width = math.min(max_streams, #units)
-  local clocks = {}
-  local merged, current = {}, {}
-  for u, unit in ipairs(units) do
-    local count = #streams
+  for s = 1, width do
+    clocks[s] = 0
+  end
+  local made = 0 -- clocks made after the zeros
+  local waits_found = {} -- a unit's waits, before its list is made
+  for u = 1, #units do
+    local unit = units[u]
     local after = unit.after
+    local before = #after
     local chosen
     -- A predecessor that is its stream's last unit: the lowest such stream.
-    for k = 1, #after do
+    for k = 1, before do
       local p = after[k]
-      local s = units[p].stream
-      if tails[s] == p and (chosen == nil or s < chosen) then
+      local s = stream_of[p]
+      -- (p is its stream's last unit when no later one is: tails[s] <= p.)
+      if tails[s] <= p and (chosen == nil or s < chosen) then
         chosen = s
       end
     end
     if not chosen then
-      -- Else a stream whose last unit it follows already (its clock says).
+      -- Else the lowest stream whose last unit it follows already: one
+      -- where a predecessor's clock has reached the stream's length. Only
+      -- a predecessor made after that last unit can have (the list is in
+      -- order: the latest first, down to the last unit), and not for its
+      -- own stream (where it is not the last unit).
+      local latest = after[before]
       for s = 1, count do
-        merged[s] = 0
-      end
-      for k = 1, #after do
-        local p = after[k]
-        local pu = units[p]
-        local base = (p - 1) * width
-        for s = 1, count do
-          local value = clocks[base + s]
-          if value > merged[s] then
-            merged[s] = value
+        local tail = tails[s]
+        if latest and latest > tail then
+          local length = lengths[s]
+          for k = before, 1, -1 do
+            local p = after[k]
+            if p < tail then
+              break
+            end
+            if clocks[clock_of[p] + s] >= length then
+              chosen = s
+              break
+            end
           end
-        end
-        if pu.position > merged[pu.stream] then
-          merged[pu.stream] = pu.position
-        end
-      end
-      for s = 1, count do
-        if merged[s] >= #streams[s] then
-          chosen = s
-          break
+          if chosen then break end
         end
       end
     end
     if not chosen and count < max_streams then
-      chosen = count + 1
-      streams[chosen] = {}
-      count = chosen
+      count = count + 1
+      chosen = count
+      streams[chosen], lengths[chosen] = {}, 0
     end
     if not chosen then
       chosen = 1
@@ -508,45 +743,48 @@ local function assign_streams(units, max_streams)
         end
       end
     end
-    local list = streams[chosen]
-    unit.stream = chosen
-    unit.position = #list + 1
-    list[#list + 1] = u
+    local position = lengths[chosen] + 1
+    lengths[chosen] = position
+    streams[chosen][position] = u
+    unit.stream, unit.position = chosen, position
+    stream_of[u], position_of[u] = chosen, position
     -- The waits: what the stream's order does not imply already, the
-    -- latest predecessors first (their clocks imply the most).
+    -- latest predecessors first (their clocks imply the most). The clock
+    -- is the last unit's until the first wait, then one of the unit's own.
     local tail = tails[chosen]
-    if tail then
-      local base = (tail - 1) * width
-      for s = 1, count do current[s] = clocks[base + s] end
-      current[chosen] = units[tail].position
-    else
-      for s = 1, count do current[s] = 0 end
-    end
-    local waits = unit.waits
-    for position = #after, 1, -1 do
-      local p = after[position]
-      local pu = units[p]
-      local ps = pu.stream
-      if ps ~= chosen and current[ps] < pu.position then
-        if waits == NONE then
-          waits = {}
-          unit.waits = waits
+    local clock = tail and clock_of[tail] or 0
+    local wait_count = 0
+    for k = before, 1, -1 do
+      local p = after[k]
+      local ps = stream_of[p]
+      local p_position = position_of[p]
+      if ps ~= chosen and clocks[clock + ps] < p_position then
+        if wait_count == 0 then
+          made = made + 1
+          local own = made * width
+          for s = 1, width do clocks[own + s] = clocks[clock + s] end
+          clock = own
         end
-        waits[#waits + 1] = p
-        pu.signals = true
-        local base = (p - 1) * width
+        wait_count = wait_count + 1
+        waits_found[wait_count] = p
+        units[p].signals = true
+        local p_clock = clock_of[p]
         for s = 1, count do
-          local value = clocks[base + s]
-          if value > current[s] then current[s] = value end
+          local value = clocks[p_clock + s]
+          if value > clocks[clock + s] then clocks[clock + s] = value end
         end
-        current[ps] = pu.position
+        if p_position > clocks[clock + ps] then clocks[clock + ps] = p_position end
       end
     end
-    current[chosen] = unit.position
-    -- All width entries, so that the clocks stay one array.
-    local base = (u - 1) * width
-    for s = 1, count do clocks[base + s] = current[s] end
-    for s = count + 1, width do clocks[base + s] = 0 end
+    clock_of[u] = clock
+    -- The list made at its size (most units wait for one or two).
+    if wait_count == 1 then
+      unit.waits = { waits_found[1] }
+    elseif wait_count == 2 then
+      unit.waits = { waits_found[1], waits_found[2] }
+    elseif wait_count > 2 then
+      unit.waits = { table.unpack(waits_found, 1, wait_count) }
+    end
     tails[chosen] = u
   end
   return streams
@@ -556,63 +794,32 @@ end
 
 function plan.build(data_list, stages, options)
   local max_streams = options.max_streams or 4
-  local edges, unwritten = find_edges(stages)
-  -- Made in the order of their first stages: a topological order (see
-  -- group_stages).
-  local groups = group_stages(stages, edges, options.fuse ~= false,
-                              options.can_fuse or function() return true end)
-
-  -- Units: one per group, in order of their first stage.
-  local units, unit_of = groups, {}
-  for u, g in ipairs(groups) do
-    g.unit = u
-    local members = g.stages
-    for k = 1, #members do
-      unit_of[members[k]] = u
-    end
-  end
-  local stamp = {}
-  local froms, first_edge = edges.from, edges.first
-  for u, unit in ipairs(units) do
-    local after = unit.after
-    local members = unit.stages
-    for k = 1, #members do
-      local m = members[k]
-      for e = first_edge[m], first_edge[m + 1] - 1 do
-        local pu = unit_of[froms[e]]
-        if pu ~= u and stamp[pu] ~= u then
-          stamp[pu] = u
-          if after == NONE then
-            after = {}
-            unit.after = after
-          end
-          after[#after + 1] = pu
-        end
-      end
-    end
-    if #after > 1 then table.sort(after) end
-    assert(#unit.after == 0 or unit.after[#unit.after] < u,
-           "gpurun.pipeline: a fusion group follows a later one (a planner bug)")
-  end
+  local edges, unwritten, spaces = find_edges(stages)
+  -- The units: one per group, in the order of their first stages (a
+  -- topological order, see group_stages).
+  local units, unit_of = group_stages(stages, edges, options.fuse ~= false,
+                                      options.can_fuse or function() return true end)
   local streams = assign_streams(units, max_streams)
 
-  -- Fusion groups and what stays in registers: data written in a group
-  -- that is a temporary nobody outside the group touches.
-  -- The one unit each data is touched by, or false for several.
+  -- The one unit each data is touched by (or false for several).
   local touched_by = {}
-  for index, stage in ipairs(stages) do
+  for index = 1, #stages do
     local u = unit_of[index]
-    for _, access in ipairs(stage.accesses) do
-      local d = access.data
+    local accesses = stages[index].accesses
+    for a = 1, #accesses do
+      local d = accesses[a].data
       local seen = touched_by[d]
       if seen == nil then
         touched_by[d] = u
-      elseif seen ~= u then
+      elseif seen and seen ~= u then
         touched_by[d] = false
       end
     end
   end
-  -- A temporary with a view any stage touches lives in memory.
+
+  -- Fusion groups and what stays in registers: data written in a group
+  -- that is a temporary nobody outside the group touches. A temporary
+  -- with a view any stage touches lives in memory.
   local viewed = {}
   for _, d in ipairs(data_list) do
     if d.parent and touched_by[d] ~= nil then
@@ -620,59 +827,63 @@ function plan.build(data_list, stages, options)
     end
   end
   local fusion_groups, in_registers = {}, {}
-  for _, g in ipairs(groups) do
-    if #g.stages > 1 then
-      local info = { unit = g.unit, stages = g.stages, in_registers = {}, written = {} }
+  -- For the group looked at (u): written_in[d] == u once it writes d,
+  -- read_after[d] == u once it reads d after writing it (marks by unit:
+  -- no tables per group).
+  local written_in, read_after, order = {}, {}, {}
+  for u = 1, #units do
+    local g = units[u]
+    local members = g.stages
+    if #members > 1 then
       -- In order: what the group writes, and what it reads after writing.
-      local order, written_here, read_after = {}, {}, {}
-      for _, member in ipairs(g.stages) do
-        for _, access in ipairs(stages[member].accesses) do
-          local d = access.data
-          if reads(access) and written_here[d] then
-            read_after[d] = true
+      local written = 0
+      for m = 1, #members do
+        local accesses = stages[members[m]].accesses
+        for a = 1, #accesses do
+          local access = accesses[a]
+          if access.mode ~= "w" and written_in[access.data] == u then
+            read_after[access.data] = u
           end
         end
-        for _, access in ipairs(stages[member].accesses) do
+        for a = 1, #accesses do
+          local access = accesses[a]
           local d = access.data
-          if writes(access) and not written_here[d] then
-            written_here[d] = true
-            order[#order + 1] = d
+          if access.mode ~= "r" and written_in[d] ~= u then
+            written_in[d] = u
+            written = written + 1
+            order[written] = d
           end
         end
       end
-      for _, d in ipairs(order) do
-        if d.temporary and not d.parent and not viewed[d] and touched_by[d] == g.unit
-            and read_after[d] then
-          info.in_registers[#info.in_registers + 1] = d
+      local info = { unit = u, stages = members, in_registers = {}, written = {} }
+      local registers, stored = info.in_registers, info.written
+      for k = 1, written do
+        local d = order[k]
+        if d.temporary and not d.parent and not viewed[d] and touched_by[d] == u
+            and read_after[d] == u then
+          registers[#registers + 1] = d
           in_registers[d] = true
         else
-          info.written[#info.written + 1] = d
+          stored[#stored + 1] = d
         end
       end
-      if #info.written == 0 then
+      if #stored == 0 then
         -- Nothing outside reads what it computes: its last value is stored
         -- all the same (made, and reported below as read by nobody).
-        local last = table.remove(info.in_registers)
+        local last = table.remove(registers)
         in_registers[last] = nil
-        info.written[1] = last
+        stored[1] = last
       end
       fusion_groups[#fusion_groups + 1] = info
-      units[g.unit].group = info
+      g.group = info
     end
   end
 
   local temporaries = {}
-  local first_use, last_use = {}, {}
-  for index, stage in ipairs(stages) do
-    for _, access in ipairs(stage.accesses) do
-      local key = access.data.key
-      first_use[key] = first_use[key] or index
-      last_use[key] = index
-    end
-  end
   for _, d in ipairs(data_list) do
     if d.temporary and not d.parent then
-      local first, last = first_use[d.key], last_use[d.key]
+      local space = spaces[d.key]
+      local first, last = space and space.first, space and space.last
       local where = "allocated"
       if not first then
         where = "unused"
@@ -685,7 +896,8 @@ function plan.build(data_list, stages, options)
 
   return {
     edges = edges, units = units, unit_of = unit_of, streams = streams,
-    groups = fusion_groups, temporaries = temporaries, warnings = unwritten_reads(data_list, stages, unwritten),
+    groups = fusion_groups, temporaries = temporaries,
+    warnings = unwritten_reads(data_list, stages, unwritten, touched_by),
   }
 end
 
