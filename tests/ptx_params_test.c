@@ -137,6 +137,8 @@ static void expect_error(int line, const char *ptx, const char *fragment)
 #define EXPECT_PARSE(ptx, expected) expect_parse(__LINE__, ptx, expected)
 #define EXPECT_ERROR(ptx, fragment) expect_error(__LINE__, ptx, fragment)
 
+static void check_round_trip(const char *name, const char *ptx, size_t size);
+
 static void test_syntax(void)
 {
     /* Layout: each parameter at the next multiple of its alignment. */
@@ -196,6 +198,15 @@ static void test_syntax(void)
               "kinds read wrong");
         ptx_signatures_free(&s);
     }
+    /* Every type name whole, the longest included, and through the compact text. */
+    text = ".entry k(.param .f16x2 a, .param .bf16x2 b, .param .b128 c)";
+    if (CHECK(ptx_signatures_parse(text, strlen(text), &s, error, sizeof error), "%s", error)) {
+        const struct ptx_param *p = s.kernels[0].params;
+        CHECK(strcmp(p[0].type, "f16x2") == 0 && strcmp(p[1].type, "bf16x2") == 0
+              && strcmp(p[2].type, "b128") == 0, "type names cut: %s %s %s", p[0].type, p[1].type, p[2].type);
+        ptx_signatures_free(&s);
+    }
+    check_round_trip("bf16x2", text, strlen(text));
 
     EXPECT_ERROR(".entry k(.param x)", "line 1: parameter without a type before 'x'");
     EXPECT_ERROR(".entry k(.param .pred p)", "unexpected 'pred' in a parameter declaration");

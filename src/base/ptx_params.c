@@ -183,6 +183,10 @@ static const struct {
     {"b64", 8, PTX_PARAM_BITS}, {"b128", 16, PTX_PARAM_BITS},
 };
 
+/* The longest name, kept whole in a parameter's type (it once lost its "2",
+ * so the compact text did not read back: found by tests/fuzz_ptx_params.c). */
+_Static_assert(sizeof "bf16x2" <= sizeof ((struct ptx_param *)0)->type, "ptx_param.type holds every type name");
+
 static const char *const pointer_spaces[] = {"global", "const", "local", "shared"};
 
 static int find_type(const struct token *t)

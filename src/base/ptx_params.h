@@ -71,7 +71,7 @@ struct ptx_param {
     uint32_t element_size;  /* bytes of one element (the scalar's size for a scalar) */
     uint32_t count;         /* array elements; 0 for a scalar */
     uint32_t pointee_align; /* .ptr .align N: what the pointer promises; 0 if not said */
-    char type[6];           /* the PTX type as written, without the dot: "u64", "b8" */
+    char type[8];           /* the PTX type as written, without the dot: "u64", "bf16x2" */
     char space[8];          /* .ptr .global and the like, without the dot; "" if generic */
 };
 
