@@ -485,6 +485,26 @@ describe("scan code", function()
                          predicate = "x > 0.5 && i % 3 != 0", block = 128, items = 23 })
   end)
 
+  it("pauses the look-back as CUB's sm_90 tuning does from 500 tiles up; a chained scan does not", function()
+    assert.are.same({ 1140, 688 }, { ss.look_back_pauses(4) })
+    assert.are.same({ 1215, 576 }, { ss.look_back_pauses(8) })
+    local function pauses(extra)
+      local text = ss.generate(spec_for("inclusive", "float", "float", "a + b", "0", extra))
+      local found = {}
+      for value in text:gmatch("__nanosleep%((%d+)u%)") do found[#found + 1] = tonumber(value) end
+      for value in text:gmatch("_paused %? (%d+)u : 8u") do found[#found + 1] = tonumber(value) end
+      return found, text
+    end
+    local packed, packed_text = pauses{ value_bytes = 4 }
+    assert.are.same({ 1140, 688 }, packed)
+    assert.matches("gridDim.x >= 500u", packed_text, 1, true)
+    assert.matches("setp%.gt%.u32%s+%%p%d+, %%r%d+, 499;", ptx(packed_text)) -- the grid's test survives
+    assert.are.same({ 1215, 576 }, (pauses{ value_bytes = 8 }))
+    local chained, chained_text = pauses{ value_bytes = 4, deterministic = true }
+    assert.are.same({}, chained)
+    assert.is_nil(chained_text:find("_paused", 1, true))
+  end)
+
   it("lays the temporaries out as the kernel reads them", function()
     assert.are.same({ 32, 32 + 16, 5 }, { ss.temp_layout(1) })
     assert.are.same({ 16 + 4 * 1000, 16 + 4 * 1000 + 16 * 1000, 1004 }, { ss.temp_layout(1000) })

@@ -20,7 +20,8 @@
 -- it announces and read with acquire semantics before that value is read,
 -- so a reader never sees a status before its value; at 2^26 float32 that
 -- look-back took 301 us where CUB's took 176, the block's other warps
--- waiting at a barrier for 61% of their cycles.) The words or statuses
+-- waiting at a barrier for 61% of their cycles.) Past 500 tiles, warp 0
+-- pauses as CUB's sm_90 tuning does (ss.look_back_pauses). The words or statuses
 -- and the counter live in temporaries that a memset clears before every
 -- launch (a memset node in a graph).
 --
@@ -138,29 +139,42 @@ local function operation(add, spec)
   add("} // namespace _gs_%s", spec.name)
 end
 
+-- The look-back's pauses in ns, CUB's tuning for sm_90 (DeviceScan's
+-- fixed_delay_constructor_t for float and for double): once after a tile
+-- publishes its aggregate, before it first looks back, and between two
+-- looks at a tile not ready yet. Polling sooner only adds loads to the
+-- lines being written. CUB pauses only from LOOK_BACK_PAUSE_GRID tiles up;
+-- below that a look waits 8 ns, doubling to 256.
+ss.LOOK_BACK_PAUSE_GRID = 500
+function ss.look_back_pauses(value_bytes)
+  if value_bytes <= 4 then
+    return 1140, 688
+  end
+  return 1215, 576
+end
+
 -- Reads tile _q's status into _st, waiting while it is below `least`, and
--- then its value into _v (declared by the caller).
-local function wait_for_tile(add, spec, i, least)
-  add("%sunsigned int _delay = 8;", i)
-  if ss.packed(spec) then
-    add("%sunsigned long long _word = _gs_load_word(_desc + _q);", i)
-    add("%swhile ((unsigned int)(_word >> 32) < %du) {", i, least)
+-- then its value into _v (declared by the caller). `pause`: the tuned
+-- pause between looks (nil: the doubling one alone).
+local function wait_for_tile(add, spec, i, least, pause)
+  add("%sunsigned int _delay = %s;", i, pause and ("_paused ? %du : 8u"):format(pause) or "8u")
+  local function wait(load, status)
+    add("%s%s", i, load)
+    add("%swhile (%s < %du) {", i, status, least)
     add("%s    __nanosleep(_delay);", i)
     add("%s    if (_delay < 256)", i)
     add("%s        _delay <<= 1;", i)
-    add("%s    _word = _gs_load_word(_desc + _q);", i)
+    add("%s    %s", i, load)
     add("%s}", i)
+  end
+  if ss.packed(spec) then
+    add("%sunsigned long long _word;", i)
+    wait("_word = _gs_load_word(_desc + _q);", "(unsigned int)(_word >> 32)")
     add("%s_st = (unsigned int)(_word >> 32);", i)
     add("%s_v = _gs_word_value<_value>(_word);", i)
     return
   end
-  add("%s_st = _gs_load_acquire(_status + _q);", i)
-  add("%swhile (_st < %du) {", i, least)
-  add("%s    __nanosleep(_delay);", i)
-  add("%s    if (_delay < 256)", i)
-  add("%s        _delay <<= 1;", i)
-  add("%s    _st = _gs_load_acquire(_status + _q);", i)
-  add("%s}", i)
+  wait("_st = _gs_load_acquire(_status + _q);", "_st")
   add("%s_v = _gs_load_value<_value>((_st == %du ? _inclusive : _partial) + _q);", i, ss.STATUS_INCLUSIVE)
 end
 
@@ -190,13 +204,17 @@ local function look_back(add, spec, indent)
     add("%s}", i)
     return
   end
+  local first, pause = ss.look_back_pauses(spec.value_bytes or 8)
+  add("%sconst bool _paused = gridDim.x >= %du;", i, ss.LOOK_BACK_PAUSE_GRID)
+  add("%sif (_paused)", i)
+  add("%s    __nanosleep(%du); // the predecessors' aggregates are on their way", i, first)
   add("%slong long _p = (long long)_tile - 1; // the window's nearest tile", i)
   add("%swhile (true) {", i)
   add("%s    const long long _q = _p - (long long)_lane; // farther tiles on higher lanes", i)
   add("%s    unsigned int _st = %du;", i, ss.STATUS_INCLUSIVE)
   add("%s    _value _v = _identity(); // before tile 0: nothing, and nothing further", i)
   add("%s    if (_q >= 0) {", i)
-  wait_for_tile(add, spec, i .. "        ", ss.STATUS_PARTIAL)
+  wait_for_tile(add, spec, i .. "        ", ss.STATUS_PARTIAL, pause)
   add("%s    }", i)
   add("%s    const unsigned int _done = __ballot_sync(0xffffffffu, _st == %du);", i, ss.STATUS_INCLUSIVE)
   add("%s    // the nearest lane with an inclusive prefix ends the window", i)
