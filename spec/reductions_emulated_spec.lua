@@ -424,6 +424,27 @@ describe("emulated scans and select", function()
     assert.are.same(scanned(source, "inclusive", add, 0), in_place:to_table())
   end)
 
+  it("scan from 500 tiles up, where the look-back pauses as CUB's tuning does, exactly", function()
+    local session <close> = emulated.session{ multiprocessors = 2, concurrency = 4 }
+    local M, stream = session.modules, session.stream
+    local small = { block = 32, items = 1 } -- 32-element tiles: 513 of them
+    local n = 32 * 512 + 7
+    local cases = {}
+    for _, dtype in ipairs{ "int32", "int64" } do -- status and value in one word, and apart
+      local t = values(n, dtype, 99)
+      local y = session:zeros(n, dtype)
+      M.scan.inclusive_scan(stream, session:array(t, dtype), y, "sum", small)
+      cases[#cases + 1] = { dtype = dtype, t = t, y = y }
+    end
+    session:run()
+    for _, case in ipairs(cases) do
+      local want, got = scanned(case.t, "inclusive", add, 0), case.y:to_table()
+      for i = 1, n do
+        check(got[i] == want[i], "%s: element %d is %s, want %s", case.dtype, i, got[i], want[i])
+      end
+    end
+  end)
+
   it("scan float16 and bfloat16 in float, rounding each stored prefix once, and select them", function()
     local session <close> = emulated.session{ multiprocessors = 2, concurrency = 4 }
     local M, stream = session.modules, session.stream
