@@ -106,76 +106,117 @@ end
 
 local MODE_TEXT = { r = "read", w = "written", rw = "read and written" }
 
-local function unit_name(self, unit)
+-- A unit's name: its stages' names joined by " + " (a single stage's
+-- own name, with no list made for it: most units are one stage).
+local function unit_name(stages, unit)
+  local members = unit.stages
+  if #members == 1 then
+    return stages[members[1]].name
+  end
   local names = {}
-  for _, index in ipairs(unit.stages) do
-    names[#names + 1] = self.stages[index].name
+  for k = 1, #members do
+    names[k] = stages[members[k]].name
   end
   return table.concat(names, " + ")
+end
+
+-- A fresh copy of a list (plan() hands out no list of the plan's own).
+local function copy_of(list)
+  return table.move(list, 1, #list, 1, {})
+end
+
+-- The names of a list of data, in a fresh list.
+local function names_of(list)
+  local names = {}
+  for k = 1, #list do
+    names[k] = list[k].name
+  end
+  return names
 end
 
 -- plan([{ sources = true }]) -> { name, stages, edges, units, streams,
 -- groups, temporaries, warnings } as docs/api.md describes: plain tables,
 -- names not objects, made fresh at each call. With sources, each fusion
 -- group's CUDA C too (generated then: planning alone does not).
+--
+-- A 1,000-stage plan is some ten thousand of these tables: they are made
+-- in numeric loops, each at its size by one constructor, and what is
+-- looked up for every item is looked up once, before its loop.
 function Pipeline:plan(options)
   local sources = Pipeline.check_options_table(("pipeline '%s': plan"):format(self.name), options,
                                                { "sources" }, "{ sources = true }").sources
   local plan = self:planned()
-  local out = { name = self.name, stages = {}, edges = {}, units = {}, streams = {}, groups = {},
-                temporaries = {}, warnings = {} }
-  for index, stage in ipairs(self.stages) do
-    local reads, writes, accesses = {}, {}, {}
-    for _, a in ipairs(stage.accesses) do
-      if a.mode ~= "w" then reads[#reads + 1] = a.data.name end
-      if a.mode ~= "r" then writes[#writes + 1] = a.data.name end
-      accesses[#accesses + 1] = { data = a.data.name, mode = a.mode, how = a.how }
+  local stages, units, unit_of = self.stages, plan.units, plan.unit_of
+
+  local stages_out = {}
+  for index = 1, #stages do
+    local stage = stages[index]
+    local list = stage.accesses
+    local reads, writes, accesses, read_count, write_count = {}, {}, {}, 0, 0
+    for k = 1, #list do
+      local a = list[k]
+      local name, mode = a.data.name, a.mode
+      if mode ~= "w" then
+        read_count = read_count + 1
+        reads[read_count] = name
+      end
+      if mode ~= "r" then
+        write_count = write_count + 1
+        writes[write_count] = name
+      end
+      accesses[k] = { data = name, mode = mode, how = a.how }
     end
-    local unit = plan.units[plan.unit_of[index]]
-    out.stages[index] = { index = index, name = stage.name, kind = stage.kind, reads = reads,
-                          writes = writes, accesses = accesses, unit = plan.unit_of[index],
-                          stream = unit.stream, not_fused = stage.not_fused }
+    local u = unit_of[index]
+    stages_out[index] = { index = index, name = stage.name, kind = stage.kind, reads = reads,
+                          writes = writes, accesses = accesses, unit = u,
+                          stream = units[u].stream, not_fused = stage.not_fused }
   end
+
+  local edges_out = {}
   local edges = plan.edges
-  for i = 1, #edges.from do
-    local hazard = edges.hazard[i]
-    out.edges[i] = { from = edges.from[i], to = edges.to[i], data = edges.data[i], hazard = hazard,
-                     why = planner.HAZARD[hazard] }
+  local from, to, data, hazards, why = edges.from, edges.to, edges.data, edges.hazard, planner.HAZARD
+  for i = 1, #from do
+    local hazard = hazards[i]
+    edges_out[i] = { from = from[i], to = to[i], data = data[i], hazard = hazard, why = why[hazard] }
   end
-  for u, unit in ipairs(plan.units) do
-    local stages = {}
-    for k, index in ipairs(unit.stages) do stages[k] = index end
-    local after, waits = {}, {}
-    for k, p in ipairs(unit.after) do after[k] = p end
-    for k, p in ipairs(unit.waits) do waits[k] = p end
-    out.units[u] = { index = u, name = unit_name(self, unit), stages = stages, stream = unit.stream,
-                     after = after, waits = waits, fused = unit.group ~= nil }
+
+  local units_out = {}
+  for u = 1, #units do
+    local unit = units[u]
+    units_out[u] = { index = u, name = unit_name(stages, unit), stages = copy_of(unit.stages),
+                     stream = unit.stream, after = copy_of(unit.after), waits = copy_of(unit.waits),
+                     fused = unit.group ~= nil }
   end
-  for s, list in ipairs(plan.streams) do
-    local copy = {}
-    for k, u in ipairs(list) do copy[k] = u end
-    out.streams[s] = copy
+
+  local streams_out = {}
+  for s = 1, #plan.streams do
+    streams_out[s] = copy_of(plan.streams[s])
   end
-  for g, group in ipairs(plan.groups) do
-    local registers, written, stages = {}, {}, {}
-    for k, d in ipairs(group.in_registers) do registers[k] = d.name end
-    for k, d in ipairs(group.written) do written[k] = d.name end
-    for k, index in ipairs(group.stages) do stages[k] = index end
-    out.groups[g] = { unit = group.unit, stages = stages, kernel = self:kernel_name(group),
-                      in_registers = registers, written = written }
+
+  local groups_out = {}
+  for g = 1, #plan.groups do
+    local group = plan.groups[g]
+    local entry = { unit = group.unit, stages = copy_of(group.stages), kernel = self:kernel_name(group),
+                    in_registers = names_of(group.in_registers), written = names_of(group.written) }
     if sources then
       local fused = self:fused(group)
-      out.groups[g].expressions = table.move(fused.stage_texts, 1, #fused.stage_texts, 1, {})
-      out.groups[g].source = self:fused_pipe(group).source
+      entry.expressions = copy_of(fused.stage_texts)
+      entry.source = self:fused_pipe(group).source
     end
+    groups_out[g] = entry
   end
-  for k, t in ipairs(plan.temporaries) do
+
+  local temporaries_out = {}
+  for k = 1, #plan.temporaries do
+    local t = plan.temporaries[k]
     local d = t.data
-    out.temporaries[k] = { name = d.name, count = d.count, dtype = d.dtype, bytes = d.hi - d.lo,
+    temporaries_out[k] = { name = d.name, count = d.count, dtype = d.dtype, bytes = d.hi - d.lo,
                            where = t.where, first = t.first, last = t.last }
   end
-  for k, text in ipairs(plan.warnings) do out.warnings[k] = text end
-  return out
+
+  return { name = self.name, stages = stages_out, edges = edges_out, units = units_out,
+           streams = streams_out, groups = groups_out, temporaries = temporaries_out,
+           warnings = copy_of(plan.warnings) }
 end
 
 -- ---- explain() ------------------------------------------------------------------
