@@ -36,7 +36,9 @@
 # Every part first prints `git rev-parse HEAD`. Logs (and the sweep's files)
 # go to $GPURUN_CHECK_LOGS (default gpu-check/); builds to build-gpu/ (and
 # build-asan/ for the sanitizers). $GPURUN_CHECK_JOBS: compute-sanitizer
-# runs at once (default 6); GPURUN_CHECK_ASAN=0 leaves the ASan part out.
+# runs at once (default 6); GPURUN_CHECK_ASAN=0 leaves the ASan part out;
+# GPURUN_CHECK_BINDINGS=0 leaves the bindings' specs and the PTX check out of
+# `suite` (for more runs in a second command).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 root=$(pwd)
@@ -85,6 +87,7 @@ part_suite() {
   done
   echo "suite: $passed_runs of $runs runs passed"
 
+  [ "${GPURUN_CHECK_BINDINGS:-1}" = 1 ] || return 0
   step "the specs of the bindings through lua5.4 and $build/gpurun.so (stock busted)"
   GPURUN_BUILD_DIR=$build tools/dev.sh test-module >"$logs/specs-module.log" 2>&1
   echo "$(summary_of "$logs/specs-module.log") (exit $?)"
