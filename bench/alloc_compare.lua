@@ -2,7 +2,9 @@
 -- host in gpurun, beside plain C (bench/alloc_compare_c) and Python's GPU
 -- libraries (bench/alloc_compare.py), in one table of medians; a pipeline
 -- step with two 1 MiB temporaries, made up front or made and freed in the
--- step, and the same step with two --large-step-mib temporaries; and 10,000
+-- step, and the same step with two --large-step-mib temporaries, beside the
+-- same step in plain CUDA C++ (bench/alloc_step, at 1, 4, 16 and 256 MiB:
+-- what the driver's memory nodes cost a replay without gpurun); and 10,000
 -- buffers made and freed while a busy kernel runs on another stream. bench/alloc_compare.sh runs every side in one command.
 --
 -- Alloc+free pairs, per size: CPU microseconds per pair, the median over
@@ -27,7 +29,7 @@
 --
 --   build/gpurun bench/alloc_compare.lua [--sizes 4096,1048576,268435456]
 --       [--pairs 1000] [--reps 11] [--iters 2000] [--large-step-mib 256] [--c-json FILE]
---       [--python-json FILE] [--device ID] [--json]
+--       [--python-json FILE] [--step-c-json FILE] [--device ID] [--json]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -48,6 +50,7 @@ cli:integer_option("--large-step-mib", "Each temporary of the large pipeline ste
                    256, 0)
 cli.parser:option("--c-json", "bench/alloc_compare_c --json output to put in the table.")
 cli.parser:option("--python-json", "bench/alloc_compare.py --json output to put in the table.")
+cli.parser:option("--step-c-json", "bench/alloc_step output (the step in plain CUDA C++) to put in the table.")
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 cli:flag("--json", "Print one JSON object instead of the table.")
 local options = cli:parse(arg)
@@ -249,6 +252,23 @@ local function c_results(c)
   return results
 end
 
+-- The C++ step's rows (bench/alloc_step): what the driver's memory nodes
+-- cost a replay without gpurun, per size, beside the Lua step's.
+local function print_step_c(step_c)
+  print("\nthe same step in plain CUDA C++ (bench/alloc_step: cudaMallocAsync and cudaFreeAsync in the capture)")
+  if not step_c or step_c.missing or not step_c.results then
+    print("  missing (" .. tostring(step_c and step_c.missing or "not run (pass --step-c-json)") .. ")")
+    return
+  end
+  print(("%-38s %14s %14s %14s %14s"):format("replayed us per step (median)", "up front", "in the graph",
+                                             "difference", "ratio"))
+  for _, entry in ipairs(step_c.results) do
+    local up, inside = bench.median(entry.up_front_us), bench.median(entry.in_graph_us)
+    print(("%-38s %14.2f %14.2f %14.2f %13.1f%%"):format(("two %d MiB temporaries"):format(
+      math.tointeger(entry.mib) or entry.mib), up, inside, inside - up, 100 * inside / up))
+  end
+end
+
 local function print_table(device, report)
   local header = ("%-48s"):format("alloc+free pair, CPU us (median)")
   for _, bytes in ipairs(sizes) do header = header .. ("%12s"):format(size_text(bytes)) end
@@ -283,6 +303,7 @@ local function print_table(device, report)
       :format(step.in_step.alloc_nodes, step.in_step.free_nodes,
               100 * step.in_step.replayed_us / step.up_front.replayed_us))
   end
+  print_step_c(report.step_c)
   local n = report.no_sync
   print(("\n%d buffers of 1 MiB made and freed from a pool: the loop took %.1f ms while a busy kernel on "
     .. "another stream ran %.1f ms; that stream was %s after the loop")
@@ -297,6 +318,7 @@ local report = {
   c = c_results(read_json(options.c_json, "bench/alloc_compare_c")),
   python = read_json(options.python_json, "bench/alloc_compare.py")
     or { missing = "not run (pass --python-json)" },
+  step_c = read_json(options.step_c_json, "bench/alloc_step"),
   gpurun = { results = gpurun_pairs(stream) },
   pipeline = pipeline_step(device, stream, 1, options.iters),
   pipeline_large = options.large_step_mib > 0

@@ -8,7 +8,8 @@
 # default constructors, the default pool, a pool of its own, a pipeline step
 # with two 1 MiB temporaries made up front or inside the replayed graph, and
 # 10,000 buffers made and freed while a busy kernel runs), which prints the
-# table.
+# table; and bench/alloc_step, the same step in plain CUDA C++ (built here
+# with nvcc; STEP_MIB, default 1,4,16,256, its sizes in MiB).
 #
 #   bench/alloc_compare.sh [bench/alloc_compare.lua options, e.g. --iters 5000]
 #
@@ -31,7 +32,15 @@ if [ -x "$c_side" ]; then
 else
   echo "{\"missing\": \"no $c_side: cmake --build build --target alloc_compare_c\"}" >"$work/c.json"
 fi
+# The step in plain CUDA C++ (nvcc, built here as reduce_compare.sh builds reduce_cub).
+build=$(dirname "$(dirname "$c_side")")
+if cmake --build "$build" --target alloc_step >"$work/step_build.log" 2>&1; then
+  "$build/bench/alloc_step" --mib "${STEP_MIB:-1,4,16,256}" --reps "$reps" >"$work/step.json" ||
+    echo '{"missing": "bench/alloc_step failed (see above)"}' >"$work/step.json"
+else
+  echo "{\"missing\": \"alloc_step did not build: $(tail -n 1 "$work/step_build.log" | tr -d '"\\')\"}" >"$work/step.json"
+fi
 "${PYTHON:-python3}" bench/alloc_compare.py --sizes "$sizes" --pairs "$pairs" --reps "$reps" --json \
   >"$work/python.json" || echo '{"missing": "bench/alloc_compare.py failed (see above)"}' >"$work/python.json"
 "$gpurun" bench/alloc_compare.lua --sizes "$sizes" --pairs "$pairs" --reps "$reps" \
-  --c-json "$work/c.json" --python-json "$work/python.json" "$@"
+  --c-json "$work/c.json" --python-json "$work/python.json" --step-c-json "$work/step.json" "$@"

@@ -29,15 +29,8 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        cudaError_t check_result_ = (call);                                              \
-        if (check_result_ != cudaSuccess) {                                              \
-            std::fprintf(stderr, "reduce_cub: %s: %s (%s)\n", #call,                     \
-                         cudaGetErrorName(check_result_), cudaGetErrorString(check_result_)); \
-            std::exit(1);                                                                \
-        }                                                                                \
-    } while (0)
+#define BENCH_PROGRAM "reduce_cub"
+#include "cuda_check.h"
 
 namespace {
 
