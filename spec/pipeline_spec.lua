@@ -456,3 +456,29 @@ __device__ void scale_helper(float *out) {}
     assert.are.equal("X + Y * c.a - d->b", access.rename("a + b * c.a - d->b", { a = "X", b = "Y" }))
   end)
 end)
+
+describe("bench/pipeline_compare.lua", function()
+  local process = require("spec.support.process")
+
+  it("refuses a count below one before touching the GPU", function()
+    for _, case in ipairs({ { "--instances 0", "%-%-instances: expected a positive integer" },
+                            { "--repeats 0", "%-%-repeats: expected a positive integer" },
+                            { "--stages 0", "%-%-stages: expected a positive integer" },
+                            { "--instances 1.5", "malformed argument '1.5'" } }) do
+      local result = process.gpurun("bench/pipeline_compare.lua --plan-only " .. case[1])
+      assert.are_not.equal(0, result.code, case[1])
+      assert.matches(case[2], result.stderr, nil, case[1])
+    end
+  end)
+
+  it("plans without a GPU with --plan-only", function()
+    local result = process.gpurun("bench/pipeline_compare.lua --plan-only --stages 60 --repeats 1 --json")
+    assert.are.equal(0, result.code, result.stderr)
+    local report = require("cjson").decode(result.stdout)
+    assert.are.equal(3, #report.rows)
+    for _, row in ipairs(report.rows) do
+      assert.matches("^plan_", row.key)
+      assert.is_true(row.declared > 0)
+    end
+  end)
+end)
