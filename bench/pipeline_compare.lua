@@ -121,7 +121,6 @@ local function replay_us(stream, step)
   return result.us_per_iter
 end
 
--- A graph's nodes and edges as one line: "1 memcpy; 2 kernel shift <- 1; ...".
 local dag_structures, dag_instances
 
 -- Closes what it holds (graphs, pipelines) when it goes out of scope.
@@ -130,6 +129,8 @@ local function closer(list)
     for k = #held, 1, -1 do held[k]:close() end
   end })
 end
+
+-- A graph's nodes and edges as one line: "1 memcpy; 2 kernel shift <- 1; ...".
 local function structure(graph)
   local parts = {}
   for _, node in ipairs(graph:nodes()) do
