@@ -184,7 +184,9 @@ local function gpu_rows(device)
   -- 2 us apart (CUDA_DEVICE_MAX_CONNECTIONS=1 takes the spread away): so
   -- --instances of each, made in turn (the hand-built one first every
   -- other time), each timed, and the best and the median of each side.
-  local hand_graphs, dags, declared_graphs = closer({}), closer({}), {}
+  local hand_graphs <close> = closer({})
+  local dags <close> = closer({})
+  local declared_graphs = {}
   for k = 1, options.instances do
     local function by_hand()
       hand_graphs[k] = bench.capture(stream, function(builder) dag_by_hand(builder, 2.0) end)
