@@ -214,4 +214,32 @@ describe("GraphBuilder: split, join, events and nodes", function()
     assert.is_true(all(x, 2))
   end)
 
+  it("keeps capturing when the collector frees buffers while a capture begins #gpu", function()
+    -- begin_building's own allocations (the registry growing for the
+    -- builder's reference) can step the collector and run a buffer's
+    -- finalizer: a cuMemFree there, before the capture is listed and frees
+    -- are deferred, invalidated it (the GPU ASan run of 6a56fff failed so
+    -- in capture_rule_spec). A collector that steps at every allocation,
+    -- dropped buffers before each begin, and builders kept, so that the
+    -- registry keeps growing.
+    local pause = collectgarbage("setpause", 0)
+    local stepmul = collectgarbage("setstepmul", 1000)
+    local mode = collectgarbage("incremental", 0, 1000, 0)
+    local builders = {}
+    local ok, err = pcall(function()
+      for i = 1, 400 do
+        for _ = 1, 3 do gpurun.zeros(16, "float32") end
+        local builder = stream:create_graph_builder()
+        builders[i] = builder
+        builder:begin_building()
+        builder:end_building()
+      end
+    end)
+    collectgarbage("incremental", pause, stepmul, 13) -- 13: Lua's own step size
+    if mode ~= "incremental" then collectgarbage(mode) end
+    for _, builder in ipairs(builders) do builder:close() end
+    assert.is_true(ok, tostring(err))
+    assert.are.equal(400, #builders)
+  end)
+
 end)

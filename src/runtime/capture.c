@@ -161,13 +161,28 @@ void gpurun_restore_captures(struct gpurun_relaxed relaxed)
         (void)CUDA_CALL(cuThreadExchangeStreamCaptureMode, &relaxed.saved);
 }
 
-static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
+/* The owner's reference first: luaL_ref can grow the registry, and so run
+ * the collector and finalizers that free memory, which must not happen
+ * between cuStreamBeginCapture and the capture being listed (a free that
+ * is not deferred is an unsafe call that invalidates the capture). */
+static void keep_owner(lua_State *L, struct gpurun_capture *capture, int owner_index)
 {
     lua_pushvalue(L, owner_index); /* a building owner is never collected */
     capture->owner = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* Lists a capture whose owner is kept; allocates nothing. */
+static void list_capture(struct gpurun_capture *capture)
+{
     capture->stream->capture = capture;
     capture->next = capturing;
     capturing = capture;
+}
+
+static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
+{
+    keep_owner(L, capture, owner_index);
+    list_capture(capture);
 }
 
 static void unlink_capture(lua_State *L, struct gpurun_capture *capture)
@@ -260,17 +275,25 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     CUresult result;
     if (capture->role == GPURUN_CAPTURE_BODY) {
+        keep_owner(L, capture, owner_index);
         result = CUDA_CALL(cuStreamBeginCaptureToGraph, capture->stream->handle, capture->graph,
                            NULL, NULL, 0, mode);
-        if (result != CUDA_SUCCESS)
+        if (result != CUDA_SUCCESS) {
+            luaL_unref(L, LUA_REGISTRYINDEX, capture->owner);
+            capture->owner = LUA_NOREF;
             return result;
+        }
         capture->root->open_bodies++;
     } else {
         gpurun_capture_release(L, capture);
         lua_newtable(L);
         capture->kept = luaL_ref(L, LUA_REGISTRYINDEX);
+        keep_owner(L, capture, owner_index);
+        /* Nothing from here to list_capture may allocate from Lua. */
         result = CUDA_CALL(cuStreamBeginCapture, capture->stream->handle, mode);
         if (result != CUDA_SUCCESS) {
+            luaL_unref(L, LUA_REGISTRYINDEX, capture->owner);
+            capture->owner = LUA_NOREF;
             drop_kept(L, capture);
             return result;
         }
@@ -279,7 +302,7 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
         capture->has_memory_nodes = 0;
     }
     capture->state = GPURUN_CAPTURE_BUILDING;
-    link_capture(L, capture, owner_index);
+    list_capture(capture);
     return CUDA_SUCCESS;
 }
 
