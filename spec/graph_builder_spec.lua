@@ -188,7 +188,7 @@ describe("GraphBuilder: split, join, events and nodes", function()
     assert.is_true(gpurun.allclose(wide, 0, 0, 0))
   end)
 
-  it("keeps capturing when the collector unloads code or destroys a stream mid-capture #gpu", function()
+  it("keeps capturing when the collector unloads code or destroys a stream or a graph mid-capture #gpu", function()
     -- A finalizer runs wherever the collector steps, inside a capture too;
     -- the driver counts an unload and a stream's destruction as unsafe
     -- there, and refusing them would end the capture (the race spec's
@@ -201,10 +201,20 @@ describe("GraphBuilder: split, join, events and nodes", function()
       local code = gpurun.Program(kernels.SOURCE, "c++", options):compile("cubin")
       code:get_kernel("vec_add")
       device:create_stream()
+      -- A built builder and a completed graph (capture_rule_spec's Graph:to_dot
+      -- row leaves both, and the GPU ASan run of 6a56fff failed in the next row).
+      local other = stream:create_graph_builder()
+      other:begin_building()
+      other:end_building()
+      local built = stream:create_graph_builder()
+      built:begin_building()
+      gpurun.launch(built, config, add, x, x, x, n)
+      built:end_building()
+      built:complete()
     end
     local builder <close> = stream:create_graph_builder()
     builder:begin_building()
-    collectgarbage("collect") -- the code and the stream go now, mid-capture
+    collectgarbage("collect") -- the code, the stream and the graphs go now, mid-capture
     collectgarbage("collect")
     gpurun.launch(builder, config, add, x, x, x, n)
     builder:end_building()

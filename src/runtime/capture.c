@@ -161,10 +161,9 @@ void gpurun_restore_captures(struct gpurun_relaxed relaxed)
         (void)CUDA_CALL(cuThreadExchangeStreamCaptureMode, &relaxed.saved);
 }
 
-/* The owner's reference first: luaL_ref can grow the registry, and so run
- * the collector and finalizers that free memory, which must not happen
- * between cuStreamBeginCapture and the capture being listed (a free that
- * is not deferred is an unsafe call that invalidates the capture). */
+/* The owner's reference, taken before cuStreamBeginCapture so that nothing
+ * from Lua runs between the driver's capture beginning and its listing
+ * (luaL_ref itself does not step the collector: lua_rawseti never does). */
 static void keep_owner(lua_State *L, struct gpurun_capture *capture, int owner_index)
 {
     lua_pushvalue(L, owner_index); /* a building owner is never collected */
@@ -218,8 +217,12 @@ static void unlink_forks(lua_State *L, struct gpurun_capture *origin, enum gpuru
 
 static void destroy_graph(struct gpurun_capture *capture)
 {
-    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->graph)
+    if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->graph) {
+        /* A builder collected while another captures: as for a Graph. */
+        struct gpurun_relaxed relaxed = gpurun_relax_captures();
         (void)CUDA_CALL(cuGraphDestroy, capture->graph);
+        gpurun_restore_captures(relaxed);
+    }
     if (capture->role == GPURUN_CAPTURE_ORIGIN)
         capture->graph = NULL;
 }

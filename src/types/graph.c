@@ -958,6 +958,10 @@ static int graph_close(lua_State *L)
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
+    /* As for unloading code (types/object_code.c): the collector may close
+     * a graph while another is being captured, where the driver can count
+     * destroying it as unsafe and end that capture. */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
     if (graph->exec) { /* NULL when complete() failed before instantiating */
         CUcontext previous = gpurun_enter_context(graph->context);
         (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
@@ -966,6 +970,7 @@ static int graph_close(lua_State *L)
     graph->exec = NULL;
     if (graph->source)
         (void)CUDA_CALL(cuGraphDestroy, graph->source);
+    gpurun_restore_captures(relaxed);
     graph->source = NULL;
     graph->node_count = 0;
     if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
