@@ -224,7 +224,7 @@ end
 function Kernel:node_arguments(...)
   local cuda_kernel, _, n, numbers = prepare(self, nil, ...)
   if numbers then
-    return { { kernel = cuda_kernel, args = { n, converted(self, ...) } } }
+    return { { kernel = cuda_kernel, args = { n, arguments.converted(self, ...) } } }
   end
   return { { kernel = cuda_kernel, args = { n, ... } } }
 end
