@@ -55,6 +55,33 @@ describe("gpurun.args", function()
     end
   end)
 
+  it("quotes the input in its messages through gpurun.quoted, capped at a line", function()
+    local long = ("7"):rep(100000) .. "x"
+    for _, convert in ipairs({ args.to_integer, args.to_number }) do
+      local value, why = convert(long)
+      assert.is_nil(value)
+      assert.matches("got '7777777777777777777777777777777777777777...77777777777x' (100001 bytes)", why, 1, true)
+      assert.is_true(#why < 200, why)
+      local hostile = setmetatable({}, { __tostring = function() return {} end, __name = "gpurun.Buffer" })
+      value, why = convert(hostile)
+      assert.is_nil(value)
+      assert.matches("got a table$", why)
+      value, why = convert("1\n2")
+      assert.is_nil(value)
+      assert.matches("got '1\\x0A2'", why, 1, true)
+    end
+    local value, why = args.to_integer(("9"):rep(5000))
+    assert.is_nil(value)
+    assert.matches("(5000 bytes) (too large)", why, 1, true)
+    -- The other parsers of command-line text quote the same way.
+    local hostile = setmetatable({}, { __tostring = function() return {} end })
+    local sizes, plot = require("gpurun.sweep.sizes"), require("gpurun.plot")
+    for _, parse in ipairs({ sizes.parse_size, sizes.parse_range, plot.files }) do
+      assert.matches("got a table$", select(2, parse(hostile)))
+      assert.matches("%(100001 bytes%)$", select(2, parse(long)))
+    end
+  end)
+
   it("gives the defaults with converted types", function()
     local ok, options = cudagraphs_cli():try_parse({})
     assert.is_true(ok)

@@ -425,7 +425,7 @@ row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "_k"), "the name 
 row("gpurun.elementwise", A("float8 a", "float32 r", "r = a", "k"), EW .. " in_params: unknown dtype 'float8' for a")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", 5), EW .. ": options must be a table, got number")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", "k", { cache = "fast" }),
-  EW .. ": options.cache must be \"default\" or \"streaming\", got fast")
+  EW .. ": options.cache must be \"default\" or \"streaming\", got 'fast'")
 row("gpurun.guard", A(), arg_error(1, "guard", "function or table expected, got no value"))
 row("gpurun.guard", A(5), arg_error(1, "guard", "function or table expected, got number"))
 row("gpurun.guard", A("f"), arg_error(1, "guard", "function or table expected, got string"))
@@ -452,7 +452,7 @@ row("gpurun.reduction", A("float32 x", "float32 s", "x"),
 row("gpurun.reduction", A("float32 x", "float32 s", "x", "a + b"), "identity must be a number or a non-empty string of C, got nil")
 row("gpurun.reduction", A("float32 x", "float32 s", "x", "a + b", nil, 0 / 0), "identity must not be NaN")
 row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, 0, "k"), RK .. ": 'sum' brings its own identity; pass nil for identity")
-row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "2k"), "reduction: the name must be a C identifier not starting with '_', got 2k")
+row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "2k"), "reduction: the name must be a C identifier not starting with '_', got '2k'")
 row("gpurun.reduction", A("float8 x", "float32 s", "x", "sum", nil, nil, "k"), RK .. " in_params: unknown dtype 'float8' for x")
 row("gpurun.reduction", A("float32 x", "float32 s", "x", "sum", nil, nil, "k", { reduce_type = "float8" }),
   RK .. ": options.reduce_type must be a dtype")

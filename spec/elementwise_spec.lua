@@ -344,6 +344,26 @@ describe("gpurun.elementwise kernel choice", function()
   end)
 end)
 
+describe("gpurun.elementwise node arguments", function()
+  -- kernel:node_arguments compiles and loads its kernel: the stand-in
+  -- device of spec/support/emulated_gpu.lua does both with no GPU (and
+  -- nothing here runs the emulator, so g++ is not needed).
+  it("types a plain Lua number as its parameter's scalar", function()
+    local session <close> = require("spec.support.emulated_gpu").session()
+    local kernel = session.modules.elementwise.elementwise("float32 x, float32 s", "float32 y",
+                                                           "y = x * s", "scaled")
+    local x, y = session:zeros(8, "float32"), session:zeros(8, "float32")
+    local launches = kernel:node_arguments(x, 2.5, y)
+    assert.are.equal(1, #launches)
+    local args = launches[1].args
+    assert.are.equal(4, #args)
+    assert.are.equal(8, args[1].value)
+    assert.are.equal(x, args[2])
+    assert.are.same({ "float32", 2.5 }, { args[3].dtype, args[3].value })
+    assert.are.equal(y, args[4])
+  end)
+end)
+
 describe("gpurun.elementwise pipelines", function()
   it("fuse the sample's three stages into one kernel when only r3 is wanted", function()
     local pipe = ew.pipeline(SAMPLE_IN, SAMPLE_STAGES, "r3", "pipeline")

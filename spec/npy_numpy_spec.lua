@@ -252,7 +252,11 @@ local function fixed_files()
         good:gsub("'<f4'", "'x shape: (9,)'"):gsub("'descr': ", "'descr': '<f4', 'junk': "),
         good:gsub(", 'fortran", " 'fortran"), good .. " # \xc3\xa9", "{'descr': '\xc3\xa9'}",
         good .. string.rep(" ", 10000 - #good - 1) .. "\n", good .. string.rep(" ", 10001 - #good - 1) .. "\n",
-        good .. " #" .. string.rep("\xc3\xa9", 4000) .. "\n" }) do
+        good .. " #" .. string.rep("\xc3\xa9", 4000) .. "\n",
+        -- Python's 200 levels of brackets, the dict's included, and past them.
+        (good:gsub("%(3,%)", ("("):rep(199) .. "3," .. (")"):rep(199))),
+        (good:gsub("%(3,%)", ("("):rep(200) .. "3," .. (")"):rep(200))),
+        (good:gsub("%(3,%)", ("["):rep(300))) }) do
       files[("fixed_%d_%02d.npy"):format(major, i)] = file(major, text)
     end
   end

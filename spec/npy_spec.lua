@@ -171,6 +171,19 @@ describe("gpurun.npy", function()
     assert.are.same({ nil, "read_header needs an open file, got nil" }, { npy.read_header(nil) })
   end)
 
+  it("refuses a header nested deeper than Python's 200 levels, as np.load does", function()
+    -- The dict is the first level: a shape in 199 parentheses is 200 deep.
+    local function nested(depth)
+      return ("{'descr': '<f4', 'fortran_order': False, 'shape': %s3,%s, }")
+        :format(("("):rep(depth - 1), (")"):rep(depth - 1))
+    end
+    assert.are.same({ 3 }, assert(npy.parse(numpy_header(nested(200)))).shape)
+    for _, major in ipairs({ 1, 2, 3 }) do
+      assert.are.same({ nil, "the header is not a Python literal: too many nested parentheses at character "
+        .. "250 (Python reads 200 levels at most)" }, { npy.parse(numpy_header(nested(201), major)) })
+    end
+  end)
+
   it("reads a header from a file and leaves it at the data", function()
     local path = os.tmpname()
     write_file(path, numpy_header("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }")
@@ -385,5 +398,23 @@ describe("gpurun.load and Buffer:save", function()
     assert_contains("big-endian data ('>f4') is not supported", error_of(gpurun.load, directory .. "/big.npy"))
     assert_contains("dtype '<c8' is not supported", error_of(gpurun.load, directory .. "/complex.npy"))
     run("check")
+  end)
+end)
+
+describe("gpurun.python_literal", function()
+  local literal = require("gpurun.python_literal")
+
+  it("reads brackets nested 200 deep and refuses a 201st, as Python's tokenizer does", function()
+    for _, brackets in ipairs({ { "(", "1", ")" }, { "[", "", "]" }, { "{", "", "}" } }) do
+      local open, inner, close = table.unpack(brackets)
+      assert.is_table(literal.parse(open:rep(200) .. inner .. close:rep(200)))
+      assert.are.same({ nil, "too many nested parentheses at character 201 (Python reads 200 levels at most)" },
+        { literal.parse(open:rep(201) .. inner .. close:rep(201)) })
+    end
+  end)
+
+  it("answers nil and why for a million open parentheses, without running out of stack", function()
+    assert.are.same({ nil, "too many nested parentheses at character 201 (Python reads 200 levels at most)" },
+      { literal.parse(("("):rep(1e6)) })
   end)
 end)

@@ -103,7 +103,7 @@ describe("gpurun.reduction parameters", function()
     { { "float32 x", "float32 s", "x", "a + b", nil, 0 / 0 }, "identity must not be NaN" },
     { { "float32 x", "float32 s", "x", "sum", nil, 0 }, "'sum' brings its own identity; pass nil for identity" },
     { { "float32 x", "float32 s", "x", 5 }, "reduce_expr %(an expression of a and b, or one of sum, prod, min, max, argmin, argmax, any, all%)" },
-    { { "float32 x", "float32 s", "x", "sum", nil, nil, "_k" }, "the name must be a C identifier not starting with '_', got _k" },
+    { { "float32 x", "float32 s", "x", "sum", nil, nil, "_k" }, "the name must be a C identifier not starting with '_', got '_k'" },
     { { "float32 x", "float32 s, float32 t", "x", "sum" }, "post_map_expr is needed to write several outputs" },
     { { "float32 x", "float32 s", "x", "sum", "t = a" }, "post_map_expr never mentions output 's'" },
     { { "float32 x", "float32 index", "x", "sum" }, "an output cannot be named 'index'" },
@@ -261,7 +261,7 @@ describe("gpurun.reduction code", function()
     local kernel = red.reduction("float32 x", "float32 s", "x", "sum", nil, nil, "streamed_sum",
                                  { cache = "streaming" })
     assert.are.equal(5, count(ptx(kernel.source), "ld%.global%.cs%.v4%.[fsu]32"))
-    assert.matches("options%.cache must be \"default\" or \"streaming\", got fast",
+    assert.matches("options%.cache must be \"default\" or \"streaming\", got 'fast'",
       error_of(ew.elementwise, "float32 a", "float32 r", "r = a", "k", { cache = "fast" }))
   end)
 

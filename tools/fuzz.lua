@@ -1,7 +1,7 @@
 -- tools/fuzz.lua — random calls into the gpurun API, looking for crashes.
 --
 --   gpurun tools/fuzz.lua [--seed N] [--calls N] [--gpu] [--finalizers] [--check-every N]
---                         [--trace] [--stats]
+--                         [--trace] [--stats] [--fakes]
 --
 -- Every call is drawn from spec/support/api_catalog.lua: a module function,
 -- a method (often on the right type, sometimes on a closed object or on
@@ -22,6 +22,16 @@
 -- allocation inside gpurun, so C code that keeps a raw handle across an
 -- allocation meets a closed object.
 --
+-- --fakes makes no random draws of functions: it calls every entry of the
+-- catalog, and the declared pipeline's documented methods, with a fake
+-- object (spec/support/fake_objects.lua: a lying __name, an __index that
+-- raises, a __tostring that returns a table, ...) in each argument position,
+-- self included, by every strategy, the other arguments plausible; --calls
+-- is then the number of calls per position and strategy. Every error must
+-- be a one-line gpurun message, not an internal Lua error nor an argument
+-- error that names no function (fake_objects.lua's list). The fake draws
+-- are among the random calls' arguments too.
+--
 -- Prints "calls N errors E skipped K violations V seed S" and exits 0; on a
 -- failed check or a violation (an error that is not a string, a message
 -- with "(null)" in it, a device object made without a driver, a message
@@ -36,18 +46,19 @@ local gpurun = require("gpurun")
 local catalog = require("spec.support.api_catalog")
 local Pool = require("spec.support.fuzz_pool")
 local guard = require("spec.support.fuzz_guard")
+local fakes = require("spec.support.fake_objects")
 
 -- ---- options -----------------------------------------------------------------
 
 local function usage(message)
   io.stderr:write("fuzz.lua: ", message, "\n",
     "usage: gpurun tools/fuzz.lua [--seed N] [--calls N] [--gpu] [--finalizers]"
-    .. " [--check-every N] [--trace] [--stats]\n")
+    .. " [--check-every N] [--trace] [--stats] [--fakes]\n")
   os.exit(2)
 end
 
 local options = { seed = 1, calls = 10000, gpu = false, check_every = 250, trace = false,
-  stats = false, finalizers = false }
+  stats = false, finalizers = false, fakes = false }
 do
   local i = 1
   while arg[i] do
@@ -65,6 +76,7 @@ do
     elseif name == "--trace" then options.trace = true
     elseif name == "--stats" then options.stats = true
     elseif name == "--finalizers" then options.finalizers = true
+    elseif name == "--fakes" then options.fakes = true
     else usage("unknown option " .. name) end
     i = i + 1
   end
@@ -93,9 +105,10 @@ end
 local pool = Pool.new(random, { gpu = options.gpu, on_builder = remember_builder })
 
 local function replay_command()
-  return ("gpurun tools/fuzz.lua --seed %d --calls %d%s%s --check-every %d --trace")
+  return ("gpurun tools/fuzz.lua --seed %d --calls %d%s%s%s --check-every %d --trace")
     :format(options.seed, options.calls, options.gpu and " --gpu" or "",
-      options.finalizers and " --finalizers" or "", options.check_every)
+      options.finalizers and " --finalizers" or "", options.fakes and " --fakes" or "",
+      options.check_every)
 end
 
 local function fail(what)
@@ -113,7 +126,9 @@ end
 
 local function violation(description, what)
   counts.violations = counts.violations + 1
-  if #violations < 20 then violations[#violations + 1] = description .. ": " .. what end
+  -- --fakes lists them all: fuzz_spec.lua tells the known ones apart.
+  local kept = options.fakes and math.huge or 20
+  if #violations < kept then violations[#violations + 1] = description .. ": " .. what end
 end
 
 -- ---- the objects every draw can reach -----------------------------------------
@@ -505,6 +520,8 @@ end
 
 -- ---- checking what a call did -------------------------------------------------------
 
+local per_entry = {} -- label -> { calls, errors }, for --stats
+
 local function check_error(description, err)
   if type(err) ~= "string" then
     violation(description, "raised a " .. type(err) .. " instead of a message")
@@ -538,50 +555,130 @@ setup_common()
 if options.gpu then setup_gpu() end
 check_state(0)
 
-local per_entry = {} -- label -> { calls, errors }, for --stats
-
--- Skipped draws do not count: the run makes exactly options.calls calls.
-local draws = 0
-while counts.calls < options.calls do
-  draws = draws + 1
-  local entry = pick_entry()
-  local args = draw_args(entry)
+-- One call of entry with args, unless the guard skips it (a guard that
+-- raises, a finalizer having closed what it looked at, skips too). With
+-- strict, every error must be one of gpurun's one-line messages.
+local function make_call(draw, entry, args, strict, where)
   guard.cap_sizes(entry.spec, args, entry.kind == "function" and 0 or 1)
   guard.tame(entry.spec, args, entry.kind == "function" and 0 or 1)
-  -- A guard that raises (a finalizer closed what it looked at) skips too.
   local judged, allowed = true, true
   if options.gpu then judged, allowed = pcall(guard.allowed, entry, args, args.n) end
   if not (judged and allowed) then
     counts.skipped = counts.skipped + 1
+    return
+  end
+  counts.calls = counts.calls + 1
+  local description = describe_call(draw, entry, args) .. (where and " [fake in " .. where .. "]" or "")
+  recent[counts.calls % RECENT] = description
+  if options.trace then io.stderr:write(description, "\n") end
+  if options.finalizers and random() < 0.05 then
+    -- Garbage whose finalizers close this call's arguments, at whatever
+    -- allocation inside the call the collector happens to run them.
+    for _ = 1, 20 do setmetatable({}, { __gc = function() pool:hostile_action() end }) end
+  end
+  pool.current_args = args -- what the pool's hostile metamethods close
+  local results = table.pack(pcall(entry.fn, table.unpack(args, 1, args.n)))
+  pool.current_args = nil
+  local tally = per_entry[entry.label] or { calls = 0, errors = 0 }
+  per_entry[entry.label] = tally
+  tally.calls = tally.calls + 1
+  if results[1] then
+    check_results(description, results, args)
   else
-    counts.calls = counts.calls + 1
-    local description = describe_call(draws, entry, args)
-    recent[counts.calls % RECENT] = description
-    if options.trace then io.stderr:write(description, "\n") end
-    if options.finalizers and random() < 0.05 then
-      -- Garbage whose finalizers close this call's arguments, at whatever
-      -- allocation inside the call the collector happens to run them.
-      for _ = 1, 20 do setmetatable({}, { __gc = function() pool:hostile_action() end }) end
+    tally.errors = tally.errors + 1
+    counts.errors = counts.errors + 1
+    if options.stats and type(results[2]) == "string" then
+      local shape = results[2]:gsub("\n.*", ""):gsub("%-?%d[%d%.e%+%-]*", "N"):sub(1, 110)
+      tally.shapes = tally.shapes or {}
+      tally.shapes[shape] = (tally.shapes[shape] or 0) + 1
     end
-    pool.current_args = args -- what the pool's hostile metamethods close
-    local results = table.pack(pcall(entry.fn, table.unpack(args, 1, args.n)))
-    pool.current_args = nil
-    local tally = per_entry[entry.label] or { calls = 0, errors = 0 }
-    per_entry[entry.label] = tally
-    tally.calls = tally.calls + 1
-    if results[1] then
-      check_results(description, results, args)
-    else
-      tally.errors = tally.errors + 1
-      counts.errors = counts.errors + 1
-      if options.stats and type(results[2]) == "string" then
-        local shape = results[2]:gsub("\n.*", ""):gsub("%-?%d[%d%.e%+%-]*", "N"):sub(1, 110)
-        tally.shapes = tally.shapes or {}
-        tally.shapes[shape] = (tally.shapes[shape] or 0) + 1
+    check_error(description, results[2])
+    local problem = strict and fakes.problem(results[2])
+    if problem then violation(description, ("%s: %q"):format(problem, tostring(results[2]))) end
+  end
+  if counts.calls % options.check_every == 0 then check_state(counts.calls) end
+end
+
+-- The kinds of entry's arguments, self first for methods and metamethods
+-- (as the kind "self"), without the trailing "...".
+local function positions_of(entry)
+  local kinds = entry.kind == "metamethod" and (METAMETHOD_ARGS[entry.name] or {}) or entry.spec.args
+  local list = {}
+  if entry.kind ~= "function" then list[1] = "self" end
+  for _, kind in ipairs(kinds) do
+    if kind ~= "..." then list[#list + 1] = kind end
+  end
+  return list
+end
+
+-- The Lua objects the module's functions return, whose methods are public
+-- too but not in the catalog (it lists gpurun's registered types), with
+-- their documented methods (docs/pipelines.md): each made fresh for every
+-- call, its methods given names and counts beside the fake. (Entries'
+-- `make` makes self.)
+local LUA_OBJECTS = {
+  Pipeline = { make = function() return gpurun.pipeline({ name = "fakes" }) end,
+    methods = { "buffer", "buffers", "call", "copy", "explain", "fill", "graph", "host", "launch",
+      "plan", "run", "scalar", "set", "temporary", "timings", "to_dot", "view", "wait" } },
+}
+
+local function lua_object_entries()
+  local list = {}
+  for _, type_name in ipairs(catalog.sorted_keys(LUA_OBJECTS)) do
+    local object = LUA_OBJECTS[type_name]
+    local self = object.make()
+    for _, name in ipairs(object.methods) do
+      list[#list + 1] = { kind = "method", type = type_name, name = name, make = object.make,
+        label = type_name .. ":" .. name, fn = assert(self[name], name),
+        spec = { args = { "name", "number", "name" } } }
+    end
+  end
+  return list
+end
+
+-- What an argument of `kind` is beside a fake: a plausible value; for the
+-- Lua objects' methods, a data name or a count.
+local function beside_fake(entry, kind)
+  if kind == "self" then return entry.make and entry.make() or pool:object(entry.type) end
+  if kind == "name" then return "x" end
+  if entry.make and kind == "number" then return 16 end
+  return pool:plausible(kind)
+end
+
+-- --fakes: each entry, each position, each strategy, options.calls times.
+local function sweep_fakes()
+  local draw = 0
+  local all = {}
+  for _, entry in ipairs(entries) do all[#all + 1] = entry end
+  for _, entry in ipairs(lua_object_entries()) do all[#all + 1] = entry end
+  for _, entry in ipairs(all) do
+    local kinds = positions_of(entry)
+    for position, kind in ipairs(kinds) do
+      local claim = kind == "self" and entry.type or fakes.CLAIMS[kind]
+      for _, strategy in ipairs(fakes.STRATEGIES) do
+        for _ = 1, options.calls do
+          draw = draw + 1
+          local args = { n = #kinds }
+          for i, other in ipairs(kinds) do args[i] = beside_fake(entry, other) end
+          args[position] = pool:label(strategy.make(claim), ("fake %s (%s)"):format(claim or "object",
+                                                                                     strategy.name))
+          local offset = entry.kind == "function" and 0 or 1
+          make_call(draw, entry, args, true, kind == "self" and "self" or "#" .. (position - offset))
+        end
       end
-      check_error(description, results[2])
     end
-    if counts.calls % options.check_every == 0 then check_state(counts.calls) end
+  end
+end
+
+if options.fakes then
+  sweep_fakes()
+else
+  -- Skipped draws do not count: the run makes exactly options.calls calls.
+  local draws = 0
+  while counts.calls < options.calls do
+    draws = draws + 1
+    local entry = pick_entry()
+    make_call(draws, entry, draw_args(entry), false)
   end
 end
 check_state(options.calls)

@@ -13,6 +13,7 @@
 --   local device = cli:open_device(options.device)
 
 local argparse = require("argparse")
+local quoted = require("gpurun.quoted")
 
 local args = {}
 
@@ -28,14 +29,11 @@ function args.to_integer(text, minimum)
     or ("an integer >= " .. minimum)
   local digits = type(text) == "string" and text:match("^%s*(%+?%d+)%s*$")
   local value = digits and math.tointeger(tonumber(digits))
-  if value == nil then
-    if digits then
-      return nil, string.format("expected %s, got '%s' (too large)", kind, text)
-    end
-    return nil, string.format("expected %s, got '%s'", kind, tostring(text))
+  if not value then
+    return nil, ("expected %s, got %s%s"):format(kind, quoted(text), digits and " (too large)" or "")
   end
   if value < minimum then
-    return nil, string.format("expected %s, got '%s'", kind, text)
+    return nil, ("expected %s, got %s"):format(kind, quoted(text))
   end
   return value
 end
@@ -44,7 +42,7 @@ end
 function args.to_number(text)
   local value = type(text) == "string" and tonumber(text)
   if not value or value ~= value or value == math.huge or value == -math.huge then
-    return nil, string.format("expected a finite number, got '%s'", tostring(text))
+    return nil, "expected a finite number, got " .. quoted(text)
   end
   return value
 end

@@ -22,6 +22,7 @@
 local npy = {}
 
 local literal = require("gpurun.python_literal")
+local quoted = require("gpurun.quoted")
 
 local MAGIC = "\x93NUMPY"
 local ALIGN = 64 -- NumPy aligns the data to 64 bytes
@@ -161,11 +162,6 @@ end
 
 local KEYS = { descr = true, fortran_order = true, shape = true }
 
--- A key or value as a message shows it.
-local function shown(text)
-  return "'" .. text:gsub("[^%g ]", "?") .. "'"
-end
-
 -- The shape from the header's value, as a sequence of dimensions.
 local function read_shape(value)
   if value.kind ~= "tuple" then return nil, "the header's shape is not a tuple of integers" end
@@ -196,7 +192,7 @@ local function parse_dict(text, version)
     if key.kind ~= "str" then return nil, "the header's dict has a key that is not a string" end
     if not KEYS[key.value] then
       return nil, ("the header has the key %s: NumPy's keys are 'descr', 'fortran_order' and 'shape'")
-        :format(shown(key.value))
+        :format(quoted(key.value))
     end
     fields[key.value] = value.values[i] -- a repeated key: the last wins, as in Python
   end

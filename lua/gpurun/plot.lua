@@ -17,6 +17,7 @@
 -- { [path] = us }, speedup = { [path] = x } }).
 
 local shell = require("gpurun.shell")
+local quoted = require("gpurun.quoted")
 
 local plot = {}
 
@@ -30,10 +31,11 @@ local POINT_TYPES = { 7, 5, 9, 11, 13 } -- filled circle, square, triangles, dia
 -- named after the picture; or nil and why when the name ends neither in
 -- .png nor in .svg.
 function plot.files(path)
-  local stem, extension = tostring(path):match("^(.+)%.(%w+)$")
+  local stem, extension
+  if type(path) == "string" then stem, extension = path:match("^(.+)%.(%w+)$") end
   local format = extension and extension:lower()
   if format ~= "png" and format ~= "svg" then
-    return nil, string.format("expected a file name ending in .png or .svg, got '%s'", path)
+    return nil, "expected a file name ending in .png or .svg, got " .. quoted(path)
   end
   return {
     picture = path,

@@ -39,6 +39,9 @@ local FSTRING_PREFIXES = { f = true, fr = true, rf = true }
 local PUNCTUATION = { ["("] = true, [")"] = true, ["["] = true, ["]"] = true, ["{"] = true,
   ["}"] = true, [","] = true, [":"] = true, ["+"] = true, ["-"] = true }
 local CLOSING = { ["("] = ")", ["["] = "]", ["{"] = "}" }
+-- Python's tokenizer refuses a 201st bracket open at once (MAXLEVEL in its
+-- lexer): the parser's recursion, one level per bracket, stays this deep.
+local MAX_NESTING = 200
 
 -- Raised inside the parser, caught in parse().
 local Refusal = {}
@@ -250,6 +253,10 @@ local function tokenize(text, options, untokenize_fails_at)
       end
     elseif PUNCTUATION[c] then
       if CLOSING[c] then
+        if depth >= MAX_NESTING then
+          refuse("too many nested parentheses at character %d (Python reads %d levels at most)", pos,
+                 MAX_NESTING)
+        end
         depth = depth + 1
       elseif c == ")" or c == "]" or c == "}" then
         depth = depth - 1

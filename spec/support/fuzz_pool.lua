@@ -3,6 +3,7 @@
 -- functions, and live and closed gpurun objects of every type. Every draw
 -- goes through the generator handed to new(), so a seed replays exactly.
 local catalog = require("spec.support.api_catalog")
+local fakes = require("spec.support.fake_objects")
 
 local Pool = {}
 Pool.__index = Pool
@@ -249,8 +250,16 @@ end
 function Pool:typed(type_name)
   local roll = self.random()
   if roll < 0.75 then return self:object(type_name) end
-  if roll < 0.85 then return self:closed_object(type_name) end
+  if roll < 0.83 then return self:closed_object(type_name) end
+  if roll < 0.87 then return self:fake(type_name) end
   return self:any()
+end
+
+-- A table that pretends to be a gpurun object of the type (or of none), by
+-- one of spec/support/fake_objects.lua's strategies.
+function Pool:fake(type_name)
+  local strategy = self:pick(fakes.STRATEGIES)
+  return self:label(strategy.make(type_name), ("fake %s (%s)"):format(type_name or "object", strategy.name))
 end
 
 function Pool:any_object()
@@ -262,7 +271,8 @@ end
 -- ---- draws -----------------------------------------------------------------
 
 function Pool:any()
-  local roll = self.random(12)
+  local roll = self.random(13)
+  if roll == 13 then return self:fake(self:pick(catalog.types)) end
   if roll == 1 then return nil end
   if roll == 2 then return self.random(2) == 1 end
   if roll == 3 then return self:pick(INTEGERS) end
@@ -460,6 +470,14 @@ draws = {
 function Pool:draw(kind)
   local draw = draws[kind]
   if draw == nil or self:chance(0.2) then return self:any() end
+  return draw(self)
+end
+
+-- A plausible value for an argument of `kind`, never anything at all (a
+-- kind with no draw of its own: anything).
+function Pool:plausible(kind)
+  local draw = draws[kind]
+  if draw == nil then return self:any() end
   return draw(self)
 end
 

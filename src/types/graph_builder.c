@@ -397,7 +397,8 @@ static int builder_debug_dot_print(lua_State *L)
     unsigned int flags = 0;
     if (gpurun_check_options(L, 3, dot_flag_names)) {
         for (size_t i = 0; i < sizeof dot_flags / sizeof dot_flags[0]; i++) {
-            lua_getfield(L, 3, dot_flags[i].name);
+            lua_pushstring(L, dot_flags[i].name); /* raw, as its keys were checked */
+            lua_rawget(L, 3);
             if (lua_toboolean(L, -1))
                 flags |= dot_flags[i].flag;
             lua_pop(L, 1);

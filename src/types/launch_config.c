@@ -30,12 +30,21 @@ static unsigned int config_dimension(lua_State *L, int index, const char *field,
     return (unsigned int)value;
 }
 
+/* Pushes table[field] without its metamethods (an option table is read as
+ * it is, as gpurun_check_options reads its keys) and returns its type. */
+static int raw_field(lua_State *L, int table, const char *field)
+{
+    table = lua_absindex(L, table);
+    lua_pushstring(L, field);
+    return lua_rawget(L, table);
+}
+
 /* grid/block: an integer (x) or a sequence {x [, y [, z]]} or {x=,y=,z=}. */
 static void read_dimensions(lua_State *L, int table, const char *field, unsigned int out[3],
                             const lua_Integer *limits)
 {
     out[0] = out[1] = out[2] = 1;
-    int type = lua_getfield(L, table, field);
+    int type = raw_field(L, table, field);
     if (type == LUA_TNUMBER) {
         out[0] = config_dimension(L, -1, field, 0, limits);
     } else if (type == LUA_TTABLE) {
@@ -46,7 +55,7 @@ static void read_dimensions(lua_State *L, int table, const char *field, unsigned
         for (int axis = 0; axis < 3; axis++) {
             if (lua_rawgeti(L, -1, axis + 1) == LUA_TNIL) {
                 lua_pop(L, 1);
-                lua_getfield(L, -1, axis_names[axis]);
+                raw_field(L, -1, axis_names[axis]);
             }
             if (!lua_isnil(L, -1))
                 out[axis] = config_dimension(L, -1, field, axis, limits);
@@ -66,7 +75,7 @@ static const char *const known_fields[] = {
 
 static int read_flag(lua_State *L, const char *field)
 {
-    int type = lua_getfield(L, 1, field);
+    int type = raw_field(L, 1, field);
     if (type != LUA_TNIL && type != LUA_TBOOLEAN)
         gpurun_error(L, "LaunchConfig: %s must be a boolean, got %s", field,
                      gpurun_type_name(L, -1));
@@ -99,7 +108,7 @@ static void add_attribute(struct gpurun_launch_config *config, CUlaunchAttribute
  * are grid x cluster on each axis. */
 static void read_cluster(lua_State *L, struct gpurun_launch_config *config)
 {
-    if (lua_getfield(L, 1, "cluster") == LUA_TNIL) {
+    if (raw_field(L, 1, "cluster") == LUA_TNIL) {
         lua_pop(L, 1);
         memcpy(config->blocks, config->grid, sizeof config->blocks);
         return;
@@ -130,7 +139,7 @@ static int config_new(lua_State *L)
     gpurun_check_options(L, 1, known_fields);
     struct gpurun_launch_config config;
     memset(&config, 0, sizeof config);
-    if (lua_getfield(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), lua_getfield(L, 1, "block")) == LUA_TNIL)
+    if (raw_field(L, 1, "grid") == LUA_TNIL || (lua_pop(L, 1), raw_field(L, 1, "block")) == LUA_TNIL)
         return gpurun_error(L, "LaunchConfig: grid and block are required");
     lua_pop(L, 1);
     read_dimensions(L, 1, "grid", config.grid, grid_limits);
@@ -141,7 +150,7 @@ static int config_new(lua_State *L)
                             (int)config.block[0], (int)config.block[1], (int)config.block[2],
                             (int)threads);
     config.shmem_size = 0;
-    if (lua_getfield(L, 1, "shmem_size") != LUA_TNIL) {
+    if (raw_field(L, 1, "shmem_size") != LUA_TNIL) {
         lua_Integer bytes = 0;
         if (!gpurun_exact_integer(L, -1, &bytes) || bytes < 0) {
             const char *got = gpurun_value_text(L, -1);

@@ -57,13 +57,13 @@ function elementwise.check_options(options, what, defaults, known)
   local unknown = require("gpurun.options").unknown(options, known or elementwise.KERNEL_OPTIONS)
   if unknown then raise(what .. ": " .. unknown) end
   local function integer(key, low, high, default)
-    local value = options[key]
+    local value = rawget(options, key)
     if value == nil then
       return default
     end
     if math.type(value) ~= "integer" or value < low or value > high then
       raise(("%s: options.%s must be an integer from %d to %d, got %s"):format(
-            what, key, low, high, tostring(value)))
+            what, key, low, high, source.shown(value)))
     end
     return value
   end
@@ -71,13 +71,13 @@ function elementwise.check_options(options, what, defaults, known)
   if block % 32 ~= 0 then
     raise(("%s: options.block must be a multiple of 32, got %d"):format(what, block))
   end
-  local preamble = options.preamble or ""
+  local preamble = rawget(options, "preamble") or ""
   if type(preamble) ~= "string" then
     raise(what .. ": options.preamble must be a string")
   end
-  local cache = options.cache or "default"
+  local cache = rawget(options, "cache") or "default"
   if cache ~= "default" and cache ~= "streaming" then
-    raise(("%s: options.cache must be \"default\" or \"streaming\", got %s"):format(what, tostring(cache)))
+    raise(("%s: options.cache must be \"default\" or \"streaming\", got %s"):format(what, source.shown(cache)))
   end
   return {
     block = block,
@@ -224,7 +224,7 @@ end
 function Kernel:node_arguments(...)
   local cuda_kernel, _, n, numbers = prepare(self, nil, ...)
   if numbers then
-    return { { kernel = cuda_kernel, args = { n, converted(self, ...) } } }
+    return { { kernel = cuda_kernel, args = { n, arguments.converted(self, ...) } } }
   end
   return { { kernel = cuda_kernel, args = { n, ... } } }
 end

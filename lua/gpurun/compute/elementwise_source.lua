@@ -218,7 +218,7 @@ function source.parse_kernel(kind, name, default, in_params, out_params)
   name = name or default
   if not source.is_identifier(name) or name:sub(1, 1) == "_" then
     source.raise(("%s: the name must be a C identifier not starting with '_', got %s"):format(
-                 kind, tostring(name)))
+                 kind, source.shown(name)))
   end
   local what = ("%s kernel '%s'"):format(kind, name)
   local inputs, in_error = source.parse_params(in_params, what .. " in_params")
@@ -235,11 +235,46 @@ function source.parse_kernel(kind, name, default, in_params, out_params)
   return name, what, inputs, outputs
 end
 
+-- How messages show a value the caller gave (gpurun.quoted: capped, and
+-- never through its metamethods).
+source.shown = require("gpurun.quoted")
+
+-- What the Lua parts read of a gpurun object, by type, and the Lua type
+-- each field must have ("#": the length).
+local READ_FIELDS = {
+  ["gpurun.Buffer"] = { dtype = "string", device = "number", ptr = "number", ["#"] = "number" },
+  ["gpurun.Scalar"] = { dtype = "string" },
+}
+
+-- Whether a table that claims a gpurun type's name reads as one: a
+-- stand-in (the specs' GPUs made of Lua) does; a fake (a lying __name, an
+-- __index or __len that raises) does not, and is refused as what it is
+-- instead of failing inside.
+local NO_FIELDS = {}
+local function fields_fit(value, fields)
+  for key, kind in pairs(fields) do
+    local field
+    if key == "#" then field = #value else field = value[key] end
+    if type(field) ~= kind then return false end
+  end
+  return true
+end
+-- (No closure: stand-ins pass here on every launch the specs count
+-- allocations of.)
+local function reads_as(value, name)
+  local ok, fits = pcall(fields_fit, value, READ_FIELDS[name] or NO_FIELDS)
+  return ok and fits
+end
+
 -- What messages call a value's type: a gpurun type's name ("gpurun.Buffer")
--- or Lua's. The one copy for lua/gpurun/compute/.
+-- or Lua's; "table named gpurun.Buffer" for a table that claims the name
+-- but does not read as one. The one copy for lua/gpurun/compute/.
 function source.type_name(value)
   local meta = getmetatable(value)
-  return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
+  local name = type(meta) == "table" and rawget(meta, "__name")
+  if type(name) ~= "string" then return type(value) end
+  if type(value) == "table" and not reads_as(value, name) then return "table named " .. name end
+  return name
 end
 
 -- Raises "bad argument #n to 'fname' (why)", as gpurun's C functions do.

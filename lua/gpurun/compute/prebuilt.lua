@@ -134,7 +134,7 @@ local function read_options(fname, n, options, accumulates)
     end
     if not DTYPES[accumulate] then
       bad_argument(fname, n, "options.accumulate must be a dtype (%s), got %s", source.DTYPE_NAMES,
-                   tostring(accumulate))
+                   source.shown(accumulate))
     end
   end
   local shaped = rawget(options, "rows") ~= nil or rawget(options, "cols") ~= nil

@@ -113,7 +113,7 @@ local function reduce_type(what, wanted, op, inputs, outputs, variables)
   if wanted ~= nil then
     if type(wanted) ~= "string" or not (DTYPES[wanted] or variables[wanted]) then
       raise(("%s: options.reduce_type must be a dtype (%s) or one of the kernel's type "
-             .. "variables, got %s"):format(what, source.DTYPE_NAMES, tostring(wanted)))
+             .. "variables, got %s"):format(what, source.DTYPE_NAMES, source.shown(wanted)))
     end
     return wanted
   end
@@ -209,7 +209,7 @@ function reduction.reduction(in_params, out_params, map_expr, reduce_expr, post_
   for _, param in ipairs(outputs) do
     if param.variable then variables[param.type] = true end
   end
-  local acc = reduce_type(what, options and options.reduce_type, op, inputs, outputs, variables)
+  local acc = reduce_type(what, options and rawget(options, "reduce_type"), op, inputs, outputs, variables)
   local post = code_text(post_map_expr ~= "" and post_map_expr or nil, what .. ": post_map_expr", true)
   if not post then
     if #outputs > 1 then
@@ -265,7 +265,7 @@ function Kernel:source_for(bindings, family)
   family = family or "full"
   if not rs.FAMILIES[family] then
     raise(("%s '%s': source_for: family must be \"full\", \"segments\" or \"columns\", got %s")
-          :format(self.kind, self.name, tostring(family)))
+          :format(self.kind, self.name, source.shown(family)))
   end
   return (rs.generate(self, arguments.declared_signature(self, bindings), family))
 end
@@ -339,7 +339,7 @@ local function read_shape(kernel, shape, n, device)
   end
   if math.type(rows) ~= "integer" or rows < 0 or math.type(cols) ~= "integer" or cols < 0 then
     raise(("%s: a shape needs rows and cols, integers >= 0 (or offsets), got rows = %s, cols = %s")
-          :format(what, tostring(rows), tostring(cols)))
+          :format(what, source.shown(rows), source.shown(cols)))
   end
   if rows * cols ~= n or (rows ~= 0 and n // rows ~= cols) then
     raise(("%s: rows * cols (%d * %d) must be the inputs' %d elements"):format(what, rows, cols, n))
@@ -350,7 +350,7 @@ local function read_shape(kernel, shape, n, device)
     return "columns", cols, rows, cols
   end
   raise(("%s: shape.axis must be 2 (a result per row) or 1 (a result per column), got %s"):format(
-        what, tostring(axis)))
+        what, source.shown(axis)))
 end
 
 local FAMILY = { full = "full", rows = "segments", offsets = "segments", columns = "columns" }

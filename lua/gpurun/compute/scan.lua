@@ -53,10 +53,10 @@ local function launch_options(fname, n, options, known, value_bytes)
   local block, items = rawget(options, "block") or DEFAULT_BLOCK, rawget(options, "items") or DEFAULT_ITEMS
   if math.type(block) ~= "integer" or block < 32 or block > 1024 or block % 32 ~= 0 then
     bad_argument(fname, n, "options.block must be a multiple of 32 from 32 to 1024, got %s",
-                 tostring(block))
+                 source.shown(block))
   end
   if math.type(items) ~= "integer" or items < 1 or items > 32 then
-    bad_argument(fname, n, "options.items must be an integer from 1 to 32, got %s", tostring(items))
+    bad_argument(fname, n, "options.items must be an integer from 1 to 32, got %s", source.shown(items))
   end
   if block * items * value_bytes > MAX_EXCHANGE_BYTES then
     bad_argument(fname, n, "options.block * options.items * %d bytes must stay within %d bytes of "

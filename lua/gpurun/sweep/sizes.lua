@@ -2,6 +2,7 @@
 -- "64:4096"), written back ("2^12"), stepped through, and checked against
 -- the device's free memory before anything is allocated.
 local args = require("gpurun.args")
+local quoted = require("gpurun.quoted")
 
 local sizes = {}
 
@@ -13,13 +14,13 @@ function sizes.parse_size(text)
   if power then
     local exponent = math.tointeger(tonumber(power))
     if exponent == nil or exponent > MAX_POWER then
-      return nil, string.format("expected a size up to 2^%d, got '%s'", MAX_POWER, text)
+      return nil, ("expected a size up to 2^%d, got %s"):format(MAX_POWER, quoted(text))
     end
     return 1 << exponent
   end
   local value = args.to_integer(text)
   if value == nil then
-    return nil, string.format("expected a positive integer or 2^K, got '%s'", tostring(text))
+    return nil, "expected a positive integer or 2^K, got " .. quoted(text)
   end
   return value
 end
@@ -61,9 +62,10 @@ end
 
 -- "64:4096" -> 64, 4096; or nil and why.
 function sizes.parse_range(text)
-  local from_text, to_text = tostring(text):match("^([^:]+):([^:]+)$")
+  local from_text, to_text
+  if type(text) == "string" then from_text, to_text = text:match("^([^:]+):([^:]+)$") end
   if not from_text then
-    return nil, string.format("expected FROM:TO, got '%s'", tostring(text))
+    return nil, "expected FROM:TO, got " .. quoted(text)
   end
   local from, from_problem = sizes.parse_size(from_text)
   local to, to_problem = sizes.parse_size(to_text)
