@@ -104,27 +104,6 @@ static void release_pool_counts(struct gpurun_buffer *buffer)
     buffer->pool = NULL;
 }
 
-/* Makes `into` wait for the work queued on `from` so far (or, for a closed
- * stream, until its end). */
-static CUresult order_after(struct gpurun_stream *into, struct gpurun_stream *from)
-{
-    if (from->handle == NULL)
-        return from->order_event ? CUDA_CALL(cuStreamWaitEvent, into->handle, from->order_event, 0)
-                                 : CUDA_ERROR_INVALID_HANDLE;
-    if (from->capture)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    CUcontext previous = gpurun_enter_context(from->context);
-    CUresult result = CUDA_SUCCESS;
-    if (from->order_event == NULL)
-        result = CUDA_CALL(cuEventCreate, &from->order_event, CU_EVENT_DISABLE_TIMING);
-    if (result == CUDA_SUCCESS)
-        result = CUDA_CALL(cuEventRecord, from->order_event, from->handle);
-    gpurun_leave_context(previous);
-    if (result == CUDA_SUCCESS)
-        result = CUDA_CALL(cuStreamWaitEvent, into->handle, from->order_event, 0);
-    return result;
-}
-
 static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer)
 {
     struct gpurun_stream *streams[1 + GPURUN_BUFFER_USES];
@@ -143,7 +122,8 @@ static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer)
      * so that no call here can invalidate a capture in progress. */
     struct gpurun_relaxed relaxed = gpurun_relax_captures();
     for (int i = 0; i < count && !after_device; i++)
-        if (streams[i] != free_on && order_after(free_on, streams[i]) != CUDA_SUCCESS)
+        if (streams[i] != free_on
+            && (streams[i]->capture || gpurun_order_after(free_on, streams[i]) != CUDA_SUCCESS))
             after_device = 1;
     CUresult result;
     if (after_device) {
