@@ -335,9 +335,8 @@ static struct gpurun_stream *allocation_stream(lua_State *L, int stream_index,
     }
     struct gpurun_stream *stream = gpurun_check_stream(L, stream_index);
     if (stream->capture)
-        gpurun_error(L, "the stream is being captured by a GraphBuilder: pass the builder as the "
-                        "stream, so that the buffer becomes an allocation node of its graph "
-                        "(capture abandoned)");
+        gpurun_refuse_captured(L, 0, NULL, "pass the builder as the stream, so that the buffer "
+                                           "becomes an allocation node of its graph");
     return stream;
 }
 
