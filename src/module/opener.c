@@ -13,6 +13,7 @@
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
+#include "types/graph_nodes.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
@@ -57,6 +58,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
+    gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
 };
 
