@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "types/buffer.h"
+#include "types/buffer/buffer.h"
 #include "types/graph_builder.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"

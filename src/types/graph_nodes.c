@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "types/buffer.h"
+#include "types/buffer/buffer.h"
 #include "types/graph.h"
 #include "types/kernel.h"
 #include "types/launch.h"

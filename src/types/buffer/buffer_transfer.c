@@ -1,6 +1,6 @@
 /* Buffer operations in order with the GPU's work: which stream they go on,
  * the copies between host memory and buffers, and fills. */
-#include "types/buffer_transfer.h"
+#include "types/buffer/buffer_transfer.h"
 
 #include "types/graph_builder.h"
 

@@ -1,5 +1,5 @@
 /* What a gpurun.Buffer is: its header, its tag, and the checks every
- * operation on one starts with (types/buffer_object.c). The operations are
+ * operation on one starts with (types/buffer/buffer_object.c). The operations are
  * above: ordering and transfers, host copies, then the type itself. */
 #ifndef GPURUN_TYPES_BUFFER_OBJECT_H
 #define GPURUN_TYPES_BUFFER_OBJECT_H

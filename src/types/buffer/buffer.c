@@ -1,8 +1,8 @@
 /* gpurun.Buffer: device memory holding elements of one dtype, made, filled
  * and read from the host (gpurun.empty, zeros, full, array, from_bytes),
  * and views of part of one (Buffer:view). Ordering and the copies
- * themselves are types/buffer_transfer.c; strings, pinned memory and files are
- * types/buffer_host_copies.c; comparing buffers is types/compare.c; generating them is
+ * themselves are types/buffer/buffer_transfer.c; strings, pinned memory and files are
+ * types/buffer/buffer_host_copies.c; comparing buffers is types/compare.c; generating them is
  * types/generator.c.
  *
  * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
@@ -12,16 +12,16 @@
  * Host memory is always a Lua userdata (gpurun_push_staging), never malloc:
  * an error raised halfway leaves nothing behind. Elements are converted in
  * C; the large paths (fill, compare, the generator) call no Lua per element. */
-#include "types/buffer.h"
-#include "types/buffer_transfer.h"
-#include "types/buffer_host_copies.h"
+#include "types/buffer/buffer.h"
+#include "types/buffer/buffer_transfer.h"
+#include "types/buffer/buffer_host_copies.h"
 
 #include <limits.h>
 #include <string.h>
 
 #include "types/graph_builder.h"
 #include "types/memory_pool.h"
-#include "types/pinned_buffer.h"
+#include "types/buffer/pinned_buffer.h"
 
 
 /* ---- views ---------------------------------------------------------------

@@ -1,10 +1,10 @@
-/* Buffer operations in order with the GPU's work (types/buffer_transfer.c):
+/* Buffer operations in order with the GPU's work (types/buffer/buffer_transfer.c):
  * which stream they go on, the copies between host memory and buffers, and
  * fills. */
 #ifndef GPURUN_TYPES_BUFFER_TRANSFER_H
 #define GPURUN_TYPES_BUFFER_TRANSFER_H
 
-#include "types/buffer_object.h"
+#include "types/buffer/buffer_object.h"
 
 /* Every buffer operation goes on gpurun_operation_stream(): queued there
  * and waited for only when host memory is involved; with no stream, the

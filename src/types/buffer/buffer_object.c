@@ -1,5 +1,5 @@
 /* The Buffer's tag and the checks every operation on a Buffer starts with. */
-#include "types/buffer_object.h"
+#include "types/buffer/buffer_object.h"
 
 const struct gpurun_tag gpurun_buffer_tag = {"gpurun.Buffer"};
 

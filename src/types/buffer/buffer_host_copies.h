@@ -1,9 +1,9 @@
 /* Buffer copies to and from host memory other than Lua tables: strings,
- * PinnedBuffers and files (types/buffer_host_copies.c). */
+ * PinnedBuffers and files (types/buffer/buffer_host_copies.c). */
 #ifndef GPURUN_TYPES_BUFFER_HOST_COPIES_H
 #define GPURUN_TYPES_BUFFER_HOST_COPIES_H
 
-#include "types/buffer_object.h"
+#include "types/buffer/buffer_object.h"
 
 /* Each copies between `part` (a Buffer, or a range of one as part_of makes
  * it) and the value at `index`; stream_index is the stream argument. */

@@ -2,16 +2,16 @@
  * raw elements, page-locked PinnedBuffers (queued, not waited for), and
  * Lua files streamed through page-locked staging in chunks, so that a file
  * of any size moves at PCIe speed without a Lua string of it. */
-#include "types/buffer_object.h"
-#include "types/buffer_transfer.h"
-#include "types/buffer_host_copies.h"
+#include "types/buffer/buffer_object.h"
+#include "types/buffer/buffer_transfer.h"
+#include "types/buffer/buffer_host_copies.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "types/graph_builder.h"
-#include "types/pinned_buffer.h"
+#include "types/buffer/pinned_buffer.h"
 
 /* Bytes per staging chunk of a file copy; two chunks alternate, so one
  * is read or written by the host while the other is copied. */

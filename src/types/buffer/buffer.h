@@ -3,7 +3,7 @@
 #define GPURUN_TYPES_BUFFER_H
 
 #include "runtime/runtime.h"
-#include "types/buffer_object.h"
+#include "types/buffer/buffer_object.h"
 
 /* Where a new buffer's memory comes from, as the constructors' options say
  * ({ pool =, stream = }): with `ordered` 0, cuMemAlloc; else the MemoryPool
