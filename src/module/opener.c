@@ -5,6 +5,7 @@
 #include "runtime/runtime.h"
 
 #include "types/buffer/buffer.h"
+#include "types/buffer/pinned_buffer.h"
 #include "types/compare.h"
 #include "types/condition.h"
 #include "types/device.h"
@@ -21,7 +22,6 @@
 #include "types/launch_plan.h"
 #include "types/memory_pool.h"
 #include "types/object_code.h"
-#include "types/buffer/pinned_buffer.h"
 #include "types/program.h"
 #include "types/generator.h"
 #include "types/scalar.h"

@@ -502,7 +502,7 @@ void gpurun_capture_push_allocations(lua_State *L, struct gpurun_capture *captur
 /* What runs on each object allocated in a capture whose graph goes without
  * a Graph taking it (an error, end_building after an error, a builder
  * closed or building again): the object's memory never comes to exist.
- * Set once by the type that allocates (types/buffer/buffer.c). */
+ * Set once by the type that allocates (types/buffer/type.c). */
 void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index));
 
 /* While a capture is in progress on this thread, the driver refuses calls

@@ -7,7 +7,6 @@
 #include "types/compare.h"
 
 #include "types/buffer/buffer.h"
-#include "types/buffer/buffer_transfer.h"
 
 #include <math.h>
 

@@ -10,7 +10,6 @@
 #include "types/generator.h"
 
 #include "types/buffer/buffer.h"
-#include "types/buffer/buffer_transfer.h"
 
 #include <limits.h>
 #include <math.h>

@@ -144,7 +144,7 @@ static int stream_close(lua_State *L)
     object->header.closed = 1;
     /* Work already queued finishes; the driver frees the stream after it.
      * Its ordering event marks the end of that work, for memory a pool
-     * frees later on another stream (types/buffer/buffer.c). */
+     * frees later on another stream (types/buffer/memory.c). */
     CUcontext previous = gpurun_enter_context(stream->context);
     if (gpurun_mark_stream(stream) != CUDA_SUCCESS && stream->order_event) {
         (void)CUDA_CALL(cuEventDestroy, stream->order_event);
