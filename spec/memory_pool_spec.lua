@@ -1,4 +1,4 @@
--- Memory pools and stream-ordered buffers (types/memory_pool.c, types/buffer.c),
+-- Memory pools and stream-ordered buffers (types/memory_pool.c, types/buffer/memory.c),
 -- allocation and free nodes in graphs (types/graph.c), and the pipelines
 -- that use them. Every buffer a spec reads was filled first, so that
 -- compute-sanitizer's initcheck has nothing to report.

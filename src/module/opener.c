@@ -4,7 +4,8 @@
  * Nothing else lives here. */
 #include "runtime/runtime.h"
 
-#include "types/buffer.h"
+#include "types/buffer/buffer.h"
+#include "types/buffer/pinned_buffer.h"
 #include "types/compare.h"
 #include "types/condition.h"
 #include "types/device.h"
@@ -13,6 +14,7 @@
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
+#include "types/graph_nodes.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
@@ -20,7 +22,6 @@
 #include "types/launch_plan.h"
 #include "types/memory_pool.h"
 #include "types/object_code.h"
-#include "types/pinned_buffer.h"
 #include "types/program.h"
 #include "types/generator.h"
 #include "types/scalar.h"
@@ -57,6 +58,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
+    gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
 };
 

@@ -227,21 +227,6 @@ static void destroy_graph(struct gpurun_capture *capture)
         capture->graph = NULL;
 }
 
-/* An event of the `from` stream's work so far, waited on by `into`: the way
- * streams are forked into and joined back to a capture. */
-static CUresult order_after(struct gpurun_stream *into, struct gpurun_stream *from)
-{
-    CUevent event = NULL;
-    CUresult result = CUDA_CALL(cuEventCreate, &event, CU_EVENT_DISABLE_TIMING);
-    if (result == CUDA_SUCCESS)
-        result = CUDA_CALL(cuEventRecord, event, from->handle);
-    if (result == CUDA_SUCCESS)
-        result = CUDA_CALL(cuStreamWaitEvent, into->handle, event, 0);
-    if (event)
-        (void)CUDA_CALL(cuEventDestroy, event);
-    return result;
-}
-
 /* Ends the capture on the driver's side, discarding what it recorded. A
  * body's graph belongs to its conditional node and goes with the origin's. */
 static void abandon(lua_State *L, struct gpurun_capture *capture)
@@ -253,7 +238,7 @@ static void abandon(lua_State *L, struct gpurun_capture *capture)
         for (struct gpurun_capture *c = capturing; c; c = c->next)
             if (c->role == GPURUN_CAPTURE_FORK && c->root == capture
                 && c->state == GPURUN_CAPTURE_BUILDING && c->stream->handle)
-                (void)order_after(capture->stream, c->stream);
+                (void)gpurun_order_after(capture->stream, c->stream);
         unlink_forks(L, capture, GPURUN_CAPTURE_ABANDONED);
     }
     if (capture->role != GPURUN_CAPTURE_FORK && capture->stream->handle
@@ -312,7 +297,7 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
 CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
                              struct gpurun_capture *parent, int owner_index)
 {
-    CUresult result = order_after(fork->stream, parent->stream);
+    CUresult result = gpurun_order_after(fork->stream, parent->stream);
     if (result != CUDA_SUCCESS)
         return result;
     fork->role = GPURUN_CAPTURE_FORK;
@@ -325,7 +310,7 @@ CUresult gpurun_capture_fork(lua_State *L, struct gpurun_capture *fork,
 
 CUresult gpurun_capture_join(struct gpurun_capture *into, struct gpurun_capture *from)
 {
-    CUresult result = order_after(into->stream, from->stream);
+    CUresult result = gpurun_order_after(into->stream, from->stream);
     if (result == CUDA_SUCCESS && from->role == GPURUN_CAPTURE_FORK) {
         from->state = GPURUN_CAPTURE_JOINED;
         from->root->open_forks--;

@@ -11,6 +11,7 @@
  *                      elements (over base/dtype.c's one set of rules)
  *   runtime/state.c    contexts, the current device and stream, the module's
  *                      state object
+ *   runtime/stream_order.c  one stream waiting for the work queued on another
  *   runtime/capture.c  the capture registry: which streams are being captured,
  *                      what each capture keeps alive, deferred frees, and the
  *                      rule that an error raised during a capture ends it
@@ -306,6 +307,28 @@ struct gpurun_runtime {
 };
 extern struct gpurun_runtime gpurun_runtime;
 
+/* For a call on an object of another device: makes `context` current and
+ * returns the context to restore with gpurun_leave_context (NULL when it
+ * was current already, or could not be made current, in which case the
+ * call fails with the driver's own error). Callers make their call, leave,
+ * and only then raise, so that an error never leaves another device's
+ * context current. Inline: the launch and replay paths pay one compare. */
+static inline CUcontext gpurun_enter_context(CUcontext context)
+{
+    CUcontext current = gpurun_runtime.current_context;
+    if (context == current || CUDA_CALL(cuCtxSetCurrent, context) != CUDA_SUCCESS)
+        return NULL;
+    return current;
+}
+
+static inline void gpurun_leave_context(CUcontext previous)
+{
+    /* Fails only for a context already destroyed, which no later call of
+     * gpurun's uses. */
+    if (previous != NULL)
+        (void)CUDA_CALL(cuCtxSetCurrent, previous);
+}
+
 /* The current context, or a clear error when no device has been made
  * current (or the driver cannot be loaded: that reason first). */
 CUcontext gpurun_require_context(lua_State *L);
@@ -316,15 +339,6 @@ CUcontext gpurun_primary_context(lua_State *L, int ordinal);
 
 /* Makes device `ordinal` current. */
 void gpurun_make_current(lua_State *L, int ordinal);
-
-/* For a call on an object of another device: makes `context` current and
- * returns the context to restore with gpurun_leave_context (NULL when it
- * was current already, or could not be made current, in which case the
- * call fails with the driver's own error). Callers make their call, leave,
- * and only then raise, so that an error never leaves another device's
- * context current. */
-CUcontext gpurun_enter_context(CUcontext context);
-void gpurun_leave_context(CUcontext previous);
 
 /* Peer access that Device:enable_peer_access turned on: whether kernels on
  * device `from` may touch memory of device `to` (always for from == to). */
@@ -360,6 +374,19 @@ void gpurun_open_runtime(lua_State *L);
 
 /* Monotonic seconds. */
 double gpurun_now(void);
+
+/* ---- one stream after another (runtime/stream_order.c) ----------------- */
+
+/* Records the stream's ordering event (made on first use, in the stream's
+ * context) after the work queued on it so far. Closing a stream marks it
+ * once more, so that what waits for it later waits for all it had queued. */
+CUresult gpurun_mark_stream(struct gpurun_stream *stream);
+
+/* Makes `into` wait for the work queued on `from` so far (a closed `from`:
+ * all it had queued when it was closed). The one way a stream is ordered
+ * after another: Stream:wait, a capture's forks and joins, and memory freed
+ * on one stream after the others that used it. */
+CUresult gpurun_order_after(struct gpurun_stream *into, struct gpurun_stream *from);
 
 /* ---- captures (runtime/capture.c) --------------------------------------- */
 
@@ -475,7 +502,7 @@ void gpurun_capture_push_allocations(lua_State *L, struct gpurun_capture *captur
 /* What runs on each object allocated in a capture whose graph goes without
  * a Graph taking it (an error, end_building after an error, a builder
  * closed or building again): the object's memory never comes to exist.
- * Set once by the type that allocates (types/buffer.c). */
+ * Set once by the type that allocates (types/buffer/type.c). */
 void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index));
 
 /* While a capture is in progress on this thread, the driver refuses calls

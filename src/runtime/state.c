@@ -61,22 +61,6 @@ void gpurun_make_current(lua_State *L, int ordinal)
     gpurun_runtime.current_device = ordinal;
 }
 
-CUcontext gpurun_enter_context(CUcontext context)
-{
-    CUcontext current = gpurun_runtime.current_context;
-    if (context == current || CUDA_CALL(cuCtxSetCurrent, context) != CUDA_SUCCESS)
-        return NULL;
-    return current;
-}
-
-void gpurun_leave_context(CUcontext previous)
-{
-    /* Fails only for a context already destroyed, which no later call of
-     * gpurun's uses. */
-    if (previous != NULL)
-        (void)CUDA_CALL(cuCtxSetCurrent, previous);
-}
-
 static unsigned long long peer_access[MAX_DEVICES];
 
 int gpurun_peer_enabled(int from, int to)

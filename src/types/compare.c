@@ -6,8 +6,7 @@
  * element. */
 #include "types/compare.h"
 
-#include "types/buffer.h"
-#include "types/buffer_transfer.h"
+#include "types/buffer/buffer.h"
 
 #include <math.h>
 

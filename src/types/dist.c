@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "types/buffer.h"
+#include "types/buffer/buffer.h"
 #include "types/graph_builder.h"
 #include "types/launch.h"
 #include "base/mpi_loader.h"

@@ -9,8 +9,7 @@
  * the same seed agree element for element. */
 #include "types/generator.h"
 
-#include "types/buffer.h"
-#include "types/buffer_transfer.h"
+#include "types/buffer/buffer.h"
 
 #include <limits.h>
 #include <math.h>

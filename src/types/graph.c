@@ -1,7 +1,7 @@
 /* gpurun.Graph: what GraphBuilder:complete() instantiates, replayed with
  * graph:launch(stream), updated in place from a new capture of the same
- * pipeline (graph:update(builder)), and changed node by node (graph:nodes(),
- * set_args, set_config, set_enabled).
+ * pipeline (graph:update(builder)); its nodes are read and changed one by
+ * one in types/graph_nodes.c.
  *
  * A graph holds every Buffer and Kernel its capture used (user value 1, a
  * sequence) and counts as their user, so the collector cannot free memory a
@@ -27,60 +27,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "types/buffer/buffer.h"
 #include "types/graph_builder.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"
-#include "types/launch.h"
 #include "types/stream.h"
 
 const struct gpurun_tag gpurun_graph_tag = {"gpurun.Graph"};
 
-#define KEPT_VALUE 1
-#define NODES_VALUE 2
-#define KERNEL_NODES_VALUE 3
-#define ALLOCATIONS_VALUE 4  /* the Buffers its allocation nodes make, in order */
-#define ADDRESSES_VALUE 5    /* their nodes' addresses (struct allocation) */
-#define HOST_CALLBACKS_VALUE 6
-#define LAUNCHED_ON_VALUE 7  /* 7..: the streams of launched_on */
-#define LAUNCH_STREAMS 4
-#define USER_VALUES (LAUNCHED_ON_VALUE + LAUNCH_STREAMS - 1)
-
-struct allocation {
-    struct gpurun_buffer *buffer; /* kept by ALLOCATIONS_VALUE */
+struct gpurun_graph_allocation {
+    struct gpurun_buffer *buffer; /* kept by GPURUN_GRAPH_ALLOCATIONS_VALUE */
     CUdeviceptr address;
 };
 
-struct graph {
-    struct gpurun_object header;
-    CUgraphExec exec;
-    CUgraph source;        /* the clone it was instantiated from */
-    size_t node_count;
-    CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
-    int has_loop;          /* a while loop: a replay may not end */
-    int host_callbacks;    /* HostCallbacks among what it keeps */
-    CUcontext context; /* the captured stream's: the graph replays on its device only */
-    int device;
-    int has_memory_nodes;
-    int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
-    size_t allocation_count;
-    struct allocation *allocations;
-    /* It keeps buffers of stream-ordered memory, whose frees must wait for
-     * its replays: the streams it was launched on (held by user values),
-     * told to those buffers when it lets go of them. */
-    int keeps_ordered;
-    int launches_lost;
-    struct gpurun_stream *launched_on[LAUNCH_STREAMS];
-};
-
-/* A kernel node's launch as it now stands: set_args and set_config change
- * a part and set the whole. */
-struct node_launch {
-    CUDA_KERNEL_NODE_PARAMS params;
-    void **pointers;
-    unsigned char *storage;
-};
-
-static struct graph *check_graph(lua_State *L, int index)
+struct gpurun_graph *gpurun_check_graph(lua_State *L, int index)
 {
     return gpurun_check_open(L, index, &gpurun_graph_tag);
 }
@@ -88,7 +48,7 @@ static struct graph *check_graph(lua_State *L, int index)
 /* A kernel node of a gpurun.Kernel, while push_kernel_nodes works. */
 struct kernel_node {
     lua_Integer kept_at;      /* the Kernel's place in the kept sequence; 0: not one */
-    struct node_launch *launch;
+    struct gpurun_node_launch *launch;
 };
 
 /* Whether `source` is still what `capture` (NULL: nobody) holds. */
@@ -142,10 +102,10 @@ static int push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t coun
         lua_createtable(L, 0, 2);
         lua_insert(L, -2);
         lua_setfield(L, -2, "kernel");
-        size_t pointers_at = (sizeof(struct node_launch) + 15) / 16 * 16;
+        size_t pointers_at = (sizeof(struct gpurun_node_launch) + 15) / 16 * 16;
         size_t storage_at = pointers_at + (size_t)kernel->param_count * sizeof(void *);
         unsigned char *block = lua_newuserdatauv(L, storage_at + kernel->storage_size + 1, 0);
-        found[i].launch = (struct node_launch *)block;
+        found[i].launch = (struct gpurun_node_launch *)block;
         found[i].launch->pointers = (void **)(block + pointers_at);
         found[i].launch->storage = block + storage_at;
         lua_setfield(L, -2, "launch");
@@ -160,7 +120,7 @@ static int push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t coun
         lua_rawgeti(L, kept_index, found[i].kept_at);
         const struct gpurun_kernel *kernel = lua_touserdata(L, -1);
         lua_pop(L, 1);
-        struct node_launch *launch = found[i].launch;
+        struct gpurun_node_launch *launch = found[i].launch;
         if (CUDA_CALL(cuGraphKernelNodeGetParams, nodes[i], &launch->params) != CUDA_SUCCESS)
             goto lost;
         for (int p = 0; p < kernel->param_count; p++) {
@@ -228,11 +188,11 @@ static int has_ordered_buffer(lua_State *L, int index)
 
 /* Takes over the buffers the capture's allocation nodes make: the sequence
  * at the top (popped), and a table of their addresses. */
-static void take_allocations(lua_State *L, struct graph *graph, int graph_index)
+static void take_allocations(lua_State *L, struct gpurun_graph *graph, int graph_index)
 {
     int sequence = lua_gettop(L);
     size_t count = lua_rawlen(L, sequence);
-    struct allocation *allocations =
+    struct gpurun_graph_allocation *allocations =
         lua_newuserdatauv(L, (count + 1) * sizeof *allocations, 0);
     for (size_t i = 0; i < count; i++) {
         lua_rawgeti(L, sequence, (lua_Integer)i + 1);
@@ -242,8 +202,8 @@ static void take_allocations(lua_State *L, struct graph *graph, int graph_index)
         gpurun_buffer_graph_completed(L, -1);
         lua_pop(L, 1);
     }
-    lua_setiuservalue(L, graph_index, ADDRESSES_VALUE);
-    lua_setiuservalue(L, graph_index, ALLOCATIONS_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_ADDRESSES_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_ALLOCATIONS_VALUE);
     graph->allocations = allocations;
     graph->allocation_count = count;
 }
@@ -257,7 +217,8 @@ static int builder_complete(lua_State *L)
     int auto_free = gpurun_opt_boolean_field(L, 2, "auto_free_on_launch", 0);
     lua_settop(L, 1);
     check_built(L);
-    struct graph *graph = gpurun_new_object(L, sizeof *graph, USER_VALUES, &gpurun_graph_tag);
+    struct gpurun_graph *graph =
+        gpurun_new_object(L, sizeof *graph, GPURUN_GRAPH_USER_VALUES, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
     struct gpurun_capture *capture = check_built(L);
     graph->context = capture->stream->context;
@@ -280,7 +241,7 @@ static int builder_complete(lua_State *L)
     size_t count = 0;
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL, &count);
     graph->nodes = lua_newuserdatauv(L, (count + 1) * sizeof(CUgraphNode), 0);
-    lua_setiuservalue(L, graph_index, NODES_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_NODES_VALUE);
     if (count > 0)
         CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes,
                    &count);
@@ -305,15 +266,15 @@ static int builder_complete(lua_State *L)
     gpurun_capture_push_kept(L, capture);
     graph->keeps_ordered = has_ordered_buffer(L, lua_gettop(L));
     graph->host_callbacks = push_host_callbacks(L, -1);
-    lua_setiuservalue(L, graph_index, HOST_CALLBACKS_VALUE);
-    lua_setiuservalue(L, graph_index, KEPT_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_HOST_CALLBACKS_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_KEPT_VALUE);
     if (builder->header.closed)
         return gpurun_closed_error(L, gpurun_builder_tag.type_name);
-    lua_getiuservalue(L, graph_index, KEPT_VALUE);
+    lua_getiuservalue(L, graph_index, GPURUN_GRAPH_KEPT_VALUE);
     if (!push_kernel_nodes(L, graph->nodes, graph->node_count, -1, NULL, graph->source))
         return gpurun_error(L, "GraphBuilder:complete: the kernel nodes of the graph could "
                                "not be read");
-    lua_setiuservalue(L, graph_index, KERNEL_NODES_VALUE);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_KERNEL_NODES_VALUE);
     lua_settop(L, graph_index);
     graph->has_memory_nodes = capture->has_memory_nodes;
     graph->auto_free = auto_free;
@@ -324,7 +285,8 @@ static int builder_complete(lua_State *L)
 }
 
 /* The replay path: identity tags, no metatable look-ups. */
-static struct gpurun_stream *replay_stream(lua_State *L, const struct graph *graph, int index)
+static struct gpurun_stream *replay_stream(lua_State *L, const struct gpurun_graph *graph,
+                                           int index)
 {
     struct gpurun_stream_object *object = gpurun_check_open(L, index, &gpurun_stream_tag);
     if (object->stream.capture)
@@ -340,7 +302,7 @@ typedef CUresult (*replay_call)(CUgraphExec, CUstream);
 
 /* Before a launch: the memory the last launch allocated must be freed first,
  * by the driver (auto-free) or by closing the buffers that hold it. */
-static void check_allocations_freed(lua_State *L, const struct graph *graph)
+static void check_allocations_freed(lua_State *L, const struct gpurun_graph *graph)
 {
     if (graph->auto_free)
         return;
@@ -365,12 +327,12 @@ static void check_allocations_freed(lua_State *L, const struct graph *graph)
 
 /* After a launch on the stream at 2: open buffers have the new memory, and
  * what closed ones no longer hold is freed after the launch. */
-static void after_allocating_launch(lua_State *L, const struct graph *graph,
+static void after_allocating_launch(lua_State *L, const struct gpurun_graph *graph,
                                     const struct gpurun_stream *stream)
 {
-    lua_getiuservalue(L, 1, ALLOCATIONS_VALUE);
+    lua_getiuservalue(L, 1, GPURUN_GRAPH_ALLOCATIONS_VALUE);
     for (size_t i = 0; i < graph->allocation_count; i++) {
-        const struct allocation *allocation = &graph->allocations[i];
+        const struct gpurun_graph_allocation *allocation = &graph->allocations[i];
         if (allocation->buffer->header.closed) {
             struct gpurun_relaxed relaxed = gpurun_relax_captures();
             CUresult result = CUDA_CALL(cuMemFreeAsync, allocation->address, stream->handle);
@@ -388,16 +350,18 @@ static void after_allocating_launch(lua_State *L, const struct graph *graph,
 
 /* Remembers the stream of a launch, for the stream-ordered buffers the
  * graph keeps. */
-static void note_launch_stream(lua_State *L, struct graph *graph, struct gpurun_stream *stream)
+static void note_launch_stream(lua_State *L, struct gpurun_graph *graph,
+                               struct gpurun_stream *stream)
 {
     int slot = 0;
-    while (slot < LAUNCH_STREAMS && graph->launched_on[slot] && graph->launched_on[slot] != stream)
+    while (slot < GPURUN_GRAPH_LAUNCH_STREAMS && graph->launched_on[slot]
+           && graph->launched_on[slot] != stream)
         slot++;
-    if (slot == LAUNCH_STREAMS) {
+    if (slot == GPURUN_GRAPH_LAUNCH_STREAMS) {
         graph->launches_lost = 1;
     } else if (graph->launched_on[slot] == NULL) {
         lua_pushvalue(L, 2);
-        lua_setiuservalue(L, 1, LAUNCHED_ON_VALUE + slot);
+        lua_setiuservalue(L, 1, GPURUN_GRAPH_LAUNCHED_ON_VALUE + slot);
         graph->launched_on[slot] = stream;
     }
 }
@@ -407,7 +371,7 @@ static void note_launch_stream(lua_State *L, struct graph *graph, struct gpurun_
 static int replay(lua_State *L, replay_call call, const char *name, const char *what,
                   int runs)
 {
-    struct graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
+    struct gpurun_graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
     struct gpurun_stream *stream = replay_stream(L, graph, 2);
     if (runs && graph->allocation_count)
         check_allocations_freed(L, graph);
@@ -422,7 +386,7 @@ static int replay(lua_State *L, replay_call call, const char *name, const char *
         /* Each host node runs once more, on the main thread while it
          * waits: counted first, so that no error below loses a run. */
         if (graph->host_callbacks) {
-            lua_getiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+            lua_getiuservalue(L, 1, GPURUN_GRAPH_HOST_CALLBACKS_VALUE);
             for (int i = 1; i <= graph->host_callbacks; i++) {
                 lua_rawgeti(L, -1, i);
                 struct gpurun_host_callback *callback = lua_touserdata(L, -1);
@@ -486,7 +450,7 @@ static int update_failed(lua_State *L, int kept_index, const char *message)
 /* Lets go of the sequence of kept objects at index: its stream-ordered
  * buffers learn which streams the graph was launched on, so that their
  * frees wait for replays still running. */
-static void let_go(lua_State *L, const struct graph *graph, int index)
+static void let_go(lua_State *L, const struct gpurun_graph *graph, int index)
 {
     index = lua_absindex(L, index);
     lua_Integer count = graph->keeps_ordered ? (lua_Integer)lua_rawlen(L, index) : 0;
@@ -496,8 +460,8 @@ static void let_go(lua_State *L, const struct graph *graph, int index)
         if (buffer && gpurun_buffer_owner(buffer)->ordered) {
             if (graph->launches_lost)
                 gpurun_buffer_owner(buffer)->uses_lost = 1;
-            for (int k = 0; k < LAUNCH_STREAMS && graph->launched_on[k]; k++) {
-                lua_getiuservalue(L, 1, LAUNCHED_ON_VALUE + k);
+            for (int k = 0; k < GPURUN_GRAPH_LAUNCH_STREAMS && graph->launched_on[k]; k++) {
+                lua_getiuservalue(L, 1, GPURUN_GRAPH_LAUNCHED_ON_VALUE + k);
                 gpurun_note_buffer_use(L, buffer, -2, graph->launched_on[k], lua_gettop(L));
                 lua_pop(L, 1);
             }
@@ -517,7 +481,7 @@ static void let_go(lua_State *L, const struct graph *graph, int index)
  * graph) or this graph, which is checked after each. */
 static int graph_update(lua_State *L)
 {
-    check_graph(L, 1);
+    gpurun_check_graph(L, 1);
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 2);
     struct gpurun_capture *capture = &builder->capture;
     if (capture->role != GPURUN_CAPTURE_ORIGIN || capture->state != GPURUN_CAPTURE_BUILT)
@@ -525,7 +489,7 @@ static int graph_update(lua_State *L)
                                 gpurun_capture_state_name(capture->state),
                                 capture->role == GPURUN_CAPTURE_ORIGIN ? "" : ", and not one "
                                 "that records into another builder's graph");
-    const struct graph *target = check_graph(L, 1);
+    const struct gpurun_graph *target = gpurun_check_graph(L, 1);
     if (target->has_memory_nodes || capture->has_memory_nodes)
         return gpurun_error(L, "Graph:update: a graph with memory allocation or free nodes cannot "
                                "be updated (the driver fixes their addresses when it "
@@ -550,7 +514,7 @@ static int graph_update(lua_State *L)
     int kernel_nodes = lua_gettop(L);
     int host_callbacks = push_host_callbacks(L, kept);
     int host_callbacks_index = lua_gettop(L);
-    struct graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
+    struct gpurun_graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
     if (graph->header.closed) {
         gpurun_release_users(L, kept);
         return gpurun_closed_error(L, gpurun_graph_tag.type_name);
@@ -571,390 +535,24 @@ static int graph_update(lua_State *L)
     }
     /* No allocation from here on: the new lists in, the old kept let go. */
     lua_pushvalue(L, kernel_nodes);
-    lua_setiuservalue(L, 1, KERNEL_NODES_VALUE);
+    lua_setiuservalue(L, 1, GPURUN_GRAPH_KERNEL_NODES_VALUE);
     lua_pushvalue(L, host_callbacks_index);
-    lua_setiuservalue(L, 1, HOST_CALLBACKS_VALUE);
+    lua_setiuservalue(L, 1, GPURUN_GRAPH_HOST_CALLBACKS_VALUE);
     graph->host_callbacks = host_callbacks;
-    if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
+    if (lua_getiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE) == LUA_TTABLE)
         let_go(L, graph, lua_gettop(L));
     lua_pop(L, 1);
     graph->keeps_ordered = graph->keeps_ordered || has_ordered_buffer(L, kept);
     lua_pushvalue(L, kept);
-    lua_setiuservalue(L, 1, KEPT_VALUE);
+    lua_setiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE);
     graph->has_loop = capture->has_loop;
-    lua_settop(L, 1);
-    return 1;
-}
-
-/* ---- nodes -------------------------------------------------------------- */
-
-static const char *node_kind(CUgraphNodeType type)
-{
-    static const char *const kinds[] = {
-        [CU_GRAPH_NODE_TYPE_KERNEL] = "kernel", [CU_GRAPH_NODE_TYPE_MEMCPY] = "memcpy",
-        [CU_GRAPH_NODE_TYPE_MEMSET] = "memset", [CU_GRAPH_NODE_TYPE_HOST] = "host",
-        [CU_GRAPH_NODE_TYPE_GRAPH] = "graph", [CU_GRAPH_NODE_TYPE_EMPTY] = "empty",
-        [CU_GRAPH_NODE_TYPE_WAIT_EVENT] = "wait_event",
-        [CU_GRAPH_NODE_TYPE_EVENT_RECORD] = "event_record",
-        [CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL] = "semaphore_signal",
-        [CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT] = "semaphore_wait",
-        [CU_GRAPH_NODE_TYPE_MEM_ALLOC] = "mem_alloc", [CU_GRAPH_NODE_TYPE_MEM_FREE] = "mem_free",
-        [CU_GRAPH_NODE_TYPE_BATCH_MEM_OP] = "batch_mem_op",
-        [CU_GRAPH_NODE_TYPE_CONDITIONAL] = "conditional",
-    };
-    if ((size_t)type < sizeof kinds / sizeof kinds[0] && kinds[type])
-        return kinds[type];
-    return "other";
-}
-
-static size_t node_index(const struct graph *graph, CUgraphNode node)
-{
-    for (size_t i = 0; i < graph->node_count; i++)
-        if (graph->nodes[i] == node)
-            return i + 1;
-    return 0;
-}
-
-static void set_dims(lua_State *L, int table, const char *key, unsigned int x, unsigned int y,
-                     unsigned int z)
-{
-    table = lua_absindex(L, table);
-    lua_createtable(L, 3, 0);
-    lua_pushinteger(L, x);
-    lua_rawseti(L, -2, 1);
-    lua_pushinteger(L, y);
-    lua_rawseti(L, -2, 2);
-    lua_pushinteger(L, z);
-    lua_rawseti(L, -2, 3);
-    lua_setfield(L, table, key);
-}
-
-/* grid, block and shmem_size of a kernel node, as its launch now stands. */
-static void set_node_shape(lua_State *L, int table, const CUDA_KERNEL_NODE_PARAMS *params)
-{
-    table = lua_absindex(L, table);
-    set_dims(L, table, "grid", params->gridDimX, params->gridDimY, params->gridDimZ);
-    set_dims(L, table, "block", params->blockDimX, params->blockDimY, params->blockDimZ);
-    lua_pushinteger(L, params->sharedMemBytes);
-    lua_setfield(L, table, "shmem_size");
-}
-
-/* bytes and address of an allocation node, address of a free node, in the
- * node's table at the top. */
-/* What an allocation or free node holds: its size (allocations only) and
- * address. Read before nodes() makes tables, which can run finalizers. */
-struct memory_node {
-    size_t bytes;
-    CUdeviceptr address;
-};
-
-static void read_memory_node(lua_State *L, CUgraphNode node, CUgraphNodeType type,
-                             struct memory_node *memory)
-{
-    memory->bytes = 0;
-    memory->address = 0;
-    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-        CUDA_MEM_ALLOC_NODE_PARAMS params;
-        memset(&params, 0, sizeof params);
-        CHECK_CUDA(L, "reading an allocation node", cuGraphMemAllocNodeGetParams, node, &params);
-        memory->bytes = params.bytesize;
-        memory->address = params.dptr;
-    } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
-        CHECK_CUDA(L, "reading a free node", cuGraphMemFreeNodeGetParams, node, &memory->address);
-    }
-}
-
-static void set_memory_node(lua_State *L, CUgraphNodeType type, const struct memory_node *memory)
-{
-    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-        lua_pushinteger(L, (lua_Integer)memory->bytes);
-        lua_setfield(L, -2, "bytes");
-    }
-    lua_pushinteger(L, (lua_Integer)memory->address);
-    lua_setfield(L, -2, "address");
-}
-
-/* nodes() -> { { index =, kind =, name = (kernel nodes), kernel, grid,
- * block, shmem_size (kernel nodes of a gpurun.Kernel), bytes (allocation
- * nodes), address (allocation and free nodes), dependencies = { index... },
- * enabled = (kernel, memcpy and memset nodes) }, ... }: the
- * graph's top-level nodes, in a fixed order (conditional bodies not listed). */
-static int graph_nodes(lua_State *L)
-{
-    struct graph *graph = check_graph(L, 1);
-    lua_getiuservalue(L, 1, KERNEL_NODES_VALUE);
-    int kernel_nodes = lua_gettop(L);
-    /* Room for every node as a dependency, with its edge's data: the driver
-     * refuses to drop edge data (programmatic edges have some). */
-    size_t room = graph->node_count + 1;
-    CUgraphEdgeData *edges = gpurun_push_staging(
-        L, room * (sizeof(CUgraphEdgeData) + sizeof(CUgraphNode) + sizeof(size_t)));
-    CUgraphNode *dependencies = (CUgraphNode *)(edges + room);
-    size_t *dependency_indices = (size_t *)(dependencies + room);
-    lua_createtable(L, (int)graph->node_count, 0);
-    int list = lua_gettop(L);
-    /* Both allocations can run a finalizer that closes the graph. */
-    graph = check_graph(L, 1);
-    size_t total = graph->node_count;
-    for (size_t i = 0; i < total; i++) {
-        /* Each node is read from the driver first, then made into tables:
-         * their allocations can run a finalizer that closes the graph,
-         * destroying the nodes, so the graph is checked again each time. */
-        graph = check_graph(L, 1);
-        CUgraphNode node = graph->nodes[i];
-        CUgraphNodeType type;
-        CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, node, &type);
-        int has_kernel = type == CU_GRAPH_NODE_TYPE_KERNEL
-                         && lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE;
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel)
-            lua_pop(L, 1);
-        const char *lent_name = NULL; /* the driver's, valid while the graph is */
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel) {
-            CUDA_KERNEL_NODE_PARAMS params;
-            if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) != CUDA_SUCCESS
-                || CUDA_CALL(cuFuncGetName, &lent_name, params.func) != CUDA_SUCCESS)
-                lent_name = NULL;
-        }
-        int has_enabled = type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
-                          || type == CU_GRAPH_NODE_TYPE_MEMSET;
-        unsigned int enabled = 1;
-        if (has_enabled)
-            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
-                       graph->exec, node, &enabled);
-        int is_memory = type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
-        struct memory_node memory;
-        read_memory_node(L, node, type, &memory);
-        size_t count = room;
-        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, edges, &count);
-        for (size_t d = 0; d < count; d++)
-            dependency_indices[d] = node_index(graph, dependencies[d]);
-
-        /* From here on nothing reads the graph. The name first: pushing it
-         * copies it before anything can run a finalizer. */
-        if (lent_name)
-            lua_pushstring(L, lent_name);
-        else
-            lua_pushnil(L);
-        lua_createtable(L, 0, 9);
-        lua_insert(L, -2);
-        lua_setfield(L, -2, "name"); /* nil: no name */
-        lua_pushinteger(L, (lua_Integer)i + 1);
-        lua_setfield(L, -2, "index");
-        lua_pushstring(L, node_kind(type));
-        lua_setfield(L, -2, "kind");
-        if (has_kernel) {
-            /* node's { kernel, launch } (below the node's table) lives in
-             * kernel_nodes, anchored on the stack. */
-            lua_getfield(L, -2, "kernel");
-            lua_setfield(L, -2, "kernel");
-            lua_getfield(L, -2, "kernel");
-            lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
-            lua_setfield(L, -3, "name");
-            lua_pop(L, 1);
-            lua_getfield(L, -2, "launch");
-            set_node_shape(L, -2, &((const struct node_launch *)lua_touserdata(L, -1))->params);
-            lua_pop(L, 1);
-        }
-        if (is_memory)
-            set_memory_node(L, type, &memory);
-        if (has_enabled) {
-            lua_pushboolean(L, enabled != 0);
-            lua_setfield(L, -2, "enabled");
-        }
-        lua_createtable(L, (int)count, 0);
-        for (size_t d = 0; d < count; d++) {
-            lua_pushinteger(L, (lua_Integer)dependency_indices[d]);
-            lua_rawseti(L, -2, (lua_Integer)d + 1);
-        }
-        lua_setfield(L, -2, "dependencies");
-        lua_rawseti(L, list, (lua_Integer)i + 1);
-        if (has_kernel)
-            lua_pop(L, 1);
-    }
-    lua_settop(L, list);
-    return 1;
-}
-
-/* The node index at arg, 1-based. */
-static CUgraphNode check_node(lua_State *L, const struct graph *graph, int arg)
-{
-    return graph->nodes[gpurun_check_index(L, arg, graph->node_count, "node")];
-}
-
-/* Pushes the kernel and node_launch of kernel node `arg`, or raises. */
-static struct node_launch *check_kernel_node(lua_State *L, const struct graph *graph, int arg,
-                                             const struct gpurun_kernel **kernel)
-{
-    check_node(L, graph, arg);
-    lua_getiuservalue(L, 1, KERNEL_NODES_VALUE);
-    if (lua_rawgeti(L, -1, lua_tointeger(L, arg)) != LUA_TTABLE)
-        gpurun_arg_error(L, arg, "a kernel node of a gpurun.Kernel expected: node %d is %s",
-                         (int)lua_tointeger(L, arg), "not one (see graph:nodes())");
-    lua_getfield(L, -1, "kernel");
-    *kernel = lua_touserdata(L, -1);
-    gpurun_check_kernel_open(L, *kernel);
-    lua_getfield(L, -2, "launch");
-    return lua_touserdata(L, -1);
-}
-
-static void set_kernel_node(lua_State *L, const struct graph *graph, int arg,
-                            const struct node_launch *launch)
-{
-    CHECK_CUDA(L, "setting a kernel node of an executable graph", cuGraphExecKernelNodeSetParams,
-               graph->exec, graph->nodes[lua_tointeger(L, arg) - 1], &launch->params);
-}
-
-/* Counts the Buffer at index as the graph's (once), so that it lives as
- * long as a replay may touch it. */
-static void keep(lua_State *L, int index)
-{
-    index = lua_absindex(L, index);
-    lua_getiuservalue(L, 1, KEPT_VALUE);
-    lua_Integer count = (lua_Integer)lua_rawlen(L, -1);
-    for (lua_Integer i = 1; i <= count; i++) {
-        lua_rawgeti(L, -1, i);
-        int same = lua_rawequal(L, -1, index);
-        lua_pop(L, 1);
-        if (same) {
-            lua_pop(L, 1);
-            return;
-        }
-    }
-    lua_pushvalue(L, index);
-    lua_rawseti(L, -2, count + 1);
-    /* Growing the list can run a finalizer that closes the graph, which let
-     * go of its list: the buffer is not counted for a list nobody holds. */
-    struct graph *graph = check_graph(L, 1);
-    gpurun_adjust_users(L, index, +1);
-    lua_pop(L, 1);
-    graph->keeps_ordered |= gpurun_buffer_owner(lua_touserdata(L, index))->ordered;
-}
-
-/* set_args(i, args...) -> self: new arguments for kernel node i, checked
- * against its kernel as a launch's are. Buffers passed are kept by the graph
- * from then on (those the node no longer uses stay kept until an update or
- * close). */
-static int graph_set_args(lua_State *L)
-{
-    struct graph *graph = check_graph(L, 1);
-    int given = lua_gettop(L) - 2;
-    const struct gpurun_kernel *kernel;
-    struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
-    if (given != kernel->param_count)
-        return gpurun_error(L, "kernel '%s' takes %d parameter%s, got %d", kernel->name,
-                            kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
-    /* Packed into scratch first: an error leaves the node as it was. */
-    unsigned char *packed = gpurun_push_staging(L, kernel->storage_size + 1);
-    /* The scratch's allocation can run a finalizer that closes the graph
-     * (its kept list and nodes let go) or the kernel's code. */
-    graph = check_graph(L, 1);
-    gpurun_check_kernel_open(L, kernel);
-    for (int i = 0; i < given; i++)
-        gpurun_pack_argument(L, kernel, i, 3 + i, packed + kernel->param_offsets[i], NULL);
-    for (int i = 0; i < given; i++)
-        if (gpurun_to_tagged(L, 3 + i, &gpurun_buffer_tag))
-            keep(L, 3 + i);
-    /* Keeping grows the kept list, which can run a finalizer too. */
-    graph = check_graph(L, 1);
-    launch = check_kernel_node(L, graph, 2, &kernel);
-    memcpy(launch->storage, packed, kernel->storage_size);
-    set_kernel_node(L, graph, 2, launch);
-    lua_settop(L, 1);
-    return 1;
-}
-
-/* set_arg(i, k, value) -> self: argument k of kernel node i alone, the
- * others as the node has them (cheaper than set_args, and needs none of
- * the buffers the node was captured with: gpurun.pipeline sets a scalar so,
- * also in nodes whose buffers a capture made and freed). */
-static int graph_set_arg(lua_State *L)
-{
-    struct graph *graph = check_graph(L, 1);
-    const struct gpurun_kernel *kernel;
-    int top = lua_gettop(L);
-    struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
-    /* What the lookup pushed goes (the graph's node table keeps it), so that
-     * a missing position reads as one. */
-    lua_settop(L, top);
-    lua_Integer k = gpurun_check_integer(L, 3, "integer argument position");
-    lua_settop(L, 4);
-    if (k < 1 || k > kernel->param_count)
-        return gpurun_arg_error(L, 3, "argument position %I out of range (kernel '%s' takes %d)",
-                                (LUAI_UACINT)k, kernel->name, kernel->param_count);
-    int i = (int)k - 1;
-    unsigned char packed[16];
-    unsigned char *slot = kernel->param_sizes[i] <= sizeof packed
-                              ? packed
-                              : gpurun_push_staging(L, kernel->param_sizes[i]);
-    if (slot != packed) {
-        /* As in set_args: the allocation can run a finalizer. */
-        graph = check_graph(L, 1);
-        gpurun_check_kernel_open(L, kernel);
-    }
-    gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
-    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag)) {
-        keep(L, 4);
-        /* Keeping grows the kept list, which can run a finalizer too. */
-        graph = check_graph(L, 1);
-        launch = check_kernel_node(L, graph, 2, &kernel);
-    }
-    memcpy(launch->storage + kernel->param_offsets[i], slot, kernel->param_sizes[i]);
-    set_kernel_node(L, graph, 2, launch);
-    lua_settop(L, 1);
-    return 1;
-}
-
-/* set_config(i, config) -> self: a new grid, block and shared memory for
- * kernel node i (launch attributes cannot be set on a node). */
-static int graph_set_config(lua_State *L)
-{
-    struct graph *graph = check_graph(L, 1);
-    check_node(L, graph, 2);
-    const struct gpurun_launch_config *config = gpurun_check_config(L, 3);
-    const struct gpurun_kernel *kernel;
-    struct node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
-    if (config->attribute_count > 0)
-        return gpurun_arg_error(L, 3, "a LaunchConfig without cluster, cooperative or "
-                                      "programmatic attributes expected: a node's attributes "
-                                      "are set when it is captured");
-    gpurun_check_launch(L, kernel, config, kernel->param_count);
-    CUDA_KERNEL_NODE_PARAMS *params = &launch->params;
-    params->gridDimX = config->blocks[0];
-    params->gridDimY = config->blocks[1];
-    params->gridDimZ = config->blocks[2];
-    params->blockDimX = config->block[0];
-    params->blockDimY = config->block[1];
-    params->blockDimZ = config->block[2];
-    params->sharedMemBytes = config->shmem_size;
-    set_kernel_node(L, graph, 2, launch);
-    lua_settop(L, 1);
-    return 1;
-}
-
-/* set_enabled(i, on) -> self: a disabled node does nothing at replays
- * (kernel, memcpy and memset nodes). */
-static int graph_set_enabled(lua_State *L)
-{
-    struct graph *graph = check_graph(L, 1);
-    CUgraphNode node = check_node(L, graph, 2);
-    if (lua_type(L, 3) != LUA_TBOOLEAN)
-        return gpurun_type_error(L, 3, "boolean");
-    CUgraphNodeType type;
-    CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, node, &type);
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL && type != CU_GRAPH_NODE_TYPE_MEMCPY
-        && type != CU_GRAPH_NODE_TYPE_MEMSET)
-        return gpurun_arg_error(L, 2, "a kernel, memcpy or memset node expected: node %d is %s",
-                                (int)lua_tointeger(L, 2), node_kind(type));
-    CHECK_CUDA(L, "enabling or disabling a graph node", cuGraphNodeSetEnabled, graph->exec, node,
-               lua_toboolean(L, 3) ? 1 : 0);
     lua_settop(L, 1);
     return 1;
 }
 
 static int graph_close(lua_State *L)
 {
-    struct graph *graph = gpurun_check_tagged(L, 1, &gpurun_graph_tag);
+    struct gpurun_graph *graph = gpurun_check_tagged(L, 1, &gpurun_graph_tag);
     if (graph->header.closed)
         return 0;
     graph->header.closed = 1;
@@ -973,12 +571,12 @@ static int graph_close(lua_State *L)
     gpurun_restore_captures(relaxed);
     graph->source = NULL;
     graph->node_count = 0;
-    if (lua_getiuservalue(L, 1, KEPT_VALUE) == LUA_TTABLE)
+    if (lua_getiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE) == LUA_TTABLE)
         let_go(L, graph, -1);
     lua_pop(L, 1);
     graph->host_callbacks = 0;
     /* The buffers its allocation nodes made keep the last launch's memory. */
-    if (lua_getiuservalue(L, 1, ALLOCATIONS_VALUE) == LUA_TTABLE) {
+    if (lua_getiuservalue(L, 1, GPURUN_GRAPH_ALLOCATIONS_VALUE) == LUA_TTABLE) {
         for (size_t i = 0; i < graph->allocation_count; i++) {
             lua_rawgeti(L, -1, (lua_Integer)i + 1);
             gpurun_buffer_graph_closed(L, -1);
@@ -989,9 +587,9 @@ static int graph_close(lua_State *L)
     graph->allocation_count = 0;
     graph->allocations = NULL;
     graph->keeps_ordered = 0;
-    for (int k = 0; k < LAUNCH_STREAMS; k++)
+    for (int k = 0; k < GPURUN_GRAPH_LAUNCH_STREAMS; k++)
         graph->launched_on[k] = NULL;
-    for (int value = KEPT_VALUE; value <= USER_VALUES; value++) {
+    for (int value = GPURUN_GRAPH_KEPT_VALUE; value <= GPURUN_GRAPH_USER_VALUES; value++) {
         lua_pushnil(L);
         lua_setiuservalue(L, 1, value);
     }
@@ -1000,37 +598,37 @@ static int graph_close(lua_State *L)
 
 static int graph_node_count(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)((struct graph *)lua_touserdata(L, 1))->node_count);
+    lua_pushinteger(L, (lua_Integer)((struct gpurun_graph *)lua_touserdata(L, 1))->node_count);
     return 1;
 }
 
 static int graph_has_loop(lua_State *L)
 {
-    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_loop);
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->has_loop);
     return 1;
 }
 
 static int graph_auto_free_on_launch(lua_State *L)
 {
-    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->auto_free);
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->auto_free);
     return 1;
 }
 
 static int graph_has_memory_nodes(lua_State *L)
 {
-    lua_pushboolean(L, ((struct graph *)lua_touserdata(L, 1))->has_memory_nodes);
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->has_memory_nodes);
     return 1;
 }
 
 static int graph_device(lua_State *L)
 {
-    lua_pushinteger(L, ((struct graph *)lua_touserdata(L, 1))->device);
+    lua_pushinteger(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->device);
     return 1;
 }
 
 static int graph_tostring(lua_State *L)
 {
-    struct graph *graph = gpurun_check_tagged(L, 1, &gpurun_graph_tag);
+    struct gpurun_graph *graph = gpurun_check_tagged(L, 1, &gpurun_graph_tag);
     if (graph->header.closed)
         lua_pushliteral(L, "gpurun.Graph(closed)");
     else
@@ -1042,11 +640,6 @@ static const luaL_Reg graph_methods[] = {
     {"launch", graph_launch},
     {"upload", graph_upload},
     {"update", graph_update},
-    {"nodes", graph_nodes},
-    {"set_args", graph_set_args},
-    {"set_arg", graph_set_arg},
-    {"set_config", graph_set_config},
-    {"set_enabled", graph_set_enabled},
     {"close", graph_close},
     {NULL, NULL}
 };

@@ -1,10 +1,59 @@
-/* gpurun.Graph: an executable graph, replayed on streams. */
+/* gpurun.Graph: an executable graph, replayed on streams (types/graph.c),
+ * its nodes read and edited one by one (types/graph_nodes.c). What a Graph
+ * is, for both. */
 #ifndef GPURUN_TYPES_GRAPH_H
 #define GPURUN_TYPES_GRAPH_H
 
 #include "runtime/runtime.h"
 
 extern const struct gpurun_tag gpurun_graph_tag;
+
+/* Its user values (types/graph.c says what each holds). */
+#define GPURUN_GRAPH_KEPT_VALUE 1
+#define GPURUN_GRAPH_NODES_VALUE 2
+#define GPURUN_GRAPH_KERNEL_NODES_VALUE 3
+#define GPURUN_GRAPH_ALLOCATIONS_VALUE 4  /* the Buffers its allocation nodes make, in order */
+#define GPURUN_GRAPH_ADDRESSES_VALUE 5    /* their nodes' addresses (graph.c's allocations) */
+#define GPURUN_GRAPH_HOST_CALLBACKS_VALUE 6
+#define GPURUN_GRAPH_LAUNCHED_ON_VALUE 7  /* 7..: the streams of launched_on */
+#define GPURUN_GRAPH_LAUNCH_STREAMS 4
+#define GPURUN_GRAPH_USER_VALUES (GPURUN_GRAPH_LAUNCHED_ON_VALUE + GPURUN_GRAPH_LAUNCH_STREAMS - 1)
+
+struct gpurun_graph_allocation;
+
+struct gpurun_graph {
+    struct gpurun_object header;
+    CUgraphExec exec;
+    CUgraph source;        /* the clone it was instantiated from */
+    size_t node_count;
+    CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
+    int has_loop;          /* a while loop: a replay may not end */
+    int host_callbacks;    /* HostCallbacks among what it keeps */
+    CUcontext context; /* the captured stream's: the graph replays on its device only */
+    int device;
+    int has_memory_nodes;
+    int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+    size_t allocation_count;
+    struct gpurun_graph_allocation *allocations;
+    /* It keeps buffers of stream-ordered memory, whose frees must wait for
+     * its replays: the streams it was launched on (held by user values),
+     * told to those buffers when it lets go of them. */
+    int keeps_ordered;
+    int launches_lost;
+    struct gpurun_stream *launched_on[GPURUN_GRAPH_LAUNCH_STREAMS];
+};
+
+/* A kernel node's launch as it now stands: set_args and set_config change
+ * a part and set the whole. */
+struct gpurun_node_launch {
+    CUDA_KERNEL_NODE_PARAMS params;
+    void **pointers;
+    unsigned char *storage;
+};
+
+
+/* The open Graph at index, or an error. */
+struct gpurun_graph *gpurun_check_graph(lua_State *L, int index);
 
 void gpurun_open_graph(lua_State *L);
 

@@ -4,7 +4,7 @@
 #define GPURUN_TYPES_LAUNCH_H
 
 #include "runtime/runtime.h"
-#include "types/buffer.h"
+#include "types/buffer/buffer.h"
 #include "types/kernel.h"
 #include "types/launch_config.h"
 

@@ -9,7 +9,7 @@
  *   dev:graph_memory(), dev:trim_graph_memory(), dev:reset_graph_memory_peaks()
  *
  * Buffers come from a pool through gpurun.empty(n, dtype, { pool =, stream = })
- * and the other constructors (types/buffer.c), which count them here so
+ * and the other constructors (types/buffer/memory.c), which count them here so
  * that closing a pool with buffers still open is refused.
  *
  * Every driver call on a pool runs in relaxed capture mode while a capture

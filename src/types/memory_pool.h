@@ -1,7 +1,7 @@
 /* gpurun.MemoryPool: a driver memory pool that buffers are allocated from in
  * stream order (cuMemAllocFromPoolAsync / cuMemFreeAsync): a device's
  * default pool (Device:memory_pool()) or one of gpurun's own
- * (gpurun.MemoryPool{ ... }). The buffers themselves are types/buffer.c's. */
+ * (gpurun.MemoryPool{ ... }). The buffers themselves are types/buffer/'s. */
 #ifndef GPURUN_TYPES_MEMORY_POOL_H
 #define GPURUN_TYPES_MEMORY_POOL_H
 

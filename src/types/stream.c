@@ -120,13 +120,8 @@ static int stream_wait(lua_State *L)
         if (other->context != stream->context)
             return gpurun_arg_error(L, 2, "a stream of device %d expected (this one's), got one "
                                           "of device %d", stream->device, other->device);
-        if (other->order_event == NULL)
-            CHECK_CUDA(L, "creating a stream's ordering event", cuEventCreate, &other->order_event,
-                       CU_EVENT_DISABLE_TIMING);
-        CHECK_CUDA(L, "recording a stream's ordering event", cuEventRecord, other->order_event,
-                   other->handle);
-        CHECK_CUDA(L, "making a stream wait for another", cuStreamWaitEvent, stream->handle,
-                   other->order_event, 0);
+        if (gpurun_order_after(stream, other) != CUDA_SUCCESS)
+            return gpurun_cuda_error(L, "making a stream wait for another");
         /* Unbounded work there may now hold this stream up too. */
         stream->unbounded |= other->unbounded;
     } else {
@@ -149,13 +144,9 @@ static int stream_close(lua_State *L)
     object->header.closed = 1;
     /* Work already queued finishes; the driver frees the stream after it.
      * Its ordering event marks the end of that work, for memory a pool
-     * frees later on another stream (types/buffer.c). */
+     * frees later on another stream (types/buffer/memory.c). */
     CUcontext previous = gpurun_enter_context(stream->context);
-    if (stream->order_event == NULL
-        && CUDA_CALL(cuEventCreate, &stream->order_event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        stream->order_event = NULL;
-    if (stream->order_event
-        && CUDA_CALL(cuEventRecord, stream->order_event, stream->handle) != CUDA_SUCCESS) {
+    if (gpurun_mark_stream(stream) != CUDA_SUCCESS && stream->order_event) {
         (void)CUDA_CALL(cuEventDestroy, stream->order_event);
         stream->order_event = NULL;
     }

@@ -1,10 +1,11 @@
 /* gpurun.PinnedBuffer: page-locked host memory (cuMemHostAlloc), made by
  * gpurun.pinned(n, dtype), with element access, tables and bytes in and
- * out. Copies between it and device buffers are Buffer's (types/buffer.c): they
- * are queued on a stream and return at once, so this file keeps the event
- * of the last queued copy, and everything that touches the memory from the
- * host (element access, tables, bytes, freeing) waits for it first. */
-#include "types/pinned_buffer.h"
+ * out. Copies between it and device buffers are Buffer's
+ * (types/buffer/copies.c): they are queued on a stream and return at once,
+ * so this file keeps the event of the last queued copy, and everything that
+ * touches the memory from the host (element access, tables, bytes,
+ * freeing) waits for it first. */
+#include "types/buffer/pinned_buffer.h"
 
 #include <string.h>
 
