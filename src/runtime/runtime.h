@@ -360,6 +360,11 @@ void gpurun_wait_stream(lua_State *L, struct gpurun_stream *stream, const char *
  * callbacks meanwhile when any is pending. */
 void gpurun_wait_event(lua_State *L, CUevent event, const char *what);
 
+/* Waits for all of a context's work (NULL: the current context's), the
+ * pending host callbacks run first; returns the driver's result for the
+ * caller to raise in its own words. */
+CUresult gpurun_wait_device(lua_State *L, CUcontext context, const char *what);
+
 /* Called from the host's SIGINT handler (async-signal-safe): a wait that
  * polls gives up at once. */
 void gpurun_note_interrupt(void);

@@ -140,6 +140,16 @@ void gpurun_settle_host_calls(lua_State *L, const char *what)
     }
 }
 
+CUresult gpurun_wait_device(lua_State *L, CUcontext context, const char *what)
+{
+    gpurun_settle_host_calls(L, what);
+    CUcontext previous = context ? gpurun_enter_context(context) : NULL;
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    if (context)
+        gpurun_leave_context(previous);
+    return result;
+}
+
 /* Polls query(handle) until it is done, running host callbacks as the
  * driver reaches them and giving up at an interrupt. */
 static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const char *what)

@@ -137,8 +137,8 @@ static int device_enable_peer_access(lua_State *L)
 static int device_sync(lua_State *L)
 {
     check_current_device(L, 1, "Device:sync");
-    gpurun_settle_host_calls(L, "Device:sync");
-    CHECK_CUDA(L, "synchronizing the device", cuCtxSynchronize);
+    if (gpurun_wait_device(L, NULL, "Device:sync") != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "synchronizing the device");
     return 0;
 }
 

@@ -375,11 +375,7 @@ static struct communicator *begin_collective(lua_State *L, int first, int last,
     }
     if (target->whole_device) {
         target->stream = NULL;
-        gpurun_settle_host_calls(L, "a collective");
-        CUcontext previous = gpurun_enter_context(c->context);
-        CUresult result = CUDA_CALL(cuCtxSynchronize);
-        gpurun_leave_context(previous);
-        if (result != CUDA_SUCCESS)
+        if (gpurun_wait_device(L, c->context, "a collective") != CUDA_SUCCESS)
             gpurun_cuda_error(L, "waiting for device %d before a collective", c->device);
     }
     return c;
@@ -391,11 +387,7 @@ static void end_collective(lua_State *L, const struct target *target,
     if (result != NCCL_SUCCESS)
         raise_nccl_error(L, what);
     if (target->whole_device) {
-        gpurun_settle_host_calls(L, what);
-        CUcontext previous = gpurun_enter_context(c->context);
-        CUresult waited = CUDA_CALL(cuCtxSynchronize);
-        gpurun_leave_context(previous);
-        if (waited != CUDA_SUCCESS)
+        if (gpurun_wait_device(L, c->context, what) != CUDA_SUCCESS)
             gpurun_cuda_error(L, "waiting for %s", what);
     }
 }

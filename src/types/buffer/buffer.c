@@ -137,8 +137,7 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
                         "abandoned)", operation);
     struct gpurun_stream *stream = gpurun_operation_stream(L, stream_index);
     if (stream == NULL) {
-        gpurun_settle_host_calls(L, operation);
-        if (CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
+        if (gpurun_wait_device(L, NULL, operation) != CUDA_SUCCESS)
             gpurun_transfer_error(L, "waiting for the device before %s", operation);
         return NULL;
     }
@@ -165,9 +164,7 @@ CUstream gpurun_begin_transfer(lua_State *L, int stream_index, const char *opera
 
 void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 {
-    if (stream == NULL)
-        gpurun_settle_host_calls(L, operation);
-    if (stream == NULL && CUDA_CALL(cuCtxSynchronize) != CUDA_SUCCESS)
+    if (stream == NULL && gpurun_wait_device(L, NULL, operation) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "waiting for %s to finish", operation);
 }
 
@@ -187,11 +184,7 @@ CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char
 void gpurun_sync_other_device(lua_State *L, const struct gpurun_buffer *buffer,
                               const char *operation)
 {
-    gpurun_settle_host_calls(L, operation);
-    CUcontext previous = gpurun_enter_context(buffer->context);
-    CUresult result = CUDA_CALL(cuCtxSynchronize);
-    gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS)
+    if (gpurun_wait_device(L, buffer->context, operation) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "waiting for device %d around %s", buffer->device, operation);
 }
 
