@@ -562,3 +562,28 @@ describe("emulated elementwise kernels", function()
     end
   end)
 end)
+
+describe("emulated argmin and argmax over segments", function()
+  if not available then
+    pending("no g++ to compile the emulated kernels")
+    return
+  end
+
+  it("give the position within each segment, from 1, and 0 for an empty one", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local M, stream = session.modules, session.stream
+    --                   segment 1     | 2 (empty) | 3
+    local t = { 5, 9, 1, 9,              2, 8, 8, 3 }
+    local x = session:array(t, "float32")
+    local offsets = session:array({ 0, 4, 4, 8 }, "int64")
+    local highest, lowest = session:zeros(3, "int64"), session:zeros(3, "int64")
+    M.prebuilt.argmax(stream, x, highest, { offsets = offsets })
+    M.prebuilt.argmin(stream, x, lowest, { offsets = offsets })
+    local rows = session:zeros(2, "int64")
+    M.prebuilt.argmax(stream, x, rows, { rows = 2, cols = 4, axis = 2 })
+    session:run()
+    assert.are.same({ 2, 0, 2 }, highest:to_table())  -- not 6, the buffer's position
+    assert.are.same({ 3, 0, 1 }, lowest:to_table())   -- not 5
+    assert.are.same({ 2, 2 }, rows:to_table())
+  end)
+end)
