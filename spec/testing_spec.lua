@@ -177,7 +177,7 @@ end)
     assert_contains("1 spec(s) tagged #multigpu excluded: 0 CUDA device(s) visible", result.stdout)
   end)
 
-  it("refuse the GPU tag on a describe block, saying where it belongs", function()
+  it("refuse the GPU tag on a describe block where no GPU is usable, saying where it belongs", function()
     local missing = missing_tools({ "gpurun" })
     if missing then return pending(missing .. " is not on PATH") end
     write_file(folder .. "/spec/tagged_spec.lua", [[
@@ -187,6 +187,18 @@ describe("a whole block #gpu", function() it("x", function() end) end)
     local result = run_in(folder, "busted --lua=gpurun --helper=gpurun.testing")
     assert.are_not.equal(0, result.code)
     assert_contains("tag #gpu belongs on `it` blocks, not on `describe`", result.stdout .. result.stderr)
+  end)
+
+  it("run a describe block tagged #gpu as any other where a GPU is usable #gpu", function()
+    local missing = missing_tools({ "gpurun" })
+    if missing then return pending(missing .. " is not on PATH") end
+    write_file(folder .. "/spec/tagged_spec.lua", [[
+require("gpurun.testing")
+describe("a whole block #gpu", function() it("x", function() end) end)
+]])
+    local result = run_in(folder, "busted --lua=gpurun --helper=gpurun.testing", true)
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert_contains("1 success / 0 failures / 0 errors / 0 pending", result.stdout)
   end)
 
   -- Writes the README's user project into the folder; -> its commands.
