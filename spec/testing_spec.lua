@@ -248,6 +248,29 @@ describe("a whole block #gpu", function() it("x", function() end) end)
     end)
   end)
 
+  it("written from the README alone run by busted in lua5.4 from another prefix, with install.md's paths", function()
+    local missing = missing_tools({ "lua5.4" })
+    if missing then return pending(missing .. " is not on PATH") end
+    local bin_dir = process.gpurun_bin():match("^(.*)/[^/]+$")
+    if not files.read(bin_dir .. "/gpurun.so") then
+      return pending(bin_dir .. " has no gpurun.so (a sanitizer build)")
+    end
+    local block = assert(markdown.marked(markdown.blocks(assert(files.read("docs/install.md"))), "fresh root: prefix"),
+      "docs/install.md has no <!-- fresh root: prefix --> block")
+    local prefix, env = folder .. "/prefix", {}
+    for name, value in block.text:gmatch('export (LUA_C?PATH_5_4)="([^"]*)"') do
+      env[#env + 1] = name .. "=" .. q((value:gsub("/opt/gpurun", prefix)))
+    end
+    assert.are.equal(2, #env, "install.md's prefix block sets LUA_CPATH_5_4 and LUA_PATH_5_4")
+    local installed = process.run(("cmake --install %s --prefix %s"):format(q(bin_dir), q(prefix)))
+    assert.are.equal(0, installed.code, installed.stdout .. installed.stderr)
+    readme_project()
+    local result = process.run(("cd %s && %s %s busted --lua=lua5.4 --helper=gpurun.testing"):format(
+      q(folder), NO_GPU, table.concat(env, " ")))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert_contains("1 spec(s) tagged #gpu excluded: no usable CUDA GPU (", result.stdout)
+  end)
+
   it("written from the README alone run by its commands, all of them on a GPU #gpu", function()
     run_commands(readme_project(), true, function(result)
       assert_contains("2 successes / 0 failures / 0 errors / 0 pending", result.stdout)
