@@ -37,11 +37,17 @@ the CUDA toolkit, found through the RUNPATH the binaries carry.")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION interpreters)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-# Shared libraries from dpkg-shlibdeps (libc6, liblua5.4-0, libreadline8;
-# libnvrtc belongs to no Debian package and is left to the RUNPATH), Lua
-# modules by name.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "lua-argparse, lua-cjson")
+# Stated, not computed: where dpkg-dev is missing, CPack skips its
+# dpkg-shlibdeps step with a warning, leaving a package that installs and
+# cannot start.
+# These are what dpkg-shlibdeps gives for gpurun and gpurun.so on Debian 12
+# (libnvrtc belongs to no Debian package and is left to the RUNPATH);
+# tools/package-check.sh holds the list to it. Then the Lua modules the
+# library requires, by name.
+set(GPURUN_DEBIAN_SHARED_LIBRARY_DEPENDS
+  "libc6 (>= 2.34), liblua5.4-0 (>= 5.4.4), libreadline8 (>= 6.0)")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "${GPURUN_DEBIAN_SHARED_LIBRARY_DEPENDS}, lua-argparse, lua-cjson")
 # NVIDIA's package of the NVRTC this build links, where NVIDIA's apt
 # repository is set up; a toolkit from the runfile serves as well.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS

@@ -131,6 +131,24 @@ describe("gpurun.args", function()
     assert.are.equal(2.5, options.alpha)
   end)
 
+  it("gives the help text for -h and --help, and never exits", function()
+    -- In a child: a try_parse that exits would end the spec run.
+    local script = [[
+      local cli = require("gpurun.args").new("t.lua", "What t shows.")
+      cli:integer_option("--size", "Elements.", 4)
+      for _, argv in ipairs{ { "--help" }, { "-h" }, { "--size", "0", "--help" }, { "--bogus", "-h" } } do
+        local ok, text = cli:try_parse(argv)
+        assert(ok == "help", table.concat(argv, " ") .. ": " .. tostring(ok))
+        assert(text == cli.parser:get_help(), text)
+      end
+      local ok, text = cli:try_parse{ "--", "--help" }
+      assert(ok == false and text:match("too many arguments"), tostring(text))
+      io.write("returned")
+    ]]
+    local stdout, stderr, code = run_gpurun{ "-e", script }
+    assert.are.same({ "returned", "", 0 }, { stdout, stderr, code })
+  end)
+
   it("says why a device cannot be used, with the exit code", function()
     assert.are.same({ "no CUDA GPU available: libcuda.so.1: cannot open", 1 },
                     { args.device_problem(0, 0, "libcuda.so.1: cannot open") })

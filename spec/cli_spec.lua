@@ -100,6 +100,20 @@ describe("gpurun command line", function()
     end
   end)
 
+  it("prints the -v lines docs/command-line.md shows, in that order, also without a driver", function()
+    local markdown = require("spec.support.markdown")
+    local file = assert(io.open("docs/command-line.md"))
+    local shown = markdown.marked(markdown.blocks(file:read("a")), "output: gpurun -v")
+    file:close()
+    assert(shown, "docs/command-line.md has no block marked <!-- output: gpurun -v -->")
+    -- The shown lines as patterns: any version numbers, any reason in parentheses.
+    local pattern = shown.text:gsub("%b()", "\1"):gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")
+      :gsub("%d+", "%%d+"):gsub("\1", "%%([^\n]+%%)")
+    local result = process.gpurun("-v", { env = { GPURUN_CUDA_DRIVER = "/nonexistent/libcuda.so.1" } })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("^" .. pattern .. "$", result.stdout)
+  end)
+
   it("prints what -e prints on the line right after Lua's banner, as lua -v -e does", function()
     local result = process.gpurun("-v -e \"print'hello'\"")
     assert.are.equal(0, result.code, result.stderr)

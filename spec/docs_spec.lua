@@ -152,3 +152,46 @@ describe("the pages in flight", function()
     end)
   end
 end)
+
+describe("the install commands", function()
+  -- install.md's blocks marked <!-- fresh root: NAME --> are what
+  -- tools/fresh-check.sh runs on bare Debian roots.
+  local function fresh_root_lines()
+    local lines = {}
+    for _, block in ipairs(markdown.blocks(read("docs/install.md"))) do
+      if block.mark and block.mark:match("^fresh root: ") then
+        for line in block.text:gmatch("[^\n]+") do lines[line:gsub("%s+#%s.*$", "")] = true end
+      end
+    end
+    return lines
+  end
+
+  it("of the README are install.md's, which tools/fresh-check.sh runs", function()
+    local section = assert(read("README.md"):match("\n## Install\n(.-)\n## "), "the README has no '## Install'")
+    local known, count = fresh_root_lines(), 0
+    for line in section:gmatch("[^\n]+") do
+      local command = line:match("^    (%S.-)%s*$")
+      if command then
+        command = command:gsub("%s+#%s.*$", "")
+        count = count + 1
+        assert(known[command], ("README.md's '%s' is in no <!-- fresh root: --> block of docs/install.md")
+          :format(command))
+      end
+    end
+    assert(count > 0, "the README's Install section shows no command")
+  end)
+
+  it("of install.md come in the blocks tools/fresh-check.sh runs", function()
+    local text = read("tools/fresh-check.sh")
+    local names = {}
+    for _, block in ipairs(markdown.blocks(read("docs/install.md"))) do
+      local name = block.mark and block.mark:match("^fresh root: (%S+)$")
+      if name then
+        assert.are.equal("sh", block.lang, name)
+        names[#names + 1] = name
+        assert(text:find("run_docs " .. name, 1, true), "tools/fresh-check.sh does not run " .. name)
+      end
+    end
+    assert.are.same({ "cmake-install", "deb-build", "deb-install", "rock", "prefix" }, names)
+  end)
+end)

@@ -77,6 +77,66 @@ describe("gpurun.dtypes", function()
   end)
 end)
 
+describe("the docs' lists of dtypes", function()
+  local files = require("spec.support.files")
+  local markdown = require("spec.support.markdown")
+  local order = {}
+  for index, info in ipairs(gpurun.dtypes) do order[info.name] = index end
+
+  -- Every run of four or more dtype names in a text (joined by ", ", " and "
+  -- or " or "), as { names, at = the text before it }.
+  local function lists(text)
+    text = text:gsub("%s*\n%s*", " ")
+    local found, position = {}, 1
+    while true do
+      local first, last = text:find("%f[%w]%l+%d+%f[^%w]", position)
+      if not first then break end
+      local names, stop = {}, last
+      local word_start, word_end = first, last
+      while order[text:sub(word_start, word_end)] do
+        names[#names + 1] = text:sub(word_start, word_end)
+        stop = word_end
+        local _, joint = text:find("^`?,? `?", word_end + 1)
+        if not joint then break end
+        local _, conj = text:find("^and `?", joint + 1)
+        if not conj then _, conj = text:find("^or `?", joint + 1) end
+        word_start, word_end = text:find("^%l+%d+%f[^%w]", (conj or joint) + 1)
+        if not word_start then break end
+      end
+      if #names >= 4 then found[#found + 1] = { names = names, at = text:sub(math.max(1, first - 60), first - 1) } end
+      position = stop + 1
+    end
+    return found
+  end
+
+  it("name them in gpurun.dtypes' order", function()
+    for _, path in ipairs(markdown.doc_files()) do
+      for _, list in ipairs(lists(assert(files.read(path)))) do
+        for k = 2, #list.names do
+          assert(order[list.names[k - 1]] < order[list.names[k]], ("%s: '...%s' lists %s, not in gpurun.dtypes' order")
+            :format(path, list.at, table.concat(list.names, ", ")))
+        end
+      end
+    end
+  end)
+
+  it("name every dtype where they say what a buffer or an elementwise parameter can be", function()
+    local every = {}
+    for index, info in ipairs(gpurun.dtypes) do every[index] = info.name end
+    local api = assert(files.read("docs/api.md"))
+    local places = {
+      { "docs/api.md's Buffers row", api:match("\n| %*%*Buffers%*%* |[^\n]*") },
+      { "docs/api.md's Buffers section", api:match("\n## Buffers\n\n([^\n]*\n[^\n]*\n)") },
+      { "docs/elementwise.md's parameters", assert(files.read("docs/elementwise.md")):match("%*%*Parameters%*%*.-\n%-") },
+    }
+    for _, place in ipairs(places) do
+      local found = lists(assert(place[2], place[1] .. " not found"))
+      assert(#found == 1, place[1] .. ": no list of dtypes")
+      assert.are.same(every, found[1].names, place[1])
+    end
+  end)
+end)
+
 describe("float16 conversion", function()
   -- value -> IEEE binary16 bits, as NumPy's np.float16(value).view(np.uint16)
   for _, case in ipairs({

@@ -85,6 +85,15 @@ describe("launch", function()
     gpurun.launch(stream, config, add, a, a, out, 2 ^ 10 - 24) -- size_t n from a float
     stream:sync()
     assert.is_true(gpurun.allclose(out, 2.0, 0, 0))
+    -- A float parameter rounds a number to nearest, as gpurun.f32 does, and
+    -- refuses only one out of range.
+    out:fill(1.0)
+    gpurun.launch(stream, config, scale, out, 0.1, 0, n)
+    stream:sync()
+    assert.are.equal(gpurun.f32(0.1).value, out:get(n))
+    local ok, why = pcall(gpurun.launch, stream, config, scale, out, 1e300, 0, n)
+    assert.is_false(ok)
+    assert.matches("1e%+300 is out of range for float32", why)
   end)
 
   it("passes float16 and bfloat16 scalars to __half and __nv_bfloat16 parameters #gpu", function()

@@ -182,13 +182,15 @@ describe("gpurun.MemoryPool", function()
     assert.matches("attempt to use a closed gpurun.MemoryPool", error_of(function() return pool.used end))
   end)
 
-  it("runs out of memory past max_size, naming the pool, the size and what is left #gpu", function()
+  it("runs out of memory past max_size, showing the pool as tostring does, the size and what is left #gpu", function()
     -- The driver rounds a maximum up to its granularity (32 MiB on an H200).
     local pool <close> = gpurun.MemoryPool({ max_size = 64 * MiB })
     local kept <close> = gpurun.full(MiB // 4, 2, "float32", { pool = pool, stream = stream })
+    local full = error_of(gpurun.empty, 32 * MiB, "float32", { pool = pool, stream = stream })
     assert.matches("gpurun.MemoryPool%(device %d+, max 64.00 MiB%): out of memory allocating 128.00 MiB for "
-                   .. "33554432 float32 elements: [%d.]+ [KM]iB of its 64.00 MiB maximum left",
-                   error_of(gpurun.empty, 32 * MiB, "float32", { pool = pool, stream = stream }))
+                   .. "33554432 float32 elements: [%d.]+ [KM]iB of its 64.00 MiB maximum left", full)
+    -- A pool has no name: docs/memory.md says the message shows tostring(pool).
+    assert.truthy(full:find(tostring(pool) .. ": out of memory", 1, true), full)
     -- Inside a capture: the capture ends, and what was computed stays.
     local builder <close> = stream:create_graph_builder()
     builder:begin_building()

@@ -285,6 +285,34 @@ describe("gpurun.load and Buffer:save without a device", function()
   end)
 end)
 
+describe("gpurun.load's dtypes, as docs/api.md gives them", function()
+  it("refuse each dtype the docs name as refused, and read those they name as read", function()
+    local file = assert(io.open("docs/api.md"))
+    local entry = assert(file:read("a"):match("\n%- `gpurun%.load%(path%)`.-\n%- "), "api.md has no gpurun.load entry")
+    file:close()
+    local refused = assert(entry:gsub("%s*\n%s*", " "):match("another dtype %((.-)%)"),
+      "api.md's gpurun.load entry names no refused dtype")
+    local path <close> = setmetatable({ os.tmpname() }, { __close = function(t) os.remove(t[1]) end })
+    -- "another dtype (`'<c8'`, `'|b1'`; float16's `'<f2'` is read)"
+    local refused_part, read_part = refused:match("^([^;]*);?(.*)$")
+    local codes = 0
+    for code in refused_part:gmatch("`'([^']+)'`") do
+      codes = codes + 1
+      assert.is_nil(npy.dtype(code), code)
+      write_file(path[1], numpy_header(("{'descr': '%s', 'fortran_order': False, 'shape': (2,), }"):format(code))
+        .. string.rep("\0", 32))
+      assert_contains(("dtype '%s' is not supported"):format(code), error_of(gpurun.load, path[1]))
+    end
+    for code in read_part:gmatch("`'([^']+)'`") do
+      assert.is_not_nil(npy.dtype(code), code)
+    end
+    assert.is_true(codes > 0)
+    for _, info in ipairs(gpurun.dtypes) do
+      if info.numpy then assert.are.equal(info.name, npy.dtype(info.numpy), info.numpy) end
+    end
+  end)
+end)
+
 describe("gpurun.load and Buffer:save", function()
   local directory
   before_each(function()

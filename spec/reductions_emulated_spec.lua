@@ -1,5 +1,6 @@
--- What the generated reductions, scans and select compute, checked against
--- host references on a machine with no GPU: their CUDA C, compiled by g++
+-- What the generated reductions, scans, select and elementwise kernels
+-- compute, checked against host references on a machine with no GPU:
+-- their CUDA C, compiled by g++
 -- against spec/support/cuda_emu.h (each CUDA thread a fiber, several blocks
 -- racing at once on OS threads), launched by gpurun's own Lua code through
 -- spec/support/emulated_gpu.lua. The same checks on the real device are
@@ -531,5 +532,58 @@ describe("emulated scans and select", function()
     end
     assert.are.same({ 5, 7, 9 }, { every_other:get(1), every_other:get(2), every_other:get(3) })
     assert.are.equal(3, count:get(1))
+  end)
+end)
+
+describe("emulated elementwise kernels", function()
+  if not available then
+    pending("no g++ to compile the emulated kernels")
+    return
+  end
+
+  it("round a Lua number for a float parameter as its typed scalar does, and refuse one out of range", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local M, stream = session.modules, session.stream
+    local results = {}
+    for _, dtype in ipairs{ "float16", "bfloat16", "float32" } do
+      local scaled = M.elementwise.elementwise(dtype .. " x, " .. dtype .. " s", dtype .. " r", "r = x * s",
+                                               "scaled_" .. dtype)
+      local x, r = session:array({ 1, 1, 1 }, dtype), session:zeros(3, dtype)
+      scaled(stream, x, 0.1, r)
+      results[dtype] = r
+      assert.matches("1e%+300 out of range for " .. dtype,
+        require("spec.support.expect").error_of(scaled, stream, x, 1e300, r))
+    end
+    session:run()
+    for dtype, r in pairs(results) do
+      local rounded = gpurun[gpurun.dtypes[dtype].scalar](0.1).value
+      assert.are_not.equal(0.1, rounded, dtype)
+      assert.are.same({ rounded, rounded, rounded }, r:to_table(), dtype)
+    end
+  end)
+end)
+
+describe("emulated argmin and argmax over segments", function()
+  if not available then
+    pending("no g++ to compile the emulated kernels")
+    return
+  end
+
+  it("give the position within each segment, from 1, and 0 for an empty one", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local M, stream = session.modules, session.stream
+    --                   segment 1     | 2 (empty) | 3
+    local t = { 5, 9, 1, 9,              2, 8, 8, 3 }
+    local x = session:array(t, "float32")
+    local offsets = session:array({ 0, 4, 4, 8 }, "int64")
+    local highest, lowest = session:zeros(3, "int64"), session:zeros(3, "int64")
+    M.prebuilt.argmax(stream, x, highest, { offsets = offsets })
+    M.prebuilt.argmin(stream, x, lowest, { offsets = offsets })
+    local rows = session:zeros(2, "int64")
+    M.prebuilt.argmax(stream, x, rows, { rows = 2, cols = 4, axis = 2 })
+    session:run()
+    assert.are.same({ 2, 0, 2 }, highest:to_table())  -- not 6, the buffer's position
+    assert.are.same({ 3, 0, 1 }, lowest:to_table())   -- not 5
+    assert.are.same({ 2, 2 }, rows:to_table())
   end)
 end)

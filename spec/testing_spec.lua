@@ -177,7 +177,7 @@ end)
     assert_contains("1 spec(s) tagged #multigpu excluded: 0 CUDA device(s) visible", result.stdout)
   end)
 
-  it("refuse the GPU tag on a describe block, saying where it belongs", function()
+  it("refuse the GPU tag on a describe block where no GPU is usable, saying where it belongs", function()
     local missing = missing_tools({ "gpurun" })
     if missing then return pending(missing .. " is not on PATH") end
     write_file(folder .. "/spec/tagged_spec.lua", [[
@@ -187,6 +187,18 @@ describe("a whole block #gpu", function() it("x", function() end) end)
     local result = run_in(folder, "busted --lua=gpurun --helper=gpurun.testing")
     assert.are_not.equal(0, result.code)
     assert_contains("tag #gpu belongs on `it` blocks, not on `describe`", result.stdout .. result.stderr)
+  end)
+
+  it("run a describe block tagged #gpu as any other where a GPU is usable #gpu", function()
+    local missing = missing_tools({ "gpurun" })
+    if missing then return pending(missing .. " is not on PATH") end
+    write_file(folder .. "/spec/tagged_spec.lua", [[
+require("gpurun.testing")
+describe("a whole block #gpu", function() it("x", function() end) end)
+]])
+    local result = run_in(folder, "busted --lua=gpurun --helper=gpurun.testing", true)
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert_contains("1 success / 0 failures / 0 errors / 0 pending", result.stdout)
   end)
 
   -- Writes the README's user project into the folder; -> its commands.
@@ -234,6 +246,29 @@ describe("a whole block #gpu", function() it("x", function() end) end)
       assert_contains("1 success / 0 failures / 0 errors / 0 pending", result.stdout)
       assert_contains("1 spec(s) tagged #gpu excluded: no usable CUDA GPU (", result.stdout)
     end)
+  end)
+
+  it("written from the README alone run by busted in lua5.4 from another prefix, with install.md's paths", function()
+    local missing = missing_tools({ "lua5.4" })
+    if missing then return pending(missing .. " is not on PATH") end
+    local bin_dir = process.gpurun_bin():match("^(.*)/[^/]+$")
+    if not files.read(bin_dir .. "/gpurun.so") then
+      return pending(bin_dir .. " has no gpurun.so (a sanitizer build)")
+    end
+    local block = assert(markdown.marked(markdown.blocks(assert(files.read("docs/install.md"))), "fresh root: prefix"),
+      "docs/install.md has no <!-- fresh root: prefix --> block")
+    local prefix, env = folder .. "/prefix", {}
+    for name, value in block.text:gmatch('export (LUA_C?PATH_5_4)="([^"]*)"') do
+      env[#env + 1] = name .. "=" .. q((value:gsub("/opt/gpurun", prefix)))
+    end
+    assert.are.equal(2, #env, "install.md's prefix block sets LUA_CPATH_5_4 and LUA_PATH_5_4")
+    local installed = process.run(("cmake --install %s --prefix %s"):format(q(bin_dir), q(prefix)))
+    assert.are.equal(0, installed.code, installed.stdout .. installed.stderr)
+    readme_project()
+    local result = process.run(("cd %s && %s %s busted --lua=lua5.4 --helper=gpurun.testing"):format(
+      q(folder), NO_GPU, table.concat(env, " ")))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    assert_contains("1 spec(s) tagged #gpu excluded: no usable CUDA GPU (", result.stdout)
   end)
 
   it("written from the README alone run by its commands, all of them on a GPU #gpu", function()

@@ -11,40 +11,74 @@
 #                                     (cpack) and the rock (luarocks make), in
 #                                     temporary folders (tools/package-check.sh)
 #   tools/dev.sh build                configure and build only (into build/, or $GPURUN_BUILD_DIR)
+#   tools/dev.sh packages             list the Debian packages each command needs, and
+#                                     the optional ones, with what each is for
 #
 # Missing Debian packages are installed when run as root, or named for you
-# to install otherwise. Extra CMake options: $GPURUN_CMAKE_ARGS.
+# to install otherwise: build needs the build ones, run also the run ones,
+# test and test-module also the test ones, package also the packaging ones.
+# Extra CMake options: $GPURUN_CMAKE_ARGS.
 set -eu
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build_dir=${GPURUN_BUILD_DIR:-build}
 
-# Debian package -> a command or a file that shows it is there (not dpkg's
-# database: a GPU host may have the packages unpacked without dpkg knowing).
-required="cmake:cmake gcc:gcc
-liblua5.4-dev:/usr/include/lua5.4/lua.h lua-busted:/usr/share/lua/5.4/busted/runner.lua
-lua-argparse:/usr/share/lua/5.4/argparse.lua lua-cjson:/usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so
-libreadline-dev:/usr/include/readline/readline.h lua5.4:/usr/bin/lua5.4
-openmpi-bin:mpirun"
-# Installed where CI runs (CI=true); elsewhere only named: a GPU host has its
-# own MPI and no package access, and the specs that need these say so.
-# libopenmpi-dev: Open MPI's headers and mpicc, for MPI programs beside
-# gpurun; mpich: the rank specs under MPICH's ABI and launcher; gnuplot-nox
-# and graphviz: the sweep's picture and graph drawings; python3-numpy: the
-# .npy specs that compare with NumPy (spec/npy_numpy_spec.lua); clang and
-# libclang-rt-14-dev: the PTX parser's libFuzzer target (tests/fuzz_ptx_params.c,
-# run by tools/sanitize.sh). Their specs are pending where they are absent.
-optional="libopenmpi-dev:/usr/lib/x86_64-linux-gnu/libmpi.so mpich:mpiexec.mpich
-gnuplot-nox:gnuplot graphviz:dot python3-numpy:/usr/lib/python3/dist-packages/numpy/__init__.py
-clang:clang libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
-# For `package` only: dpkg-shlibdeps for the .deb's Depends, luarocks and
-# the make its CMake back-end drives, groff to check the man page.
-packaging="dpkg-dev:dpkg-shlibdeps luarocks:luarocks make:make groff-base:groff"
+# The Debian packages, one list by what needs them: a package, a command or
+# a file that shows it is there (not dpkg's database: a GPU host may have the
+# packages unpacked without dpkg knowing), and what it is for.
+packages=$(cat <<'LIST'
+build    cmake            cmake                          the build (CMake and its back end)
+build    make             make                           the build (CMake's back end without ninja)
+build    gcc              gcc                            the C compiler
+build    liblua5.4-dev    /usr/include/lua5.4/lua.h      Lua 5.4's headers and liblua5.4
+build    libreadline-dev  /usr/include/readline/readline.h  the interactive mode
+run      lua-argparse     /usr/share/lua/5.4/argparse.lua  gpurun.args, the scripts' command lines
+run      lua-cjson        /usr/lib/x86_64-linux-gnu/lua/5.4/cjson.so  gpurun.report's JSON
+test     lua-busted       /usr/share/lua/5.4/busted/runner.lua  the spec runner
+test     lua5.4           /usr/bin/lua5.4                the specs that compare with lua5.4 or load gpurun.so
+test     openmpi-bin      mpirun                         the rank specs of gpurun.dist
+optional g++              g++                            the reductions and scans run on the CPU (spec/reductions_emulated_spec.lua)
+optional python3          python3                        the table of the reduction benchmark's sides (spec/reductions_spec.lua)
+optional python3-numpy    /usr/lib/python3/dist-packages/numpy/__init__.py  .npy files compared with NumPy (spec/npy_numpy_spec.lua)
+optional gnuplot-nox      gnuplot                        the sweep's picture
+optional graphviz         dot                            graph drawings (to_dot rendered)
+optional mpich            mpiexec.mpich                  the rank specs under MPICH's ABI and launcher
+optional libopenmpi-dev   /usr/lib/x86_64-linux-gnu/libmpi.so  Open MPI's headers and mpicc, for MPI programs beside gpurun
+optional clang            clang                          the PTX parser's libFuzzer target (tools/fuzz-ptx.sh)
+optional libclang-rt-14-dev  /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a  libFuzzer's runtime for it
+package  dpkg-dev         dpkg-shlibdeps                 tools/package-check.sh: the .deb's Depends held to dpkg-shlibdeps
+package  luarocks         luarocks                       tools/package-check.sh: the rock
+package  groff-base       groff                          tools/package-check.sh: the man page checked
+LIST
+)
+
+# needs GROUP... -> "package:probe ..." of those groups.
+needs() {
+  printf '%s\n' "$packages" | while read -r group package probe _; do
+    case " $* " in *" $group "*) printf ' %s:%s' "$package" "$probe" ;; esac
+  done
+}
 
 command=${1:-build}
 [ $# -gt 0 ] && shift
-[ "$command" = package ] && required="$required $packaging"
+# The packages each command needs; the optional ones only name specs that
+# are pending without them, and are installed where CI runs (CI=true): a GPU
+# host has its own MPI and no package access.
+case "$command" in
+  build) required=$(needs build) optional="" ;;
+  run) required=$(needs build run) optional="" ;;
+  test|test-module) required=$(needs build run test) optional=$(needs optional) ;;
+  package) required=$(needs build run test package) optional="" ;;
+  packages)
+    printf '%s\n' "$packages" | while read -r group package _ why; do
+      [ -n "$group" ] && printf '%-9s %-19s %s\n' "$group" "$package" "$why"
+    done
+    exit 0 ;;
+  *)
+    sed -n '2,22p' "$0" >&2
+    exit 2 ;;
+esac
 
 # missing_of "package:probe ..." -> the packages whose probe fails
 missing_of() {
@@ -63,7 +97,7 @@ if [ -n "$missing_optional" ]; then
   if [ "${CI:-}" = true ]; then
     missing="$missing$missing_optional"
   else
-    echo "dev.sh: optional Debian packages not installed:$missing_optional (CI installs them)" >&2
+    echo "dev.sh: optional Debian packages not installed:$missing_optional (tools/dev.sh packages says what for; CI installs them)" >&2
   fi
 fi
 if [ -n "$missing" ]; then
@@ -74,7 +108,8 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
   else
     echo "dev.sh: missing Debian packages:$missing" >&2
-    echo "dev.sh: install them with: sudo apt-get install$missing" >&2
+    echo "dev.sh: install them as root with: apt-get install$missing" >&2
+    echo "dev.sh: (or, with sudo: sudo apt-get install$missing)" >&2
     exit 1
   fi
 fi
@@ -114,7 +149,4 @@ case "$command" in
       --exclude-pattern=scripts_spec --exclude-pattern=fuzz_spec "$@" ;;
   package)
     exec tools/package-check.sh "$build_dir" ;;
-  *)
-    sed -n '2,16p' "$0" >&2
-    exit 2 ;;
 esac

@@ -3,7 +3,8 @@
 # tried in temporary folders (run by `tools/dev.sh package`, which builds
 # BUILD_DIR first and installs the tools):
 #
-#   .deb   cpack -G DEB in BUILD_DIR; its Depends; dpkg -x into a temporary
+#   .deb   cpack -G DEB in BUILD_DIR; its Depends (stated, and held to what
+#          dpkg-shlibdeps finds in it); dpkg -x into a temporary
 #          root; its RUNPATHs (tools/check-runpath.sh); from there an
 #          uncached NVRTC compile, gpurun -v, a script that loads the Lua
 #          library, and lua5.4 loading the unpacked gpurun.so
@@ -68,6 +69,28 @@ has_depends() {
   done
 }
 check "its Depends name Lua 5.4, readline, libc, lua-argparse and lua-cjson" has_depends
+
+# The Depends are stated in cmake/install.cmake; dpkg-shlibdeps, run here on
+# the packed binaries, says what they need, each entry of which the stated
+# list must hold as it is.
+depends_cover_shlibdeps() {
+  local work=$scratch/shlibdeps
+  mkdir -p "$work/debian" "$work/root" && dpkg -x "$deb" "$work/root" || return 1
+  printf 'Source: gpurun\n\nPackage: gpurun\nArchitecture: any\n' >"$work/debian/control"
+  local found
+  found=$(cd "$work" && dpkg-shlibdeps -O --ignore-missing-info \
+    root/usr/bin/gpurun root/usr/lib/lua/5.4/gpurun.so 2>/dev/null) || return 1
+  found=${found#shlibs:Depends=}
+  echo "dpkg-shlibdeps: $found"
+  local depends entry
+  depends=$(dpkg-deb -f "$deb" Depends) || return 1
+  IFS=, read -ra entries <<<"$found"
+  for entry in "${entries[@]}"; do
+    entry=${entry# }
+    [[ ", $depends," == *", $entry,"* ]] || { echo "Depends lacks '$entry' (cmake/install.cmake)"; return 1; }
+  done
+}
+check "its Depends hold every shared library dpkg-shlibdeps finds" depends_cover_shlibdeps
 
 unpack() {
   dpkg -x "$deb" "$deb_root" || return 1

@@ -65,6 +65,9 @@ Cli.__index = Cli
 
 function args.new(name, description)
   local parser = argparse(name, description)
+  -- argparse's own help option prints and exits; this one only records that
+  -- it was given (in a bundle of short flags), and try_parse returns the text.
+  parser:add_help{ action = function(result) result.help = true end }
   return setmetatable({ name = name, parser = parser, value_options = {} }, Cli)
 end
 
@@ -130,10 +133,27 @@ local function join_negative_values(cli, argv)
   return joined
 end
 
--- argv -> true, options | false, the reason on one line. Never exits.
+-- -h or --help as a word before "--".
+local function wants_help(argv)
+  for _, word in ipairs(argv) do
+    if word == "--" then return false end
+    if word == "-h" or word == "--help" then return true end
+  end
+  return false
+end
+
+-- argv -> true, options | false, the reason on one line | "help", the help
+-- text (for -h or --help anywhere before "--"). Never exits.
 function Cli:try_parse(argv)
-  local ok, result = self.parser:pparse(join_negative_values(self, argv or {}))
+  argv = argv or {}
+  if wants_help(argv) then
+    return "help", self.parser:get_help()
+  end
+  local ok, result = self.parser:pparse(join_negative_values(self, argv))
   if ok then
+    if result.help then
+      return "help", self.parser:get_help()
+    end
     return true, result
   end
   local message = tostring(result):gsub("\nDid you mean", "; did you mean"):gsub("%s*\n%s*", "; ")
@@ -146,10 +166,15 @@ function Cli:usage_error(message)
   os.exit(EXIT_USAGE, true)
 end
 
--- argv -> options, or exit 2 with "<name>: error: <reason>".
+-- argv -> options; or the help text on stdout and exit 0, or exit 2 with
+-- "<name>: error: <reason>".
 function Cli:parse(argv)
   local ok, result = self:try_parse(argv)
-  if not ok then
+  if ok == "help" then
+    io.stdout:write(result, "\n")
+    io.stdout:flush()
+    os.exit(0, true)
+  elseif not ok then
     self:usage_error(result)
   end
   return result
