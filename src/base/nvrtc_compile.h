@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "base/nvrtc_inputs.h"
+
 /* NVRTC's version; returns 0 if NVRTC cannot tell. */
 int nvrtc_compile_version(int *major, int *minor);
 
@@ -32,7 +34,9 @@ struct nvrtc_request {
 struct nvrtc_output {
     char *code;             /* PTX text (no trailing NUL counted) or CUBIN bytes */
     size_t code_size;
-    char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing */
+    char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing. A
+                             * long one keeps its first 48 KiB and last 16 KiB of
+                             * lines, saying how much was left out between. */
     char **lowered_names;   /* one per name expression, same order */
     size_t lowered_name_count;
     /* The kernels' parameter lists as ptx_signatures_format() text, read
@@ -44,6 +48,9 @@ struct nvrtc_output {
     size_t signatures_size;
     char signatures_error[256];
     char error[512];        /* on failure: which step failed and NVRTC's result */
+    /* What NVRTC read besides the request (base/nvrtc_inputs.h), recorded
+     * on every compile; a file refused there names the failure in error. */
+    struct nvrtc_inputs inputs;
 };
 
 /* Compiles. Returns 1 on success; on failure 0, with output->error saying
