@@ -138,6 +138,8 @@ static const char **collect_name_expressions(lua_State *L, int index, size_t *co
         if (lua_rawgeti(L, list, (lua_Integer)i + 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
             gpurun_arg_error(L, index, "name_expressions[%d] must be a non-empty string",
                              (int)i + 1);
+        if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+            gpurun_arg_error(L, index, "name_expressions[%d] contains a NUL byte", (int)i + 1);
         names[i] = lua_tostring(L, -1); /* anchored in `list` */
         lua_pop(L, 1);
     }

@@ -35,6 +35,13 @@ return function(internal)
     return type(value) == "string" and value ~= ""
   end
 
+  -- NVRTC takes C strings: a NUL would silently cut the option short.
+  local function refuse_nul(value, what)
+    if type(value) == "string" and value:find("\0", 1, true) then
+      raise(("%s%s contains a NUL byte, which would cut the option short"):format(PREFIX, what))
+    end
+  end
+
   -- Each reader takes the input value, appends options to `list` and returns
   -- the field's normalised value.
   local readers = {}
