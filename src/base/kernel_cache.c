@@ -695,6 +695,8 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
     char path[PATH_MAX];
     int cacheable = cache.enabled && compute_key(request, tool_version, key)
                     && entry_path(path, sizeof path, key);
+    if (cacheable)
+        nvrtc_compile_prepare();
     enum lookup found = cacheable ? load_entry(path, key, request, output) : ENTRY_MISS;
     if (found == ENTRY_HIT) {
         cache.hits++;

@@ -97,6 +97,11 @@ static const char *load_builtins(void)
     return why;
 }
 
+void nvrtc_compile_prepare(void)
+{
+    load_builtins();
+}
+
 const char *nvrtc_target_name(enum nvrtc_target target)
 {
     return target == NVRTC_TARGET_CUBIN ? "cubin" : "ptx";

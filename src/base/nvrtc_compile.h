@@ -14,6 +14,12 @@ int nvrtc_compile_version(int *major, int *minor);
  * kernel cache keys on it, so a toolkit update never serves stale code. */
 const char *nvrtc_compile_identity(void);
 
+/* Loads what NVRTC needs before its first compile (its builtins library,
+ * from libnvrtc's own folder). nvrtc_compile() does it; the kernel cache
+ * does it before asking NVRTC's questions again, so that they find NVRTC's
+ * libraries as a compile would. */
+void nvrtc_compile_prepare(void);
+
 enum nvrtc_target { NVRTC_TARGET_PTX, NVRTC_TARGET_CUBIN };
 
 /* "ptx" or "cubin". */

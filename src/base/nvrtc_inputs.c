@@ -346,10 +346,14 @@ static void answer_library(struct answer *a, void *handle)
         put_tag(a, '?');
         return;
     }
-    answer_text(a, 'L', map->l_name, strlen(map->l_name) + 1);
+    /* The file, not its spelling: one library can be reached through a
+     * link (/usr/local/cuda) and through its target. */
     struct stat st;
+    put_tag(a, 'L');
     if (map->l_name[0] && stat(map->l_name, &st) == 0)
         answer_stat(a, &st);
+    else
+        answer_text(a, 'N', map->l_name, strlen(map->l_name));
 }
 
 /* One record: u8 question | u32 number | u32 n, text | u32 n, answer. */
