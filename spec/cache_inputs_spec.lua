@@ -189,6 +189,22 @@ describe("the kernel cache follows what NVRTC reads:", function()
     assert.matches("inc/when%.h names __DATE__", through_header.stderr)
   end)
 
+  it("where NVRTC cannot be watched, says so once and compiles without the cache", function()
+    local shim = process.gpurun_bin():match("^(.*)/[^/]*$") .. "/spec/hide_libraries.so"
+    if not io.open(shim) then
+      pending("no " .. shim .. " (sanitizer builds make none): not run")
+      return
+    end
+    write(folder .. "/inc/val.h", "#define VAL 111\n")
+    local source = '#include "val.h"\n' .. KERNEL
+    for _ = 1, 2 do
+      local result = compile(folder, source, '{ "-I", "inc" }', { LD_PRELOAD = shim })
+      assert.are.same({ false, 111 }, { result.from_cache, result.value }, result.error)
+      assert.are.equal("gpurun: warning: kernel cache: gpurun cannot watch what NVRTC reads (gpurun "
+        .. "cannot find libnvrtc among the loaded libraries); continuing without the cache\n", result.stderr)
+    end
+  end)
+
   for _, cached in ipairs({ "", "1" }) do
     local how = cached == "" and "with the cache" or "without the cache"
     it("refuses a FIFO include at once, naming it, " .. how, function()
