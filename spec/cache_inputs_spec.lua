@@ -205,6 +205,18 @@ describe("the kernel cache follows what NVRTC reads:", function()
     end
   end)
 
+  it("compiles uncached, saying so once, past 4096 paths or a path over 4096 bytes", function()
+    local probes = {}
+    for i = 1, 4200 do probes[i] = ('#if __has_include("missing_%d.h")\n#endif\n'):format(i) end
+    local many = compile(folder, table.concat(probes) .. KERNEL:gsub("VAL", "3"))
+    assert.are.same({ false, 3 }, { many.from_cache, many.value }, many.error)
+    assert.matches("is compiled every time: NVRTC looked at more than 4096 paths, names and files\n$", many.stderr)
+    assert.is_false(compile(folder, table.concat(probes) .. KERNEL:gsub("VAL", "3")).from_cache)
+    local long = compile(folder, '#if __has_include("' .. ("d/"):rep(2100) .. 'x.h")\n#endif\n' .. KERNEL:gsub("VAL", "4"))
+    assert.are.same({ false, 4 }, { long.from_cache, long.value }, long.error)
+    assert.matches("NVRTC asked about a path, name or value longer than 4096 bytes\n$", long.stderr)
+  end)
+
   for _, cached in ipairs({ "", "1" }) do
     local how = cached == "" and "with the cache" or "without the cache"
     it("refuses a FIFO include at once, naming it, " .. how, function()

@@ -187,7 +187,38 @@ describe("the kernel cache", function()
     assert.is_true(compile(env).from_cache)
   end)
 
+  -- FNV-1a 64, the entry's payload checksum (Lua's integers wrap as it needs).
+  local function fnv1a(data)
+    local hash = -3750763034362895579 -- 0xcbf29ce484222325
+    for i = 1, #data do hash = (hash ~ data:byte(i)) * 0x100000001b3 end
+    return hash
+  end
+
+  -- Changes the first record of what NVRTC read (the payload's last field)
+  -- and fixes the checksum, so that only the record is wrong.
+  local function bad_record(data)
+    local payload = data:sub(49)
+    local at, fields = 1, 0
+    local count
+    while at <= #payload do
+      if fields == 2 then -- the name expressions: a count, then pairs
+        count, at = string.unpack("<I8", payload, at)
+        for _ = 1, 2 * count do at = at + 8 + string.unpack("<I8", payload, at) end
+        fields = fields + 1
+      else
+        local n = string.unpack("<I8", payload, at)
+        if at + 8 + n > #payload then
+          payload = payload:sub(1, at + 7) .. "\238" .. payload:sub(at + 9)
+          break
+        end
+        at, fields = at + 8 + n, fields + 1
+      end
+    end
+    return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
+  end
+
   local damages = {
+    { "a malformed record of what NVRTC read", bad_record, "a record of what NVRTC read is malformed" },
     { "a flipped payload byte", function(data) return data:sub(1, 99) .. string.char(data:byte(100) ~ 0xff) .. data:sub(101) end, "bad checksum" },
     { "a truncated payload", function(data) return data:sub(1, #data // 2) end, "wrong length: payload is %d+ bytes, header says %d+" },
     { "a truncated header", function(data) return data:sub(1, 10) end, "truncated: 10 bytes, shorter than the 48%-byte header" },
