@@ -1,8 +1,8 @@
 /* What NVRTC reads while it compiles, besides its arguments: the paths it
  * looks at, the files it opens, the working directory, the environment
  * variables and libraries it asks for. NVRTC cannot list them itself, so
- * gpurun watches its calls to the C library (nvrtc_inputs.c) and records
- * each question with the answer NVRTC got. Asking the same questions later
+ * gpurun watches its calls to the C library (nvrtc_inputs_hooks.c) and
+ * records each question with the answer NVRTC got. Asking the same questions later
  * and getting the same answers means NVRTC would compile the same way: the
  * kernel cache's test that an entry is still good. No Lua. */
 #ifndef GPURUN_BASE_NVRTC_INPUTS_H
