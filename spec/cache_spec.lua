@@ -217,6 +217,39 @@ describe("the kernel cache", function()
     return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
   end
 
+  -- The entry with its record of what NVRTC read (the payload's last
+  -- field) replaced by `records`, its length and checksum fixed to match.
+  local function with_records(data, records)
+    local payload = data:sub(49)
+    local at = 1
+    for field = 1, 5 do
+      if field == 3 then -- the name expressions: a count, then pairs
+        local count
+        count, at = string.unpack("<I8", payload, at)
+        for _ = 1, 2 * count do at = at + 8 + string.unpack("<I8", payload, at) end
+      else
+        at = at + 8 + string.unpack("<I8", payload, at)
+      end
+    end
+    payload = payload:sub(1, at - 1) .. string.pack("<s8", records)
+    return data:sub(1, 16) .. string.pack("<I8i8", #payload, fnv1a(payload)) .. data:sub(33, 48) .. payload
+  end
+
+  it("asks a recorded dlopen again without blocking on a FIFO at its path", function()
+    local first = compile({ GPURUN_CACHE_DIR = dir })
+    local path = dir .. "/" .. entries(dir)[1]
+    local fifo = scratch .. "/library" .. case .. ".so"
+    assert(os.execute("mkfifo " .. q(fifo)))
+    local dlopen_lazy = string.pack("<BI4s4s4", 9, 1, fifo, "N")
+    write(path, with_records(read(path), dlopen_lazy))
+    local result = process.run(process.gpurun_command("timeout 20") .. " " .. q(script_path),
+      { env = { GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "" } })
+    assert.are.equal(0, result.code, result.stderr)
+    local again = fields(result.stdout:match("[^\n]*"))
+    assert.are.same({ false, first.sum, 1 }, { again.from_cache, again.sum, again.stores })
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir }).from_cache)
+  end)
+
   local damages = {
     { "a malformed record of what NVRTC read", bad_record, "a record of what NVRTC read is malformed" },
     { "a flipped payload byte", function(data) return data:sub(1, 99) .. string.char(data:byte(100) ~ 0xff) .. data:sub(101) end, "bad checksum" },

@@ -139,14 +139,21 @@ static int answer_content(int fd, struct nvrtc_answer *a, int *time_macro)
     return 1;
 }
 
+int nvrtc_answer_refused(struct nvrtc_answer *a, const struct stat *st)
+{
+    if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
+        return 0;
+    nvrtc_answer_tag(a, 'R');
+    put_u64(a, st->st_mode & S_IFMT);
+    return 1;
+}
+
 int nvrtc_answer_open(const char *path, int flags, int more, int keep, struct nvrtc_answer *a,
                       int *time_macro, mode_t *refused)
 {
     struct stat st;
     int found = (flags & O_NOFOLLOW) ? lstat(path, &st) : stat(path, &st);
-    if (found == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        nvrtc_answer_tag(a, 'R');
-        put_u64(a, st.st_mode & S_IFMT);
+    if (found == 0 && nvrtc_answer_refused(a, &st)) {
         *refused = st.st_mode;
         errno = EINVAL;
         return -1;
@@ -165,10 +172,7 @@ int nvrtc_answer_open(const char *path, int flags, int more, int keep, struct nv
         nvrtc_answer_tag(a, 'D');
         put_u64(a, (uint64_t)st.st_dev);
         put_u64(a, (uint64_t)st.st_ino);
-    } else if (usable) {
-        /* Put there between the stat and the open. */
-        nvrtc_answer_tag(a, 'R');
-        put_u64(a, st.st_mode & S_IFMT);
+    } else if (usable && nvrtc_answer_refused(a, &st)) { /* put there since the stat */
         *refused = st.st_mode;
         close(fd);
         errno = EINVAL;

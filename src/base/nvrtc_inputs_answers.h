@@ -25,6 +25,11 @@ void nvrtc_answer_stat(struct nvrtc_answer *a, const struct stat *st);
 /* The file a dlopen handle is (NULL: none was found). */
 void nvrtc_answer_library(struct nvrtc_answer *a, void *handle);
 
+/* 1 when reading st's file could block or never end (anything but a
+ * regular file or a directory: a FIFO, a device, a socket), with the
+ * refusal put as the answer; else 0 and nothing put. */
+int nvrtc_answer_refused(struct nvrtc_answer *a, const struct stat *st);
+
 /* Opens path for reading the way NVRTC asked (flags: its
  * NVRTC_WATCHED_OPEN_FLAGS; more: its O_CLOEXEC and the like) and answers
  * with the content's hash. Anything but a regular file or a directory is

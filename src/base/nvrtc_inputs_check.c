@@ -82,6 +82,10 @@ static void ask(int question, uint32_t number, const char *text, struct nvrtc_an
     case ASK_DLOPEN: {
         const char *file = (number & NVRTC_NO_POINTER) ? NULL : text;
         int mode = (int)(number & ~NVRTC_NO_POINTER);
+        /* dlopen reads the file a path names, and would wait forever on a
+         * FIFO there: a record from disk can name any path. */
+        if (file && strchr(file, '/') && stat(file, &st) == 0 && nvrtc_answer_refused(a, &st))
+            return;
         /* One already loaded is looked at without loading it again; one
          * that is not is loaded, as NVRTC would, and stays. */
         void *handle = dlopen(file, (mode & ~RTLD_GLOBAL) | RTLD_NOLOAD);
