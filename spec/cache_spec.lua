@@ -335,6 +335,18 @@ describe("the kernel cache", function()
     assert.are.same({}, shell("ls /*.entry 2>/dev/null"):match("%S") and { "entries in /" } or {})
   end)
 
+  it("compiles without a cache, warning once, when the folder is too deep for an entry's path", function()
+    -- 4070 bytes: the folder itself fits a path (4096 with its NUL), an
+    -- entry's name after it does not.
+    local deep = scratch .. "/deep" .. case
+    while #deep < 4070 do deep = deep .. "/" .. ("d"):rep(math.min(200, 4070 - #deep - 1)) end
+    local result, stderr, code = compile({ GPURUN_CACHE_DIR = deep })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("gpurun: warning: kernel cache directory " .. deep
+      .. " is too deep for an entry path (File name too long); continuing without the cache\n", stderr)
+    assert.are.same({ false, 0, 1 }, { result.enabled, result.stores, result.errors })
+  end)
+
   it("compiles without a cache, warning once, when the directory cannot be created", function()
     local file = scratch .. "/a-file"
     write(file, "not a directory\n")

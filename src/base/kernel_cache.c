@@ -101,12 +101,18 @@ static void cache_init(void)
         cache.enabled = 1;
 }
 
+/* What an entry is written under before it is renamed into place. */
+#define TEMPORARY_SUFFIX ".tmp-XXXXXX"
+
+/* The entry's path, with room left for its temporary name; 0 when the
+ * folder is too deep for them. */
 static int entry_path(char *path, size_t size, const unsigned char key[KEY_SIZE])
 {
     char hex[2 * KEY_SIZE + 1];
     for (int i = 0; i < KEY_SIZE; i++)
         snprintf(hex + 2 * i, 3, "%02x", key[i]);
-    return snprintf(path, size, "%s/%s.entry", cache.dir, hex) < (int)size;
+    int length = snprintf(path, size, "%s/%s.entry", cache.dir, hex);
+    return length >= 0 && (size_t)length + sizeof TEMPORARY_SUFFIX <= size;
 }
 
 /* ---- entry files -------------------------------------------------------- */
@@ -237,11 +243,9 @@ static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
         return;
     }
     char temporary[PATH_MAX];
-    if (snprintf(temporary, sizeof temporary, "%s.tmp-XXXXXX", path) >= (int)sizeof temporary) {
-        free(entry);
-        directory_failed("is too deep for an entry path", ENAMETOOLONG);
-        return;
-    }
+    size_t length = strlen(path); /* entry_path left room for the suffix */
+    memcpy(temporary, path, length);
+    memcpy(temporary + length, TEMPORARY_SUFFIX, sizeof TEMPORARY_SUFFIX);
     /* mkostemp makes the file 0600. */
     int fd = mkostemp(temporary, O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && prepare_directory() == 0) {
@@ -321,8 +325,11 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
     }
     unsigned char key[KEY_SIZE];
     char path[PATH_MAX];
-    int cacheable = cache.enabled && kernel_cache_entry_key(request, tool_version, key)
-                    && entry_path(path, sizeof path, key);
+    int cacheable = cache.enabled && kernel_cache_entry_key(request, tool_version, key);
+    if (cacheable && !entry_path(path, sizeof path, key)) {
+        directory_failed("is too deep for an entry path", ENAMETOOLONG);
+        cacheable = 0;
+    }
     if (cacheable)
         nvrtc_compile_prepare();
     enum lookup found = cacheable ? load_entry(path, key, request, output) : ENTRY_MISS;
