@@ -169,6 +169,18 @@ describe("the kernel cache follows what NVRTC reads:", function()
     assert.are.same({ true, 111 }, { back.from_cache, back.value }, back.error)
   end)
 
+  it("records what NVRTC reads from threads of its own (-split-compile)", function()
+    local source = '#include "val.h"\n' .. KERNEL .. 'extern "C" __global__ void k2(int *o) { *o = 2; }\n'
+    local extra = '{ "-I", "inc", "-split-compile=4" }'
+    write(folder .. "/inc/val.h", "#define VAL 111\n")
+    local first = compile(folder, source, extra)
+    assert.are.same({ false, 111, "" }, { first.from_cache, first.value, first.stderr }, first.error)
+    assert.is_true(compile(folder, source, extra).from_cache)
+    write(folder .. "/inc/val.h", "#define VAL 222\n")
+    local changed = compile(folder, source, extra)
+    assert.are.same({ false, 222 }, { changed.from_cache, changed.value }, changed.error)
+  end)
+
   it("an environment variable NVRTC reads is part of what it read", function()
     local source = KERNEL:gsub("VAL", "5")
     compile(folder, source)
