@@ -201,6 +201,23 @@ describe("the kernel cache follows what NVRTC reads:", function()
     assert.matches("inc/when%.h names __DATE__", through_header.stderr)
   end)
 
+  it("a name expression naming __TIME__ is compiled every time, and says so once", function()
+    local script = folder .. "/name_expression.lua"
+    write(script, [[
+local g = require("gpurun")
+local program = g.Program("template <char C> __global__ void k(char *o) { *o = C; }", "c++", { arch = "sm_90" })
+for _ = 1, 2 do
+  print(program:compile("ptx", { name_expressions = { "k<__TIME__[7]>" } }).from_cache)
+end
+]])
+    local result = process.run(process.gpurun_command() .. " " .. q(script),
+      { env = { GPURUN_CACHE_DIR = cache_dir, GPURUN_NO_CACHE = "" } })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("false\nfalse\n", result.stdout)
+    assert.matches("^gpurun: warning: kernel cache: k%.cu is compiled every time: it names __DATE__, "
+      .. "__TIME__ or __TIMESTAMP__, which change with every compile\n$", result.stderr)
+  end)
+
   it("where NVRTC cannot be watched, says so once and compiles without the cache", function()
     local shim = process.gpurun_bin():match("^(.*)/[^/]*$") .. "/spec/hide_libraries.so"
     if not io.open(shim) then
