@@ -357,7 +357,9 @@ int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *outp
     load_builtins();
     /* What NVRTC reads from outside is recorded from its first call on
      * this program to its last. */
-    nvrtc_inputs_begin();
+    const char *unwatchable = NULL;
+    nvrtc_inputs_watchable(&unwatchable);
+    nvrtc_inputs_begin(unwatchable);
     nvrtcProgram program = NULL;
     nvrtcResult rc = nvrtcCreateProgram(&program, request->source, request->name,
                                         0, NULL, NULL);

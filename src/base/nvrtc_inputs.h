@@ -33,9 +33,9 @@ int nvrtc_inputs_watchable(const char **why);
  * starts recording; end stops, hands over what was recorded (free it with
  * nvrtc_inputs_free()) and releases the lock. While recording, an open of
  * anything but a regular file or a directory is refused before it can
- * block. Where the watch cannot be installed, NVRTC runs unwatched and
- * inputs->uncacheable says why. */
-void nvrtc_inputs_begin(void);
+ * block. unwatchable: NULL when nvrtc_inputs_watchable said yes, else its
+ * why: NVRTC then runs unwatched and inputs->uncacheable says why. */
+void nvrtc_inputs_begin(const char *unwatchable);
 void nvrtc_inputs_end(struct nvrtc_inputs *inputs);
 void nvrtc_inputs_free(struct nvrtc_inputs *inputs);
 

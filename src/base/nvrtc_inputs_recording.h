@@ -1,6 +1,7 @@
-/* What NVRTC's calls (nvrtc_inputs_hooks.c) tell the recorder
- * (nvrtc_inputs.c) while a compile is recorded. Safe from any thread:
- * NVRTC may make its calls from threads of its own. No Lua. */
+/* The recorder of what NVRTC reads: what NVRTC's calls
+ * (nvrtc_inputs_hooks.c) tell it while a compile is recorded. Safe from
+ * any thread: NVRTC makes some of its calls from threads of its own. No
+ * Lua. */
 #ifndef GPURUN_BASE_NVRTC_INPUTS_RECORDING_H
 #define GPURUN_BASE_NVRTC_INPUTS_RECORDING_H
 

@@ -1,15 +1,16 @@
-/* The recorder of what NVRTC reads (base/nvrtc_inputs.h): one compile
- * at a time, from nvrtc_inputs_begin to nvrtc_inputs_end, is recorded as
+/* The recorder of what NVRTC reads (base/nvrtc_inputs.h's begin and end,
+ * base/nvrtc_inputs_recording.h): one compile at a time, from
+ * nvrtc_inputs_begin to nvrtc_inputs_end, is recorded as
  * the questions NVRTC asked with the answers it got. NVRTC's calls are
  * seen in nvrtc_inputs_hooks.c; the answers are asked again in
  * nvrtc_inputs_check.c.
  *
  * The recorder is process-wide: NVRTC may run parts of a compile on its own
  * threads, so records are kept under a lock, and compiles take turns. */
-#include "base/nvrtc_inputs.h"
+#include "base/nvrtc_inputs_recording.h"
 
 #include "base/content_hash.h"
-#include "base/nvrtc_inputs_recording.h"
+#include "base/nvrtc_inputs.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -128,19 +129,17 @@ done:
 
 /* ---- one compile ------------------------------------------------------- */
 
-void nvrtc_inputs_begin(void)
+void nvrtc_inputs_begin(const char *unwatchable)
 {
-    const char *why;
-    int watchable = nvrtc_inputs_watchable(&why);
     pthread_mutex_lock(&watch.compile_lock);
     pthread_mutex_lock(&watch.lock);
     watch.size = watch.capacity = watch.count = 0;
     watch.records = NULL;
     watch.uncacheable[0] = watch.refused[0] = '\0';
-    if (!watchable)
+    if (unwatchable)
         snprintf(watch.uncacheable, sizeof watch.uncacheable,
-                 "gpurun cannot watch what NVRTC reads: %s", why);
-    __atomic_store_n(&watch.active, watchable, __ATOMIC_RELEASE);
+                 "gpurun cannot watch what NVRTC reads: %s", unwatchable);
+    __atomic_store_n(&watch.active, unwatchable == NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&watch.lock);
 }
 
