@@ -169,6 +169,18 @@ describe("the kernel cache follows what NVRTC reads:", function()
     assert.are.same({ true, 111 }, { back.from_cache, back.value }, back.error)
   end)
 
+  it("records what NVRTC reads from threads of its own (-split-compile)", function()
+    local source = '#include "val.h"\n' .. KERNEL .. 'extern "C" __global__ void k2(int *o) { *o = 2; }\n'
+    local extra = '{ "-I", "inc", "-split-compile=4" }'
+    write(folder .. "/inc/val.h", "#define VAL 111\n")
+    local first = compile(folder, source, extra)
+    assert.are.same({ false, 111, "" }, { first.from_cache, first.value, first.stderr }, first.error)
+    assert.is_true(compile(folder, source, extra).from_cache)
+    write(folder .. "/inc/val.h", "#define VAL 222\n")
+    local changed = compile(folder, source, extra)
+    assert.are.same({ false, 222 }, { changed.from_cache, changed.value }, changed.error)
+  end)
+
   it("an environment variable NVRTC reads is part of what it read", function()
     local source = KERNEL:gsub("VAL", "5")
     compile(folder, source)
@@ -187,6 +199,23 @@ describe("the kernel cache follows what NVRTC reads:", function()
     local through_header = compile(folder, '#include "when.h"\n' .. KERNEL:gsub("VAL", "8"), '{ "-I", "inc" }')
     assert.is_false(through_header.from_cache)
     assert.matches("inc/when%.h names __DATE__", through_header.stderr)
+  end)
+
+  it("a name expression naming __TIME__ is compiled every time, and says so once", function()
+    local script = folder .. "/name_expression.lua"
+    write(script, [[
+local g = require("gpurun")
+local program = g.Program("template <char C> __global__ void k(char *o) { *o = C; }", "c++", { arch = "sm_90" })
+for _ = 1, 2 do
+  print(program:compile("ptx", { name_expressions = { "k<__TIME__[7]>" } }).from_cache)
+end
+]])
+    local result = process.run(process.gpurun_command() .. " " .. q(script),
+      { env = { GPURUN_CACHE_DIR = cache_dir, GPURUN_NO_CACHE = "" } })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("false\nfalse\n", result.stdout)
+    assert.matches("^gpurun: warning: kernel cache: k%.cu is compiled every time: it names __DATE__, "
+      .. "__TIME__ or __TIMESTAMP__, which change with every compile\n$", result.stderr)
   end)
 
   it("where NVRTC cannot be watched, says so once and compiles without the cache", function()

@@ -217,6 +217,39 @@ describe("the kernel cache", function()
     return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
   end
 
+  -- The entry with its record of what NVRTC read (the payload's last
+  -- field) replaced by `records`, its length and checksum fixed to match.
+  local function with_records(data, records)
+    local payload = data:sub(49)
+    local at = 1
+    for field = 1, 5 do
+      if field == 3 then -- the name expressions: a count, then pairs
+        local count
+        count, at = string.unpack("<I8", payload, at)
+        for _ = 1, 2 * count do at = at + 8 + string.unpack("<I8", payload, at) end
+      else
+        at = at + 8 + string.unpack("<I8", payload, at)
+      end
+    end
+    payload = payload:sub(1, at - 1) .. string.pack("<s8", records)
+    return data:sub(1, 16) .. string.pack("<I8i8", #payload, fnv1a(payload)) .. data:sub(33, 48) .. payload
+  end
+
+  it("asks a recorded dlopen again without blocking on a FIFO at its path", function()
+    local first = compile({ GPURUN_CACHE_DIR = dir })
+    local path = dir .. "/" .. entries(dir)[1]
+    local fifo = scratch .. "/library" .. case .. ".so"
+    assert(os.execute("mkfifo " .. q(fifo)))
+    local dlopen_lazy = string.pack("<BI4s4s4", 9, 1, fifo, "N")
+    write(path, with_records(read(path), dlopen_lazy))
+    local result = process.run(process.gpurun_command("timeout 20") .. " " .. q(script_path),
+      { env = { GPURUN_CACHE_DIR = dir, GPURUN_NO_CACHE = "" } })
+    assert.are.equal(0, result.code, result.stderr)
+    local again = fields(result.stdout:match("[^\n]*"))
+    assert.are.same({ false, first.sum, 1 }, { again.from_cache, again.sum, again.stores })
+    assert.is_true(compile({ GPURUN_CACHE_DIR = dir }).from_cache)
+  end)
+
   local damages = {
     { "a malformed record of what NVRTC read", bad_record, "a record of what NVRTC read is malformed" },
     { "a flipped payload byte", function(data) return data:sub(1, 99) .. string.char(data:byte(100) ~ 0xff) .. data:sub(101) end, "bad checksum" },
@@ -300,6 +333,18 @@ describe("the kernel cache", function()
     end
     assert.are.same({}, entries(folder)) -- nothing made under the working directory
     assert.are.same({}, shell("ls /*.entry 2>/dev/null"):match("%S") and { "entries in /" } or {})
+  end)
+
+  it("compiles without a cache, warning once, when the folder is too deep for an entry's path", function()
+    -- 4070 bytes: the folder itself fits a path (4096 with its NUL), an
+    -- entry's name after it does not.
+    local deep = scratch .. "/deep" .. case
+    while #deep < 4070 do deep = deep .. "/" .. ("d"):rep(math.min(200, 4070 - #deep - 1)) end
+    local result, stderr, code = compile({ GPURUN_CACHE_DIR = deep })
+    assert.are.equal(0, code, stderr)
+    assert.are.equal("gpurun: warning: kernel cache directory " .. deep
+      .. " is too deep for an entry path (File name too long); continuing without the cache\n", stderr)
+    assert.are.same({ false, 0, 1 }, { result.enabled, result.stores, result.errors })
   end)
 
   it("compiles without a cache, warning once, when the directory cannot be created", function()

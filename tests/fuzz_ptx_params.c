@@ -1,4 +1,5 @@
-/* libFuzzer target for the PTX signature parser (src/base/ptx_params.c),
+/* libFuzzer target for the PTX signature parser (src/base/ptx_params.c)
+ * and its compact text (ptx_params_text.c),
  * built with clang -fsanitize=fuzzer,address,undefined by tools/fuzz-ptx.sh,
  * which seeds it from tests/fixtures/ptx and runs it for a fixed time.
  *

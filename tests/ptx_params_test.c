@@ -1,5 +1,5 @@
-/* Tests for src/base/ptx_params.c and for the signatures nvrtc_compile() and the
- * kernel cache keep. No Lua.
+/* Tests for src/base/ptx_params.c, ptx_params_text.c and for the signatures
+ * nvrtc_compile() and the kernel cache keep. No Lua.
  *
  *   ptx_params_test FIXTURE_DIR          the parser on hand-made text and on
  *                                        NVRTC's own PTX (tests/fixtures/ptx),

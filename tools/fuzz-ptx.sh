@@ -30,7 +30,7 @@ command -v "$clang" >/dev/null 2>&1 || skip "clang not found (apt-get install cl
 mkdir -p "$work/corpus" "$work/found" || exit 1
 if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -fno-omit-frame-pointer -Wall -Wextra -Isrc tests/fuzz_ptx_params.c src/base/ptx_params.c \
-    -o "$work/fuzz_ptx_params" 2>"$work/build.log"; then
+    src/base/ptx_params_text.c -o "$work/fuzz_ptx_params" 2>"$work/build.log"; then
   cat "$work/build.log"
   grep -q "fuzzer" "$work/build.log" && skip "clang has no libFuzzer runtime (apt-get install libclang-rt-14-dev)"
   echo "0 passed, 1 failed, 0 skipped"

@@ -139,6 +139,7 @@ static const char *find_slots(const struct link_map *map, const struct dynamic *
             if (s == slot_count) {
                 slots[s].address = address;
                 slots[s].hook = hook->hook;
+                slots[s].original = *address;
                 slot_count++;
             }
         }
@@ -165,28 +166,27 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *context)
     return 1;
 }
 
-/* Writes each slot; a slot in the read-only-after-relocation part is made
- * writable for the write and read-only again. Returns 0 when mprotect
- * refuses. */
-static int write_slots(const struct link_map *map, int restore)
+/* Points the first `count` slots at their hooks, or back at what they
+ * held; a slot in the read-only-after-relocation part is made writable
+ * for the write and read-only again. Returns how many were written before
+ * mprotect refused (errno says why): count when all were. */
+static size_t write_slots(const struct link_map *map, size_t count, int restore)
 {
     struct relro relro = {map->l_addr, 0, 0};
     dl_iterate_phdr(find_relro, &relro);
     uintptr_t page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (size_t s = 0; s < slot_count; s++) {
+    for (size_t s = 0; s < count; s++) {
         uintptr_t at = (uintptr_t)slots[s].address;
         int protected = at >= relro.start && at < relro.end;
         void *page = (void *)(at & ~(page_size - 1));
         if (protected && mprotect(page, page_size, PROT_READ | PROT_WRITE) != 0)
-            return 0;
-        if (!restore)
-            slots[s].original = *slots[s].address;
+            return s;
         __atomic_store_n(slots[s].address, restore ? slots[s].original : slots[s].hook,
                          __ATOMIC_RELEASE);
         if (protected)
             mprotect(page, page_size, PROT_READ);
     }
-    return 1;
+    return count;
 }
 
 static const struct link_map *redirected;
@@ -213,11 +213,13 @@ const char *import_slots_redirect(const void *address, const char *library,
     const char *problem = find_slots(map, &d, library, hooks, hook_count, refused, refused_count);
     if (problem)
         return problem;
-    if (!write_slots(map, 0)) {
+    size_t written = write_slots(map, slot_count, 0);
+    if (written < slot_count) {
         snprintf(why_not, sizeof why_not,
                  "mprotect refused to make %s's offset table writable (%s)", library,
                  strerror(errno));
-        write_slots(map, 1);
+        /* Those written go back, as far as mprotect lets them. */
+        write_slots(map, written, 1);
         return why_not;
     }
     redirected = map;
@@ -229,7 +231,7 @@ const char *import_slots_redirect(const void *address, const char *library,
 __attribute__((destructor)) static void put_back(void)
 {
     if (redirected)
-        write_slots(redirected, 1);
+        write_slots(redirected, slot_count, 1);
     redirected = NULL;
 }
 

@@ -18,7 +18,10 @@ struct import_hook {
 /* Redirects the imports of the library that holds `address` (its name for
  * messages: `library`). Refuses, changing nothing, when the library imports
  * one of the `refused` symbols or refers to a hooked one other than through
- * its offset table. Call once. Returns NULL, or why not (a static string). */
+ * its offset table. When mprotect refuses to make the table writable, the
+ * slots already written are put back as far as it allows (a hook left in
+ * place must still pass its calls on). Call once. Returns NULL, or why not
+ * (a static string). */
 const char *import_slots_redirect(const void *address, const char *library,
                                   const struct import_hook *hooks, size_t hook_count,
                                   const char *const *refused, size_t refused_count);

@@ -336,12 +336,16 @@ static void free_products(struct nvrtc_output *output)
 }
 
 /* The clock is an input NVRTC reads without asking the file system: a
- * program that names it is compiled every time. */
+ * program that names it (in its source, its options or the name
+ * expressions NVRTC compiles with it) is compiled every time. */
 static void check_for_the_time(const struct nvrtc_request *request, struct nvrtc_inputs *inputs)
 {
     int names_it = nvrtc_inputs_names_the_time(request->source, strlen(request->source));
     for (size_t i = 0; i < request->option_count && !names_it; i++)
         names_it = nvrtc_inputs_names_the_time(request->options[i], strlen(request->options[i]));
+    for (size_t i = 0; i < request->name_expression_count && !names_it; i++)
+        names_it = nvrtc_inputs_names_the_time(request->name_expressions[i],
+                                               strlen(request->name_expressions[i]));
     if (names_it && !inputs->uncacheable[0])
         snprintf(inputs->uncacheable, sizeof inputs->uncacheable,
                  "it names __DATE__, __TIME__ or __TIMESTAMP__, which change with every compile");
@@ -353,7 +357,9 @@ int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *outp
     load_builtins();
     /* What NVRTC reads from outside is recorded from its first call on
      * this program to its last. */
-    nvrtc_inputs_begin();
+    const char *unwatchable = NULL;
+    nvrtc_inputs_watchable(&unwatchable);
+    nvrtc_inputs_begin(unwatchable);
     nvrtcProgram program = NULL;
     nvrtcResult rc = nvrtcCreateProgram(&program, request->source, request->name,
                                         0, NULL, NULL);

@@ -1,8 +1,8 @@
 /* What NVRTC reads while it compiles, besides its arguments: the paths it
  * looks at, the files it opens, the working directory, the environment
  * variables and libraries it asks for. NVRTC cannot list them itself, so
- * gpurun watches its calls to the C library (nvrtc_inputs.c) and records
- * each question with the answer NVRTC got. Asking the same questions later
+ * gpurun watches its calls to the C library (nvrtc_inputs_hooks.c) and
+ * records each question with the answer NVRTC got. Asking the same questions later
  * and getting the same answers means NVRTC would compile the same way: the
  * kernel cache's test that an entry is still good. No Lua. */
 #ifndef GPURUN_BASE_NVRTC_INPUTS_H
@@ -33,9 +33,9 @@ int nvrtc_inputs_watchable(const char **why);
  * starts recording; end stops, hands over what was recorded (free it with
  * nvrtc_inputs_free()) and releases the lock. While recording, an open of
  * anything but a regular file or a directory is refused before it can
- * block. Where the watch cannot be installed, NVRTC runs unwatched and
- * inputs->uncacheable says why. */
-void nvrtc_inputs_begin(void);
+ * block. unwatchable: NULL when nvrtc_inputs_watchable said yes, else its
+ * why: NVRTC then runs unwatched and inputs->uncacheable says why. */
+void nvrtc_inputs_begin(const char *unwatchable);
 void nvrtc_inputs_end(struct nvrtc_inputs *inputs);
 void nvrtc_inputs_free(struct nvrtc_inputs *inputs);
 

@@ -6,7 +6,8 @@
  *
  * Everything outside the entries' parameter lists (bodies, device functions,
  * debug sections) is skipped by brace depth; comments and string literals
- * are skipped by the tokenizer, so an ".entry" inside either never counts. */
+ * are skipped by the tokenizer, so an ".entry" inside either never counts.
+ * The compact text written back is ptx_params_text.c's. */
 #include "base/ptx_params.h"
 
 #include <limits.h>
@@ -183,8 +184,8 @@ static const struct {
     {"b64", 8, PTX_PARAM_BITS}, {"b128", 16, PTX_PARAM_BITS},
 };
 
-/* The longest name, kept whole in a parameter's type (it once lost its "2",
- * so the compact text did not read back: found by tests/fuzz_ptx_params.c). */
+/* The longest name is kept whole in a parameter's type, or the compact text
+ * would not read back (tests/fuzz_ptx_params.c checks that it does). */
 _Static_assert(sizeof "bf16x2" <= sizeof ((struct ptx_param *)0)->type, "ptx_param.type holds every type name");
 
 static const char *const pointer_spaces[] = {"global", "const", "local", "shared"};
@@ -627,86 +628,4 @@ const struct ptx_kernel_signature *ptx_signatures_find(const struct ptx_signatur
             high = middle;
     }
     return NULL;
-}
-
-/* ---- text --------------------------------------------------------------- */
-
-struct text {
-    char *data;
-    size_t size, capacity;
-    int failed;
-};
-
-static void append(struct text *text, const char *fmt, ...)
-{
-    if (text->failed)
-        return;
-    for (;;) {
-        va_list args;
-        va_start(args, fmt);
-        size_t room = text->capacity - text->size;
-        int n = vsnprintf(text->data ? text->data + text->size : NULL, room, fmt, args);
-        va_end(args);
-        if (n < 0) {
-            text->failed = 1;
-            return;
-        }
-        if ((size_t)n < room) {
-            text->size += (size_t)n;
-            return;
-        }
-        if (!grow((void **)&text->data, &text->capacity, text->size + (size_t)n + 1, 1)) {
-            text->failed = 1;
-            return;
-        }
-    }
-}
-
-char *ptx_signatures_format(const struct ptx_signatures *signatures, size_t *text_size)
-{
-    struct text text = {0};
-    if (signatures->target_arch)
-        append(&text, ".target sm_%d\n", signatures->target_arch);
-    for (size_t k = 0; k < signatures->kernel_count; k++) {
-        const struct ptx_kernel_signature *kernel = &signatures->kernels[k];
-        append(&text, ".entry %s(", kernel->name);
-        for (size_t i = 0; i < kernel->param_count; i++) {
-            const struct ptx_param *p = &kernel->params[i];
-            append(&text, "%s\n.param", i ? "," : "");
-            if (p->align != p->element_size)
-                append(&text, " .align %u", p->align);
-            append(&text, " .%s", p->type);
-            if (p->pointer == PTX_POINTER_YES) {
-                append(&text, " .ptr");
-                if (p->space[0])
-                    append(&text, " .%s", p->space);
-                if (p->pointee_align)
-                    append(&text, " .align %u", p->pointee_align);
-            }
-            append(&text, " p%zu", i);
-            if (p->count)
-                append(&text, "[%u]", p->count);
-        }
-        append(&text, ")\n");
-    }
-    if (!text.data && !text.failed)
-        append(&text, "%s", ""); /* no kernels and no target: still a string */
-    if (text.failed) {
-        free(text.data);
-        return NULL;
-    }
-    *text_size = text.size;
-    return text.data;
-}
-
-const char *ptx_param_describe(const struct ptx_param *param, char *buffer, size_t size)
-{
-    if (param->count && param->align != param->element_size)
-        snprintf(buffer, size, ".align %u .%s[%u]", param->align, param->type, param->count);
-    else if (param->count)
-        snprintf(buffer, size, ".%s[%u]", param->type, param->count);
-    else
-        snprintf(buffer, size, ".%s%s", param->type,
-                 param->pointer == PTX_POINTER_YES ? " .ptr" : "");
-    return buffer;
 }

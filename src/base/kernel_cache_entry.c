@@ -1,0 +1,264 @@
+/* The kernel cache's entries as bytes (base/kernel_cache_entry.h).
+ *
+ * An entry is one file named by the 128-bit key in hex:
+ *
+ *   header  "GPURUNKC" | u32 format | u32 target | u64 payload length |
+ *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
+ *   payload u64 n, code | u64 n, log | u64 count, then per name expression:
+ *           u64 n, expression | u64 n, lowered name |
+ *           u64 n, kernel signatures | u64 n, why there are none ("" when there are) |
+ *           u64 n, what NVRTC read (base/nvrtc_inputs.h's records)
+ *
+ * The key covers what a compile is given (source, name, options, target,
+ * name expressions, NVRTC and gpurun, the working directory); what NVRTC
+ * read from outside while compiling is in the entry. The checksum catches
+ * a truncated copy or a flipped bit; a reader checks the header and the
+ * file's size before reading further. */
+#include "base/kernel_cache_entry.h"
+
+#include "base/content_hash.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ENTRY_MAGIC "GPURUNKC"
+#define ENTRY_FORMAT 3u /* 3: what NVRTC read */
+/* No compile makes this much; a header saying more is not believed. */
+#define MAX_PAYLOAD ((uint64_t)256 << 20)
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* ---- the key ------------------------------------------------------------ */
+
+static void key_string(struct content_hash *hash, const char *s)
+{
+    content_hash_field(hash, s, strlen(s));
+}
+
+static void key_count(struct content_hash *hash, size_t count)
+{
+    unsigned char bytes[8];
+    put_u64(bytes, count);
+    content_hash_field(hash, bytes, sizeof bytes);
+}
+
+/* The key: everything a compile is given. The working directory is in it
+ * because NVRTC reads it on every compile (and so each entry would hold
+ * it): each folder compiled from has entries of its own. Returns 0 when
+ * the request cannot be cached. */
+int kernel_cache_entry_key(const struct nvrtc_request *request, const char *tool_version,
+                           unsigned char key[KERNEL_CACHE_KEY_SIZE])
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return 0;
+    struct content_hash hash;
+    content_hash_init(&hash);
+    key_string(&hash, "gpurun kernel cache");
+    key_count(&hash, ENTRY_FORMAT);
+    key_string(&hash, tool_version);
+    key_string(&hash, nvrtc_compile_identity());
+    key_string(&hash, cwd);
+    key_string(&hash, nvrtc_target_name(request->target));
+    key_string(&hash, request->name);
+    key_string(&hash, request->source);
+    key_count(&hash, request->option_count);
+    for (size_t i = 0; i < request->option_count; i++)
+        key_string(&hash, request->options[i]);
+    key_count(&hash, request->name_expression_count);
+    for (size_t i = 0; i < request->name_expression_count; i++)
+        key_string(&hash, request->name_expressions[i]);
+    content_hash_digest(&hash, key);
+    return 1;
+}
+
+/* ---- the bytes ---------------------------------------------------------- */
+
+static size_t payload_size(const struct nvrtc_request *request, const struct nvrtc_output *output)
+{
+    size_t size = 8 + output->code_size + 8 + strlen(output->log) + 8;
+    for (size_t i = 0; i < output->lowered_name_count; i++)
+        size += 8 + strlen(request->name_expressions[i]) + 8 + strlen(output->lowered_names[i]);
+    return size + 8 + output->signatures_size + 8 + strlen(output->signatures_error)
+           + 8 + output->inputs.records_size;
+}
+
+static unsigned char *put_field(unsigned char *p, const void *data, size_t size)
+{
+    put_u64(p, size);
+    if (size > 0) /* data may be NULL then */
+        memcpy(p + 8, data, size);
+    return p + 8 + size;
+}
+
+unsigned char *kernel_cache_entry_encode(const unsigned char key[KERNEL_CACHE_KEY_SIZE],
+                                         const struct nvrtc_request *request,
+                                         const struct nvrtc_output *output, size_t *size)
+{
+    size_t payload = payload_size(request, output);
+    if (payload > MAX_PAYLOAD)
+        return NULL;
+    unsigned char *entry = malloc(KERNEL_CACHE_HEADER_SIZE + payload);
+    if (!entry)
+        return NULL;
+    unsigned char *p = entry + KERNEL_CACHE_HEADER_SIZE;
+    p = put_field(p, output->code, output->code_size);
+    p = put_field(p, output->log, strlen(output->log));
+    put_u64(p, output->lowered_name_count);
+    p += 8;
+    for (size_t i = 0; i < output->lowered_name_count; i++) {
+        p = put_field(p, request->name_expressions[i], strlen(request->name_expressions[i]));
+        p = put_field(p, output->lowered_names[i], strlen(output->lowered_names[i]));
+    }
+    p = put_field(p, output->signatures, output->signatures_size);
+    p = put_field(p, output->signatures_error, strlen(output->signatures_error));
+    put_field(p, output->inputs.records, output->inputs.records_size);
+    memcpy(entry, ENTRY_MAGIC, 8);
+    put_u32(entry + 8, ENTRY_FORMAT);
+    put_u32(entry + 12, (uint32_t)request->target);
+    put_u64(entry + 16, payload);
+    put_u64(entry + 24, fnv1a(FNV1A_OFFSET, entry + KERNEL_CACHE_HEADER_SIZE, payload));
+    memcpy(entry + 32, key, KERNEL_CACHE_KEY_SIZE);
+    *size = KERNEL_CACHE_HEADER_SIZE + payload;
+    return entry;
+}
+
+struct reader {
+    const unsigned char *p;
+    size_t left;
+};
+
+/* A NUL-terminated heap copy of the next length-prefixed field, or NULL. */
+static char *take_field(struct reader *r, size_t *size)
+{
+    if (r->left < 8)
+        return NULL;
+    uint64_t n = get_u64(r->p);
+    if (n > r->left - 8)
+        return NULL;
+    char *copy = malloc((size_t)n + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, r->p + 8, (size_t)n);
+    copy[n] = '\0';
+    r->p += 8 + n;
+    r->left -= 8 + (size_t)n;
+    if (size)
+        *size = (size_t)n;
+    return copy;
+}
+
+const char *kernel_cache_entry_check_header(const unsigned char *header, uint64_t file_size,
+                                            const unsigned char key[KERNEL_CACHE_KEY_SIZE],
+                                            const struct nvrtc_request *request,
+                                            uint64_t *payload, char *why, size_t why_size)
+{
+    if (file_size < KERNEL_CACHE_HEADER_SIZE) {
+        snprintf(why, why_size, "truncated: %llu bytes, shorter than the %d-byte header",
+                 (unsigned long long)file_size, KERNEL_CACHE_HEADER_SIZE);
+        return why;
+    }
+    if (memcmp(header, ENTRY_MAGIC, 8) != 0)
+        return "bad magic";
+    if (get_u32(header + 8) != ENTRY_FORMAT) {
+        snprintf(why, why_size, "format %u, expected %u", get_u32(header + 8), ENTRY_FORMAT);
+        return why;
+    }
+    *payload = get_u64(header + 16);
+    if (*payload != file_size - KERNEL_CACHE_HEADER_SIZE) {
+        snprintf(why, why_size, "wrong length: payload is %llu bytes, header says %llu",
+                 (unsigned long long)(file_size - KERNEL_CACHE_HEADER_SIZE),
+                 (unsigned long long)*payload);
+        return why;
+    }
+    if (*payload > MAX_PAYLOAD) {
+        snprintf(why, why_size, "too large: %llu bytes of payload, more than the %llu MiB any "
+                 "compile makes", (unsigned long long)*payload,
+                 (unsigned long long)(MAX_PAYLOAD >> 20));
+        return why;
+    }
+    if (memcmp(header + 32, key, KERNEL_CACHE_KEY_SIZE) != 0
+        || get_u32(header + 12) != (uint32_t)request->target)
+        return "key mismatch";
+    return NULL;
+}
+
+const char *kernel_cache_entry_decode(const unsigned char *header, const unsigned char *payload,
+                                      size_t size, const struct nvrtc_request *request,
+                                      struct nvrtc_output *output)
+{
+    if (fnv1a(FNV1A_OFFSET, payload, size) != get_u64(header + 24))
+        return "bad checksum";
+    struct reader r = {payload, size};
+    memset(output, 0, sizeof *output);
+    output->code = take_field(&r, &output->code_size);
+    output->log = output->code ? take_field(&r, NULL) : NULL;
+    if (!output->log || r.left < 8)
+        return "malformed payload";
+    uint64_t count = get_u64(r.p);
+    r.p += 8;
+    r.left -= 8;
+    if (count != request->name_expression_count)
+        return "name expressions differ";
+    if (count > 0 && !(output->lowered_names = calloc((size_t)count, sizeof(char *))))
+        return "malformed payload";
+    for (size_t i = 0; i < count; i++) {
+        char *expression = take_field(&r, NULL);
+        int same = expression && strcmp(expression, request->name_expressions[i]) == 0;
+        free(expression);
+        if (!same)
+            return "name expressions differ";
+        if (!(output->lowered_names[i] = take_field(&r, NULL)))
+            return "malformed payload";
+        output->lowered_name_count = i + 1;
+    }
+    output->signatures = take_field(&r, &output->signatures_size);
+    char *why_none = output->signatures ? take_field(&r, NULL) : NULL;
+    if (!why_none)
+        return "malformed payload";
+    size_t why_length = strlen(why_none);
+    int consistent = why_length < sizeof output->signatures_error
+                     && (why_length == 0 || output->signatures_size == 0);
+    if (consistent)
+        memcpy(output->signatures_error, why_none, why_length + 1);
+    free(why_none);
+    if (!consistent)
+        return "malformed payload";
+    if (why_length > 0) {
+        free(output->signatures);
+        output->signatures = NULL;
+    }
+    output->inputs.records = (unsigned char *)take_field(&r, &output->inputs.records_size);
+    if (!output->inputs.records)
+        return "malformed payload";
+    return r.left == 0 ? NULL : "malformed payload";
+}
