@@ -10,10 +10,10 @@
 -- per segment) is sized by its kernel instead.
 
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
-local DTYPES = source.DTYPES
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 local arguments = {}
 
@@ -30,8 +30,7 @@ for dtype, info in pairs(DTYPES) do
   end
 end
 
-local type_name = source.type_name
-arguments.type_name = type_name
+local type_name = common.type_name
 
 -- Raises "<kind> '<name>' input 2 (float32 b): <what>".
 function arguments.param_error(kernel, index, fmt, ...)
@@ -216,7 +215,7 @@ function arguments.declared_signature(kernel, bindings)
     local dtype = bindings and bindings[variable]
     if not DTYPES[dtype] then
       raise(("%s '%s': source_for needs a dtype for %s (one of %s)"):format(
-            kernel.kind, kernel.name, variable, source.DTYPE_NAMES))
+            kernel.kind, kernel.name, variable, common.DTYPE_NAMES))
     end
     signature.bindings[variable] = dtype
   end
@@ -264,6 +263,28 @@ function arguments.collect(kernel, what)
     end
   end
   kernel.arity = #kernel.params
+end
+
+-- The target argument (1) of a function that launches: a Stream or a
+-- GraphBuilder.
+function arguments.check_target(fname, target)
+  local kind = type_name(target)
+  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
+    common.bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
+  end
+end
+
+-- Argument n, an open Buffer of a dtype the generators know; `takers`
+-- says who in the message ("reductions take ...").
+function arguments.check_buffer(fname, n, value, what, takers)
+  if type_name(value) ~= "gpurun.Buffer" then
+    common.bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what, type_name(value))
+  end
+  local _ = #value -- a closed buffer raises here
+  if not DTYPES[value.dtype] then
+    common.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
+                        common.DTYPE_NAMES)
+  end
 end
 
 return arguments

@@ -30,6 +30,7 @@
 -- With buffers only, a call allocates nothing once its size has been seen.
 
 local gpurun = require("gpurun")
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
@@ -39,7 +40,7 @@ local elementwise = {}
 local Kernel = {}
 Kernel.__index = Kernel
 
-local raise = source.raise
+local raise = common.raise
 
 -- The options every generated kernel takes (reductions add their own to
 -- `known`, their list of the keys they take).

@@ -29,12 +29,13 @@
 -- reduction kernel (the stages before them run in its registers), and the
 -- shape table, if any, goes to it (rows, cols, axis or offsets).
 
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 
 -- The module, found when a pipeline first needs a buffer of its own.
 local function gpurun() return require("gpurun") end
 
-local raise = source.raise
+local raise = common.raise
 
 local Pipeline = {}
 Pipeline.__index = Pipeline
@@ -182,7 +183,7 @@ end
 -- The type a stage kept in registers has: its dtype's compute type (float
 -- for float16 and bfloat16, rounded only where a kernel stores it).
 local function c_type_of(stage)
-  return stage.variable and stage.type or source.DTYPES[stage.type].compute
+  return stage.variable and stage.type or common.DTYPES[stage.type].compute
 end
 
 -- One group's kernel: its parameters (inputs, earlier wanted stages, its
@@ -289,7 +290,7 @@ local function constructor(elementwise, kernel_option_names)
   return function(in_params, stages, outputs, name, options)
     name = name or "pipeline"
     local what = ("elementwise pipeline '%s'"):format(tostring(name))
-    if not source.is_identifier(name) or name:sub(1, 1) == "_" then
+    if not common.is_identifier(name) or name:sub(1, 1) == "_" then
       raise(("elementwise pipeline: the name must be a C identifier not starting with '_', got %s")
             :format(tostring(name)))
     end

@@ -17,11 +17,11 @@
 -- state a callback touches), declared with a name or passed as they are;
 -- temporaries (no buffer: the pipeline makes them) and views of either.
 -- Scalars are named values a stage passes and p:set changes.
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 local access = require("gpurun.compute.pipeline_access")
 
-local raise = source.raise
-local DTYPES = source.DTYPES
+local raise = common.raise
+local DTYPES = common.DTYPES
 
 local Pipeline = {}
 Pipeline.__index = Pipeline
@@ -35,8 +35,7 @@ Scalar.__index = Scalar
 local OPTIONS = { "name", "max_streams", "fuse", "strict", "timing", "pool", "quiet", "devices" }
 local TIMING = { events = true, nvtx = true }
 
-local type_name = source.type_name
-Pipeline.type_name = type_name
+local type_name = common.type_name
 
 local function is_plain_table(value)
   return type(value) == "table" and getmetatable(value) == nil
@@ -66,7 +65,7 @@ Pipeline.check_options_table = check_options_table
 local function check_options(options)
   options = check_options_table("gpurun.pipeline", options, OPTIONS)
   local name = options.name or "pipeline"
-  if not source.is_identifier(name) or name:sub(1, 1) == "_" then
+  if not common.is_identifier(name) or name:sub(1, 1) == "_" then
     raise(("gpurun.pipeline: options.name must be a C identifier not starting with '_', got %s")
           :format(tostring(name)))
   end
@@ -251,7 +250,7 @@ function Pipeline:temporary(name, count, dtype)
   dtype = dtype or "float32"
   if not DTYPES[dtype] then
     raise(("pipeline '%s': temporary '%s': unknown dtype %s (one of %s)"):format(self.name, name,
-          tostring(dtype), source.DTYPE_NAMES))
+          tostring(dtype), common.DTYPE_NAMES))
   end
   local data = { name = name, kind = "temporary", temporary = true, count = count, dtype = dtype,
                  lo = 0, hi = count * DTYPES[dtype].size, filled = false }
@@ -298,7 +297,7 @@ function Pipeline:scalar(name, value, dtype)
   end
   if dtype ~= nil and not DTYPES[dtype] then
     raise(("pipeline '%s': scalar '%s': unknown dtype %s (one of %s)"):format(self.name, name,
-          tostring(dtype), source.DTYPE_NAMES))
+          tostring(dtype), common.DTYPE_NAMES))
   end
   local scalar = setmetatable({ name = name, value = value, dtype = dtype, typed = {} }, Scalar)
   self.scalars[#self.scalars + 1] = scalar

@@ -13,10 +13,10 @@
 -- elementwise kernels and pipelines, copies and fills.
 local gpurun = require("gpurun")
 local Pipeline = require("gpurun.compute.pipeline")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 local access = require("gpurun.compute.pipeline_access")
 
-local raise = source.raise
+local raise = common.raise
 
 local single = {
   run = Pipeline.run, graph = Pipeline.graph, set = Pipeline.set, wait = Pipeline.wait,

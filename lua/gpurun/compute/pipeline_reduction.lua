@@ -16,9 +16,11 @@
 -- and write the 1-based position (0 when empty) into an integer output;
 -- any and all write 0 or 1.
 
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 local pipeline_reduction = {}
 
@@ -32,7 +34,7 @@ local STAGE_OPS = {
 }
 pipeline_reduction.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
 local INTEGERS = {}
-for dtype, info in pairs(source.DTYPES) do
+for dtype, info in pairs(DTYPES) do
   INTEGERS[dtype] = not info.float or nil
 end
 
@@ -56,7 +58,7 @@ function pipeline_reduction.parse_stage(text, what, index)
     raise(("%s: stage '%s': %s writes a position, so its dtype must be an integer one, got %s"):format(
           what, name, op, dtype))
   end
-  if spec.float and not params[1].variable and not source.DTYPES[dtype].float then
+  if spec.float and not params[1].variable and not DTYPES[dtype].float then
     raise(("%s: stage '%s': %s needs a float dtype, got %s"):format(what, name, op, dtype))
   end
   return { type = dtype, name = name, expression = expression, variable = params[1].variable,
@@ -87,7 +89,7 @@ end
 -- The C type values of type_name are computed in (float for float16 and
 -- bfloat16), or the type variable itself.
 local function c_of(type_name)
-  local info = source.DTYPES[type_name]
+  local info = DTYPES[type_name]
   return info and info.compute or type_name
 end
 
@@ -96,8 +98,8 @@ end
 -- indexes).
 function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
   local reduction = require("gpurun.compute.reduction")
-  if accumulate ~= nil and not source.DTYPES[accumulate] then
-    raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, source.DTYPE_NAMES,
+  if accumulate ~= nil and not DTYPES[accumulate] then
+    raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, common.DTYPE_NAMES,
           tostring(accumulate)))
   end
   local results, reductions = {}, {}

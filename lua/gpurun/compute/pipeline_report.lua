@@ -5,9 +5,9 @@
 local Pipeline = require("gpurun.compute.pipeline")
 local planner = require("gpurun.compute.pipeline_plan")
 local fuse = require("gpurun.compute.pipeline_fuse")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
-local raise = source.raise
+local raise = common.raise
 
 local MAX_FUSED = 16 -- stages per fused kernel
 

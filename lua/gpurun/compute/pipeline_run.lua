@@ -17,11 +17,11 @@
 -- each replay makes them and the driver may reuse their memory.
 local gpurun = require("gpurun")
 local Pipeline = require("gpurun.compute.pipeline")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
-local raise = source.raise
-local DTYPES = source.DTYPES
-local type_name = Pipeline.type_name
+local raise = common.raise
+local DTYPES = common.DTYPES
+local type_name = common.type_name
 
 -- ---- arguments ---------------------------------------------------------------------
 

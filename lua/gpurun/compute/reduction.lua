@@ -25,6 +25,7 @@
 -- graph replaying while another launch runs).
 
 local gpurun = require("gpurun")
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
@@ -34,9 +35,9 @@ local elementwise = require("gpurun.compute.elementwise")
 local check_options = elementwise.check_options
 local unknown_option = require("gpurun.options").unknown
 
-local DTYPES = source.DTYPES
-local raise = source.raise
-local type_name = arguments.type_name
+local DTYPES = common.DTYPES
+local raise = common.raise
+local type_name = common.type_name
 
 local reduction = {}
 
@@ -113,7 +114,7 @@ local function reduce_type(what, wanted, op, inputs, outputs, variables)
   if wanted ~= nil then
     if type(wanted) ~= "string" or not (DTYPES[wanted] or variables[wanted]) then
       raise(("%s: options.reduce_type must be a dtype (%s) or one of the kernel's type "
-             .. "variables, got %s"):format(what, source.DTYPE_NAMES, tostring(wanted)))
+             .. "variables, got %s"):format(what, common.DTYPE_NAMES, tostring(wanted)))
     end
     return wanted
   end

@@ -14,14 +14,15 @@
 -- and dtypes) must not run at the same time.
 
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
+local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local ss = require("gpurun.compute.scan_source")
 local number_text = require("gpurun.compute.reduction").number_text
 
-local DTYPES = source.DTYPES
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 local scan = {}
 
@@ -31,11 +32,11 @@ local COUNT_DTYPES = { int32 = true, uint32 = true, int64 = true, uint64 = true 
 local OPTION_NAMES = { "identity", "deterministic", "block", "items" }
 local SELECT_OPTION_NAMES = { "block", "items" }
 
-local type_name, bad_argument = source.type_name, source.bad_argument
-local check_target = source.check_target
+local type_name, bad_argument = common.type_name, common.bad_argument
+local check_target = arguments.check_target
 
 local function check_buffer(fname, n, value, what)
-  source.check_buffer(fname, n, value, what, "scans")
+  arguments.check_buffer(fname, n, value, what, "scans")
 end
 
 -- block and items from the options, checked.
