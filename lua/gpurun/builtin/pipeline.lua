@@ -10,12 +10,13 @@ return function(internal)
   -- Guarded again if the library was loaded anew (package.loaded cleared,
   -- as busted's insulation does between spec files).
   local function library()
+    -- lazy: the module opens without the Lua library's files
     local loaded = require("gpurun.compute.pipeline")
     if loaded ~= Pipeline then
       Pipeline = loaded
-      require("gpurun.compute.pipeline_report")
-      require("gpurun.compute.pipeline_run")
-      require("gpurun.compute.pipeline_devices")
+      require("gpurun.compute.pipeline_report") -- lazy: as above
+      require("gpurun.compute.pipeline_run") -- lazy: as above
+      require("gpurun.compute.pipeline_devices") -- lazy: as above
       internal.guard(Pipeline)
       internal.guard(Pipeline.Data)
       internal.guard(Pipeline.Scalar)

@@ -29,11 +29,12 @@
 -- reduction kernel (the stages before them run in its registers), and the
 -- shape table, if any, goes to it (rows, cols, axis or offsets).
 
+local gpurun = require("gpurun")
 local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
+local reductions = require("gpurun.compute.pipeline_reduction")
 local source = require("gpurun.compute.elementwise_source")
 
--- The module, found when a pipeline first needs a buffer of its own.
-local function gpurun() return require("gpurun") end
 
 local raise = common.raise
 
@@ -45,18 +46,13 @@ PlanList.__index = PlanList
 
 local FUSE_MODES = { auto = true, always = true, never = true }
 
--- Reduction stages (loaded on first use: it requires elementwise.lua,
--- which requires this file).
-local function reductions()
-  return require("gpurun.compute.pipeline_reduction")
-end
 
 local function parse_stage(text, what, index)
   if type(text) ~= "string" then
     raise(("%s: stage %d must be a string \"<dtype> <name> = <expression>\", got %s"):format(
           what, index, type(text)))
   end
-  local stage = reductions().parse_stage(text, what, index)
+  local stage = reductions.parse_stage(text, what, index)
   if stage then
     return stage
   end
@@ -133,7 +129,7 @@ local function read_stages(stages, inputs, what)
       end
     end
   end
-  reductions().check_order(list, what)
+  reductions.check_order(list, what)
   return list, stage_index
 end
 
@@ -297,7 +293,7 @@ local function constructor(elementwise, kernel_option_names)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
-    local unknown = require("gpurun.options").unknown(options or {}, known)
+    local unknown = options_rule.unknown(options or {}, known)
     if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
@@ -362,7 +358,7 @@ local function constructor(elementwise, kernel_option_names)
       check_type_variables(spec, stage_list, stage_index, what)
       local kernel
       if spec.reduces then
-        kernel = reductions().kernel(spec, stage_list, kernel_options, accumulate, what)
+        kernel = reductions.kernel(spec, stage_list, kernel_options, accumulate, what)
         pipe.reduces = true
       else
         kernel = elementwise(spec.in_params, spec.out_params, spec.operation, spec.name,
@@ -439,7 +435,7 @@ local function with_temporaries(pipe, options, ...)
   local arguments = table.pack(...)
   local size = #pipe.temporaries > 0 and temporary_size(pipe, arguments)
   for position, temporary in ipairs(pipe.temporaries) do
-    arguments[pipe.arity + position] = gpurun().empty(size, temporary.dtype, options)
+    arguments[pipe.arity + position] = gpurun.empty(size, temporary.dtype, options)
   end
   return arguments
 end
@@ -569,6 +565,6 @@ end
 
 -- A pipeline's methods run while a builder captures: their errors end the
 -- capture as gpurun's own do.
-require("gpurun").guard(Pipeline)
+gpurun.guard(Pipeline)
 
 return { constructor = constructor, Pipeline = Pipeline }

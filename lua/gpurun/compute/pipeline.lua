@@ -18,6 +18,7 @@
 -- temporaries (no buffer: the pipeline makes them) and views of either.
 -- Scalars are named values a stage passes and p:set changes.
 local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
 local access = require("gpurun.compute.pipeline_access")
 
 local raise = common.raise
@@ -52,7 +53,7 @@ local function check_options_table(what, given, known, shape)
     raise(("%s: options must be a table%s, got %s"):format(what, shape and " " .. shape or "",
           type_name(given)))
   end
-  local why = require("gpurun.options").unknown(given, known)
+  local why = options_rule.unknown(given, known)
   if why then
     raise(what .. ": " .. why)
   end

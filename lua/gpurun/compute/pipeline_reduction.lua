@@ -18,6 +18,7 @@
 
 local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
+local reduction = require("gpurun.compute.reduction")
 
 local DTYPES = common.DTYPES
 local raise = common.raise
@@ -97,7 +98,6 @@ end
 -- group_kernel: in_params, out_params, operation, name, reduces = stage
 -- indexes).
 function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
-  local reduction = require("gpurun.compute.reduction")
   if accumulate ~= nil and not DTYPES[accumulate] then
     raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, common.DTYPE_NAMES,
           tostring(accumulate)))

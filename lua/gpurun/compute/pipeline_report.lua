@@ -2,6 +2,7 @@
 -- (text) and :to_dot() (Graphviz), all without a GPU; and the planning
 -- step they share with running (Pipeline:planned), cached until the
 -- declaration changes.
+local gpurun = require("gpurun")
 local Pipeline = require("gpurun.compute.pipeline")
 local planner = require("gpurun.compute.pipeline_plan")
 local fuse = require("gpurun.compute.pipeline_fuse")
@@ -95,7 +96,7 @@ function Pipeline:fused_pipe(group)
     local key = table.concat({ name, in_params, table.concat(stages, ";"), table.concat(outputs, ",") }, "|")
     local pipe = cache[key]
     if not pipe then
-      pipe = require("gpurun").elementwise_pipeline(in_params, stages, outputs, name, { fuse = "always" })
+      pipe = gpurun.elementwise_pipeline(in_params, stages, outputs, name, { fuse = "always" })
       cache[key] = pipe
     end
     return pipe

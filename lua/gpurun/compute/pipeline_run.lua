@@ -16,6 +16,7 @@
 -- its start) and freed after the join (free nodes at its end), so that
 -- each replay makes them and the driver may reuse their memory.
 local gpurun = require("gpurun")
+local nvtx = require("gpurun.nvtx")
 local Pipeline = require("gpurun.compute.pipeline")
 local common = require("gpurun.common")
 
@@ -360,8 +361,6 @@ end
 
 -- ---- run -------------------------------------------------------------------------
 
-local nvtx
-
 -- run(stream): the units on the planned streams: stream 1 is `stream`,
 -- the others start after the work queued on it so far and it waits for
 -- them at the end. Returns at once (p:wait() waits, running host
@@ -386,7 +385,6 @@ function Pipeline:run(stream)
     targets[s] = sides[s - 1]
     targets[s]:wait(stream)
   end
-  if timing == "nvtx" and not nvtx then nvtx = require("gpurun.nvtx") end
   local events, timers = state.run_events, state.timing_events
   for u, runnable in ipairs(state.units) do
     local unit = runnable.unit

@@ -16,6 +16,7 @@
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
 local arguments = require("gpurun.compute.arguments")
 local reduction = require("gpurun.compute.reduction")
 
@@ -122,7 +123,7 @@ local function read_options(fname, n, options, accumulates)
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  local unknown = require("gpurun.options").unknown(options, OPTION_NAMES)
+  local unknown = options_rule.unknown(options, OPTION_NAMES)
   if unknown then
     bad_argument(fname, n, "%s", unknown)
   end

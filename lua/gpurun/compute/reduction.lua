@@ -31,8 +31,7 @@ local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local rs = require("gpurun.compute.reduction_source")
-local elementwise = require("gpurun.compute.elementwise")
-local check_options = elementwise.check_options
+local kernel_options = require("gpurun.compute.kernel_options")
 local unknown_option = require("gpurun.options").unknown
 
 local DTYPES = common.DTYPES
@@ -52,7 +51,7 @@ local POST_NAMES = { a = true, b = true, index = true, count = true, segment = t
 local SHAPE_KEYS = { rows = true, cols = true, axis = true, offsets = true }
 -- gpurun.reduction's options: reduce_type, then every generated kernel's.
 local REDUCTION_OPTIONS = { "reduce_type" }
-for _, key in ipairs(elementwise.KERNEL_OPTIONS) do
+for _, key in ipairs(kernel_options.NAMES) do
   REDUCTION_OPTIONS[#REDUCTION_OPTIONS + 1] = key
 end
 local OFFSET_KIND = { int32 = 1, uint32 = 2, int64 = 3, uint64 = 4 }
@@ -138,7 +137,7 @@ function reduction.kernel(spec)
     body = spec.body or "", reductions = spec.reductions, extra_shape_keys = spec.extra_shape_keys,
     what = ("reduction kernel '%s'"):format(spec.name),
   }, Kernel)
-  for key, value in pairs(check_options(spec.options, spec.what, { unroll = 4 })) do
+  for key, value in pairs(kernel_options.check(spec.options, spec.what, { unroll = 4 })) do
     kernel[key] = value
   end
   for index, param in ipairs(spec.inputs) do

@@ -15,6 +15,7 @@
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
@@ -47,7 +48,7 @@ local function launch_options(fname, n, options, known, value_bytes)
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  local unknown = require("gpurun.options").unknown(options, known)
+  local unknown = options_rule.unknown(options, known)
   if unknown then
     bad_argument(fname, n, "%s", unknown)
   end
