@@ -65,7 +65,7 @@ local function entry_points()
   functions_of(scan.Kernel, "scan kernel:", list)
   -- The declared pipelines' classes, loaded on first use too.
   gpurun.pipeline()
-  local Pipeline = require("gpurun.compute.pipeline")
+  local Pipeline = require("gpurun.pipeline.declare")
   functions_of(Pipeline, "pipeline:", list)
   functions_of(Pipeline.Data, "pipeline data:", list)
   functions_of(Pipeline.Scalar, "pipeline scalar:", list)

@@ -4,7 +4,7 @@
 -- temporaries, warnings), the refusals, explain() and to_dot(), and the
 -- fused kernels' CUDA C compiled by NVRTC.
 local gpurun = require("gpurun")
-local access = require("gpurun.compute.pipeline_access")
+local access = require("gpurun.pipeline.access")
 
 local N = 4096
 
@@ -326,7 +326,7 @@ describe("gpurun.pipeline refuses", function()
     assert.is_false(ok)
     assert.matches(expected, err, 1, true)
     -- At the caller's line, not inside gpurun.
-    assert.is_nil(tostring(err):find("compute/pipeline", 1, true), err)
+    assert.is_nil(tostring(err):find("gpurun/pipeline/", 1, true), err)
   end
 
   it("bad declarations, naming the pipeline and the stage", function()
@@ -407,7 +407,7 @@ describe("gpurun.pipeline over devices", function()
   end)
 end)
 
-describe("pipeline_access", function()
+describe("gpurun.pipeline.access", function()
   local SOURCE = [[
 // a comment naming scale(float *in)
 extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n) {}

@@ -8,7 +8,7 @@
 --                the last ones may be reductions, "<op> <dtype> <name> = <expression>"
 --                (op: sum, prod, min, max, argmin, argmax, any, all, mean, norm): the
 --                expression reduced over every element into a 1-element output
---                (lua/gpurun/compute/pipeline_reduction.lua)
+--                (lua/gpurun/compute/reduction_stages.lua)
 --     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
 --     options    fuse = "auto" (default), "always" or "never", accumulate (the dtype
 --                sums, products, means and norms are combined in), and elementwise()'s options
@@ -32,7 +32,7 @@
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
 local options_rule = require("gpurun.options")
-local reductions = require("gpurun.compute.pipeline_reduction")
+local reductions = require("gpurun.compute.reduction_stages")
 local source = require("gpurun.compute.elementwise_source")
 
 
@@ -225,7 +225,7 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
   for index, stage in ipairs(stages) do
     if needed[index] and (in_group[index] or not wanted[stage.name]) then
       if stage.reduce then
-        -- reduced, not computed per element: pipeline_reduction.lua's part
+        -- reduced, not computed per element: reduction_stages.lua's part
       elseif in_group[index] and wanted[stage.name] then
         body[#body + 1] = ("%s = %s;"):format(stage.name, stage.expression)
       else

@@ -1,7 +1,7 @@
 -- gpurun.pipeline: stages declared by the data they read and write; the
 -- DAG, the streams, the fusion and the temporaries are inferred
--- (compute/pipeline_plan.lua), and the plan runs stage by stage on streams
--- or as one replayed graph (compute/pipeline_run.lua).
+-- (pipeline/schedule.lua), and the plan runs stage by stage on streams
+-- or as one replayed graph (pipeline/run.lua).
 --
 --   local p = gpurun.pipeline{ name = "sample" }
 --   local r1, r2 = p:temporary("r1", n), p:temporary("r2", n)
@@ -19,7 +19,7 @@
 -- Scalars are named values a stage passes and p:set changes.
 local common = require("gpurun.common")
 local options_rule = require("gpurun.options")
-local access = require("gpurun.compute.pipeline_access")
+local access = require("gpurun.pipeline.access")
 
 local raise = common.raise
 local DTYPES = common.DTYPES
@@ -122,8 +122,8 @@ function Pipeline.new(options)
     name = checked.name, options = checked,
     data = {}, by_name = {}, by_object = setmetatable({}, { __mode = "k" }),
     scalars = {}, stages = {}, version = 0, captures = 0, updates = 0, recaptures = 0,
-    state = {}, -- what runs: streams, events, graphs (compute/pipeline_run.lua)
-    fused_cache = {}, -- fused kernels by their text (compute/pipeline_report.lua)
+    state = {}, -- what runs: streams, events, graphs (pipeline/run.lua)
+    fused_cache = {}, -- fused kernels by their text (pipeline/report.lua)
     kernel_state = setmetatable({}, { __mode = "k" }), -- see state_of
   }, Pipeline)
   return self

@@ -17,7 +17,7 @@
 -- each replay makes them and the driver may reuse their memory.
 local gpurun = require("gpurun")
 local nvtx = require("gpurun.nvtx")
-local Pipeline = require("gpurun.compute.pipeline")
+local Pipeline = require("gpurun.pipeline.declare")
 local common = require("gpurun.common")
 
 local raise = common.raise

@@ -12,9 +12,9 @@
 -- slice's device current. Only stages that work element by element split:
 -- elementwise kernels and pipelines, copies and fills.
 local gpurun = require("gpurun")
-local Pipeline = require("gpurun.compute.pipeline")
+local Pipeline = require("gpurun.pipeline.declare")
 local common = require("gpurun.common")
-local access = require("gpurun.compute.pipeline_access")
+local access = require("gpurun.pipeline.access")
 
 local raise = common.raise
 

@@ -23,7 +23,7 @@ local reduction = require("gpurun.compute.reduction")
 local DTYPES = common.DTYPES
 local raise = common.raise
 
-local pipeline_reduction = {}
+local reduction_stages = {}
 
 local STAGE_OPS = {
   sum = { op = "sum", accumulates = true }, prod = { op = "prod", accumulates = true },
@@ -33,14 +33,14 @@ local STAGE_OPS = {
   mean = { op = "sum", accumulates = true, post = "%s = a / (%s)count;", float = true },
   norm = { op = "sum", accumulates = true, post = "%s = sqrt(a);", square = true, float = true },
 }
-pipeline_reduction.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
+reduction_stages.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
 local INTEGERS = {}
 for dtype, info in pairs(DTYPES) do
   INTEGERS[dtype] = not info.float or nil
 end
 
 -- A reduction stage, or nil when `text` is not one (an elementwise stage).
-function pipeline_reduction.parse_stage(text, what, index)
+function reduction_stages.parse_stage(text, what, index)
   local op, dtype, name, expression =
     text:match("^%s*([%w_]+)%s+([%w_]+)%s+([%w_]+)%s*=%s*(.-)%s*;?%s*$")
   if not op or not STAGE_OPS[op] then
@@ -67,7 +67,7 @@ function pipeline_reduction.parse_stage(text, what, index)
 end
 
 -- Reductions come after every elementwise stage (nothing reads them).
-function pipeline_reduction.check_order(stages, what)
+function reduction_stages.check_order(stages, what)
   local seen
   for _, stage in ipairs(stages) do
     if stage.reduce then
@@ -97,7 +97,7 @@ end
 -- The reduction kernel of one group (spec from elementwise_pipeline's
 -- group_kernel: in_params, out_params, operation, name, reduces = stage
 -- indexes).
-function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
+function reduction_stages.kernel(spec, stages, options, accumulate, what)
   if accumulate ~= nil and not DTYPES[accumulate] then
     raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, common.DTYPE_NAMES,
           tostring(accumulate)))
@@ -141,4 +141,4 @@ function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
   }
 end
 
-return pipeline_reduction
+return reduction_stages

@@ -3,9 +3,9 @@
 -- step they share with running (Pipeline:planned), cached until the
 -- declaration changes.
 local gpurun = require("gpurun")
-local Pipeline = require("gpurun.compute.pipeline")
-local planner = require("gpurun.compute.pipeline_plan")
-local fuse = require("gpurun.compute.pipeline_fuse")
+local Pipeline = require("gpurun.pipeline.declare")
+local planner = require("gpurun.pipeline.schedule")
+local fuse = require("gpurun.pipeline.fuse")
 local common = require("gpurun.common")
 
 local raise = common.raise
@@ -47,7 +47,7 @@ function Pipeline:planned()
   local plan = planner.build(self.data, self.stages, {
     max_streams = self.options.max_streams, fuse = self.options.fuse, can_fuse = can_fuse,
   })
-  -- What lives in memory comes from a pool (compute/pipeline_run.lua).
+  -- What lives in memory comes from a pool (pipeline/run.lua).
   for _, t in ipairs(plan.temporaries) do
     if t.where == "allocated" then
       t.where = "pool"

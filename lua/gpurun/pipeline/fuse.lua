@@ -6,7 +6,7 @@
 -- inputs, and the data the plan writes to memory its outputs. Temporaries
 -- that stay in registers are never made. No GPU: the elementwise pipeline
 -- compiles on its first call.
-local access = require("gpurun.compute.pipeline_access")
+local access = require("gpurun.pipeline.access")
 local source = require("gpurun.compute.elementwise_source")
 
 
