@@ -1,17 +1,9 @@
--- gpurun.pipeline: stages declared by the data they read and write; the
--- DAG, the streams, the fusion and the temporaries are inferred
--- (pipeline/schedule.lua), and the plan runs stage by stage on streams
--- or as one replayed graph (pipeline/run.lua).
---
---   local p = gpurun.pipeline{ name = "sample" }
---   local r1, r2 = p:temporary("r1", n), p:temporary("r2", n)
---   p:call(add, a, b, r1)                  -- kernel objects with params
---   p:call(mul, r1, c, r2)
---   p:call(sub, r2, a, r3)                 -- add, mul, sub fused: r1, r2 in registers
---   p:launch(scale, config, d, y, p:scalar("alpha", 2.0), n)  -- a raw kernel
---   print(p:explain())                     -- no GPU needed so far
---   p:graph(stream)                        -- captured once, replayed
---   p:set("alpha", 0.5)                    -- in place, no capture
+-- Declaring a pipeline: its options, its data (buffers, temporaries,
+-- views) and scalars, and what every stage kind's declaration shares: the
+-- table form of a stage, how its arguments name data and scalars, and its
+-- accesses (the inferred ones, with what reads and writes declare in their
+-- place). The stage kinds (pipeline/stage_kinds/) declare their stages
+-- through these; pipeline/types.lua makes them the pipeline's methods.
 --
 -- Data are gpurun.Buffers (and PinnedBuffers, and Lua tables for host
 -- state a callback touches), declared with a name or passed as they are;
@@ -23,29 +15,33 @@ local access = require("gpurun.pipeline.access")
 
 local raise = common.raise
 local DTYPES = common.DTYPES
+local type_name = common.type_name
 
-local Pipeline = {}
-Pipeline.__index = Pipeline
+local declare = {}
 
 -- Handles a stage's arguments may hold.
 local Data = {}
 Data.__index = Data
 local Scalar = {}
 Scalar.__index = Scalar
+declare.Data, declare.Scalar = Data, Scalar
+
+-- The methods that declare data and scalars (the stage kinds add theirs).
+local methods = {}
+declare.methods = methods
 
 local OPTIONS = { "name", "max_streams", "fuse", "strict", "timing", "pool", "quiet", "devices" }
 local TIMING = { events = true, nvtx = true }
 
-local type_name = common.type_name
-
 local function is_plain_table(value)
   return type(value) == "table" and getmetatable(value) == nil
 end
+declare.is_plain_table = is_plain_table
 
 -- The one rule for option tables (gpurun.options): nil (-> {}) or a plain
 -- table of known keys; raised at the caller's line as "what: ...", where
 -- `shape` says what the table holds.
-local function check_options_table(what, given, known, shape)
+function declare.check_options_table(what, given, known, shape)
   if given == nil then
     return {}
   end
@@ -59,11 +55,13 @@ local function check_options_table(what, given, known, shape)
   end
   return given
 end
-Pipeline.check_options_table = check_options_table
+local check_options_table = declare.check_options_table
 
 -- ---- construction -----------------------------------------------------------------
 
-local function check_options(options)
+-- gpurun.pipeline's options, checked: { name, max_streams, fuse, strict,
+-- timing, pool, quiet, devices }.
+function declare.options(options)
   options = check_options_table("gpurun.pipeline", options, OPTIONS)
   local name = options.name or "pipeline"
   if not common.is_identifier(name) or name:sub(1, 1) == "_" then
@@ -116,23 +114,25 @@ local function check_options(options)
   }
 end
 
-function Pipeline.new(options)
-  local checked = check_options(options)
-  local self = setmetatable({
+-- A new pipeline of the type `metatable`, for options as declare.options
+-- gives them.
+function declare.new(checked, metatable)
+  return setmetatable({
     name = checked.name, options = checked,
     data = {}, by_name = {}, by_object = setmetatable({}, { __mode = "k" }),
     scalars = {}, stages = {}, version = 0, captures = 0, updates = 0, recaptures = 0,
-    state = {}, -- what runs: streams, events, graphs (pipeline/run.lua)
-    fused_cache = {}, -- fused kernels by their text (pipeline/report.lua)
-    kernel_state = setmetatable({}, { __mode = "k" }), -- see state_of
-  }, Pipeline)
-  return self
+    state = {}, -- what runs: streams, events, graphs (pipeline/compile.lua, run.lua)
+    fused_cache = {}, -- fused kernels by their text (pipeline/fuse.lua)
+    kernel_state = setmetatable({}, { __mode = "k" }), -- see declare.kernel_state
+  }, metatable)
 end
 
-local function changed(self)
+-- The declaration changed: what was planned from it is out of date.
+function declare.changed(self)
   self.version = self.version + 1
-  self.cached_plan = nil
+  self.schedule = nil
 end
+local changed = declare.changed
 
 -- ---- data -------------------------------------------------------------------------
 
@@ -148,12 +148,12 @@ local function check_name(self, name, what)
 end
 
 -- The address space and byte range of a buffer's memory.
-local function place(data, buffer)
-  local kind = type_name(buffer)
-  if kind == "gpurun.Buffer" then
+function declare.place(data, buffer)
+  local of_type = type_name(buffer)
+  if of_type == "gpurun.Buffer" then
     data.key = "device " .. buffer.device
     data.device = buffer.device
-  elseif kind == "gpurun.PinnedBuffer" then
+  elseif of_type == "gpurun.PinnedBuffer" then
     data.key = "host"
     data.host = true
   else
@@ -167,6 +167,7 @@ local function place(data, buffer)
   data.count = #buffer
   data.dtype = buffer.dtype
 end
+local place = declare.place
 
 local function add_data(self, data)
   data.id = #self.data + 1
@@ -185,18 +186,18 @@ local function add_buffer(self, name, buffer, filled)
   return add_data(self, data)
 end
 
-local function data_kind(value)
-  local kind = type_name(value)
-  return kind == "gpurun.Buffer" or kind == "gpurun.PinnedBuffer" or is_plain_table(value)
+local function is_data(value)
+  local of_type = type_name(value)
+  return of_type == "gpurun.Buffer" or of_type == "gpurun.PinnedBuffer" or is_plain_table(value)
 end
 
 -- buffer(name, buffer [, { filled = true }]) -> a handle: a Buffer, a
 -- PinnedBuffer or a Lua table (host state, for host callbacks). filled =
 -- false: the host never wrote it, so reading it before a stage writes it
 -- is reported.
-function Pipeline:buffer(name, buffer, options)
+function methods:buffer(name, buffer, options)
   check_name(self, name, "buffer")
-  if not data_kind(buffer) then
+  if not is_data(buffer) then
     raise(("pipeline '%s': buffer '%s': a gpurun.Buffer, gpurun.PinnedBuffer or table expected, "
            .. "got %s"):format(self.name, name, type_name(buffer)))
   end
@@ -218,7 +219,7 @@ end
 
 -- buffers{ name = buffer, ... } -> { name = handle, ... }: buffer() for
 -- each (in the order of their names), filled.
-function Pipeline:buffers(list)
+function methods:buffers(list)
   if not is_plain_table(list) then
     raise(("pipeline '%s': buffers: a table { name = buffer, ... } expected, got %s"):format(
           self.name, type_name(list)))
@@ -242,7 +243,7 @@ end
 -- pipeline makes (float32 by default): in registers when fusion keeps it
 -- there, else from a memory pool (options.pool, else the device's default
 -- one), inside the graph when it is captured.
-function Pipeline:temporary(name, count, dtype)
+function methods:temporary(name, count, dtype)
   check_name(self, name, "temporary")
   if math.type(count) ~= "integer" or count < 1 or count > 1 << 40 then
     raise(("pipeline '%s': temporary '%s': the count must be an integer from 1 to 2^40, got %s")
@@ -262,9 +263,9 @@ end
 -- view(name, of, first [, count]) -> a handle for elements first ..
 -- first + count - 1 (1-based) of a declared buffer or temporary, which
 -- overlaps it and every other view of it.
-function Pipeline:view(name, of, first, count)
+function methods:view(name, of, first, count)
   check_name(self, name, "view")
-  local base = self:resolve_data(of, ("view '%s'"):format(name))
+  local base = declare.resolve_data(self, of, ("view '%s'"):format(name))
   if base.host and not base.count then
     raise(("pipeline '%s': view '%s': a table has no elements to view"):format(self.name, name))
   end
@@ -290,7 +291,7 @@ end
 
 -- scalar(name, value [, dtype]) -> a handle for a value stages pass, that
 -- p:set(name, value) changes (in place in a captured graph).
-function Pipeline:scalar(name, value, dtype)
+function methods:scalar(name, value, dtype)
   check_name(self, name, "scalar")
   if type(value) ~= "number" then
     raise(("pipeline '%s': scalar '%s': a number expected, got %s"):format(self.name, name,
@@ -308,7 +309,7 @@ end
 
 -- The data a reference names: a handle, a name, or a buffer (declared
 -- now under `default_name` when new). Nil for anything else.
-function Pipeline:find_data(value, default_name)
+function declare.find_data(self, value, default_name)
   local meta = getmetatable(value)
   if meta == Data then
     if self.data[value.id] ~= value then
@@ -320,8 +321,8 @@ function Pipeline:find_data(value, default_name)
     local found = self.by_name[value]
     return getmetatable(found) == Data and found or nil
   end
-  local kind = type_name(value)
-  if kind == "gpurun.Buffer" or kind == "gpurun.PinnedBuffer" then
+  local of_type = type_name(value)
+  if of_type == "gpurun.Buffer" or of_type == "gpurun.PinnedBuffer" then
     local known = self.by_object[value]
     if known then
       return known
@@ -337,8 +338,9 @@ function Pipeline:find_data(value, default_name)
   return nil
 end
 
-function Pipeline:resolve_data(value, what)
-  local data = self:find_data(value)
+-- The data a reference names, or an error saying what `what` expected.
+function declare.resolve_data(self, value, what)
+  local data = declare.find_data(self, value)
   if not data then
     raise(("pipeline '%s': %s: a declared buffer, temporary or view (a handle, its name or a "
            .. "gpurun.Buffer) expected, got %s"):format(self.name, what,
@@ -348,7 +350,7 @@ function Pipeline:resolve_data(value, what)
 end
 
 -- An argument as stages keep it: { data = d } | { scalar = s } | { value = v }.
-local function argument(self, value, default_name)
+function declare.argument(self, value, default_name)
   if getmetatable(value) == Scalar then
     if self.by_name[value.name] ~= value then
       raise(("pipeline '%s': scalar '%s' belongs to another pipeline"):format(self.name, value.name))
@@ -364,16 +366,38 @@ local function argument(self, value, default_name)
     end
     return { value = value, unknown_name = true }
   end
-  local data = self:find_data(value, default_name)
+  local data = declare.find_data(self, value, default_name)
   if data then
     return { data = data }
   end
   return { value = value }
 end
 
--- ---- access overrides -------------------------------------------------------------
+-- A kernel object that keeps temporaries of its own between calls
+-- (gpurun.reduction's kernels, and elementwise pipelines holding one) must
+-- not run twice at the same time: each call of it writes a datum standing
+-- for that state, which orders them. It names no memory and no stage can
+-- pass it (it has no name a stage could look up). Nil for other kernels.
+function declare.kernel_state(self, kernel)
+  if not access.keeps_state(kernel) then
+    return nil
+  end
+  local data = self.kernel_state[kernel]
+  if not data then
+    data = { name = ("state of '%s'"):format(tostring(kernel.name)), kind = "state", state = true,
+             filled = true }
+    place(data, data)
+    data.id = #self.data + 1
+    self.data[data.id] = setmetatable(data, Data)
+    self.kernel_state[kernel] = data
+  end
+  return data
+end
 
-local function read_overrides(self, options, what)
+-- ---- a stage's accesses ------------------------------------------------------------
+
+-- The data its options' reads and writes lists name: { [data] = mode }.
+function declare.read_overrides(self, options, what)
   local declared = {}
   for _, key in ipairs({ "reads", "writes" }) do
     local list = options[key]
@@ -383,7 +407,7 @@ local function read_overrides(self, options, what)
               type_name(list)))
       end
       for _, item in ipairs(list) do
-        local data = self:resolve_data(item, ("%s: %s"):format(what, key))
+        local data = declare.resolve_data(self, item, ("%s: %s"):format(what, key))
         declared[data] = access.merge(declared[data], key == "reads" and "r" or "w")
       end
     end
@@ -393,7 +417,8 @@ end
 
 -- The stage's accesses: the inferred ones, with what `declared` says in
 -- their place (and added), refusing a write to what the code only reads.
-local function accesses_of(self, stage_name, inferred, declared)
+-- Returns them (in data order) and `declared`.
+function declare.accesses_of(self, stage_name, inferred, declared)
   local list, seen = {}, {}
   for _, item in ipairs(inferred) do
     local d = item.data
@@ -427,6 +452,8 @@ local function accesses_of(self, stage_name, inferred, declared)
   return list, declared
 end
 
+-- ---- a stage's arguments -----------------------------------------------------------
+
 local STAGE_OPTIONS = { "name", "reads", "writes" }
 
 -- Splits the table form { positional..., name =, reads =, writes = }.
@@ -453,7 +480,7 @@ end
 
 -- A stage's arguments: the table form (`what` names the stage kind in
 -- messages) or the arguments as given; and how many there are.
-local function stage_spec(self, what, first, ...)
+function declare.stage_spec(self, what, first, ...)
   if is_plain_table(first) and select("#", ...) == 0 then
     return table_form(self, first, what)
   end
@@ -463,258 +490,23 @@ local function stage_spec(self, what, first, ...)
   return spec, count
 end
 
-local function add_stage(self, stage)
-  stage.index = #self.stages + 1
-  self.stages[stage.index] = stage
-  changed(self)
-  return self
-end
-
--- ---- stages -------------------------------------------------------------------------
-
--- launch(kernel, config, args...) or launch{ kernel, config, args...,
--- name =, reads = { ... }, writes = { ... } }: a raw kernel. Its pointer
--- arguments' accesses come from the kernel's declaration in its source
--- (const: read), overridden by reads/writes.
-function Pipeline:launch(...)
-  local spec, count = stage_spec(self, "launch", ...)
-  local kernel, config = spec[1], spec[2]
-  if type_name(kernel) ~= "gpurun.Kernel" then
-    raise(("pipeline '%s': launch: a gpurun.Kernel expected first, got %s"):format(self.name,
-          type_name(kernel)))
-  end
-  if type_name(config) ~= "gpurun.LaunchConfig" then
-    raise(("pipeline '%s': launch of '%s': a gpurun.LaunchConfig expected second, got %s"):format(
-          self.name, kernel.name, type_name(config)))
-  end
-  local name = spec.name or kernel.name
-  local what = ("stage '%s'"):format(name)
-  if count - 2 ~= kernel.num_params then
-    raise(("pipeline '%s': %s: kernel '%s' takes %d arguments, got %d"):format(self.name, what,
-          kernel.name, kernel.num_params, count - 2))
-  end
-  local declaration, why = access.declaration(kernel.source, kernel.name)
-  if declaration and #declaration ~= kernel.num_params then
-    declaration, why = nil, ("its declaration lists %d parameters, the PTX %d"):format(
-      #declaration, kernel.num_params)
-  end
-  local params = kernel:params()
-  local args, positions = {}, {}
-  for position = 1, count - 2 do
-    local param_name = declaration and declaration[position].text:match("([%a_][%w_]*)%s*$")
-    local arg = argument(self, spec[position + 2], param_name)
-    if arg.unknown_name and params[position].kind ~= "aggregate" then
-      raise(("pipeline '%s': %s: argument %d, '%s', names no declared data or scalar"):format(
-            self.name, what, position, arg.value))
-    end
-    if arg.data then
-      if params[position].pointer == false then
-        raise(("pipeline '%s': %s: argument %d is data ('%s'), but parameter %d (%s) is not a "
-               .. "pointer"):format(self.name, what, position, arg.data.name, position,
-               params[position].type or "?"))
-      end
-      if arg.data.host then
-        raise(("pipeline '%s': %s: argument %d ('%s') is host memory; a kernel takes device "
-               .. "buffers"):format(self.name, what, position, arg.data.name))
-      end
-      positions[#positions + 1] = position
-    end
-    args[position] = arg
-  end
-  local inferred = {}
-  for position, item in pairs(access.raw(declaration, positions, why)) do
-    item.data = args[position].data
-    inferred[#inferred + 1] = item
-  end
-  local stage = { kind = "kernel", name = name, kernel = kernel, config = config, args = args,
-                  params = params }
-  stage.accesses, stage.declared = accesses_of(self, name, inferred, read_overrides(self, spec, what))
-  return add_stage(self, stage)
-end
-
-local function check_call_args(self, kernel, args, what, elementwise_kernel)
-  local count
-  for position, param in ipairs(kernel.params) do
-    local arg = args[position]
-    if arg.unknown_name then
-      raise(("pipeline '%s': %s: argument %d (%s), '%s', names no declared data or scalar"):format(
-            self.name, what, position, param.name, arg.value))
-    end
-    if param.output and not arg.data then
-      raise(("pipeline '%s': %s: output %s must be data (a buffer, temporary or view), got %s")
-            :format(self.name, what, param.name, type_name(arg.value)))
-    end
-    if arg.data and arg.data.host then
-      raise(("pipeline '%s': %s: %s ('%s') is host memory; the kernel takes device buffers")
-            :format(self.name, what, param.name, arg.data.name))
-    end
-    if elementwise_kernel and arg.data then
-      local d = arg.data
-      if not param.variable and param.type ~= d.dtype then
-        raise(("pipeline '%s': %s: %s is %s, but '%s' is %s"):format(self.name, what, param.name,
-              param.type, d.name, tostring(d.dtype)))
-      end
-      if count and d.count ~= count then
-        raise(("pipeline '%s': %s: '%s' has %d elements, but the kernel's other buffers %d")
-              :format(self.name, what, d.name, d.count, count))
-      end
-      count = d.count
-    end
-  end
-  return count
-end
-
--- A kernel object that keeps temporaries of its own between calls
--- (gpurun.reduction's kernels, and elementwise pipelines holding one) must
--- not run twice at the same time: each call of it writes a datum standing
--- for that state, which orders them. It names no memory and no stage can
--- pass it (it has no name a stage could look up).
-local function state_of(self, kernel)
-  if not access.keeps_state(kernel) then
-    return nil
-  end
-  local data = self.kernel_state[kernel]
-  if not data then
-    data = { name = ("state of '%s'"):format(tostring(kernel.name)), kind = "state", state = true,
-             filled = true }
-    place(data, data)
-    data.id = #self.data + 1
-    self.data[data.id] = setmetatable(data, Data)
-    self.kernel_state[kernel] = data
-  end
-  return data
-end
-
--- call(kernel, args...) or call{ kernel, args..., name =, reads =, writes
--- = }: a kernel object with params (gpurun.elementwise kernels and
--- pipelines, reductions), called as kernel(target, args...).
-function Pipeline:call(...)
-  local spec, count = stage_spec(self, "call", ...)
-  local kernel = spec[1]
-  if type(kernel) ~= "table" or type(kernel.params) ~= "table" or not getmetatable(kernel) then
-    raise(("pipeline '%s': call: a kernel object with params (gpurun.elementwise, a reduction) "
-           .. "expected first, got %s"):format(self.name, type_name(kernel)))
-  end
-  local name = spec.name or kernel.name or "call"
-  local what = ("stage '%s'"):format(name)
-  if count - 1 ~= #kernel.params then
-    local names = {}
-    for index, param in ipairs(kernel.params) do names[index] = param.name end
-    raise(("pipeline '%s': %s: '%s' takes %d arguments (%s), got %d"):format(self.name, what,
-          tostring(kernel.name), #kernel.params, table.concat(names, ", "), count - 1))
-  end
-  local args, positions = {}, {}
-  for position, param in ipairs(kernel.params) do
-    args[position] = argument(self, spec[position + 1], param.name)
-    if args[position].data then
-      positions[#positions + 1] = position
-    end
-  end
-  local elementwise_kernel = access.is_elementwise_kernel(kernel)
-  local n = check_call_args(self, kernel, args, what, elementwise_kernel)
-  local inferred = {}
-  for position, item in pairs(access.from_params(kernel.params, positions)) do
-    item.data = args[position].data
-    inferred[#inferred + 1] = item
-  end
-  local state = state_of(self, kernel)
-  if state then
-    inferred[#inferred + 1] = { data = state, mode = "w",
-                                how = "the kernel's own temporaries: one call at a time" }
-  end
-  local stage = { kind = "call", name = name, kernel = kernel, args = args }
-  stage.accesses, stage.declared = accesses_of(self, name, inferred, read_overrides(self, spec, what))
-  if elementwise_kernel and n then
-    local fusion, why = access.fusable(kernel)
-    if fusion then
-      fusion.count = n
-      local device
-      for _, arg in ipairs(args) do
-        if arg.data and arg.data.device then device = arg.data.device end
-      end
-      fusion.device = device
-      stage.fusion = fusion
-    else
-      stage.not_fused = why
-    end
-  end
-  return add_stage(self, stage)
-end
-
-local function simple_options(self, options, what)
+-- The options table of a stage that takes its data first ({ name =,
+-- reads =, writes = }), checked.
+function declare.stage_options(self, options, what)
   options = check_options_table(("pipeline '%s': %s"):format(self.name, what), options,
                                 STAGE_OPTIONS, "{ name =, reads =, writes = }")
   return (table_form(self, options, what))
 end
 
--- copy(destination, source [, options]): Buffer:copy_from (or copy_to a
--- PinnedBuffer) between two data of one size and dtype.
-function Pipeline:copy(destination, from, options)
-  options = simple_options(self, options, "copy")
-  local dst = self:resolve_data(destination, "copy destination")
-  local src = self:resolve_data(from, "copy source")
-  local name = options.name or ("copy %s <- %s"):format(dst.name, src.name)
-  for _, d in ipairs({ dst, src }) do
-    if not d.count then
-      raise(("pipeline '%s': stage '%s': '%s' is a table; copies take buffers"):format(self.name,
-            name, d.name))
-    end
-  end
-  if dst.host and src.host then
-    raise(("pipeline '%s': stage '%s': a copy between two host buffers is not GPU work"):format(
-          self.name, name))
-  end
-  if dst.count ~= src.count or dst.dtype ~= src.dtype then
-    raise(("pipeline '%s': stage '%s': '%s' is %d x %s and '%s' %d x %s (a copy takes two of one "
-           .. "size and dtype: copy views for a part)"):format(self.name, name, dst.name, dst.count,
-           tostring(dst.dtype), src.name, src.count, tostring(src.dtype)))
-  end
-  local stage = { kind = "copy", name = name, dst = dst, src = src, count = dst.count }
-  stage.accesses, stage.declared = accesses_of(self, name, {
-    { data = src, mode = "r", how = "copy source", const = true },
-    { data = dst, mode = "w", how = "copy destination" },
-  }, read_overrides(self, options, ("stage '%s'"):format(name)))
-  return add_stage(self, stage)
+-- Adds a stage of kind `kind` (pipeline/stage_kinds/) as declared; returns
+-- the pipeline, so that declarations chain.
+function declare.add_stage(self, kind, stage)
+  stage.kind = kind
+  stage.index = #self.stages + 1
+  self.stages[stage.index] = stage
+  changed(self)
+  return self
 end
-
--- fill(destination, value [, options]): Buffer:fill.
-function Pipeline:fill(destination, value, options)
-  options = simple_options(self, options, "fill")
-  local dst = self:resolve_data(destination, "fill destination")
-  local name = options.name or ("fill %s"):format(dst.name)
-  if type(value) ~= "number" then
-    raise(("pipeline '%s': stage '%s': the fill value must be a number, got %s"):format(self.name,
-          name, type_name(value)))
-  end
-  if dst.host then
-    raise(("pipeline '%s': stage '%s': '%s' is host memory; fills are device work"):format(
-          self.name, name, dst.name))
-  end
-  local stage = { kind = "fill", name = name, dst = dst, value = value }
-  stage.accesses, stage.declared = accesses_of(self, name, { { data = dst, mode = "w", how = "fill" } },
-                               read_overrides(self, options, ("stage '%s'"):format(name)))
-  return add_stage(self, stage)
-end
-
--- host(fn [, options]): fn() runs on the main thread at this point of the
--- stream order (gpurun.HostCallback), while the script waits for the
--- pipeline; it must not call into the GPU. Without reads or writes it is a
--- barrier: it reads and writes every declared data.
-function Pipeline:host(fn, options)
-  options = simple_options(self, options, "host")
-  if type(fn) ~= "function" then
-    raise(("pipeline '%s': host: a function expected, got %s"):format(self.name, type_name(fn)))
-  end
-  local name = options.name or "host"
-  local declared = read_overrides(self, options, ("stage '%s'"):format(name))
-  -- A barrier's accesses are every data the plan knows (see barrier_accesses).
-  local stage = { kind = "host", name = name, fn = fn, barrier = next(declared) == nil }
-  stage.accesses, stage.declared = accesses_of(self, name, {}, declared)
-  return add_stage(self, stage)
-end
-
-Pipeline.Data = Data
-Pipeline.Scalar = Scalar
 
 function Data:__tostring()
   return ("pipeline data '%s' (%s%s)"):format(self.name, self.kind,
@@ -725,9 +517,4 @@ function Scalar:__tostring()
   return ("pipeline scalar '%s' = %s"):format(self.name, tostring(self.value))
 end
 
-function Pipeline:__tostring()
-  return ("gpurun.pipeline '%s' (%d stage%s)"):format(self.name, #self.stages,
-    #self.stages == 1 and "" or "s")
-end
-
-return Pipeline
+return declare

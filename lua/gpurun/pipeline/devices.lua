@@ -1,36 +1,40 @@
--- A pipeline over several devices: gpurun.pipeline{ devices = { 0, 1 } }.
--- Every buffer and temporary of the declaration has one element count N;
--- each device gets a slice of it (N split as evenly as it goes, device
--- order), and a pipeline of its own over its slices, declared from the same
--- stages: on the device that holds a buffer the slice is a view of it, on
--- another a buffer of its own, filled from the buffer's slice before each
--- run (when the host filled it) and copied back after (when a stage writes
--- it). Each device runs its pipeline on a stream of its own, as stages or
--- as one graph, all devices at once; p:wait() waits for all. Copies between
--- devices follow Buffer:copy_from's rules (peer access where there is, the
--- driver's staging where not), queued on the slice's stream with the
--- slice's device current. Only stages that work element by element split:
--- elementwise kernels and pipelines, copies and fills.
+-- Running a pipeline over several devices: gpurun.pipeline{ devices = {
+-- 0, 1 } }. Every buffer and temporary of the declaration has one element
+-- count N; each device gets a slice of it (N split as evenly as it goes,
+-- device order), and a one-device pipeline of its own over its slices,
+-- each stage declared again there by its kind's split: on the device that
+-- holds a buffer the slice is a view of it, on another a buffer of its
+-- own, filled from the buffer's slice before each run (when the host
+-- filled it) and copied back after (when a stage writes it). Each device
+-- runs its pipeline on a stream of its own, as stages or as one graph, all
+-- devices at once; p:wait() waits for all. Copies between devices follow
+-- Buffer:copy_from's rules (peer access where there is, the driver's
+-- staging where not), queued on the slice's stream with the slice's device
+-- current. Only stages that work element by element split: elementwise
+-- kernels and pipelines, copies and fills.
 local gpurun = require("gpurun")
-local Pipeline = require("gpurun.pipeline.declare")
 local common = require("gpurun.common")
-local access = require("gpurun.pipeline.access")
+local declare = require("gpurun.pipeline.declare")
+local report = require("gpurun.pipeline.report")
+local run = require("gpurun.pipeline.run")
+local schedule = require("gpurun.pipeline.schedule")
 
 local raise = common.raise
 
-local single = {
-  run = Pipeline.run, graph = Pipeline.graph, set = Pipeline.set, wait = Pipeline.wait,
-  timings = Pipeline.timings, close = Pipeline.close, explain = Pipeline.explain,
-}
+local devices = {}
 
--- Which stages split by elements, and why not.
+-- A slice's own pipeline: declared, planned and run as one device's.
+local Slice = { __index = declare.methods }
+
+-- The element count every data shares, and how each stage splits
+-- (split_of[stage] = declare_on(slice)); raises naming what cannot split.
 local function check_splittable(self)
   local count
   for _, d in ipairs(self.data) do
     if d.state then
       goto next_data -- a kernel's own state: its stage is refused below
     end
-    if d.kind == "view" then
+    if d.parent then
       raise(("pipeline '%s' over devices: '%s' is a view; a pipeline split across devices takes "
              .. "whole buffers and temporaries"):format(self.name, d.name))
     end
@@ -45,29 +49,39 @@ local function check_splittable(self)
     count = d.count
     ::next_data::
   end
+  local split_of = {}
   for _, stage in ipairs(self.stages) do
-    -- (An elementwise pipeline holding a reduction reduces over all of N.)
-    local ok = stage.kind == "fill" or stage.kind == "copy"
-      or (stage.kind == "call" and not access.keeps_state(stage.kernel)
-          and (access.is_elementwise_kernel(stage.kernel)
-               or access.is_elementwise_pipeline(stage.kernel)))
-    if not ok then
+    local kind = stage.kind
+    local declare_on, why
+    if kind.split then
+      declare_on, why = kind.split(stage)
+    else
+      why = ("a %s stage"):format(kind.name)
+    end
+    if not declare_on then
       raise(("pipeline '%s' over devices: stage '%s' (%s) does not work element by element, so "
              .. "it cannot be split across devices (elementwise kernels and pipelines, copies and "
-             .. "fills can)"):format(self.name, stage.name, stage.kind == "kernel" and "a raw kernel"
-             or stage.kind == "host" and "a host callback" or "a kernel object that is not elementwise"))
+             .. "fills can)"):format(self.name, stage.name, why))
     end
+    split_of[stage] = declare_on
   end
-  return count
+  return count, split_of
 end
 
-local function declared_lists(stage, map)
+-- slice:declared(stage) -> the reads and writes lists a stage declared,
+-- as this slice's data (nil for an empty one).
+local function declared(slice, stage)
   local reads, writes = {}, {}
   for d, mode in pairs(stage.declared or {}) do
-    if mode ~= "w" then reads[#reads + 1] = map[d] end
-    if mode ~= "r" then writes[#writes + 1] = map[d] end
+    if mode ~= "r" then writes[#writes + 1] = slice.map[d] end
+    if mode ~= "w" then reads[#reads + 1] = slice.map[d] end
   end
   return #reads > 0 and reads or nil, #writes > 0 and writes or nil
+end
+
+-- The elements device k of `count` devices takes of n.
+local function slice_count(n, count, k)
+  return n // count + (k <= n % count and 1 or 0)
 end
 
 -- The slices and their pipelines, made once per declaration.
@@ -77,34 +91,34 @@ local function slices(self)
     return state.sliced
   end
   if state.sliced then
-    for _, slice in ipairs(state.sliced) do single.close(slice.pipeline) end
+    for _, slice in ipairs(state.sliced) do run.close(slice.pipeline) end
   end
   if #self.stages == 0 then
     raise(("pipeline '%s' has no stages"):format(self.name))
   end
-  local n = check_splittable(self)
-  self:planned() -- the declaration's own checks (strict mode) first
-  local devices = self.options.devices
+  local n, split_of = check_splittable(self)
+  schedule.of(self) -- the declaration's own checks (strict mode) first
+  local ordinals = self.options.devices
   local sliced = { version = self.version }
+  local written = {}
+  for _, stage in ipairs(self.stages) do
+    for _, a in ipairs(stage.accesses) do
+      if a.mode ~= "r" then written[a.data] = true end
+    end
+  end
   local first = 1
-  for k, ordinal in ipairs(devices) do
-    local count = n // #devices + (k <= n % #devices and 1 or 0)
+  for k, ordinal in ipairs(ordinals) do
+    local count = slice_count(n, #ordinals, k)
     local device = gpurun.Device(ordinal)
     device:set_current()
-    local sub = Pipeline.new{ name = ("%s_d%d"):format(self.name, ordinal),
-                              max_streams = self.options.max_streams, fuse = self.options.fuse,
-                              quiet = self.options.quiet, timing = self.options.timing }
+    local sub = declare.new(declare.options{ name = ("%s_d%d"):format(self.name, ordinal),
+      max_streams = self.options.max_streams, fuse = self.options.fuse,
+      quiet = self.options.quiet, timing = self.options.timing }, Slice)
     local slice = { device = device, ordinal = ordinal, first = first, count = count,
-                    pipeline = sub, scatter = {}, gather = {}, map = {} }
-    local written = {}
-    for _, stage in ipairs(self.stages) do
-      for _, a in ipairs(stage.accesses) do
-        if a.mode ~= "r" then written[a.data] = true end
-      end
-    end
+                    pipeline = sub, scatter = {}, gather = {}, map = {}, declared = declared }
     if count > 0 then
       for _, d in ipairs(self.data) do
-        if d.kind == "temporary" then
+        if d.temporary then
           slice.map[d] = sub:temporary(d.name, count, d.dtype)
         else
           local part = d.buffer:view(first, count)
@@ -122,21 +136,7 @@ local function slices(self)
         slice.map[s] = sub:scalar(s.name, s.value, s.dtype)
       end
       for _, stage in ipairs(self.stages) do
-        local reads, writes = declared_lists(stage, slice.map)
-        if stage.kind == "call" then
-          local spec = { stage.kernel, name = stage.name, reads = reads, writes = writes }
-          for position, arg in ipairs(stage.args) do
-            spec[position + 1] = arg.data and slice.map[arg.data] or arg.scalar and slice.map[arg.scalar]
-              or arg.value
-          end
-          sub:call(spec)
-        elseif stage.kind == "copy" then
-          sub:copy(slice.map[stage.dst], slice.map[stage.src], { name = stage.name, reads = reads,
-                                                                  writes = writes })
-        else
-          sub:fill(slice.map[stage.dst], stage.value, { name = stage.name, reads = reads,
-                                                        writes = writes })
-        end
+        declare.add_stage(sub, stage.kind, split_of[stage](slice))
       end
       slice.stream = device:create_stream()
       sliced[#sliced + 1] = slice
@@ -170,48 +170,40 @@ local function each_slice(self, stream, how)
   return results
 end
 
-function Pipeline:run(stream)
-  if not self.options.devices then
-    return single.run(self, stream)
-  end
-  each_slice(self, stream, single.run)
+-- run(): every slice's stages on its device's stream.
+function devices.run(self, stream)
+  each_slice(self, stream, run.run)
 end
 
-function Pipeline:graph(stream)
-  if not self.options.devices then
-    return single.graph(self, stream)
-  end
-  return each_slice(self, stream, single.graph)
+-- graph() -> { Graph... }: every slice's graph, one per device.
+function devices.graph(self, stream)
+  return each_slice(self, stream, run.graph)
 end
 
-function Pipeline:wait()
-  if not self.options.devices then
-    return single.wait(self)
-  end
+function devices.wait(self)
   for _, slice in ipairs(self.state.sliced or {}) do
     slice.stream:sync()
   end
 end
 
-function Pipeline:set(name, value)
-  single.set(self, name, value)
-  if self.options.devices and self.state.sliced then
+-- set(name, value): as one device's, and a scalar's new value in every slice.
+function devices.set(self, name, value)
+  run.set(self, name, value)
+  if self.state.sliced then
     local target = type(name) == "string" and self.by_name[name] or name
-    if getmetatable(target) == Pipeline.Scalar then
+    if getmetatable(target) == declare.Scalar then
       for _, slice in ipairs(self.state.sliced) do
-        single.set(slice.pipeline, target.name, value)
+        run.set(slice.pipeline, target.name, value)
       end
     end
   end
 end
 
-function Pipeline:timings()
-  if not self.options.devices then
-    return single.timings(self)
-  end
+-- timings() -> every slice's units' timings, each with its device.
+function devices.timings(self)
   local list = {}
   for _, slice in ipairs(self.state.sliced or {}) do
-    for _, entry in ipairs(single.timings(slice.pipeline)) do
+    for _, entry in ipairs(run.timings(slice.pipeline)) do
       entry.device = slice.ordinal
       list[#list + 1] = entry
     end
@@ -219,30 +211,25 @@ function Pipeline:timings()
   return list
 end
 
-function Pipeline:close()
+function devices.close(self)
   for _, slice in ipairs(self.state.sliced or {}) do
-    single.close(slice.pipeline)
+    run.close(slice.pipeline)
     slice.stream:close()
   end
-  single.close(self)
+  run.close(self)
 end
-Pipeline.__close = Pipeline.close
 
--- explain() adds how the pipeline splits over its devices.
-function Pipeline:explain()
-  local text = single.explain(self)
-  local devices = self.options.devices
-  if not devices then
-    return text
-  end
-  local lines = { text, ("devices: split over %d device%s (%s): each runs this plan on its slice")
-    :format(#devices, #devices == 1 and "" or "s", table.concat(devices, ", ")) }
+-- explain(): the schedule, then how the pipeline splits over its devices.
+function devices.explain(self)
+  local ordinals = self.options.devices
+  local lines = { report.explain(self), ("devices: split over %d device%s (%s): each runs this "
+    .. "plan on its slice"):format(#ordinals, #ordinals == 1 and "" or "s", table.concat(ordinals, ", ")) }
   local n
   for _, d in ipairs(self.data) do n = n or d.count end
   if n then
     local first = 1
-    for k, ordinal in ipairs(devices) do
-      local count = n // #devices + (k <= n % #devices and 1 or 0)
+    for k, ordinal in ipairs(ordinals) do
+      local count = slice_count(n, #ordinals, k)
       lines[#lines + 1] = ("  device %d: elements %d..%d"):format(ordinal, first, first + count - 1)
       first = first + count
     end
@@ -250,4 +237,4 @@ function Pipeline:explain()
   return table.concat(lines, "\n")
 end
 
-return Pipeline
+return devices
