@@ -54,12 +54,13 @@ local function entry_points()
   -- The elementwise kernels' and pipelines' classes, loaded on first use.
   gpurun.elementwise("float32 a", "float32 r", "r = a", "loaded")
   functions_of(require("gpurun.compute.elementwise").Kernel, "elementwise kernel:", list)
-  functions_of(require("gpurun.compute.elementwise_pipeline").Pipeline, "elementwise pipeline:", list)
+  functions_of(require("gpurun.compute.elementwise_pipeline").ElementwisePipeline, "elementwise pipeline:",
+               list)
   -- The reductions', scans' and select's functions and classes, loaded on first use too.
   local reduction, scan = require("gpurun.compute.reduction"), require("gpurun.compute.scan")
   functions_of(reduction, "reduction.", list)
   functions_of(reduction.Kernel, "reduction kernel:", list)
-  functions_of(reduction.PlanList, "reduction plans:", list)
+  functions_of(require("gpurun.compute.launch_plans").LaunchPlans, "launch plans:", list)
   functions_of(require("gpurun.compute.prebuilt"), "prebuilt.", list)
   functions_of(scan, "scan.", list)
   functions_of(scan.Kernel, "scan kernel:", list)

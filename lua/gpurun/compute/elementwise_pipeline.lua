@@ -32,17 +32,16 @@
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
 local options_rule = require("gpurun.options")
+local launch_plans = require("gpurun.compute.launch_plans")
 local reductions = require("gpurun.compute.reduction_stages")
 local source = require("gpurun.compute.elementwise_source")
 
 
 local raise = common.raise
 
-local Pipeline = {}
-Pipeline.__index = Pipeline
+local ElementwisePipeline = {}
+ElementwisePipeline.__index = ElementwisePipeline
 
-local PlanList = {}
-PlanList.__index = PlanList
 
 local FUSE_MODES = { auto = true, always = true, never = true }
 
@@ -313,7 +312,7 @@ local function constructor(elementwise, kernel_option_names)
     local stage_list, stage_index = read_stages(stages, inputs, what)
     local pipe = setmetatable({ name = name, in_params = in_params, input_count = #inputs,
                                 outputs = name_list(outputs, what), output_argument = {},
-                                mode = mode, kernels = {}, arguments = {} }, Pipeline)
+                                mode = mode, kernels = {}, arguments = {} }, ElementwisePipeline)
     local wanted = {}
     for position, output in ipairs(pipe.outputs) do
       if not stage_index[output] then
@@ -450,7 +449,7 @@ end
 -- Returns the outputs. Temporaries (fuse = "never") are made on the
 -- target, so that on a builder their memory is the graph's, made and freed
 -- inside each replay.
-function Pipeline:launch(target, ...)
+function ElementwisePipeline:launch(target, ...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
   if #self.temporaries == 0 then
@@ -471,12 +470,12 @@ function Pipeline:launch(target, ...)
   end
   return select(self.input_count + 1, ...)
 end
-Pipeline.__call = Pipeline.launch
+ElementwisePipeline.__call = ElementwisePipeline.launch
 
 -- pipe:prepare(inputs..., outputs... [, shape]): every kernel compiled and
 -- loaded for these arguments (needed before a capture's first call).
 -- Returns pipe.
-function Pipeline:prepare(...)
+function ElementwisePipeline:prepare(...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
   local arguments = with_temporaries(self, nil, ...)
@@ -491,7 +490,7 @@ end
 -- kernel:node_arguments gives it, in launch order; nil when the pipeline
 -- makes temporaries at each call (their buffers are not known ahead) or a
 -- kernel of it cannot say.
-function Pipeline:node_arguments(...)
+function ElementwisePipeline:node_arguments(...)
   check_count(self, select("#", ...))
   if #self.temporaries > 0 then
     return nil
@@ -510,37 +509,21 @@ end
 -- pipe:bind(inputs..., outputs... [, shape]) -> plans with :launch(target)
 -- and :close(). A plan's temporaries are made here (cuMemAlloc) and closed
 -- with the plans.
-function Pipeline:bind(...)
+function ElementwisePipeline:bind(...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
-  local plans = setmetatable({}, PlanList)
   local arguments = with_temporaries(self, nil, ...)
+  local plans = launch_plans.new(table.move(arguments, self.arity + 1,
+                                            self.arity + #self.temporaries, 1, {}))
   for position, kernel in ipairs(self.kernels) do
     plans[position] = kernel:bind(pick(self, kernel, shape, table.unpack(arguments, 1,
                                                                          #self.stored + self.input_count)))
   end
-  plans.temporaries = table.move(arguments, self.arity + 1, self.arity + #self.temporaries, 1, {})
   return plans
 end
 
-function PlanList:launch(target)
-  for position = 1, #self do
-    self[position]:launch(target)
-  end
-end
-
-function PlanList:close()
-  for position = 1, #self do
-    self[position]:close()
-  end
-  for _, temporary in ipairs(self.temporaries or {}) do
-    temporary:close()
-  end
-end
-PlanList.__close = PlanList.close
-
 -- One line per kernel: what it writes and what it keeps in registers.
-function Pipeline:describe()
+function ElementwisePipeline:describe()
   local lines = {}
   local temporary = {}
   for _, entry in ipairs(self.temporaries) do temporary[entry.name] = true end
@@ -558,13 +541,13 @@ function Pipeline:describe()
   return table.concat(lines, "\n")
 end
 
-function Pipeline:__tostring()
+function ElementwisePipeline:__tostring()
   return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
                                                                     #self.kernels == 1 and "" or "s")
 end
 
 -- A pipeline's methods run while a builder captures: their errors end the
 -- capture as gpurun's own do.
-gpurun.guard(Pipeline)
+gpurun.guard(ElementwisePipeline)
 
-return { constructor = constructor, Pipeline = Pipeline }
+return { constructor = constructor, ElementwisePipeline = ElementwisePipeline }

@@ -32,6 +32,7 @@ local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local rs = require("gpurun.compute.reduction_source")
 local kernel_options = require("gpurun.compute.kernel_options")
+local launch_plans = require("gpurun.compute.launch_plans")
 local unknown_option = require("gpurun.options").unknown
 
 local DTYPES = common.DTYPES
@@ -43,8 +44,6 @@ local reduction = {}
 local Kernel = {}
 Kernel.__index = Kernel
 
-local PlanList = {}
-PlanList.__index = PlanList
 
 -- Names the post-map sees itself: an output cannot take them.
 local POST_NAMES = { a = true, b = true, index = true, count = true, segment = true }
@@ -551,7 +550,7 @@ end
 -- and packed once.
 function Kernel:bind(...)
   local s, family, offsets, kind, numbers = prepare(self, nil, ...)
-  local plans = setmetatable({}, PlanList)
+  local plans = launch_plans.new()
   if s then
     if family == "full" then
       plans[1] = s.kernel:bind(s.config, s.n, s.temp, plain(self, numbers, ...))
@@ -569,19 +568,6 @@ function Kernel:bind(...)
   end
   return plans
 end
-
-function PlanList:launch(target)
-  for position = 1, #self do
-    self[position]:launch(target)
-  end
-end
-
-function PlanList:close()
-  for position = 1, #self do
-    self[position]:close()
-  end
-end
-PlanList.__close = PlanList.close
 
 -- kernel:variant(inputs..., outputs... [, shape]) -> what a call with
 -- these arguments would run, without compiling: { family, kernel (its
@@ -618,13 +604,11 @@ function Kernel:__tostring()
 end
 
 reduction.Kernel = Kernel
-reduction.PlanList = PlanList
 
 -- Scripts call these (and the kernels' methods) while a builder captures:
 -- their errors end the capture as gpurun's own do, whether they came
 -- through gpurun.reduction or straight from this module.
 gpurun.guard(Kernel)
-gpurun.guard(PlanList)
 gpurun.guard(reduction)
 
 return reduction

@@ -1,9 +1,9 @@
--- One fusion group of a pipeline's plan as one gpurun.elementwise_pipeline:
+-- One fusion group of a pipeline's schedule as one gpurun.elementwise_pipeline:
 -- each stage's `out = expression` becomes a stage "<dtype> <version> =
 -- <expression>" with its parameters renamed to the group's names (every
 -- write of a data a new version, so that a data written twice or read and
 -- then written stays right), the data read from outside become its
--- inputs, and the data the plan writes to memory its outputs. Temporaries
+-- inputs, and the data the schedule writes to memory its outputs. Temporaries
 -- that stay in registers are never made. No GPU: the elementwise pipeline
 -- compiles on its first call.
 local gpurun = require("gpurun")
@@ -94,7 +94,7 @@ local function describe(pipeline_name, group, stages)
     current[d] = version
     versions[#versions + 1] = version
   end
-  -- Outputs: the last version of each data the plan writes to memory.
+  -- Outputs: the last version of each data the schedule writes to memory.
   local outputs, output_names = {}, {}
   for _, d in ipairs(group.written) do
     outputs[#outputs + 1] = d

@@ -27,7 +27,7 @@ function launch_arguments.typed(scalar, dtype)
 end
 local typed = launch_arguments.typed
 
--- The buffer behind data, in `state` (a compiled plan's: its temporaries
+-- The buffer behind data, in `state` (a compiled schedule's: its temporaries
 -- and views).
 function launch_arguments.buffer_of(state, data)
   if data.buffer then
