@@ -41,6 +41,30 @@ function common.type_name(value)
   return type(meta) == "table" and type(meta.__name) == "string" and meta.__name or type(value)
 end
 
+-- A value as a message shows it: a number, string or boolean as it is,
+-- anything else by its type name, never through its __tostring (which may
+-- raise, or return what is not a string).
+function common.value_text(value)
+  local kind = type(value)
+  if kind == "number" or kind == "string" or kind == "boolean" or kind == "nil" then
+    return tostring(value)
+  end
+  return common.type_name(value)
+end
+
+-- typed_scalar(value, dtype) -> the typed scalar of dtype for `value`, or
+-- nil and why not: gpurun's one rule for storing a number as an element
+-- (base/dtype.c's, through the typed scalar's constructor), which
+-- Buffer:fill and a launch's checks of numbers follow too.
+function common.typed_scalar(value, dtype)
+  local ok, scalar = pcall(gpurun[common.DTYPES[dtype].scalar], value)
+  if ok then
+    return scalar
+  end
+  local why = tostring(scalar)
+  return nil, why:match("^bad argument #1 to '[^']*' %((.*)%)$") or why
+end
+
 -- gpurun's own Lua code: the chunks of this library's folder (this file's,
 -- wherever it was installed), and the parts compiled into the module, whose
 -- chunk names src/module/lua_parts.c gives.

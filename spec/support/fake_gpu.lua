@@ -183,7 +183,8 @@ end
 -- host body run with the launch's arguments.
 function fake.kernel(name, source, params, body)
   return object("gpurun.Kernel", { name = name, source = source, num_params = #params,
-    body = body, methods = { params = function() return params end, close = function() end } })
+    body = body, methods = { params = function() return params end, close = function() end,
+      check_argument = function(self) return self end } })
 end
 
 local function value_of(x)

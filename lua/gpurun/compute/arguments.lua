@@ -9,7 +9,6 @@
 -- must all have one size, n; a `result` output (a reduction's one value
 -- per segment) is sized by its kernel instead.
 
-local gpurun = require("gpurun")
 local common = require("gpurun.common")
 
 local DTYPES = common.DTYPES
@@ -83,14 +82,48 @@ local dtype_of = arguments.dtype_of
 -- rule (the scalar's constructor, base/dtype.c's), or an error that gives
 -- the constructor's reason ("300 out of range for uint8 (0..255)").
 function arguments.scalar_for(kernel, index, value)
-  local ok, scalar = pcall(gpurun[DTYPES[dtype_of(kernel, index)].scalar], value)
-  if not ok then
-    local why = tostring(scalar)
-    param_error(kernel, index, "%s", why:match("bad argument #1 to '[^']*' %((.*)%)$") or why)
+  local scalar, why = common.typed_scalar(value, dtype_of(kernel, index))
+  if not scalar then
+    param_error(kernel, index, "%s", why)
   end
   return scalar
 end
 local scalar_for = arguments.scalar_for
+
+-- Why a launch refuses `value` for `param` when it is not a buffer (a
+-- typed scalar or a Lua number are what it takes), or nil: read()'s and
+-- scalar_for's rules, also for a check ahead of the launch
+-- (gpurun.pipeline's declarations). A type variable's binding is left to
+-- the launch, which sees the buffers.
+function arguments.value_problem(param, value)
+  local kind = type_name(value)
+  if param.output then
+    return ("an output must be a gpurun.Buffer, got %s"):format(kind)
+  end
+  if kind ~= "gpurun.Scalar" and kind ~= "number" then
+    return ("a gpurun.Buffer, a gpurun scalar or a number expected, got %s"):format(kind)
+  end
+  if param.variable or not DTYPES[param.type] then
+    return nil
+  end
+  if kind == "number" then
+    local _, why = common.typed_scalar(value, param.type)
+    return why
+  end
+  local ok, dtype, scalar_type, number = pcall(function() return value.dtype, value.type, value.value end)
+  if not ok or not DTYPES[dtype] then
+    return "a gpurun.Scalar whose dtype cannot be read"
+  end
+  local as = scalar_dtype_for(param.type, dtype)
+  if as ~= param.type then
+    return ("expected %s, got %s"):format(param.type, carrier(dtype, scalar_type))
+  end
+  if as ~= dtype then
+    local _, why = common.typed_scalar(number, as)
+    return why
+  end
+  return nil
+end
 
 -- Refuses a call with the wrong number of arguments (`extra`: how many
 -- more it may take, a reduction's shape table).
@@ -140,7 +173,7 @@ function arguments.read(kernel, ...)
         end
       end
     elseif param.output then
-      param_error(kernel, index, "an output must be a gpurun.Buffer, got %s", kind)
+      param_error(kernel, index, "%s", arguments.value_problem(param, arg))
     elseif kind == "gpurun.Scalar" then
       local wanted = param.variable and bound[param.type] or param.type
       local dtype = scalar_dtype_for(wanted, arg.dtype)
@@ -149,8 +182,7 @@ function arguments.read(kernel, ...)
     elseif kind == "number" then
       numbers = true
     else
-      param_error(kernel, index, "a gpurun.Buffer, a gpurun scalar or a number "
-                  .. "expected, got %s", kind)
+      param_error(kernel, index, "%s", arguments.value_problem(param, arg))
     end
   end
   if numbers then

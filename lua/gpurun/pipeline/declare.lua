@@ -16,6 +16,7 @@ local access = require("gpurun.pipeline.access")
 local raise = common.raise
 local DTYPES = common.DTYPES
 local type_name = common.type_name
+local value_text = common.value_text
 
 local declare = {}
 
@@ -45,6 +46,10 @@ function declare.check_options_table(what, given, known, shape)
   if given == nil then
     return {}
   end
+  if type(given) == "table" and getmetatable(given) ~= nil then
+    raise(("%s: options must be a plain table%s (no metatable), got a table with a metatable")
+          :format(what, shape and " " .. shape or ""))
+  end
   if not is_plain_table(given) then
     raise(("%s: options must be a table%s, got %s"):format(what, shape and " " .. shape or "",
           type_name(given)))
@@ -66,12 +71,12 @@ function declare.options(options)
   local name = options.name or "pipeline"
   if not common.is_identifier(name) or name:sub(1, 1) == "_" then
     raise(("gpurun.pipeline: options.name must be a C identifier not starting with '_', got %s")
-          :format(tostring(name)))
+          :format(value_text(name)))
   end
   local max_streams = options.max_streams or 4
   if math.type(max_streams) ~= "integer" or max_streams < 1 or max_streams > 64 then
     raise(("gpurun.pipeline '%s': options.max_streams must be an integer from 1 to 64, got %s")
-          :format(name, tostring(max_streams)))
+          :format(name, value_text(max_streams)))
   end
   for _, key in ipairs({ "fuse", "strict", "quiet" }) do
     if options[key] ~= nil and type(options[key]) ~= "boolean" then
@@ -85,7 +90,7 @@ function declare.options(options)
   end
   if timing ~= nil and timing ~= false and not TIMING[timing] then
     raise(("gpurun.pipeline '%s': options.timing must be true, \"events\" or \"nvtx\", got %s")
-          :format(name, tostring(options.timing)))
+          :format(name, value_text(options.timing)))
   end
   if options.pool ~= nil and type_name(options.pool) ~= "gpurun.MemoryPool" then
     raise(("gpurun.pipeline '%s': options.pool must be a gpurun.MemoryPool, got %s"):format(name,
@@ -147,25 +152,64 @@ local function check_name(self, name, what)
   end
 end
 
--- The address space and byte range of a buffer's memory.
-function declare.place(data, buffer)
+-- What a buffer object (a gpurun.Buffer, or a PinnedBuffer: of_type)
+-- gives a declaration, read once: its address, size, count, dtype and
+-- device; or nil and why not: it is closed, or it is a table whose
+-- metatable only names it a gpurun type.
+local function buffer_fields(buffer, of_type)
+  local ok, ptr, nbytes, count, dtype, device = pcall(function()
+    local on_device = 0
+    if of_type == "gpurun.Buffer" then on_device = buffer.device end
+    return buffer.ptr, buffer.nbytes, #buffer, buffer.dtype, on_device
+  end)
+  local bad
+  if not ok then
+    -- A gpurun object's own message (closed); a table's, as what is wrong.
+    bad = (value_text(ptr):gsub("^[^\n]-:%d+: ", ""))
+    if type(buffer) == "userdata" then
+      return nil, bad
+    end
+  end
+  local integers = { ptr = ptr, nbytes = nbytes, length = count, device = device }
+  for _, name in ipairs({ "ptr", "nbytes", "length", "device" }) do
+    if not bad and math.type(integers[name]) ~= "integer" then
+      bad = ("its %s is %s"):format(name, value_text(integers[name]))
+    end
+  end
+  if not bad and not DTYPES[dtype] then
+    bad = ("its dtype is %s"):format(value_text(dtype))
+  end
+  if bad then
+    return nil, ("a %s expected, got a %s named %s (%s)"):format(of_type, type(buffer), of_type, bad)
+  end
+  return { ptr = ptr, nbytes = nbytes, count = count, dtype = dtype, device = device }
+end
+
+-- The address space and byte range of a buffer's memory, or an error
+-- naming `what` (the argument that passed it).
+function declare.place(self, data, buffer, what)
   local of_type = type_name(buffer)
-  if of_type == "gpurun.Buffer" then
-    data.key = "device " .. buffer.device
-    data.device = buffer.device
-  elseif of_type == "gpurun.PinnedBuffer" then
-    data.key = "host"
-    data.host = true
-  else
+  if of_type ~= "gpurun.Buffer" and of_type ~= "gpurun.PinnedBuffer" then
     data.key = buffer
     data.host = true
     data.lo, data.hi = 0, 1
     return
   end
-  data.lo = buffer.ptr
-  data.hi = buffer.ptr + buffer.nbytes
-  data.count = #buffer
-  data.dtype = buffer.dtype
+  local fields, why = buffer_fields(buffer, of_type)
+  if not fields then
+    raise(("pipeline '%s': %s: %s"):format(self.name, what, why))
+  end
+  if of_type == "gpurun.Buffer" then
+    data.key = "device " .. fields.device
+    data.device = fields.device
+  else
+    data.key = "host"
+    data.host = true
+  end
+  data.lo = fields.ptr
+  data.hi = fields.ptr + fields.nbytes
+  data.count = fields.count
+  data.dtype = fields.dtype
 end
 local place = declare.place
 
@@ -179,9 +223,9 @@ end
 
 -- A declared buffer (a Buffer, a PinnedBuffer or a table), found again by
 -- the object itself.
-local function add_buffer(self, name, buffer, filled)
+local function add_buffer(self, name, buffer, filled, what)
   local data = { name = name, kind = "buffer", buffer = buffer, filled = filled }
-  place(data, buffer)
+  place(self, data, buffer, what)
   self.by_object[buffer] = data
   return add_data(self, data)
 end
@@ -214,7 +258,7 @@ function methods:buffer(name, buffer, options)
     end
     filled = options.filled
   end
-  return add_buffer(self, name, buffer, filled)
+  return add_buffer(self, name, buffer, filled, ("buffer '%s'"):format(name))
 end
 
 -- buffers{ name = buffer, ... } -> { name = handle, ... }: buffer() for
@@ -239,6 +283,17 @@ function methods:buffers(list)
   return handles
 end
 
+-- Why `dtype` names no dtype (nil when it names one).
+local function dtype_problem(dtype)
+  if DTYPES[dtype] then
+    return nil
+  end
+  if type(dtype) ~= "string" then
+    return ("a dtype name (one of %s) expected, got %s"):format(common.DTYPE_NAMES, type_name(dtype))
+  end
+  return ("unknown dtype %s (one of %s)"):format(dtype, common.DTYPE_NAMES)
+end
+
 -- temporary(name, count [, dtype]) -> a handle for device memory the
 -- pipeline makes (float32 by default): in registers when fusion keeps it
 -- there, else from a memory pool (options.pool, else the device's default
@@ -247,12 +302,12 @@ function methods:temporary(name, count, dtype)
   check_name(self, name, "temporary")
   if math.type(count) ~= "integer" or count < 1 or count > 1 << 40 then
     raise(("pipeline '%s': temporary '%s': the count must be an integer from 1 to 2^40, got %s")
-          :format(self.name, name, tostring(count)))
+          :format(self.name, name, value_text(count)))
   end
   dtype = dtype or "float32"
-  if not DTYPES[dtype] then
-    raise(("pipeline '%s': temporary '%s': unknown dtype %s (one of %s)"):format(self.name, name,
-          tostring(dtype), common.DTYPE_NAMES))
+  local why = dtype_problem(dtype)
+  if why then
+    raise(("pipeline '%s': temporary '%s': %s"):format(self.name, name, why))
   end
   local data = { name = name, kind = "temporary", temporary = true, count = count, dtype = dtype,
                  lo = 0, hi = count * DTYPES[dtype].size, filled = false }
@@ -271,12 +326,12 @@ function methods:view(name, of, first, count)
   end
   if math.type(first) ~= "integer" or first < 1 or first > base.count then
     raise(("pipeline '%s': view '%s': first must be an element of '%s' (1 to %d), got %s"):format(
-          self.name, name, base.name, base.count, tostring(first)))
+          self.name, name, base.name, base.count, value_text(first)))
   end
   count = count or base.count - first + 1
   if math.type(count) ~= "integer" or count < 1 or first + count - 1 > base.count then
     raise(("pipeline '%s': view '%s': count must be from 1 to %d, got %s"):format(self.name, name,
-          base.count - first + 1, tostring(count)))
+          base.count - first + 1, value_text(count)))
   end
   local size = DTYPES[base.dtype] and DTYPES[base.dtype].size or (base.hi - base.lo) // base.count
   local root = base.parent or base
@@ -297,9 +352,15 @@ function methods:scalar(name, value, dtype)
     raise(("pipeline '%s': scalar '%s': a number expected, got %s"):format(self.name, name,
           type_name(value)))
   end
-  if dtype ~= nil and not DTYPES[dtype] then
-    raise(("pipeline '%s': scalar '%s': unknown dtype %s (one of %s)"):format(self.name, name,
-          tostring(dtype), common.DTYPE_NAMES))
+  if dtype ~= nil then
+    local why = dtype_problem(dtype)
+    if not why then
+      -- The value must be one the dtype holds, as a launch would find.
+      why = select(2, common.typed_scalar(value, dtype))
+    end
+    if why then
+      raise(("pipeline '%s': scalar '%s': %s"):format(self.name, name, why))
+    end
   end
   local scalar = setmetatable({ name = name, value = value, dtype = dtype, typed = {} }, Scalar)
   self.scalars[#self.scalars + 1] = scalar
@@ -308,8 +369,9 @@ function methods:scalar(name, value, dtype)
 end
 
 -- The data a reference names: a handle, a name, or a buffer (declared
--- now under `default_name` when new). Nil for anything else.
-function declare.find_data(self, value, default_name)
+-- now under `default_name` when new; `what` names the argument in
+-- messages). Nil for anything else.
+function declare.find_data(self, value, default_name, what)
   local meta = getmetatable(value)
   if meta == Data then
     if self.data[value.id] ~= value then
@@ -333,14 +395,14 @@ function declare.find_data(self, value, default_name)
       while self.by_name[name .. "#" .. k] do k = k + 1 end
       name = name .. "#" .. k
     end
-    return add_buffer(self, name, value, true)
+    return add_buffer(self, name, value, true, what or name)
   end
   return nil
 end
 
 -- The data a reference names, or an error saying what `what` expected.
 function declare.resolve_data(self, value, what)
-  local data = declare.find_data(self, value)
+  local data = declare.find_data(self, value, nil, what)
   if not data then
     raise(("pipeline '%s': %s: a declared buffer, temporary or view (a handle, its name or a "
            .. "gpurun.Buffer) expected, got %s"):format(self.name, what,
@@ -349,8 +411,9 @@ function declare.resolve_data(self, value, what)
   return data
 end
 
--- An argument as stages keep it: { data = d } | { scalar = s } | { value = v }.
-function declare.argument(self, value, default_name)
+-- An argument as stages keep it: { data = d } | { scalar = s } | { value = v }
+-- (`what` names it in messages).
+function declare.argument(self, value, default_name, what)
   if getmetatable(value) == Scalar then
     if self.by_name[value.name] ~= value then
       raise(("pipeline '%s': scalar '%s' belongs to another pipeline"):format(self.name, value.name))
@@ -366,7 +429,7 @@ function declare.argument(self, value, default_name)
     end
     return { value = value, unknown_name = true }
   end
-  local data = declare.find_data(self, value, default_name)
+  local data = declare.find_data(self, value, default_name, what)
   if data then
     return { data = data }
   end
@@ -384,9 +447,9 @@ function declare.kernel_state(self, kernel)
   end
   local data = self.kernel_state[kernel]
   if not data then
-    data = { name = ("state of '%s'"):format(tostring(kernel.name)), kind = "state", state = true,
+    data = { name = ("state of '%s'"):format(value_text(kernel.name)), kind = "state", state = true,
              filled = true }
-    place(data, data)
+    place(self, data, data)
     data.id = #self.data + 1
     self.data[data.id] = setmetatable(data, Data)
     self.kernel_state[kernel] = data

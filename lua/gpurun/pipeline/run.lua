@@ -337,6 +337,10 @@ local function set_scalar(self, scalar, value)
     raise(("pipeline '%s': set: scalar '%s' takes a number, got %s"):format(self.name, scalar.name,
           type_name(value)))
   end
+  local why = scalar.dtype and select(2, common.typed_scalar(value, scalar.dtype))
+  if why then
+    raise(("pipeline '%s': set: scalar '%s': %s"):format(self.name, scalar.name, why))
+  end
   scalar.value = value
   local cached = scalar.typed
   for dtype in pairs(cached) do cached[dtype] = nil end

@@ -4,15 +4,38 @@
 -- written when its operation reads it first); an elementwise kernel whose
 -- operation is one `out = expression` may fuse with its neighbours.
 local common = require("gpurun.common")
+local arguments = require("gpurun.compute.arguments")
 local access = require("gpurun.pipeline.access")
 local declare = require("gpurun.pipeline.declare")
 local launch_arguments = require("gpurun.pipeline.launch_arguments")
 
 local raise = common.raise
 local type_name = common.type_name
+local value_text = common.value_text
 
 local kind = { name = "call", method = "call" }
 
+-- Why the call would refuse scalar s for `param` when it runs (the
+-- value it holds now), or nil.
+local function scalar_problem(param, scalar)
+  if param.variable then
+    if not scalar.dtype then
+      return ("scalar '%s' goes to parameter %s of type %s: give the scalar a dtype "
+              .. "(p:scalar(name, value, dtype))"):format(scalar.name, param.name, param.type)
+    end
+    return nil
+  end
+  if not common.DTYPES[param.type] then
+    return nil
+  end
+  local why = select(2, common.typed_scalar(scalar.value, param.type))
+  return why and ("scalar '%s': %s"):format(scalar.name, why)
+end
+
+-- Refuses at declaration what the call would refuse when it runs: each
+-- argument checked as the kernel object's launch checks it
+-- (gpurun.compute.arguments), buffers' dtypes and sizes against its
+-- parameters for an elementwise kernel. Returns the element count.
 local function check_args(p, kernel, args, what, elementwise_kernel)
   local count
   for position, param in ipairs(kernel.params) do
@@ -24,6 +47,16 @@ local function check_args(p, kernel, args, what, elementwise_kernel)
     if param.output and not arg.data then
       raise(("pipeline '%s': %s: output %s must be data (a buffer, temporary or view), got %s")
             :format(p.name, what, param.name, type_name(arg.value)))
+    end
+    local why
+    if arg.scalar then
+      why = scalar_problem(param, arg.scalar)
+    elseif not arg.data then
+      why = arguments.value_problem(param, arg.value)
+    end
+    if why then
+      raise(("pipeline '%s': %s: argument %d (%s %s): %s"):format(p.name, what, position,
+            value_text(param.type), value_text(param.name), why))
     end
     if arg.data and arg.data.host then
       raise(("pipeline '%s': %s: %s ('%s') is host memory; the kernel takes device buffers")
@@ -45,25 +78,45 @@ local function check_args(p, kernel, args, what, elementwise_kernel)
   return count
 end
 
+-- Why `kernel` is not a kernel object with params ({ name, type }
+-- tables), or nil.
+local function kernel_problem(kernel)
+  if type(kernel) ~= "table" or not getmetatable(kernel) then
+    return type_name(kernel)
+  end
+  local ok, params = pcall(function() return kernel.params end)
+  if not ok or type(params) ~= "table" then
+    return "a table without params"
+  end
+  for index, param in ipairs(params) do
+    if type(param) ~= "table" or type(param.name) ~= "string" or type(param.type) ~= "string" then
+      return ("a table whose params[%d] is not { name, type }"):format(index)
+    end
+  end
+  return nil
+end
+
 -- call(kernel, args...) or call{ kernel, args..., name =, reads =, writes = }.
 function kind.declare(p, ...)
   local spec, count = declare.stage_spec(p, "call", ...)
   local kernel = spec[1]
-  if type(kernel) ~= "table" or type(kernel.params) ~= "table" or not getmetatable(kernel) then
+  local why = kernel_problem(kernel)
+  if why then
     raise(("pipeline '%s': call: a kernel object with params (gpurun.elementwise, a reduction) "
-           .. "expected first, got %s"):format(p.name, type_name(kernel)))
+           .. "expected first, got %s"):format(p.name, why))
   end
-  local name = spec.name or kernel.name or "call"
+  local name = spec.name or (type(kernel.name) == "string" and kernel.name) or "call"
   local what = ("stage '%s'"):format(name)
   if count - 1 ~= #kernel.params then
     local names = {}
     for index, param in ipairs(kernel.params) do names[index] = param.name end
     raise(("pipeline '%s': %s: '%s' takes %d arguments (%s), got %d"):format(p.name, what,
-          tostring(kernel.name), #kernel.params, table.concat(names, ", "), count - 1))
+          value_text(kernel.name), #kernel.params, table.concat(names, ", "), count - 1))
   end
   local args, positions = {}, {}
   for position, param in ipairs(kernel.params) do
-    args[position] = declare.argument(p, spec[position + 1], param.name)
+    args[position] = declare.argument(p, spec[position + 1], param.name,
+                                      ("%s: argument %d (%s)"):format(what, position, param.name))
     if args[position].data then
       positions[#positions + 1] = position
     end

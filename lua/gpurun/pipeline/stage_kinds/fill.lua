@@ -21,6 +21,13 @@ function kind.declare(p, destination, value, options)
     raise(("pipeline '%s': stage '%s': '%s' is host memory; fills are device work"):format(
           p.name, name, dst.name))
   end
+  -- Refused now what Buffer:fill would refuse when it runs: a value its
+  -- dtype does not hold (gpurun's one rule, through the typed scalar).
+  local why = select(2, common.typed_scalar(value, dst.dtype))
+  if why then
+    raise(("pipeline '%s': stage '%s': the fill value for '%s': %s"):format(p.name, name, dst.name,
+          why))
+  end
   local stage = { name = name, dst = dst, value = value }
   stage.accesses, stage.declared = declare.accesses_of(p, name,
     { { data = dst, mode = "w", how = "fill" } },

@@ -13,6 +13,26 @@ local type_name = common.type_name
 
 local kind = { name = "kernel", method = "launch" }
 
+-- What the declaration reads of a gpurun.Kernel, or nil and why it cannot:
+-- closed, or a table whose metatable only names it one.
+local function kernel_fields(kernel)
+  local ok, name, count, params, source = pcall(function()
+    return kernel.name, kernel.num_params, kernel:params(), kernel.source
+  end)
+  if not ok and type(kernel) == "userdata" then
+    return nil, (common.value_text(name):gsub("^[^\n]-:%d+: ", "")) -- its own message (closed)
+  end
+  if not ok or type(name) ~= "string" or math.type(count) ~= "integer" or type(params) ~= "table" then
+    return nil, ("a gpurun.Kernel expected first, got a %s named gpurun.Kernel"):format(type(kernel))
+  end
+  for position = 1, count do
+    if type(params[position]) ~= "table" then
+      return nil, ("a gpurun.Kernel expected first, got a %s named gpurun.Kernel"):format(type(kernel))
+    end
+  end
+  return { name = name, count = count, params = params, source = source }
+end
+
 -- launch(kernel, config, args...) or launch{ kernel, config, args...,
 -- name =, reads = { ... }, writes = { ... } }.
 function kind.declare(p, ...)
@@ -22,29 +42,45 @@ function kind.declare(p, ...)
     raise(("pipeline '%s': launch: a gpurun.Kernel expected first, got %s"):format(p.name,
           type_name(kernel)))
   end
+  local fields, problem = kernel_fields(kernel)
+  if not fields then
+    raise(("pipeline '%s': launch: %s"):format(p.name, problem))
+  end
   if type_name(config) ~= "gpurun.LaunchConfig" then
     raise(("pipeline '%s': launch of '%s': a gpurun.LaunchConfig expected second, got %s"):format(
-          p.name, kernel.name, type_name(config)))
+          p.name, fields.name, type_name(config)))
   end
-  local name = spec.name or kernel.name
+  local name = spec.name or fields.name
   local what = ("stage '%s'"):format(name)
-  if count - 2 ~= kernel.num_params then
+  if count - 2 ~= fields.count then
     raise(("pipeline '%s': %s: kernel '%s' takes %d arguments, got %d"):format(p.name, what,
-          kernel.name, kernel.num_params, count - 2))
+          fields.name, fields.count, count - 2))
   end
-  local declaration, why = access.declaration(kernel.source, kernel.name)
-  if declaration and #declaration ~= kernel.num_params then
+  local declaration, why = access.declaration(fields.source, fields.name)
+  if declaration and #declaration ~= fields.count then
     declaration, why = nil, ("its declaration lists %d parameters, the PTX %d"):format(
-      #declaration, kernel.num_params)
+      #declaration, fields.count)
   end
-  local params = kernel:params()
+  local params = fields.params
   local args, positions = {}, {}
   for position = 1, count - 2 do
     local param_name = declaration and declaration[position].text:match("([%a_][%w_]*)%s*$")
-    local arg = declare.argument(p, spec[position + 2], param_name)
+    local arg = declare.argument(p, spec[position + 2], param_name,
+                                 ("%s: argument %d"):format(what, position))
     if arg.unknown_name and params[position].kind ~= "aggregate" then
       raise(("pipeline '%s': %s: argument %d, '%s', names no declared data or scalar"):format(
             p.name, what, position, arg.value))
+    end
+    if not arg.data then
+      -- Refused now what the launch would refuse: the argument it would
+      -- pass, checked by the launch's own check.
+      local value = arg.value
+      if arg.scalar then value = launch_arguments.raw_scalar(arg.scalar, params[position]) end
+      local ok, err = pcall(kernel.check_argument, kernel, position, value)
+      if not ok then
+        raise(("pipeline '%s': %s: argument %d: %s"):format(p.name, what, position,
+              common.value_text(err)))
+      end
     end
     if arg.data then
       if params[position].pointer == false then
