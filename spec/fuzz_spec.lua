@@ -105,7 +105,20 @@ end
 describe("the fuzzer", function()
   it("draws from a catalog that names the whole API", function()
     local problems = catalog.differences(gpurun)
+    for _, problem in ipairs(catalog.pipeline_differences(gpurun.pipeline())) do
+      problems[#problems + 1] = problem
+    end
     assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("draws every method of a pipeline, and none gives an internal error", function()
+    local result = process.run(("GPURUN_CUDA_DRIVER=%s %s tools/fuzz.lua --seed %d --calls 20000 --stats")
+      :format(process.quote(NO_DRIVER), process.quote(process.gpurun_bin()), BASE_SEED))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr:sub(-3000))
+    for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+      local calls = tonumber(result.stderr:match("\npipeline:" .. name .. "%s+(%d+) calls"))
+      assert(calls and calls > 0, "pipeline:" .. name .. " was never drawn")
+    end
   end)
 
   it("survives 100,000 random calls with no driver", function()

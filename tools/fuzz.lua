@@ -5,7 +5,8 @@
 --
 -- Every call is drawn from spec/support/api_catalog.lua: a module function,
 -- a method (often on the right type, sometimes on a closed object or on
--- anything), or a metamethod, with arguments from spec/support/fuzz_pool.lua
+-- anything), a metamethod, or a method of one of the pool's pipelines
+-- (gpurun.pipeline), with arguments from spec/support/fuzz_pool.lua
 -- (plausible for the argument's kind, or anything at all, in any number).
 -- Calls run under pcall: raising an error is fine, crashing is not. Every
 -- --check-every calls, and at the end, the Lua state and gpurun must still
@@ -26,8 +27,9 @@
 -- failed check or a violation (an error that is not a string, a message
 -- with "(null)" in it, a device object made without a driver, a message
 -- about CUDA without a driver other than "the CUDA driver could not be
--- loaded" or "no current CUDA device") it says what, with the seed and the
--- last calls, and exits 1.
+-- loaded" or "no current CUDA device", a pipeline method's message that is
+-- Lua's own, an internal error: "attempt to index a nil value" and the
+-- like) it says what, with the seed and the last calls, and exits 1.
 local script_dir = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 local root = script_dir:match("^(.*)/tools$") or (script_dir == "tools" and ".") or script_dir .. "/.."
 package.path = root .. "/?.lua;" .. package.path
@@ -91,6 +93,7 @@ local function remember_builder(builder)
 end
 
 local pool = Pool.new(random, { gpu = options.gpu, on_builder = remember_builder })
+pool.launches = setmetatable({}, { __mode = "k" }) -- pipelines with a raw kernel's stage
 
 local function replay_command()
   return ("gpurun tools/fuzz.lua --seed %d --calls %d%s%s --check-every %d --trace")
@@ -146,6 +149,20 @@ end
 function fresh.HostCallback()
   return gpurun.HostCallback(function() end)
 end
+-- A pipeline with the data and scalars pool draws name (fuzz_pool.lua):
+-- over one device, or split over two.
+function fresh.Pipeline()
+  local options = next_of({ { name = "fuzz" }, { name = "fuzz_timed", timing = true, max_streams = 2 },
+    { name = "fuzz_split", devices = { 0, 1 } } })
+  local p = gpurun.pipeline(options)
+  p:temporary("t", 16)
+  p:temporary("u", 16)
+  p:temporary("i8", 16, "int8")
+  p:scalar("s", 2.0)
+  p:scalar("f32s", 1.5, "float32")
+  pool:add_pipeline(p, "pipeline '" .. options.name .. "'")
+  return p
+end
 
 local function add_closed(object)
   object:close()
@@ -157,6 +174,16 @@ local function setup_common()
     for _ = 1, 3 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end
+  -- What pipelines call: kernel objects made without a GPU.
+  pool.kernel_objects = {
+    pool:label(gpurun.elementwise("float32 x", "float32 y", "y = 2 * x", "fuzz_twice"), "twice"),
+    pool:label(gpurun.elementwise("float32 a, float32 s", "float32 r", "r = a * s", "fuzz_scaled"), "scaled"),
+    pool:label(gpurun.elementwise("T x", "T y", "y = x", "fuzz_copy"), "copy<T>"),
+    pool:label(gpurun.elementwise_pipeline("float32 a", { "float32 r1 = a + 1", "float32 r2 = r1 * 2" },
+      "r2", "fuzz_chain"), "chain"),
+    pool:label(gpurun.reduction("float32 x", "float32 y", "x", "sum", nil, nil, "fuzz_sum"), "sum"),
+  }
+  for _ = 1, 3 do fresh.Pipeline() end
   pool.max_per_type = 10
   for _, config in ipairs({ { grid = 1, block = 1 }, { grid = 4, block = 256 },
       { grid = { 2, 2 }, block = { 16, 16 } }, { grid = 1, block = 128, shmem_size = 512 },
@@ -304,6 +331,7 @@ local function refresh()
       if ok then pool:add(object) end
     end
   end
+  fresh.Pipeline()
 end
 
 -- ---- the state check ------------------------------------------------------------
@@ -357,14 +385,25 @@ local METAMETHOD_ARGS = {
 local WEIGHTS = { ["gpurun.launch"] = 3, ["Kernel:bind"] = 2, ["LaunchPlan:launch"] = 2,
   ["Graph:launch"] = 2, ["GraphBuilder:begin_building"] = 2 }
 
+-- A pipeline's methods, called on the pool's pipelines.
+local pipeline_entries = {}
+for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+  pipeline_entries[#pipeline_entries + 1] = { kind = "pipeline method", name = name,
+    label = "pipeline:" .. name, spec = catalog.pipeline[name],
+    resolved = function(self, ...) return self[name](self, ...) end }
+end
+
 local entries, cumulative, total = {}, {}, 0
-for _, entry in ipairs(catalog.entries()) do
-  entry.fn = catalog.resolve(gpurun, entry)
+local all_entries = catalog.entries()
+for _, entry in ipairs(pipeline_entries) do all_entries[#all_entries + 1] = entry end
+for _, entry in ipairs(all_entries) do
+  entry.fn = entry.resolved or catalog.resolve(gpurun, entry)
   assert(entry.fn, "catalog entry " .. entry.label .. " does not resolve")
   local weight = WEIGHTS[entry.label]
     or ((entry.name == "close" or entry.name == "__close") and 0.05) -- or every pool ends up closed
     or (entry.spec.never_raises and 0.2)
     or (entry.spec.reduces and 0.3) -- each new dtype compiles a kernel: NVRTC's time
+    or (entry.spec.runs and 0.3)
     or (entry.kind == "metamethod" and 0.4)
     or 1
   total = total + weight
@@ -479,7 +518,11 @@ local function draw_args(entry)
     n = n + 1
     args[n] = value
   end
-  if entry.kind ~= "function" then push(pool:typed(entry.type)) end
+  if entry.kind == "pipeline method" then
+    push(pool:pipeline())
+  elseif entry.kind ~= "function" then
+    push(pool:typed(entry.type))
+  end
   local kinds = entry.kind == "metamethod" and (METAMETHOD_ARGS[entry.name] or {}) or entry.spec.args
   local variadic = kinds[#kinds] == "..."
   local fixed = variadic and #kinds - 2 or #kinds
@@ -488,8 +531,9 @@ local function draw_args(entry)
     for _ = 1, random(0, 6) do push(pool:draw(kinds[#kinds - 1])) end
   end
   local roll = random()
-  if roll < 0.12 and n > 0 then
-    n = random(0, n - 1) -- too few
+  local least = entry.kind == "pipeline method" and 1 or 0 -- a pipeline's self always
+  if roll < 0.12 and n > least then
+    n = random(least, n - 1) -- too few
   elseif roll < 0.20 then
     for _ = 1, random(3) do push(pool:any()) end -- too many
   end
@@ -517,6 +561,25 @@ local function check_error(description, err)
       and not err:find("no current CUDA device", 1, true) then
     -- Without a driver, only these two may speak of CUDA.
     violation(description, "without a driver, a CUDA message other than the two expected: " .. err)
+  end
+end
+
+-- Lua's own messages for what went wrong inside the code it ran: a
+-- pipeline method raises its own, naming the argument, never one of these.
+local INTERNAL = { "attempt to index", "attempt to call", "attempt to concatenate",
+  "attempt to compare", "attempt to perform arithmetic", "attempt to get length",
+  "'__tostring' must return a string", "table index is", "stack overflow" }
+
+local function check_pipeline_error(description, err)
+  if type(err) ~= "string" then return end
+  for _, text in ipairs(INTERNAL) do
+    if err:find(text, 1, true) then
+      violation(description, "an internal error instead of a message: " .. err)
+      return
+    end
+  end
+  if err:find("bad argument #%d+ to '[%w_]+'") then
+    violation(description, "a Lua library's argument error instead of a message: " .. err)
   end
 end
 
@@ -550,7 +613,13 @@ while counts.calls < options.calls do
   guard.tame(entry.spec, args, entry.kind == "function" and 0 or 1)
   -- A guard that raises (a finalizer closed what it looked at) skips too.
   local judged, allowed = true, true
-  if options.gpu then judged, allowed = pcall(guard.allowed, entry, args, args.n) end
+  if entry.kind == "pipeline method" then
+    -- A pipeline with a raw kernel's stage runs only without a GPU: no
+    -- guard has looked at its launches' arguments.
+    allowed = not (options.gpu and entry.spec.runs and pool.launches[args[1]])
+  elseif options.gpu then
+    judged, allowed = pcall(guard.allowed, entry, args, args.n)
+  end
   if not (judged and allowed) then
     counts.skipped = counts.skipped + 1
   else
@@ -571,6 +640,7 @@ while counts.calls < options.calls do
     tally.calls = tally.calls + 1
     if results[1] then
       check_results(description, results, args)
+      if entry.label == "pipeline:launch" then pool.launches[args[1]] = true end
     else
       tally.errors = tally.errors + 1
       counts.errors = counts.errors + 1
@@ -580,6 +650,7 @@ while counts.calls < options.calls do
         tally.shapes[shape] = (tally.shapes[shape] or 0) + 1
       end
       check_error(description, results[2])
+      if entry.kind == "pipeline method" then check_pipeline_error(description, results[2]) end
     end
     if counts.calls % options.check_every == 0 then check_state(counts.calls) end
   end
