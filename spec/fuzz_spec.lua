@@ -104,28 +104,24 @@ local function fuzz(label, flags, env_prefix, jobs, children)
 end
 
 -- Fake objects (spec/support/fake_objects.lua) that still fail inside the
--- declared-pipeline files (lua/gpurun/compute/pipeline*.lua,
+-- declared-pipeline files (lua/gpurun/pipeline/,
 -- elementwise_pipeline.lua), whose fixes come with the work on those files:
 -- { label, where the fake was ("self", "#n" or "*" for any) }. A row only
 -- excuses failures located in those files. Empty it as they are fixed.
 local KNOWN_FAKE_FAILURES_IN_PIPELINES = {
   -- Every documented Pipeline method called on a fake self (p.fill(x, ...)
   -- for p:fill(...)) indexes it instead of refusing it.
-  { "Pipeline:buffer", "self" }, { "Pipeline:buffers", "self" }, { "Pipeline:call", "self" },
-  { "Pipeline:copy", "self" }, { "Pipeline:explain", "self" }, { "Pipeline:fill", "self" },
-  { "Pipeline:graph", "self" }, { "Pipeline:host", "self" }, { "Pipeline:launch", "self" },
-  { "Pipeline:plan", "self" }, { "Pipeline:run", "self" }, { "Pipeline:scalar", "self" },
-  { "Pipeline:set", "self" }, { "Pipeline:temporary", "self" }, { "Pipeline:timings", "self" },
-  { "Pipeline:to_dot", "self" }, { "Pipeline:view", "self" }, { "Pipeline:wait", "self" },
-  -- p:call(kernel, ...) reads the kernel's fields through its __index.
-  { "Pipeline:call", "#1" },
-  -- p:scalar(name, v, dtype) and p:temporary(name, n, dtype) call tostring
-  -- on the count or the dtype.
-  { "Pipeline:scalar", "#3" }, { "Pipeline:temporary", "#2" }, { "Pipeline:temporary", "#3" },
+  { "pipeline:buffer", "self" }, { "pipeline:buffers", "self" }, { "pipeline:call", "self" },
+  { "pipeline:copy", "self" }, { "pipeline:explain", "self" }, { "pipeline:fill", "self" },
+  { "pipeline:graph", "self" }, { "pipeline:host", "self" }, { "pipeline:launch", "self" },
+  { "pipeline:plan", "self" }, { "pipeline:run", "self" }, { "pipeline:scalar", "self" },
+  { "pipeline:set", "self" }, { "pipeline:temporary", "self" }, { "pipeline:timings", "self" },
+  { "pipeline:to_dot", "self" }, { "pipeline:view", "self" }, { "pipeline:wait", "self" },
+  { "pipeline:close", "self" },
   -- The name's tostring, and the in_params' fields read through __index.
   { "gpurun.elementwise_pipeline", "*" },
 }
-local PIPELINE_FILES = { "lua/gpurun/compute/pipeline[%w_]*%.lua:", "lua/gpurun/compute/elementwise_pipeline%.lua:",
+local PIPELINE_FILES = { "lua/gpurun/pipeline/[%w_/]*%.lua:", "lua/gpurun/compute/elementwise_pipeline%.lua:",
   "lua/gpurun/builtin/pipeline%.lua:" }
 
 -- Whether a violation line of tools/fuzz.lua --fakes is a known one.
@@ -146,7 +142,20 @@ end
 describe("the fuzzer", function()
   it("draws from a catalog that names the whole API", function()
     local problems = catalog.differences(gpurun)
+    for _, problem in ipairs(catalog.pipeline_differences(gpurun.pipeline())) do
+      problems[#problems + 1] = problem
+    end
     assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("draws every method of a pipeline, and none gives an internal error", function()
+    local result = process.run(("GPURUN_CUDA_DRIVER=%s %s tools/fuzz.lua --seed %d --calls 20000 --stats")
+      :format(process.quote(NO_DRIVER), process.quote(process.gpurun_bin()), BASE_SEED))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr:sub(-3000))
+    for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+      local calls = tonumber(result.stderr:match("\npipeline:" .. name .. "%s+(%d+) calls"))
+      assert(calls and calls > 0, "pipeline:" .. name .. " was never drawn")
+    end
   end)
 
   -- Every function and method of the catalog and the pipeline's methods,

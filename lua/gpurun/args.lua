@@ -13,7 +13,11 @@
 --   local device = cli:open_device(options.device)
 
 local argparse = require("argparse")
-local quoted = require("gpurun.quoted")
+local gpurun = require("gpurun")
+local check = require("gpurun.check")
+local quoted = require("gpurun.common").quoted
+local check_options = require("gpurun.options").check
+local report = require("gpurun.report")
 
 local args = {}
 
@@ -107,7 +111,7 @@ end
 -- Adds the options every timed pipeline takes: --iters, --device, --json.
 -- defaults: { iters = , device = } (1000 and 0 when absent).
 function Cli:common_options(defaults)
-  defaults = require("gpurun.options").check("cli:common_options", defaults, { "iters", "device" }) or {}
+  defaults = check_options("cli:common_options", defaults, { "iters", "device" }) or {}
   self:integer_option("--iters", "Pipeline iterations to time.", defaults.iters or 1000)
   self:integer_option("--device", "CUDA device id.", defaults.device or 0, 0)
   self:flag("--json", "Write the figures as one JSON object to stdout instead of the text report.")
@@ -183,7 +187,6 @@ end
 -- Device `id`, made current; exits 1 when there is no GPU at all and 2 when
 -- `id` names a device that is not there.
 function Cli:open_device(id)
-  local gpurun = require("gpurun")
   local problem, code = args.device_problem(id, gpurun.device_count(), gpurun.driver_error())
   if problem then
     io.stderr:write(self.name, ": ", problem, "\n")
@@ -201,9 +204,9 @@ end
 -- device, and the run's checks under the script's name.
 function Cli:open_run(options)
   local device = self:open_device(options.device)
-  local out = require("gpurun.report").new{ json = options.json }
+  local out = report.new{ json = options.json }
   out:device(device, options.device)
-  return device, out, require("gpurun.check").new(self.name)
+  return device, out, check.new(self.name)
 end
 
 return args

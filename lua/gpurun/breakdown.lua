@@ -22,6 +22,10 @@
 -- the median, which ignores the odd preempted call. Both include one clock
 -- or event call's cost (tens of nanoseconds).
 
+local gpurun = require("gpurun")
+local median = require("gpurun.bench").median
+local check_options = require("gpurun.options").check
+
 local breakdown = {}
 
 -- Iterations queued behind one hold: with three stages, 32 iterations are
@@ -44,7 +48,6 @@ extern "C" __global__ void gpurun_hold(unsigned long long ns)
 -- hold(stream, seconds): one thread spinning on the GPU's clock for that
 -- long. Compiled for `device` (through the kernel cache).
 function breakdown.hold_kernel(device)
-  local gpurun = require("gpurun")
   local program <close> = gpurun.Program(HOLD_SOURCE, "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
   local module = program:compile("cubin")
@@ -161,14 +164,14 @@ end
 -- of 32; default 1000), device (for the hold kernel) or hold (a function
 -- hold(stream, seconds), for tests), clock (default gpurun.perf_counter).
 function breakdown.measure(stream, stages, options)
-  options = require("gpurun.options").check("breakdown.measure", options,
+  options = check_options("breakdown.measure", options,
     { "iters", "device", "hold", "clock" }) or {}
   check_stages(stages)
   local iters = options.iters or 1000
   if math.type(iters) ~= "integer" or iters < 1 then
     error("breakdown.measure: options.iters must be a positive integer, got " .. tostring(iters), 2)
   end
-  local clock = options.clock or require("gpurun").perf_counter
+  local clock = options.clock or gpurun.perf_counter
   local hold, close_hold = options.hold, nil
   if hold == nil then
     if options.device == nil then
@@ -188,7 +191,6 @@ function breakdown.measure(stream, stages, options)
     error(gpu, 0)
   end
   local samples = enqueue_pass(stream, stages, batches, clock)
-  local median = require("gpurun.bench").median
   local result = { iters = batches * BATCH, batch = BATCH, stages = {}, gpu_us_per_iter = 0 }
   for s, stage in ipairs(stages) do
     local gpu_us = gpu[s] * 1e6

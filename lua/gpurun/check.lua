@@ -17,6 +17,8 @@
 -- check writes "myscript.lua: check failed: <what>" to stderr. Arguments of
 -- the wrong kind raise an error naming the function and the argument.
 
+local gpurun = require("gpurun")
+
 local check = {}
 
 local DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
@@ -77,7 +79,7 @@ local function compare(name, at, actual, expected, rtol, atol)
         :format(at + 1, name, i, kind(expected[i])))
     end
   end
-  local summary = require("gpurun").compare(actual, expected, rtol, atol)
+  local summary = gpurun.compare(actual, expected, rtol, atol)
   summary.rtol, summary.atol = nil, nil
   return summary
 end
@@ -138,7 +140,7 @@ local function buffers(name, label, actual, expected, rtol, atol)
     refuse(name, 3, "gpurun.Buffer or number", expected)
   end
   rtol, atol = tolerances(name, 4, rtol, atol)
-  local summary = require("gpurun").compare(actual, expected, rtol, atol)
+  local summary = gpurun.compare(actual, expected, rtol, atol)
   local message = check.describe(label, summary, rtol, atol)
   return message == nil, message
 end

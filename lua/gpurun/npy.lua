@@ -22,7 +22,7 @@
 local npy = {}
 
 local literal = require("gpurun.python_literal")
-local quoted = require("gpurun.quoted")
+local quoted = require("gpurun.common").quoted
 
 local MAGIC = "\x93NUMPY"
 local ALIGN = 64 -- NumPy aligns the data to 64 bytes

@@ -17,7 +17,8 @@
 -- { [path] = us }, speedup = { [path] = x } }).
 
 local shell = require("gpurun.shell")
-local quoted = require("gpurun.quoted")
+local quoted = require("gpurun.common").quoted
+local check_options = require("gpurun.options").check
 
 local plot = {}
 
@@ -265,7 +266,7 @@ end
 -- (gnuplot ran and failed) or "write" (a file could not be written).
 -- options: gnuplot (the command; default as plot.find_gnuplot).
 function plot.render(results, path, options)
-  options = require("gpurun.options").check("plot.render", options, { "gnuplot" }) or {}
+  options = check_options("plot.render", options, { "gnuplot" }) or {}
   local files, why = plot.files(path)
   if not files then
     return nil, why, "write"

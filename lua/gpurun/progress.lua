@@ -15,6 +15,8 @@
 -- and a cost per element), fitted to the items done so far; without sizes
 -- every item counts the same.
 
+local check_options = require("gpurun.options").check
+
 local progress = {}
 
 local REDRAW_INTERVAL_S = 0.1
@@ -22,7 +24,7 @@ local ERASE_LINE = "\r\27[K"
 
 -- True when `file` (default io.stderr) is a terminal that can redraw a line.
 function progress.is_terminal(file)
-  local has_term, term = pcall(require, "term")
+  local has_term, term = pcall(require, "term") -- optional: lua-term, for isatty
   if not has_term or os.getenv("TERM") == "dumb" then
     return false
   end
@@ -82,7 +84,7 @@ Line.__index = Line
 -- gpurun.perf_counter, else os.clock).
 function progress.new(options)
   if options == nil then error("progress.new: options with total are required", 2) end
-  require("gpurun.options").check("progress.new", options,
+  check_options("progress.new", options,
     { "total", "label", "sizes", "enabled", "write", "clock" })
   local enabled = options.enabled
   if enabled == nil then
@@ -90,7 +92,7 @@ function progress.new(options)
   end
   local clock = options.clock
   if clock == nil then
-    local has_gpurun, gpurun = pcall(require, "gpurun")
+    local has_gpurun, gpurun = pcall(require, "gpurun") -- optional: os.clock serves without it
     clock = has_gpurun and gpurun.perf_counter or os.clock
   end
   local line = setmetatable({

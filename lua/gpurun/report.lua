@@ -12,6 +12,8 @@
 --   return out:finish(checks)             -- writes the JSON; 0 or 1 for os.exit
 
 local cjson = require("cjson")
+local breakdown = require("gpurun.breakdown")
+local check_options = require("gpurun.options").check
 
 local report = {}
 
@@ -39,7 +41,7 @@ Report.__index = Report
 
 -- options: json (boolean), write (default io.write; receives whole lines).
 function report.new(options)
-  options = require("gpurun.options").check("report.new", options, { "json", "write" }) or {}
+  options = check_options("report.new", options, { "json", "write" }) or {}
   return setmetatable({
     json = options.json and true or false,
     write = options.write or io.write,
@@ -93,7 +95,7 @@ end
 -- timed loop of the same launches (bench.run's result), one line a stage,
 -- then the busy time, the wall time and the launch overhead per iteration.
 function report.breakdown_lines(result, timing)
-  local overhead = require("gpurun.breakdown").overhead(result, timing)
+  local overhead = breakdown.overhead(result, timing)
   local width = #"stage"
   for _, stage in ipairs(result.stages) do
     width = math.max(width, #stage.name)
@@ -119,7 +121,7 @@ end
 
 -- A breakdown under "breakdown" in JSON, as report.breakdown_lines in text.
 function Report:breakdown(result, timing)
-  local overhead = require("gpurun.breakdown").overhead(result, timing)
+  local overhead = breakdown.overhead(result, timing)
   local stages = {}
   for i, stage in ipairs(result.stages) do
     stages[i] = { name = stage.name, gpu_us = stage.gpu_us, enqueue_us = stage.enqueue_us }

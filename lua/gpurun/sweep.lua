@@ -33,6 +33,7 @@
 -- paths and sweep.main, which measures and presents; every public name
 -- of the three is here too.
 
+local gpurun = require("gpurun")
 local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local progress = require("gpurun.progress")
@@ -41,6 +42,7 @@ local plot = require("gpurun.plot")
 local sizes = require("gpurun.sweep.sizes")
 local measure = require("gpurun.sweep.measure")
 local present = require("gpurun.sweep.present")
+local check_options = require("gpurun.options").check
 
 local sweep = {}
 
@@ -88,7 +90,7 @@ sweep.GRAPH = {
 -- Adds --from, --to, --step, --repeats, --json FILE, --csv FILE, --plot
 -- FILE. defaults: { from =, to = } as size text ("2^10").
 function sweep.add_options(cli, defaults)
-  defaults = require("gpurun.options").check("sweep.add_options", defaults, { "from", "to" }) or {}
+  defaults = check_options("sweep.add_options", defaults, { "from", "to" }) or {}
   cli:converted_option("--from", "Smallest size in elements (N or 2^K).", defaults.from,
                        sizes.parse_size):argname("<N|2^K>")
   cli:converted_option("--to", "Largest size in elements (N or 2^K).", defaults.to,
@@ -160,7 +162,6 @@ end
 
 -- The context sweep.main runs in, for a device and its stream.
 function sweep.context(device, stream, name)
-  local gpurun = require("gpurun")
   local file = io.open("/proc/driver/nvidia/version", "r")
   local version_text = file and file:read("a")
   if file then

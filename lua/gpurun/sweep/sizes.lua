@@ -2,7 +2,7 @@
 -- "64:4096"), written back ("2^12"), stepped through, and checked against
 -- the device's free memory before anything is allocated.
 local args = require("gpurun.args")
-local quoted = require("gpurun.quoted")
+local quoted = require("gpurun.common").quoted
 
 local sizes = {}
 
