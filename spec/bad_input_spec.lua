@@ -438,6 +438,12 @@ row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
   "elementwise pipeline 'p': output 'r9' is not a stage")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", R.lying_dtype),
+  "elementwise pipeline: the name must be a C identifier not starting with '_', got a table")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "_p"),
+  "elementwise pipeline: the name must be a C identifier not starting with '_', got '_p'")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "p", { fuse = R.lying_dtype }),
+  "elementwise pipeline 'p': options.fuse must be \"auto\", \"always\" or \"never\", got a table")
 
 -- ---- reductions and scans (Lua parts of the module: their own messages) ----------------
 

@@ -461,7 +461,7 @@ describe("gpurun.elementwise pipelines", function()
     { { SAMPLE_IN, { "float32 r1 == a" }, "r1" }, "is not \"<dtype> <name> = <expression>\"" },
     { { SAMPLE_IN, { "U r1 = a" }, "r1" }, "stage 'r1' has type U, which no input has" },
     { { SAMPLE_IN, {}, "r1" }, "stages must be a non%-empty list" },
-    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "sometimes" } }, "options.fuse must be \"auto\", \"always\" or \"never\", got sometimes" },
+    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "sometimes" } }, "options.fuse must be \"auto\", \"always\" or \"never\", got 'sometimes'" },
   } do
     it("refuse " .. case[2]:gsub("%%", ""), function()
       local message = error_of(ew.pipeline, table.unpack(case[1], 1, 5))

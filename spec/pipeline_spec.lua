@@ -408,6 +408,21 @@ describe("gpurun.pipeline refuses", function()
             gpurun.pipeline, setmetatable({}, {}))
   end)
 
+  it("a method called on what is not a pipeline (p.fill(x) for p:fill(x)), naming the method", function()
+    local p = sample()
+    local raising = setmetatable({}, { __index = function() error("indexed") end, __name = "gpurun.Buffer" })
+    for _, name in ipairs({ "buffer", "temporary", "call", "fill", "plan", "explain", "run", "set", "close" }) do
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got table"):format(name, name),
+              p[name], {}, "x")
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got table named gpurun.Buffer")
+              :format(name, name), p[name], raising)
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got nil"):format(name, name),
+              p[name])
+    end
+    local split = gpurun.pipeline{ name = "split", devices = { 0, 1 } }
+    refuses("pipeline method 'run': a pipeline expected as self (p:run(...)), got table", split.run, {})
+  end)
+
   it("bad runs, without a GPU", function()
     local p = sample()
     refuses("pipeline 'sample': run: a gpurun.Stream expected, got nil", p.run, p, nil)

@@ -284,11 +284,11 @@ local function constructor(elementwise, kernel_option_names)
   end
   return function(in_params, stages, outputs, name, options)
     name = name or "pipeline"
-    local what = ("elementwise pipeline '%s'"):format(tostring(name))
     if not common.is_identifier(name) or name:sub(1, 1) == "_" then
       raise(("elementwise pipeline: the name must be a C identifier not starting with '_', got %s")
-            :format(tostring(name)))
+            :format(common.quoted(name)))
     end
+    local what = ("elementwise pipeline '%s'"):format(name)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
@@ -303,7 +303,7 @@ local function constructor(elementwise, kernel_option_names)
     kernel_options.fuse, kernel_options.accumulate = nil, nil
     if not FUSE_MODES[mode] then
       raise(("%s: options.fuse must be \"auto\", \"always\" or \"never\", got %s"):format(
-            what, tostring(mode)))
+            what, common.quoted(mode)))
     end
     local inputs, why = source.parse_params(in_params, what .. " in_params")
     if not inputs then
