@@ -22,7 +22,7 @@
 -- the run ends one line says how many and why. Put the tag on `it` blocks,
 -- not on `describe`.
 local gpurun = require("gpurun")
-local check = require("gpurun.check")
+local check = require("gpurun.script.check")
 
 local testing = {}
 

@@ -13,7 +13,7 @@ return function(internal)
   -- the module opens without the Lua library's files).
   local npy_module
   local function npy()
-    npy_module = npy_module or require("gpurun.npy") -- lazy: see above
+    npy_module = npy_module or require("gpurun.io.npy") -- lazy: see above
     return npy_module
   end
 
