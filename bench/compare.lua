@@ -37,7 +37,7 @@ local KERNEL_SOURCE = require("gpurun.samples.kernels").source("cudagraphs")
 local A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375
 local POISON = -1.0
 
--- Issue 5's targets for the gpurun/C ratio of medians, by size and path.
+-- The targets for the gpurun/C ratio of medians, by size and path.
 local TARGETS = {
     [4096] = { launch = 1.10, plan = 1.10, graph = 1.05 },
     [16777216] = { launch = 1.02, plan = 1.02, graph = 1.02 },

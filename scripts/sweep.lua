@@ -68,14 +68,14 @@ local function main()
       return check.buffers(label, size.r3, EXPECTED, RTOL, ATOL)
     end,
     -- Each path is one table (see lua/gpurun/script/sweep.lua); a new one is a
-    -- few lines here. K iterations per graph (issue 11), for instance, with
+    -- few lines here. K iterations per graph, for instance, with
     -- local bench = require("gpurun.bench") above:
     --   { name = "per_graph_10", label = "10 iterations per graph", iterations_per_step = 10,
     --     prepare = function(size)
     --       local graph = size:own(bench.capture(size.stream, size.pipeline, { iterations = 10 }))
     --       return function(s) graph:launch(s) end
     --     end },
-    -- and one fused kernel (issue 12) as a path whose prepare launches the
+    -- and one fused kernel as a path whose prepare launches the
     -- fused kernel on buffers that setup keeps in `size`.
     paths = { sweep.INDIVIDUAL, sweep.GRAPH },
   }

@@ -708,6 +708,12 @@ local option_cases = {
   { { relocatable_device_code = 0 }, OPTION .. "'relocatable_device_code' must be a boolean, got number" },
   { { extra = true }, OPTION .. "'extra' must be a string or a list of strings, got boolean" },
   { { extra = { 1 } }, OPTION .. "'extra[1]' must be a non-empty string, got number" },
+  { { extra = { "-DX=\0" } }, OPTION .. "'extra[1]' contains a NUL byte, which would cut the option short" },
+  { { extra = "-G\0-DX" }, OPTION .. "'extra[1]' contains a NUL byte" },
+  { { include_paths = { "/a", "/b\0" } }, OPTION .. "'include_paths[2]' contains a NUL byte" },
+  { { defines = { "X\0Y" } }, OPTION .. "'defines[1]' contains a NUL byte" },
+  { { defines = { ["X\0"] = 1 } }, OPTION .. "a name in 'defines' contains a NUL byte" },
+  { { defines = { X = "1\0" } }, OPTION .. "'defines.X' contains a NUL byte" },
 }
 for _, value in ipairs({ 0, 256, -1, 1.5, NAN, INF, BIG_FLOAT, math.maxinteger, "32", true }) do
   option_cases[#option_cases + 1] = { { max_register_count = value },
@@ -754,6 +760,8 @@ row("Program:compile", A(R.program, "ptx", { name_expressions = { "" } }),
   arg_error(2, "compile", "name_expressions[1] must be a non-empty string"))
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "k", 5 } }),
   arg_error(2, "compile", "name_expressions[2] must be a non-empty string"))
+row("Program:compile", A(R.program, "ptx", { name_expressions = { "k\0<int>" } }),
+  arg_error(2, "compile", "name_expressions[1] contains a NUL byte"))
 row("Program:compile", A(R.program, "ptx", { name_expressions = { "nope<int>" } }),
   "NVRTC compile of 'k.cu' failed: NVRTC_ERROR_COMPILATION")
 row("Program:compile", A(R.broken_program, "ptx"),

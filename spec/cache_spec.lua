@@ -16,13 +16,18 @@ if os.getenv("SOURCE_FILE") then
   file:close()
 end
 local options = load("return " .. (os.getenv("OPTIONS") or "{ arch = '90' }"))()
+local started = g.perf_counter()
 local code = g.Program(source, "c++", options):compile(os.getenv("TARGET") or "cubin")
+local seconds = g.perf_counter() - started
+local status = io.open("/proc/self/status")
+local peak_kb = status and tonumber(status:read("a"):match("VmHWM:%s*(%d+)")) or 0
+if status then status:close() end
 local sum = 0
 for i = 1, #code.code do sum = (sum * 31 + code.code:byte(i)) % 4294967296 end
 local info = g.cache_info()
-print(("from_cache=%s size=%d sum=%d elf=%s enabled=%s hits=%d misses=%d stores=%d corrupt=%d errors=%d dir=%s")
+print(("from_cache=%s size=%d sum=%d elf=%s enabled=%s hits=%d misses=%d stores=%d corrupt=%d errors=%d dir=%s seconds=%.3f peak_kb=%d")
   :format(code.from_cache, code.size, sum, code.code:sub(1, 4) == "\127ELF", info.enabled, info.hits,
-          info.misses, info.stores, info.corrupt, info.errors, info.dir or "-"))
+          info.misses, info.stores, info.corrupt, info.errors, info.dir or "-", seconds, peak_kb))
 ]]
 
 -- Compiles one program, then runs $BETWEEN (a shell command), then compiles
@@ -174,13 +179,46 @@ describe("the kernel cache", function()
     local two = compile(env)
     assert.is_false(two.from_cache)
     assert.are_not.equal(one.sum, two.sum)
+    -- One entry per program: going back is compiled again, then served.
     write(include .. "/inner.h", "#define VALUE 1\n")
     local again = compile(env)
-    assert.is_true(again.from_cache)
+    assert.is_false(again.from_cache)
     assert.are.equal(one.sum, again.sum)
+    assert.is_true(compile(env).from_cache)
   end)
 
+  -- FNV-1a 64, the entry's payload checksum (Lua's integers wrap as it needs).
+  local function fnv1a(data)
+    local hash = -3750763034362895579 -- 0xcbf29ce484222325
+    for i = 1, #data do hash = (hash ~ data:byte(i)) * 0x100000001b3 end
+    return hash
+  end
+
+  -- Changes the first record of what NVRTC read (the payload's last field)
+  -- and fixes the checksum, so that only the record is wrong.
+  local function bad_record(data)
+    local payload = data:sub(49)
+    local at, fields = 1, 0
+    local count
+    while at <= #payload do
+      if fields == 2 then -- the name expressions: a count, then pairs
+        count, at = string.unpack("<I8", payload, at)
+        for _ = 1, 2 * count do at = at + 8 + string.unpack("<I8", payload, at) end
+        fields = fields + 1
+      else
+        local n = string.unpack("<I8", payload, at)
+        if at + 8 + n > #payload then
+          payload = payload:sub(1, at + 7) .. "\238" .. payload:sub(at + 9)
+          break
+        end
+        at, fields = at + 8 + n, fields + 1
+      end
+    end
+    return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
+  end
+
   local damages = {
+    { "a malformed record of what NVRTC read", bad_record, "a record of what NVRTC read is malformed" },
     { "a flipped payload byte", function(data) return data:sub(1, 99) .. string.char(data:byte(100) ~ 0xff) .. data:sub(101) end, "bad checksum" },
     { "a truncated payload", function(data) return data:sub(1, #data // 2) end, "wrong length: payload is %d+ bytes, header says %d+" },
     { "a truncated header", function(data) return data:sub(1, 10) end, "truncated: 10 bytes, shorter than the 48%-byte header" },
@@ -207,6 +245,62 @@ describe("the kernel cache", function()
       assert.are.equal(first.sum, repaired.sum)
     end)
   end
+
+  -- A sparse file: 3 GiB long, nothing on disk.
+  local function grow(path, header_payload)
+    local file = assert(io.open(path, "r+b"))
+    if header_payload then
+      file:seek("set", 16)
+      file:write(string.pack("<I8", header_payload))
+    end
+    file:close()
+    assert(os.execute("truncate -s 3G " .. q(path)))
+  end
+
+  it("refuses an oversized entry by its size and header, without reading it", function()
+    local first = compile({ GPURUN_CACHE_DIR = dir })
+    local path = dir .. "/" .. entries(dir)[1]
+    local three_gib = 3 * 1024 * 1024 * 1024
+    for _, case in ipairs({
+      { nil, "wrong length: payload is " .. (three_gib - 48) .. " bytes, header says %d+" },
+      { three_gib - 48, "too large: " .. (three_gib - 48) .. " bytes of payload, more than the 256 MiB any compile makes" },
+    }) do
+      grow(path, case[1])
+      local again, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
+      assert.are.equal(0, code, stderr)
+      assert.matches("gpurun: warning: kernel cache entry " .. path:gsub("%p", "%%%0") .. " is corrupt %("
+        .. case[2] .. "%); recompiling\n", stderr)
+      assert.are.equal(first.sum, again.sum)
+      assert.is_true(again.seconds < 1, again.seconds .. " s")
+      assert.is_true(again.peak_kb < 1024 * 1024, again.peak_kb .. " KiB at the peak") -- reading it took 3 GiB
+    end
+  end)
+
+  it("refuses a relative folder and the root folder, naming the variable", function()
+    local cases = {
+      { { HOME = "rel", GPURUN_CACHE_DIR = "", XDG_CACHE_HOME = "" }, "rel/.cache/gpurun, from HOME, is not an absolute path" },
+      { { GPURUN_CACHE_DIR = "rel" }, "rel, from GPURUN_CACHE_DIR, is not an absolute path" },
+      { { GPURUN_CACHE_DIR = "/" }, "/, from GPURUN_CACHE_DIR, is the root folder: the cache needs a folder of its own" },
+      { { GPURUN_CACHE_DIR = "//" }, "//, from GPURUN_CACHE_DIR, is the root folder" },
+      { { GPURUN_CACHE_DIR = "/tmp/.." }, "/tmp/.., from GPURUN_CACHE_DIR, is the root folder" },
+    }
+    local folder = scratch .. "/cwd" .. case
+    assert(os.execute("mkdir -p " .. q(folder)))
+    for _, refused in ipairs(cases) do
+      local assignments = { "GPURUN_NO_CACHE=" }
+      for name, value in pairs(refused[1]) do assignments[#assignments + 1] = name .. "=" .. q(value) end
+      local result = process.run("cd " .. q(folder) .. " && " .. table.concat(assignments, " ") .. " "
+        .. process.gpurun_command() .. " " .. q(script_path))
+      assert.are.equal(0, result.code, result.stderr)
+      assert.matches("^gpurun: warning: kernel cache directory " .. refused[2]:gsub("%p", "%%%0")
+        .. ".*; continuing without the cache\n$", result.stderr)
+      local fields_of = fields(result.stdout)
+      assert.is_true(fields_of.elf)
+      assert.is_false(fields_of.enabled)
+    end
+    assert.are.same({}, entries(folder)) -- nothing made under the working directory
+    assert.are.same({}, shell("ls /*.entry 2>/dev/null"):match("%S") and { "entries in /" } or {})
+  end)
 
   it("compiles without a cache, warning once, when the directory cannot be created", function()
     local file = scratch .. "/a-file"

@@ -144,9 +144,9 @@ describe("NVRTC given input far from C++", function()
     assert.are.equal("", result.stdout)
   end)
 
-  -- NVRTC quotes the offending line, so the log, and with it the Lua error,
-  -- is as large as the source.
-  it("carries a 50 MB log in the error when the error is on a 50 MB line", function()
+  -- NVRTC would quote the offending line: a line that long gets brief
+  -- diagnostics, and the log keeps its head and tail (docs/kernel-cache.md).
+  it("carries a short log in the error when the error is on a 50 MB line", function()
     local result = run_script([[
       local gpurun = require("gpurun")
       local source = '__device__ int s = "' .. ("x"):rep(50e6) .. '";\n'
@@ -158,9 +158,8 @@ describe("NVRTC given input far from C++", function()
     assert.are.equal(1, result.code, first_line(stderr))
     assert.is_truthy(stderr:find("^gpurun: [^\n]*NVRTC compile of 'gpurun_program.cu' failed: "
       .. "NVRTC_ERROR_COMPILATION\ngpurun_program.cu%(1%): error: "), first_line(stderr):sub(1, 300))
-    assert.is_true(#stderr > 50e6, "stderr holds " .. #stderr .. " bytes")
-    assert.is_truthy(stderr:find(("x"):rep(1000) .. '";\n', 1, true), "the log quotes the line")
-    assert.is_truthy(stderr:find("\nstack traceback:\n", 50e6, true), "a traceback follows the log")
+    assert.is_true(#stderr < 70 * 1024, "stderr holds " .. #stderr .. " bytes")
+    assert.is_truthy(stderr:find("\nstack traceback:\n", 1, true), "a traceback follows the log")
     assert.are.equal("", result.stdout)
   end)
 

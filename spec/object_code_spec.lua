@@ -44,6 +44,23 @@ describe("gpurun.ObjectCode", function()
     assert.matches("attempt to use a closed gpurun.ObjectCode", error_of(code.get_kernel, code, "vec_add"))
   end)
 
+  it("made by a finalizer while the state closes, leaves nothing behind", function()
+    -- The state's close sets no finalizer for objects made then: the code's
+    -- memory must be Lua's (an ASan build reported the signatures' block).
+    local result = run_chunk([[
+      local g = require("gpurun")
+      setmetatable({}, { __gc = function()
+        local code = g.Program('extern "C" __global__ void late(int *x) { *x = 1; }', "c++",
+          { arch = "90" }):compile("ptx")
+        io.stdout:write(code.size > 0 and "compiled\n" or "empty\n")
+      end })
+      os.exit(0, true)
+    ]], { GPURUN_NO_CACHE = "1" })
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    assert.are.equal("compiled\n", result.stdout)
+  end)
+
   it("says why get_kernel cannot work without a driver", function()
     local result = run_chunk([[
       local g = require("gpurun")

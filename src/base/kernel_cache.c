@@ -6,15 +6,19 @@
  *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
  *   payload u64 n, code | u64 n, log | u64 count, then per name expression:
  *           u64 n, expression | u64 n, lowered name |
- *           u64 n, kernel signatures | u64 n, why there are none ("" when there are)
+ *           u64 n, kernel signatures | u64 n, why there are none ("" when there are) |
+ *           u64 n, what NVRTC read (base/nvrtc_inputs.h's records)
+ *
+ * The key covers what a compile is given (source, name, options, target,
+ * name expressions, NVRTC and gpurun, the working directory); what NVRTC
+ * read from outside while compiling is in the entry, and an entry is used
+ * only when asking NVRTC's questions again gets the same answers.
  *
  * Writers build the whole file under a temporary name in the same directory
  * and rename() it into place, so a reader sees a complete entry or none, and
  * concurrent writers of the same key just replace one good entry with
  * another. The checksum catches the rest (a truncated copy, a flipped bit).
- *
- * The key hashes everything that changes NVRTC's output, including every
- * header the source could include (base/include_scan.c finds them).
+ * A reader checks the header and the file's size before reading further.
  *
  * Entries are code that gpurun loads and runs, trusted once an unkeyed
  * checksum matches, so the directory must be the user's alone, as ssh
@@ -24,7 +28,7 @@
 #define _GNU_SOURCE /* mkostemp */
 #include "base/kernel_cache.h"
 
-#include "base/include_scan.h"
+#include "base/content_hash.h"
 #include "base/read_file.h"
 
 #include <errno.h>
@@ -39,16 +43,20 @@
 #include <unistd.h>
 
 #define ENTRY_MAGIC "GPURUNKC"
-#define ENTRY_FORMAT 2u /* 2: the kernel signatures */
+#define ENTRY_FORMAT 3u /* 3: what NVRTC read */
 #define ENTRY_HEADER_SIZE 48
 #define KEY_SIZE 16
+/* No compile makes this much; a header saying more is not believed. */
+#define MAX_PAYLOAD ((uint64_t)256 << 20)
 
 static struct {
     int initialised;
     int enabled;
     int has_dir;
     int warned;  /* the one "continuing without the cache" warning was given */
+    int warned_uncached; /* the one "compiled every time" warning was given */
     char dir[PATH_MAX];
+    const char *source; /* the variable dir came from, for messages */
     uint64_t hits, misses, stores, corrupt, errors;
 } cache;
 
@@ -82,51 +90,16 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* FNV-1a, 64 bits: small, well known, and plenty for naming files and
- * catching damage; nothing here defends against a deliberate collision. */
-static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
+static void key_string(struct content_hash *hash, const char *s)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < size; i++)
-        hash = (hash ^ p[i]) * 0x100000001b3ULL;
-    return hash;
+    content_hash_field(hash, s, strlen(s));
 }
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-
-/* Two FNV-1a lanes from different starting states: a 128-bit key. */
-struct key_hash {
-    uint64_t lane[2];
-};
-
-static void key_hash_init(struct key_hash *hash)
-{
-    static const char second_seed[] = "gpurun kernel cache, second lane";
-    hash->lane[0] = FNV_OFFSET;
-    hash->lane[1] = fnv1a(FNV_OFFSET, second_seed, sizeof second_seed - 1);
-}
-
-/* Length-prefixed, so ("ab","c") and ("a","bc") hash apart. */
-static void key_hash_field(struct key_hash *hash, const void *data, size_t size)
-{
-    unsigned char length[8];
-    put_u64(length, size);
-    for (int i = 0; i < 2; i++) {
-        hash->lane[i] = fnv1a(hash->lane[i], length, sizeof length);
-        hash->lane[i] = fnv1a(hash->lane[i], data, size);
-    }
-}
-
-static void key_hash_string(struct key_hash *hash, const char *s)
-{
-    key_hash_field(hash, s, strlen(s));
-}
-
-static void key_hash_count(struct key_hash *hash, size_t count)
+static void key_count(struct content_hash *hash, size_t count)
 {
     unsigned char bytes[8];
     put_u64(bytes, count);
-    key_hash_field(hash, bytes, sizeof bytes);
+    content_hash_field(hash, bytes, sizeof bytes);
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -232,12 +205,35 @@ static int check_directory_owner(void)
     return -1;
 }
 
+/* Refuses the root folder however it is spelled ("/", "//", "/tmp/.."):
+ * entries would be written into it. */
+static int is_root(const char *dir)
+{
+    struct stat st, root;
+    return stat(dir, &st) == 0 && stat("/", &root) == 0 && st.st_dev == root.st_dev
+           && st.st_ino == root.st_ino;
+}
+
+static void refuse_directory(const char *problem)
+{
+    cache.enabled = 0;
+    cache.errors++;
+    if (!cache.warned)
+        warn("kernel cache directory %s, from %s, is %s; continuing without the cache",
+             cache.dir, cache.source, problem);
+    cache.warned = 1;
+}
+
 /* Makes the directory (again, when it was deleted while gpurun runs) and
  * checks it; 0 when the cache can be used. */
 static int prepare_directory(void)
 {
     if (make_directories(cache.dir) != 0) {
         switch_off("cannot be created", errno);
+        return -1;
+    }
+    if (is_root(cache.dir)) {
+        refuse_directory("the root folder: the cache needs a folder of its own");
         return -1;
     }
     if (check_directory_owner() != 0)
@@ -249,19 +245,28 @@ static int prepare_directory(void)
     return 0;
 }
 
-static int choose_directory(char *dir, size_t size)
+/* Fills cache.dir and cache.source (the variable it came from). */
+static int choose_directory(void)
 {
+    char *dir = cache.dir;
+    size_t size = sizeof cache.dir;
     const char *chosen = getenv("GPURUN_CACHE_DIR");
-    if (chosen && *chosen)
+    if (chosen && *chosen) {
+        cache.source = "GPURUN_CACHE_DIR";
         return snprintf(dir, size, "%s", chosen) < (int)size;
+    }
     /* The XDG spec says a relative XDG_CACHE_HOME is to be ignored. */
     const char *xdg = getenv("XDG_CACHE_HOME");
-    if (xdg && xdg[0] == '/')
+    if (xdg && xdg[0] == '/') {
+        cache.source = "XDG_CACHE_HOME";
         return snprintf(dir, size, "%s/gpurun", xdg) < (int)size;
+    }
     const char *home = getenv("HOME");
+    cache.source = "HOME";
     if (!home || !*home) {
         struct passwd *user = getpwuid(getuid());
         home = user ? user->pw_dir : NULL;
+        cache.source = "the password database";
     }
     if (!home || !*home)
         return 0;
@@ -276,47 +281,49 @@ static void cache_init(void)
     const char *off = getenv("GPURUN_NO_CACHE");
     if (off && *off && strcmp(off, "0") != 0)
         return;
-    if (!choose_directory(cache.dir, sizeof cache.dir)) {
+    if (!choose_directory()) {
         switch_off("cannot be chosen: no home directory and no GPURUN_CACHE_DIR, or the path is too long", ENOENT);
         return;
     }
     cache.has_dir = 1;
+    /* A relative one would move with the working directory. */
+    if (cache.dir[0] != '/') {
+        refuse_directory("not an absolute path");
+        return;
+    }
     if (prepare_directory() == 0)
         cache.enabled = 1;
 }
 
 /* ---- the key ------------------------------------------------------------ */
 
-static void hash_header(void *context, const char *path, const void *text, size_t size)
-{
-    struct key_hash *hash = context;
-    key_hash_string(hash, path);
-    key_hash_field(hash, text, size);
-}
-
-/* Returns 0 when the request cannot be cached safely. */
+/* The key: everything a compile is given. The working directory is in it
+ * because NVRTC reads it on every compile (and so each entry would hold
+ * it): each folder compiled from has entries of its own. Returns 0 when
+ * the request cannot be cached. */
 static int compute_key(const struct nvrtc_request *request, const char *tool_version,
                        unsigned char key[KEY_SIZE])
 {
-    struct key_hash hash;
-    key_hash_init(&hash);
-    key_hash_string(&hash, "gpurun kernel cache");
-    key_hash_count(&hash, ENTRY_FORMAT);
-    key_hash_string(&hash, tool_version);
-    key_hash_string(&hash, nvrtc_compile_identity());
-    key_hash_string(&hash, nvrtc_target_name(request->target));
-    key_hash_string(&hash, request->name);
-    key_hash_string(&hash, request->source);
-    key_hash_count(&hash, request->option_count);
-    for (size_t i = 0; i < request->option_count; i++)
-        key_hash_string(&hash, request->options[i]);
-    key_hash_count(&hash, request->name_expression_count);
-    for (size_t i = 0; i < request->name_expression_count; i++)
-        key_hash_string(&hash, request->name_expressions[i]);
-    if (!include_scan(request, hash_header, &hash))
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
         return 0;
-    put_u64(key, hash.lane[0]);
-    put_u64(key + 8, hash.lane[1]);
+    struct content_hash hash;
+    content_hash_init(&hash);
+    key_string(&hash, "gpurun kernel cache");
+    key_count(&hash, ENTRY_FORMAT);
+    key_string(&hash, tool_version);
+    key_string(&hash, nvrtc_compile_identity());
+    key_string(&hash, cwd);
+    key_string(&hash, nvrtc_target_name(request->target));
+    key_string(&hash, request->name);
+    key_string(&hash, request->source);
+    key_count(&hash, request->option_count);
+    for (size_t i = 0; i < request->option_count; i++)
+        key_string(&hash, request->options[i]);
+    key_count(&hash, request->name_expression_count);
+    for (size_t i = 0; i < request->name_expression_count; i++)
+        key_string(&hash, request->name_expressions[i]);
+    content_hash_digest(&hash, key);
     return 1;
 }
 
@@ -335,7 +342,8 @@ static size_t payload_size(const struct nvrtc_request *request, const struct nvr
     size_t size = 8 + output->code_size + 8 + strlen(output->log) + 8;
     for (size_t i = 0; i < output->lowered_name_count; i++)
         size += 8 + strlen(request->name_expressions[i]) + 8 + strlen(output->lowered_names[i]);
-    return size + 8 + output->signatures_size + 8 + strlen(output->signatures_error);
+    return size + 8 + output->signatures_size + 8 + strlen(output->signatures_error)
+           + 8 + output->inputs.records_size;
 }
 
 static unsigned char *put_field(unsigned char *p, const void *data, size_t size)
@@ -351,6 +359,8 @@ static unsigned char *encode_entry(const unsigned char key[KEY_SIZE],
                                    const struct nvrtc_output *output, size_t *size)
 {
     size_t payload = payload_size(request, output);
+    if (payload > MAX_PAYLOAD)
+        return NULL;
     unsigned char *entry = malloc(ENTRY_HEADER_SIZE + payload);
     if (!entry)
         return NULL;
@@ -364,12 +374,13 @@ static unsigned char *encode_entry(const unsigned char key[KEY_SIZE],
         p = put_field(p, output->lowered_names[i], strlen(output->lowered_names[i]));
     }
     p = put_field(p, output->signatures, output->signatures_size);
-    put_field(p, output->signatures_error, strlen(output->signatures_error));
+    p = put_field(p, output->signatures_error, strlen(output->signatures_error));
+    put_field(p, output->inputs.records, output->inputs.records_size);
     memcpy(entry, ENTRY_MAGIC, 8);
     put_u32(entry + 8, ENTRY_FORMAT);
     put_u32(entry + 12, (uint32_t)request->target);
     put_u64(entry + 16, payload);
-    put_u64(entry + 24, fnv1a(FNV_OFFSET, entry + ENTRY_HEADER_SIZE, payload));
+    put_u64(entry + 24, fnv1a(FNV1A_OFFSET, entry + ENTRY_HEADER_SIZE, payload));
     memcpy(entry + 32, key, KEY_SIZE);
     *size = ENTRY_HEADER_SIZE + payload;
     return entry;
@@ -400,35 +411,50 @@ static char *take_field(struct reader *r, size_t *size)
     return copy;
 }
 
-/* Checks and decodes an entry; returns NULL, or why it is corrupt. */
-static const char *decode_entry(const unsigned char *entry, size_t size,
+/* Checks the header against the file's size (file_size bytes); returns
+ * NULL, or why the entry is corrupt, with *payload its length. */
+static const char *check_header(const unsigned char *header, uint64_t file_size,
                                 const unsigned char key[KEY_SIZE],
-                                const struct nvrtc_request *request,
-                                struct nvrtc_output *output, char *why, size_t why_size)
+                                const struct nvrtc_request *request, uint64_t *payload,
+                                char *why, size_t why_size)
 {
-    if (size < ENTRY_HEADER_SIZE) {
-        snprintf(why, why_size, "truncated: %zu bytes, shorter than the %d-byte header",
-                 size, ENTRY_HEADER_SIZE);
+    if (file_size < ENTRY_HEADER_SIZE) {
+        snprintf(why, why_size, "truncated: %llu bytes, shorter than the %d-byte header",
+                 (unsigned long long)file_size, ENTRY_HEADER_SIZE);
         return why;
     }
-    if (memcmp(entry, ENTRY_MAGIC, 8) != 0)
+    if (memcmp(header, ENTRY_MAGIC, 8) != 0)
         return "bad magic";
-    if (get_u32(entry + 8) != ENTRY_FORMAT) {
-        snprintf(why, why_size, "format %u, expected %u", get_u32(entry + 8), ENTRY_FORMAT);
+    if (get_u32(header + 8) != ENTRY_FORMAT) {
+        snprintf(why, why_size, "format %u, expected %u", get_u32(header + 8), ENTRY_FORMAT);
         return why;
     }
-    uint64_t payload = get_u64(entry + 16);
-    if (payload != size - ENTRY_HEADER_SIZE) {
-        snprintf(why, why_size, "wrong length: payload is %zu bytes, header says %llu",
-                 size - ENTRY_HEADER_SIZE, (unsigned long long)payload);
+    *payload = get_u64(header + 16);
+    if (*payload != file_size - ENTRY_HEADER_SIZE) {
+        snprintf(why, why_size, "wrong length: payload is %llu bytes, header says %llu",
+                 (unsigned long long)(file_size - ENTRY_HEADER_SIZE),
+                 (unsigned long long)*payload);
         return why;
     }
-    if (fnv1a(FNV_OFFSET, entry + ENTRY_HEADER_SIZE, payload) != get_u64(entry + 24))
-        return "bad checksum";
-    if (memcmp(entry + 32, key, KEY_SIZE) != 0 || get_u32(entry + 12) != (uint32_t)request->target)
+    if (*payload > MAX_PAYLOAD) {
+        snprintf(why, why_size, "too large: %llu bytes of payload, more than the %llu MiB any "
+                 "compile makes", (unsigned long long)*payload,
+                 (unsigned long long)(MAX_PAYLOAD >> 20));
+        return why;
+    }
+    if (memcmp(header + 32, key, KEY_SIZE) != 0 || get_u32(header + 12) != (uint32_t)request->target)
         return "key mismatch";
+    return NULL;
+}
 
-    struct reader r = {entry + ENTRY_HEADER_SIZE, (size_t)payload};
+/* Decodes a payload whose header was checked; returns NULL, or why it is
+ * corrupt. output->inputs.records gets what NVRTC read. */
+static const char *decode_payload(const unsigned char *payload, size_t size, uint64_t checksum,
+                                  const struct nvrtc_request *request, struct nvrtc_output *output)
+{
+    if (fnv1a(FNV1A_OFFSET, payload, size) != checksum)
+        return "bad checksum";
+    struct reader r = {payload, size};
     memset(output, 0, sizeof *output);
     output->code = take_field(&r, &output->code_size);
     output->log = output->code ? take_field(&r, NULL) : NULL;
@@ -467,45 +493,108 @@ static const char *decode_entry(const unsigned char *entry, size_t size,
         free(output->signatures);
         output->signatures = NULL;
     }
+    output->inputs.records = (unsigned char *)take_field(&r, &output->inputs.records_size);
+    if (!output->inputs.records)
+        return "malformed payload";
     return r.left == 0 ? NULL : "malformed payload";
+}
+
+static int read_exactly(int fd, unsigned char *data, size_t size)
+{
+    while (size > 0) {
+        ssize_t n = read(fd, data, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? EIO : errno;
+        data += n;
+        size -= (size_t)n;
+    }
+    return 0;
 }
 
 enum lookup { ENTRY_HIT, ENTRY_MISS, ENTRY_IN_THE_WAY };
 
-/* ENTRY_HIT with output filled; ENTRY_IN_THE_WAY when what is at the
- * entry's path is a directory, which no entry can replace. */
+static enum lookup corrupt_entry(const char *path, const char *why)
+{
+    cache.corrupt++;
+    warn("kernel cache entry %s is corrupt (%s); recompiling", path, why);
+    /* The fresh entry would replace it anyway; removing it now means a
+     * compile error cannot leave it behind. */
+    unlink(path);
+    return ENTRY_MISS;
+}
+
+static enum lookup unreadable_entry(const char *path, int error)
+{
+    cache.errors++;
+    warn("kernel cache entry %s cannot be read (%s); recompiling", path, strerror(error));
+    return ENTRY_MISS;
+}
+
+/* ENTRY_HIT with output filled, when the entry is whole and what NVRTC
+ * read is unchanged; ENTRY_IN_THE_WAY when what is at the entry's path is
+ * a directory, which no entry can replace. Nothing big is read before the
+ * header and the file's size agree. */
 static enum lookup load_entry(const char *path, const unsigned char key[KEY_SIZE],
                               const struct nvrtc_request *request, struct nvrtc_output *output)
 {
-    unsigned char *entry = NULL;
-    size_t size = 0;
     memset(output, 0, sizeof *output);
-    int error = read_whole_file(path, O_NOFOLLOW, &entry, &size);
-    if (error == ENOENT)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 && errno == ENOENT)
         return ENTRY_MISS;
-    if (error == READ_FILE_NOT_REGULAR) {
+    if ((fd < 0 && errno == ELOOP) || (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode))) {
+        if (fd >= 0)
+            close(fd);
         const char *kind = file_kind(path);
         cache.errors++;
         warn("kernel cache entry %s is %s, not an entry file; recompiling", path, kind);
         return strcmp(kind, "a directory") == 0 ? ENTRY_IN_THE_WAY : ENTRY_MISS;
     }
-    if (error) {
-        cache.errors++;
-        warn("kernel cache entry %s cannot be read (%s); recompiling", path, strerror(error));
-        return ENTRY_MISS;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int error = errno;
+        if (fd >= 0)
+            close(fd);
+        return unreadable_entry(path, error);
     }
-    char why[160];
-    const char *corrupt = decode_entry(entry, size, key, request, output, why, sizeof why);
-    free(entry);
+    unsigned char header[ENTRY_HEADER_SIZE];
+    char why[200];
+    uint64_t payload_length = 0;
+    int error = st.st_size >= ENTRY_HEADER_SIZE ? read_exactly(fd, header, sizeof header) : 0;
+    const char *corrupt = error ? NULL
+                                : check_header(header, (uint64_t)st.st_size, key, request,
+                                               &payload_length, why, sizeof why);
+    unsigned char *payload = NULL;
+    if (!error && !corrupt) {
+        payload = malloc(payload_length ? (size_t)payload_length : 1);
+        error = payload ? read_exactly(fd, payload, (size_t)payload_length) : ENOMEM;
+        if (error == EIO) { /* shrank under us */
+            error = 0;
+            corrupt = "truncated while being read";
+        }
+    }
+    close(fd);
+    if (error) {
+        free(payload);
+        return unreadable_entry(path, error);
+    }
     if (!corrupt)
+        corrupt = decode_payload(payload, (size_t)payload_length, get_u64(header + 24), request,
+                                 output);
+    free(payload);
+    if (corrupt) {
+        nvrtc_output_free(output);
+        return corrupt_entry(path, corrupt);
+    }
+    enum nvrtc_inputs_verdict verdict = nvrtc_inputs_check(
+        output->inputs.records, output->inputs.records_size, why, sizeof why);
+    if (verdict == NVRTC_INPUTS_SAME)
         return ENTRY_HIT;
     nvrtc_output_free(output);
-    cache.corrupt++;
-    warn("kernel cache entry %s is corrupt (%s); recompiling", path, corrupt);
-    /* The fresh entry would replace it anyway; removing it now means a
-     * compile error cannot leave it behind. */
-    unlink(path);
-    return ENTRY_MISS;
+    if (verdict == NVRTC_INPUTS_MALFORMED)
+        return corrupt_entry(path, why);
+    return ENTRY_MISS; /* a header or the environment changed: compiled again */
 }
 
 static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
@@ -563,15 +652,51 @@ static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
 
 /* ---- the interface ------------------------------------------------------ */
 
+/* A compile that cannot be cached is said once per process. */
+static void say_uncached(const struct nvrtc_request *request, const char *why)
+{
+    if (cache.warned_uncached)
+        return;
+    cache.warned_uncached = 1;
+    warn("kernel cache: %s is compiled every time: %s", request->name, why);
+}
+
+/* Stores a fresh compile when what NVRTC read is still as it was when it
+ * read it (a header edited during the compile is not stored). */
+static void store_compiled(const char *path, const unsigned char key[KEY_SIZE],
+                           const struct nvrtc_request *request, const struct nvrtc_output *output)
+{
+    char why[200];
+    if (output->inputs.uncacheable[0]) {
+        say_uncached(request, output->inputs.uncacheable);
+        return;
+    }
+    if (nvrtc_inputs_check(output->inputs.records, output->inputs.records_size, why, sizeof why)
+        != NVRTC_INPUTS_SAME)
+        return;
+    store_entry(path, key, request, output);
+}
+
 int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_version,
                          struct nvrtc_output *output, int *from_cache)
 {
     *from_cache = 0;
     cache_init();
+    const char *unwatchable = NULL;
+    if (cache.enabled && !nvrtc_inputs_watchable(&unwatchable)) {
+        cache.enabled = 0;
+        cache.errors++;
+        if (!cache.warned)
+            warn("kernel cache: gpurun cannot watch what NVRTC reads (%s); continuing without "
+                 "the cache", unwatchable);
+        cache.warned = 1;
+    }
     unsigned char key[KEY_SIZE];
     char path[PATH_MAX];
     int cacheable = cache.enabled && compute_key(request, tool_version, key)
                     && entry_path(path, sizeof path, key);
+    if (cacheable)
+        nvrtc_compile_prepare();
     enum lookup found = cacheable ? load_entry(path, key, request, output) : ENTRY_MISS;
     if (found == ENTRY_HIT) {
         cache.hits++;
@@ -582,7 +707,7 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
         cache.misses++;
     int ok = nvrtc_compile(request, output);
     if (ok && cacheable && cache.enabled && found != ENTRY_IN_THE_WAY)
-        store_entry(path, key, request, output);
+        store_compiled(path, key, request, output);
     return ok;
 }
 

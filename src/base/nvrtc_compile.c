@@ -3,6 +3,7 @@
  * cleanup path, so an NVRTC program is never leaked. */
 #define _GNU_SOURCE /* dladdr */
 #include "base/nvrtc_compile.h"
+#include "base/nvrtc_inputs.h"
 #include "base/ptx_params.h"
 
 #include <dlfcn.h>
@@ -96,6 +97,11 @@ static const char *load_builtins(void)
     return why;
 }
 
+void nvrtc_compile_prepare(void)
+{
+    load_builtins();
+}
+
 const char *nvrtc_target_name(enum nvrtc_target target)
 {
     return target == NVRTC_TARGET_CUBIN ? "cubin" : "ptx";
@@ -115,6 +121,42 @@ static int out_of_memory(struct nvrtc_output *output, const char *what)
     return 0;
 }
 
+/* How much of NVRTC's log is kept: its first and its last lines, with the
+ * number of bytes left out between them. One diagnostic per token of a
+ * long line can make a log of gigabytes that nobody reads whole. */
+#define LOG_HEAD (48 * 1024)
+#define LOG_TAIL (16 * 1024)
+
+/* Cuts log (size bytes, NUL-terminated, malloc'd) to its head and tail,
+ * at line ends where there are any near the cut. */
+static char *cap_log(char *log, size_t size)
+{
+    if (size <= LOG_HEAD + LOG_TAIL + 128)
+        return log;
+    size_t head = LOG_HEAD;
+    while (head > LOG_HEAD / 2 && log[head - 1] != '\n')
+        head--;
+    if (log[head - 1] != '\n')
+        head = LOG_HEAD;
+    size_t tail = size - LOG_TAIL;
+    while (tail < size - LOG_TAIL / 2 && log[tail - 1] != '\n')
+        tail++;
+    if (log[tail - 1] != '\n')
+        tail = size - LOG_TAIL;
+    char marker[96];
+    int marker_size = snprintf(marker, sizeof marker,
+                               "%s[gpurun: %zu bytes of NVRTC's log left out here]\n",
+                               log[head - 1] == '\n' ? "" : "\n", tail - head);
+    char *capped = malloc(head + (size_t)marker_size + (size - tail) + 1);
+    if (!capped)
+        return log;
+    memcpy(capped, log, head);
+    memcpy(capped + head, marker, (size_t)marker_size);
+    memcpy(capped + head + marker_size, log + tail, size - tail + 1);
+    free(log);
+    return capped;
+}
+
 static int read_log(nvrtcProgram program, struct nvrtc_output *output)
 {
     size_t size = 0;
@@ -127,6 +169,7 @@ static int read_log(nvrtcProgram program, struct nvrtc_output *output)
     rc = nvrtcGetProgramLog(program, output->log);
     if (rc != NVRTC_SUCCESS)
         return fail(output, "nvrtcGetProgramLog", rc, NULL);
+    output->log = cap_log(output->log, strlen(output->log));
     return 1;
 }
 
@@ -292,10 +335,25 @@ static void free_products(struct nvrtc_output *output)
     output->signatures_size = 0;
 }
 
+/* The clock is an input NVRTC reads without asking the file system: a
+ * program that names it is compiled every time. */
+static void check_for_the_time(const struct nvrtc_request *request, struct nvrtc_inputs *inputs)
+{
+    int names_it = nvrtc_inputs_names_the_time(request->source, strlen(request->source));
+    for (size_t i = 0; i < request->option_count && !names_it; i++)
+        names_it = nvrtc_inputs_names_the_time(request->options[i], strlen(request->options[i]));
+    if (names_it && !inputs->uncacheable[0])
+        snprintf(inputs->uncacheable, sizeof inputs->uncacheable,
+                 "it names __DATE__, __TIME__ or __TIMESTAMP__, which change with every compile");
+}
+
 int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *output)
 {
     memset(output, 0, sizeof *output);
     load_builtins();
+    /* What NVRTC reads from outside is recorded from its first call on
+     * this program to its last. */
+    nvrtc_inputs_begin();
     nvrtcProgram program = NULL;
     nvrtcResult rc = nvrtcCreateProgram(&program, request->source, request->name,
                                         0, NULL, NULL);
@@ -303,6 +361,11 @@ int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *outp
                                  : fail(output, "nvrtcCreateProgram", rc, NULL);
     if (program)
         nvrtcDestroyProgram(&program);
+    nvrtc_inputs_end(&output->inputs);
+    check_for_the_time(request, &output->inputs);
+    /* NVRTC says only that it could not open a file we kept it from. */
+    if (!ok && output->inputs.refused[0])
+        snprintf(output->error, sizeof output->error, "%s", output->inputs.refused);
     /* A failure keeps only what explains it: the log and the error. */
     if (!ok)
         free_products(output);
@@ -312,6 +375,7 @@ int nvrtc_compile(const struct nvrtc_request *request, struct nvrtc_output *outp
 void nvrtc_output_free(struct nvrtc_output *output)
 {
     free_products(output);
+    nvrtc_inputs_free(&output->inputs);
     free(output->log);
     memset(output, 0, sizeof *output);
 }

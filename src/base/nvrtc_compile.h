@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "base/nvrtc_inputs.h"
+
 /* NVRTC's version; returns 0 if NVRTC cannot tell. */
 int nvrtc_compile_version(int *major, int *minor);
 
@@ -11,6 +13,12 @@ int nvrtc_compile_version(int *major, int *minor);
  * version, the file it was loaded from and that file's size and time. The
  * kernel cache keys on it, so a toolkit update never serves stale code. */
 const char *nvrtc_compile_identity(void);
+
+/* Loads what NVRTC needs before its first compile (its builtins library,
+ * from libnvrtc's own folder). nvrtc_compile() does it; the kernel cache
+ * does it before asking NVRTC's questions again, so that they find NVRTC's
+ * libraries as a compile would. */
+void nvrtc_compile_prepare(void);
 
 enum nvrtc_target { NVRTC_TARGET_PTX, NVRTC_TARGET_CUBIN };
 
@@ -32,7 +40,9 @@ struct nvrtc_request {
 struct nvrtc_output {
     char *code;             /* PTX text (no trailing NUL counted) or CUBIN bytes */
     size_t code_size;
-    char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing */
+    char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing. A
+                             * long one keeps its first 48 KiB and last 16 KiB of
+                             * lines, saying how much was left out between. */
     char **lowered_names;   /* one per name expression, same order */
     size_t lowered_name_count;
     /* The kernels' parameter lists as ptx_signatures_format() text, read
@@ -44,6 +54,9 @@ struct nvrtc_output {
     size_t signatures_size;
     char signatures_error[256];
     char error[512];        /* on failure: which step failed and NVRTC's result */
+    /* What NVRTC read besides the request (base/nvrtc_inputs.h), recorded
+     * on every compile; a file refused there names the failure in error. */
+    struct nvrtc_inputs inputs;
 };
 
 /* Compiles. Returns 1 on success; on failure 0, with output->error saying

@@ -529,9 +529,11 @@ static int pack(struct collected *c, struct ptx_signatures *out)
     size_t kernels_bytes = c->kernel_count * sizeof(struct ptx_kernel_signature);
     size_t index_bytes = c->kernel_count * sizeof(struct ptx_kernel_signature *);
     size_t params_bytes = c->param_count * sizeof(struct ptx_param);
-    unsigned char *block = malloc(kernels_bytes + index_bytes + params_bytes + c->names_size + 1);
+    size_t block_size = kernels_bytes + index_bytes + params_bytes + c->names_size + 1;
+    unsigned char *block = malloc(block_size);
     if (!block)
         return 0;
+    out->block_size = block_size;
     struct ptx_kernel_signature *kernels = (struct ptx_kernel_signature *)block;
     const struct ptx_kernel_signature **by_name =
         (const struct ptx_kernel_signature **)(block + kernels_bytes);
@@ -586,6 +588,28 @@ void ptx_signatures_free(struct ptx_signatures *signatures)
 {
     free(signatures->kernels);
     memset(signatures, 0, sizeof *signatures);
+}
+
+void ptx_signatures_move(struct ptx_signatures *signatures, void *into)
+{
+    unsigned char *from = (unsigned char *)signatures->kernels;
+    unsigned char *to = into;
+    if (!from)
+        return;
+    memcpy(to, from, signatures->block_size);
+    struct ptx_kernel_signature *kernels = (struct ptx_kernel_signature *)to;
+    const struct ptx_kernel_signature **by_name =
+        (const struct ptx_kernel_signature **)(to + ((unsigned char *)signatures->by_name - from));
+    for (size_t i = 0; i < signatures->kernel_count; i++) {
+        kernels[i].name = (const char *)to + ((const unsigned char *)kernels[i].name - from);
+        kernels[i].params = (const struct ptx_param *)
+            (to + ((const unsigned char *)kernels[i].params - from));
+        by_name[i] = (const struct ptx_kernel_signature *)
+            (to + ((const unsigned char *)by_name[i] - from));
+    }
+    free(from);
+    signatures->kernels = kernels;
+    signatures->by_name = by_name;
 }
 
 const struct ptx_kernel_signature *ptx_signatures_find(const struct ptx_signatures *signatures,

@@ -92,6 +92,7 @@ struct ptx_signatures {
     /* The same kernels sorted by name, for ptx_signatures_find's binary
      * search (a module may hold a great many kernels). */
     const struct ptx_kernel_signature **by_name;
+    size_t block_size;     /* bytes of the one allocation, from kernels on */
 };
 
 /* Parses every .entry declaration of the PTX text (size bytes; NUL not
@@ -104,6 +105,12 @@ int ptx_signatures_parse(const char *ptx, size_t size, struct ptx_signatures *ou
                          char *error, size_t error_size);
 
 void ptx_signatures_free(struct ptx_signatures *signatures);
+
+/* Moves parsed signatures into `into` (block_size bytes that the caller
+ * owns, such as a Lua userdata, which the collector frees even for an
+ * object made while the state closes, when no finalizer runs), freeing
+ * their heap block. After a move they are not to be freed. */
+void ptx_signatures_move(struct ptx_signatures *signatures, void *into);
 
 /* The kernel called `name` (the PTX name: for C++ linkage the lowered name
  * that nvrtcGetLoweredName gives), or NULL. */

@@ -13,14 +13,17 @@
 const struct gpurun_tag gpurun_object_code_tag = {"gpurun.ObjectCode"};
 
 /* Uservalues: 1 = the code, 2 = name expression -> lowered name, 3 = the
- * program's name, 4 = NVRTC's log, 5 = the program's source. */
+ * program's name, 4 = NVRTC's log, 5 = the program's source, 6 = the
+ * memory of the kernels' signatures. */
 struct object_code {
     struct gpurun_object header;
     CUlibrary library; /* NULL until the first get_kernel loads it */
     enum nvrtc_target target;
     int from_cache;
     /* The kernels' parameter types from the PTX (kernel_count 0 when the
-     * compile could not give them: the driver's sizes are used then). */
+     * compile could not give them: the driver's sizes are used then). Their
+     * memory is uservalue 6: Lua's, so that code made by a finalizer while
+     * the state closes (when no new finalizer is set) leaks nothing. */
     struct ptx_signatures signatures;
 };
 
@@ -29,19 +32,40 @@ static struct object_code *check_object_code(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_object_code_tag);
 }
 
+static int new_memory(lua_State *L)
+{
+    lua_newuserdatauv(L, (size_t)lua_tointeger(L, 1), 0);
+    return 1;
+}
+
 void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char *name,
                              const char *const *expressions, const struct nvrtc_output *output,
                              int from_cache, int source_index)
 {
     source_index = lua_absindex(L, source_index);
-    struct object_code *code = gpurun_new_object(L, sizeof *code, 5, &gpurun_object_code_tag);
-    code->target = target;
-    code->from_cache = from_cache;
+    struct ptx_signatures signatures = {0};
     char why[256];
     if (output->signatures
-        && !ptx_signatures_parse(output->signatures, output->signatures_size, &code->signatures,
-                                 why, sizeof why))
-        memset(&code->signatures, 0, sizeof code->signatures); /* typed by size alone */
+        && !ptx_signatures_parse(output->signatures, output->signatures_size, &signatures, why,
+                                 sizeof why))
+        memset(&signatures, 0, sizeof signatures); /* typed by size alone */
+    /* Allocated under protection: a memory error here would lose the
+     * parsed block. */
+    lua_pushcfunction(L, new_memory);
+    lua_pushinteger(L, (lua_Integer)(signatures.kernels ? signatures.block_size : 1));
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        ptx_signatures_free(&signatures);
+        gpurun_error_at(L, 0, "not enough memory for the kernels' signatures");
+    }
+    ptx_signatures_move(&signatures, lua_touserdata(L, -1));
+    int memory = lua_gettop(L);
+    struct object_code *code = gpurun_new_object(L, sizeof *code, 6, &gpurun_object_code_tag);
+    code->target = target;
+    code->from_cache = from_cache;
+    code->signatures = signatures;
+    lua_pushvalue(L, memory);
+    lua_setiuservalue(L, -2, 6);
+    lua_remove(L, memory);
     lua_pushlstring(L, output->code, output->code_size);
     lua_setiuservalue(L, -2, 1);
     lua_createtable(L, 0, (int)output->lowered_name_count);
@@ -185,7 +209,9 @@ static int object_code_close(lua_State *L)
         gpurun_restore_captures(relaxed);
     }
     code->library = NULL;
-    ptx_signatures_free(&code->signatures);
+    memset(&code->signatures, 0, sizeof code->signatures);
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, 6);
     lua_pushnil(L);
     lua_setiuservalue(L, 1, 1); /* the code itself can be large */
     return 0;

@@ -94,17 +94,19 @@ static void push_cuda_include_dir(lua_State *L)
         lua_pushnil(L);
 }
 
-/* The NVRTC options of the ProgramOptions at options_index for `target`,
- * as a C array whose strings stay anchored on the stack. */
+/* The NVRTC options of the ProgramOptions at options_index for `target`
+ * and the source at source_index, as a C array whose strings stay anchored
+ * on the stack. */
 static const char **collect_options(lua_State *L, int options_index, enum nvrtc_target target,
-                                    size_t *count)
+                                    int source_index, size_t *count)
 {
     push_options_function(L, "compile_options");
     lua_pushvalue(L, options_index);
     lua_pushstring(L, nvrtc_target_name(target));
     push_current_arch(L);
     push_cuda_include_dir(L);
-    lua_call(L, 4, 1);
+    lua_pushvalue(L, source_index);
+    lua_call(L, 5, 1);
     int list = lua_gettop(L);
     size_t n = (size_t)lua_rawlen(L, list);
     const char **options = gpurun_push_staging(L, (n + 1) * sizeof *options);
@@ -136,6 +138,8 @@ static const char **collect_name_expressions(lua_State *L, int index, size_t *co
         if (lua_rawgeti(L, list, (lua_Integer)i + 1) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
             gpurun_arg_error(L, index, "name_expressions[%d] must be a non-empty string",
                              (int)i + 1);
+        if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+            gpurun_arg_error(L, index, "name_expressions[%d] contains a NUL byte", (int)i + 1);
         names[i] = lua_tostring(L, -1); /* anchored in `list` */
         lua_pop(L, 1);
     }
@@ -195,7 +199,8 @@ static int program_compile(lua_State *L)
     int source_index = lua_gettop(L);
     request.source = lua_tostring(L, -1);
     lua_getiuservalue(L, 1, 2);
-    request.options = collect_options(L, lua_gettop(L), target, &request.option_count);
+    request.options = collect_options(L, lua_gettop(L), target, source_index,
+                                      &request.option_count);
 
     struct nvrtc_output *output = lua_newuserdatauv(L, sizeof *output, 0);
     memset(output, 0, sizeof *output);

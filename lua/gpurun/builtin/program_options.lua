@@ -35,6 +35,13 @@ return function(internal)
     return type(value) == "string" and value ~= ""
   end
 
+  -- NVRTC takes C strings: a NUL would silently cut the option short.
+  local function refuse_nul(value, what)
+    if type(value) == "string" and value:find("\0", 1, true) then
+      raise(("%s%s contains a NUL byte, which would cut the option short"):format(PREFIX, what))
+    end
+  end
+
   -- Each reader takes the input value, appends options to `list` and returns
   -- the field's normalised value.
   local readers = {}
@@ -78,6 +85,7 @@ return function(internal)
         raise(("%s'defines[%d]' must be a macro name (a non-empty string), got %s")
           :format(PREFIX, i, type(name)))
       end
+      refuse_nul(name, ("'defines[%d]'"):format(i))
       list[#list + 1] = "-D" .. name
       copy[i] = name
     end
@@ -91,10 +99,12 @@ return function(internal)
     end
     table.sort(names)
     for _, name in ipairs(names) do
+      refuse_nul(name, "a name in 'defines'")
       if name == "" or name:find("=", 1, true) then
         raise(("%s'defines' has a bad macro name '%s'"):format(PREFIX, name))
       end
       local setting = rawget(value, name)
+      refuse_nul(setting, ("'defines.%s'"):format(name))
       if setting == true then
         list[#list + 1] = "-D" .. name
       elseif type(setting) == "string" or type(setting) == "number" then
@@ -120,6 +130,7 @@ return function(internal)
           raise(("%s'%s[%d]' must be a non-empty string, got %s")
             :format(PREFIX, key, i, type(item)))
         end
+        refuse_nul(item, ("'%s[%d]'"):format(key, i))
         list[#list + 1] = option_prefix .. item
         copy[i] = item
       end
@@ -265,16 +276,35 @@ return function(internal)
     return option:find("^%-%-gpu%-architecture") or option:find("^%-arch")
   end
 
+  -- NVRTC repeats a diagnostic's whole source line with it, so a long line
+  -- with a diagnostic every few bytes (nested "/*") grows the log with the
+  -- square of its length: gigabytes and minutes for a 100 KB line. Past
+  -- this length a line is no help to a reader anyway.
+  local LONGEST_ECHOED_LINE = 512
+
+  local function has_long_line(source)
+    for line in source:gmatch("[^\n]*") do
+      if #line > LONGEST_ECHOED_LINE then return true end
+    end
+    return false
+  end
+
   -- The options a compile for `target` ("ptx" or "cubin") passes: the
   -- ProgramOptions' own, with the current device's arch ("90") added when
-  -- they name none, and the CUDA toolkit's include folder last, so that
+  -- they name none, --brief-diagnostics=true when the source has a line
+  -- too long to repeat with each diagnostic (unless the options say
+  -- otherwise), and the CUDA toolkit's include folder last, so that
   -- <cuda_device_runtime_api.h> (cudaGraphSetConditional,
   -- cudaGridDependencySynchronize) and the toolkit's other headers are found.
-  function builtin.compile_options(options, target, device_arch, cuda_include_dir)
+  function builtin.compile_options(options, target, device_arch, cuda_include_dir, source)
     local list = copy(open_state(options).list)
-    local arch
+    local arch, brief
     for _, option in ipairs(list) do
       if names_an_arch(option) then arch = option end
+      if option:find("^%-%-?brief%-diag") then brief = option end
+    end
+    if not brief and source and has_long_line(source) then
+      list[#list + 1] = "--brief-diagnostics=true"
     end
     if not arch and device_arch then
       list[#list + 1] = "--gpu-architecture=sm_" .. device_arch
