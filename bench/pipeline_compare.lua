@@ -29,6 +29,7 @@ local cjson = require("cjson")
 local bench = require("gpurun.bench")
 local timeline = require("gpurun.timeline")
 local kernels = require("gpurun.samples.kernels")
+local schedule = require("gpurun.pipeline.schedule")
 
 local parser = argparse("pipeline_compare.lua", "Declared pipelines against hand-built graphs.")
 parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)
@@ -89,13 +90,13 @@ local function planning_rows()
   end
   for _, shape in ipairs({ "random", "fusable", "chains" }) do
     local p = declare(shape)
-    -- The inference (what run and graph use: Pipeline:planned, cached until
+    -- The inference (what run and graph use: the schedule, cached until
     -- the declaration changes, dropped here), then plan()'s tables of it.
     local times, tables = {}, {}
     for rep = 1, math.max(9, options.repeats) do
-      p.cached_plan = nil
+      p.schedule = nil
       local start = os.clock()
-      p:planned()
+      schedule.of(p)
       local planned = os.clock()
       p:plan()
       times[rep] = (planned - start) * 1e3

@@ -67,7 +67,7 @@ local function main()
     check = function(size, _, label)
       return check.buffers(label, size.r3, EXPECTED, RTOL, ATOL)
     end,
-    -- Each path is one table (see lua/gpurun/sweep.lua); a new one is a
+    -- Each path is one table (see lua/gpurun/script/sweep.lua); a new one is a
     -- few lines here. K iterations per graph, for instance, with
     -- local bench = require("gpurun.bench") above:
     --   { name = "per_graph_10", label = "10 iterations per graph", iterations_per_step = 10,

@@ -438,6 +438,12 @@ row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
   "elementwise pipeline 'p': output 'r9' is not a stage")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", R.lying_dtype),
+  "elementwise pipeline: the name must be a C identifier not starting with '_', got a table")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "_p"),
+  "elementwise pipeline: the name must be a C identifier not starting with '_', got '_p'")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "p", { fuse = R.lying_dtype }),
+  "elementwise pipeline 'p': options.fuse must be \"auto\", \"always\" or \"never\", got a table")
 
 -- ---- reductions and scans (Lua parts of the module: their own messages) ----------------
 
@@ -556,14 +562,113 @@ row("HostCallback:close", nil, "gpurun.HostCallback is used by 1 graph(s) or gra
 local PIPE = "gpurun.pipeline"
 row("gpurun.pipeline", A(5), PIPE .. ": options must be a table, got number")
 row("gpurun.pipeline", A({ nope = 1 }), PIPE .. ": unknown option 'nope' (known: name, max_streams, fuse, strict, timing, pool, quiet, devices)")
-row("gpurun.pipeline", A({ name = "1x" }), PIPE .. ": options.name must be a C identifier not starting with '_', got 1x")
+row("gpurun.pipeline", A({ name = "1x" }), PIPE .. ": options.name must be a C identifier not starting with '_', got '1x'")
 row("gpurun.pipeline", A({ name = "_x" }), PIPE .. ": options.name must be a C identifier")
 row("gpurun.pipeline", A({ max_streams = 0 }), PIPE .. " 'pipeline': options.max_streams must be an integer from 1 to 64, got 0")
 row("gpurun.pipeline", A({ max_streams = 1.5 }), "options.max_streams must be an integer from 1 to 64, got 1.5")
 row("gpurun.pipeline", A({ fuse = "yes" }), "options.fuse must be a boolean, got string")
-row("gpurun.pipeline", A({ timing = "cupti" }), "options.timing must be true, \"events\" or \"nvtx\", got cupti")
+row("gpurun.pipeline", A({ timing = "cupti" }), "options.timing must be true, \"events\" or \"nvtx\", got 'cupti'")
 row("gpurun.pipeline", A({ devices = "all" }), "options.devices must be a list of device ordinals")
 row("gpurun.pipeline", A({ pool = {} }), "options.pool must be a gpurun.MemoryPool, got table")
+row("gpurun.pipeline", A(R.table_with_metatable),
+  PIPE .. ": options must be a plain table (no metatable), got a table with a metatable")
+
+-- Every method of a pipeline. A declaration refuses what running its
+-- stage would refuse, and a table that only names itself a gpurun.Buffer is
+-- refused naming the argument that passed it.
+local BAD = "pipeline 'bad': "
+local NAMED = "a gpurun.Buffer expected, got table named gpurun.Buffer (its ptr is nil)"
+local NAME_TEXT = "a name (letters, digits, _ . -, not starting with a digit) expected, got "
+row("pipeline:buffer", A(R.pipe, 5, {}), BAD .. "buffer: " .. NAME_TEXT .. "number")
+row("pipeline:buffer", A(R.pipe, "t", {}), BAD .. "buffer: the name 't' is taken already")
+row("pipeline:buffer", A(R.pipe, "b", 5),
+  BAD .. "buffer 'b': a gpurun.Buffer, gpurun.PinnedBuffer or table expected, got number")
+row("pipeline:buffer", A(R.pipe, "b", R.named_buffer), BAD .. "buffer 'b': " .. NAMED)
+row("pipeline:buffer", A(R.pipe, "b", {}, { filled = 1 }), BAD .. "buffer 'b': options.filled must be a boolean")
+row("pipeline:buffer", A(R.pipe, "b", {}, { nope = 1 }), BAD .. "buffer 'b': unknown option 'nope' (known: filled)")
+row("pipeline:buffer", A(R.pipe, "b", {}, R.table_with_metatable), BAD .. "buffer 'b': options must be a "
+  .. "plain table { filled = boolean } (no metatable), got a table with a metatable")
+row("pipeline:buffer", A(R.pipe, "b", R.closed_buffer), BAD .. "buffer 'b': attempt to use a closed gpurun.Buffer")
+row("pipeline:buffers", A(R.pipe, 5), BAD .. "buffers: a table { name = buffer, ... } expected, got number")
+row("pipeline:buffers", A(R.pipe, { {} }), BAD .. "buffers: names must be strings, got number")
+row("pipeline:buffers", A(R.pipe, { b = R.named_buffer }), BAD .. "buffer 'b': " .. NAMED)
+row("pipeline:temporary", A(R.pipe, "x", 0), BAD .. "temporary 'x': the count must be an integer from 1 to 2^40, got 0")
+row("pipeline:temporary", A(R.pipe, "x", 1.5), BAD .. "temporary 'x': the count must be an integer from 1 to 2^40, got 1.5")
+row("pipeline:temporary", A(R.pipe, "x", R.lying_dtype), BAD .. "temporary 'x': the count must be an integer from 1 to 2^40, got a table")
+row("pipeline:temporary", A(R.pipe, "x", 4, "float8"), BAD .. "temporary 'x': unknown dtype float8 (one of float32,")
+row("pipeline:temporary", A(R.pipe, "x", 4, R.lying_dtype), BAD .. "temporary 'x': a dtype name (one of float32,")
+row("pipeline:view", A(R.pipe, "v", "nope", 1), BAD .. "view 'v': a declared buffer, temporary or view (a handle, its "
+  .. "name or a gpurun.Buffer) expected, got 'nope', which names none")
+row("pipeline:view", A(R.pipe, "v", "t", 0), BAD .. "view 'v': first must be an element of 't' (1 to 16), got 0")
+row("pipeline:view", A(R.pipe, "v", "t", R.lying_dtype), BAD .. "view 'v': first must be an element of 't' (1 to 16), got a table")
+row("pipeline:view", A(R.pipe, "v", "t", 2, 16), BAD .. "view 'v': count must be from 1 to 15, got 16")
+row("pipeline:view", A(R.pipe, "v", R.named_buffer, 1), BAD .. "view 'v': " .. NAMED)
+row("pipeline:scalar", A(R.pipe, "x", "1"), BAD .. "scalar 'x': a number expected, got string")
+row("pipeline:scalar", A(R.pipe, "x", 1, "float8"), BAD .. "scalar 'x': unknown dtype float8")
+row("pipeline:scalar", A(R.pipe, "x", 1, R.lying_dtype), BAD .. "scalar 'x': a dtype name (one of float32,")
+row("pipeline:scalar", A(R.pipe, "x", 1e300, "float32"), BAD .. "scalar 'x': 1e+300 out of range for float32")
+row("pipeline:scalar", A(R.pipe, "x", 1.5, "int32"), BAD .. "scalar 'x': integer expected for int32, got 1.5")
+row("pipeline:scalar", A(R.pipe, "x", 300, "uint8"), BAD .. "scalar 'x': 300 out of range for uint8 (0..255)")
+local CALL = "call: a kernel object with params (gpurun.elementwise, a reduction) expected first, got "
+row("pipeline:call", A(R.pipe, 5), BAD .. CALL .. "number")
+row("pipeline:call", A(R.pipe, { name = "k", params = {} }, "t"), BAD .. CALL .. "table")
+row("pipeline:call", A(R.pipe, R.table_with_metatable), BAD .. CALL .. "a table without params")
+row("pipeline:call", A(R.pipe, R.twice, "t"), BAD .. "stage 'twice': 'twice' takes 2 arguments (x, y), got 1")
+local SCALED = BAD .. "stage 'scaled': argument 2 (float32 s): "
+for _, case in ipairs({ { A(R.pipe, R.scaled, "t", nil, "u"), "nil" }, { A(R.pipe, R.scaled, "t", print, "u"), "function" },
+    { A(R.pipe, R.scaled, "t", R.coroutine, "u"), "thread" }, { A(R.pipe, R.scaled, "t", io.stdout, "u"), "FILE*" },
+    { A(R.pipe, R.scaled, "t", {}, "u"), "table" }, { A(R.pipe, R.scaled, "t", true, "u"), "boolean" } }) do
+  row("pipeline:call", case[1], SCALED .. "a gpurun.Buffer, a gpurun scalar or a number expected, got " .. case[2])
+end
+row("pipeline:call", A(R.pipe, R.scaled, "t", 1e300, "u"), SCALED .. "1e+300 out of range for float32")
+row("pipeline:call", A(R.pipe, R.scaled, "t", gpurun.f64(2), "u"), SCALED .. "expected float32, got gpurun.f64")
+row("pipeline:call", A(R.pipe, R.scaled, "t", "big", "u"), SCALED .. "scalar 'big': 1e+300 out of range for float32")
+row("pipeline:call", A(R.pipe, R.twice, R.named_buffer, "u"), BAD .. "stage 'twice': argument 1 (x): " .. NAMED)
+row("pipeline:call", A(R.pipe, R.twice, "t", 5), BAD .. "stage 'twice': output y must be data (a buffer, temporary or view), got number")
+row("pipeline:call", A(R.pipe, R.twice, "t", "nope"), BAD .. "stage 'twice': argument 2 (y), 'nope', names no declared data or scalar")
+row("pipeline:call", A(R.pipe, R.twice, "i8", "u"), BAD .. "stage 'twice': x is float32, but 'i8' is int8")
+row("pipeline:launch", A(R.pipe, 5), BAD .. "launch: a gpurun.Kernel expected first, got number")
+row("pipeline:launch", A(R.pipe, R.named_kernel), BAD .. "launch: a gpurun.Kernel expected first, got table named gpurun.Kernel")
+row("pipeline:launch", A(R.pipe, R.add, 5), BAD .. "launch of 'vec_add': a gpurun.LaunchConfig expected second, got number")
+row("pipeline:launch", A(R.pipe, R.add, R.config, "t"), BAD .. "stage 'vec_add': kernel 'vec_add' takes 4 arguments, got 1")
+row("pipeline:launch", A(R.pipe, R.add, R.config, R.named_buffer, "t", "u", 16), BAD .. "stage 'vec_add': argument 1: " .. NAMED)
+row("pipeline:launch", A(R.pipe, R.add, R.config, "t", "t", "u", print), BAD .. "stage 'vec_add': argument 4: kernel "
+  .. "'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
+row("pipeline:launch", A(R.pipe, R.scale, R.config, "t", 1e39, 1, 1), BAD .. "stage 'scale_shift': argument 2: kernel "
+  .. "'scale_shift' parameter 2 (.f32): 1e+39 is out of range for float32")
+row("pipeline:launch", A(R.pipe, R.scale, R.config, "t", "s", 1.5, 1), BAD .. "stage 'scale_shift': argument 3: kernel "
+  .. "'scale_shift' parameter 3 (.u32): 1.5 is not an integer (the parameter is an integer)")
+row("pipeline:launch", A(R.pipe, R.scale, R.config, "t", "big", 1, 1), BAD .. "stage 'scale_shift': argument 2: kernel "
+  .. "'scale_shift' parameter 2 (.f32): 1e+300 is out of range for float32")
+row("pipeline:copy", A(R.pipe, "nope", "t"), BAD .. "copy destination: a declared buffer, temporary or view (a handle, "
+  .. "its name or a gpurun.Buffer) expected, got 'nope', which names none")
+row("pipeline:copy", A(R.pipe, "t", "i8"), BAD .. "stage 'copy t <- i8': 't' is 16 x float32 and 'i8' 16 x int8")
+row("pipeline:copy", A(R.pipe, R.named_buffer, "t"), BAD .. "copy destination: " .. NAMED)
+row("pipeline:copy", A(R.pipe, "t", R.named_buffer), BAD .. "copy source: " .. NAMED)
+row("pipeline:copy", A(R.pipe, "t", "u", { nope = 1 }), BAD .. "copy: unknown option 'nope' (known: name, reads, writes)")
+row("pipeline:fill", A(R.pipe, "t", "1"), BAD .. "stage 'fill t': the fill value must be a number, got string")
+row("pipeline:fill", A(R.pipe, "i8", 1000), BAD .. "stage 'fill i8': the fill value for 'i8': 1000 out of range for int8 (-128..127)")
+row("pipeline:fill", A(R.pipe, "i32", NAN), P("stage 'fill i32': the fill value for 'i32': integer expected for int32, got " .. NAN_TEXT))
+row("pipeline:fill", A(R.pipe, "t", 1e300), BAD .. "stage 'fill t': the fill value for 't': 1e+300 out of range for float32")
+row("pipeline:fill", A(R.pipe, R.named_buffer, 1), BAD .. "fill destination: " .. NAMED)
+row("pipeline:host", A(R.pipe, 5), BAD .. "host: a function expected, got number")
+row("pipeline:host", A(R.pipe, print, { reads = 5 }), BAD .. "stage 'host': reads must be a list of data, got number")
+local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host)"
+row("pipeline:plan", A(R.empty_pipe), NO_STAGES)
+row("pipeline:plan", A(R.pipe, { nope = 1 }), BAD .. "plan: unknown option 'nope' (known: sources)")
+row("pipeline:explain", A(R.empty_pipe), NO_STAGES)
+row("pipeline:to_dot", A(R.empty_pipe), NO_STAGES)
+row("pipeline:to_dot", A(R.pipe, { nope = 1 }), BAD .. "to_dot: unknown option 'nope' (known: title)")
+row("pipeline:run", A(R.staged_pipe, 5), "pipeline 'staged': run: a gpurun.Stream expected, got number")
+row("pipeline:run", A(R.split_pipe), "pipeline 'split' over devices: stage 'host' (a host callback) does not work "
+  .. "element by element")
+row("pipeline:graph", A(R.staged_pipe, 5), "pipeline 'staged': graph: a gpurun.Stream expected, got number")
+row("pipeline:graph", A(R.split_pipe, R.stream), "pipeline 'split' over devices: run and graph take no stream")
+row("pipeline:set", A(R.pipe, "nope", 1), BAD .. "set: 'nope' names no scalar or data of this pipeline")
+row("pipeline:set", A(R.pipe, "s", "1"), BAD .. "set: scalar 's' takes a number, got string")
+row("pipeline:set", A(R.pipe, "f32s", 1e300), BAD .. "set: scalar 'f32s': 1e+300 out of range for float32")
+row("pipeline:set", A(R.pipe, "t", R.named_buffer), BAD .. "set: 't' is a temporary; it takes no buffer (the pipeline makes it)")
+row("pipeline:timings", A(R.pipe), BAD .. "timings: no timed run (make the pipeline with timing = true, then p:run(stream))")
 
 -- ---- ProgramOptions and Program ---------------------------------------------------------
 
@@ -829,6 +934,25 @@ row("Kernel:bind", A(R.add, R.stream), arg_error(1, "bind", "gpurun.LaunchConfig
 row("Kernel:bind", A(R.add, R.config_big_shmem, R.buffer, R.buffer, R.buffer, 16),
   P"kernel 'vec_add' may use at most %d+ bytes of dynamic shared memory")
 kernel_arg_rows("Kernel:bind", function(kernel, ...) return A(kernel, R.config, ...) end)
+
+-- One argument at a time, by the launch's own check.
+local CHECK = "check_argument"
+row("Kernel:check_argument", A(R.add), arg_error(1, CHECK, "integer parameter index expected, got no value"))
+row("Kernel:check_argument", A(R.add, 1.5, 16), arg_error(1, CHECK, "integer parameter index expected, got 1.5"))
+row("Kernel:check_argument", A(R.add, 0, 16), arg_error(1, CHECK, "parameter index 0 out of range (1..4)"))
+row("Kernel:check_argument", A(R.add, 5, 16), arg_error(1, CHECK, "parameter index 5 out of range (1..4)"))
+row("Kernel:check_argument", A(R.scale, 2, 1e39),
+  "kernel 'scale_shift' parameter 2 (.f32): 1e+39 is out of range for float32")
+row("Kernel:check_argument", A(R.scale, 2, gpurun.i32(1)),
+  "kernel 'scale_shift' parameter 2 (.f32): floating-point, but gpurun.i32 is an integer")
+row("Kernel:check_argument", A(R.add, 4, "16"),
+  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
+row("Kernel:check_argument", A(R.add, 4),
+  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
+row("Kernel:check_argument", A(R.add, 1, R.closed_buffer),
+  "kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.Buffer")
+row("Kernel:check_argument", A(R.byte_flag, 3, 300),
+  "kernel 'byte_flag' parameter 3 (.u8): integer 300 does not fit a 1-byte parameter")
 
 row("LaunchPlan:launch", A(R.plan), arg_error(1, "launch", TARGET .. "no value"))
 row("LaunchPlan:launch", A(R.plan, 1), arg_error(1, "launch", TARGET .. "number"))
@@ -1870,6 +1994,14 @@ describe("bad input", function()
       if entry.kind ~= "metamethod" and not labels[entry.label] then
         local takes_nothing = entry.kind == "function" and ACCEPTING[entry.name]
         if not takes_nothing then problems[#problems + 1] = entry.label .. " has no bad-input rows" end
+      end
+    end
+    for _, problem in ipairs(catalog.pipeline_differences(gpurun.pipeline())) do
+      problems[#problems + 1] = problem
+    end
+    for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+      if not catalog.pipeline[name].takes_nothing and not labels["pipeline:" .. name] then
+        problems[#problems + 1] = "pipeline:" .. name .. " has no bad-input rows"
       end
     end
     for _, problem in ipairs(catalog.dist_differences(require("gpurun.dist"))) do

@@ -132,16 +132,16 @@ describe("gpurun.elementwise code", function()
   end
 
   it("has a dtype for every entry of gpurun.dtypes, with its C type and size", function()
-    local source = require("gpurun.compute.elementwise_source")
+    local common = require("gpurun.common")
     local count = 0
     for _, info in ipairs(gpurun.dtypes) do
-      local dtype = source.DTYPES[info.name]
+      local dtype = common.DTYPES[info.name]
       assert.are.same({ info.c_type, info.compute_type, info.size, info.scalar },
                       { dtype.c, dtype.compute, dtype.size, dtype.scalar })
       count = count + 1
     end
     assert.are.equal(12, count)
-    assert.matches("int16, uint16, float16, bfloat16$", source.DTYPE_NAMES)
+    assert.matches("int16, uint16, float16, bfloat16$", common.DTYPE_NAMES)
   end)
 
   for _, dtype in ipairs({ "float16", "bfloat16" }) do
@@ -461,7 +461,7 @@ describe("gpurun.elementwise pipelines", function()
     { { SAMPLE_IN, { "float32 r1 == a" }, "r1" }, "is not \"<dtype> <name> = <expression>\"" },
     { { SAMPLE_IN, { "U r1 = a" }, "r1" }, "stage 'r1' has type U, which no input has" },
     { { SAMPLE_IN, {}, "r1" }, "stages must be a non%-empty list" },
-    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "sometimes" } }, "options.fuse must be \"auto\", \"always\" or \"never\", got sometimes" },
+    { { SAMPLE_IN, SAMPLE_STAGES, "r3", "p", { fuse = "sometimes" } }, "options.fuse must be \"auto\", \"always\" or \"never\", got 'sometimes'" },
   } do
     it("refuse " .. case[2]:gsub("%%", ""), function()
       local message = error_of(ew.pipeline, table.unpack(case[1], 1, 5))

@@ -103,50 +103,23 @@ local function fuzz(label, flags, env_prefix, jobs, children)
   assert.are.equal(children * CALLS, totals.calls)
 end
 
--- Fake objects (spec/support/fake_objects.lua) that still fail inside the
--- declared-pipeline files (lua/gpurun/compute/pipeline*.lua,
--- elementwise_pipeline.lua), whose fixes come with the work on those files:
--- { label, where the fake was ("self", "#n" or "*" for any) }. A row only
--- excuses failures located in those files. Empty it as they are fixed.
-local KNOWN_FAKE_FAILURES_IN_PIPELINES = {
-  -- Every documented Pipeline method called on a fake self (p.fill(x, ...)
-  -- for p:fill(...)) indexes it instead of refusing it.
-  { "Pipeline:buffer", "self" }, { "Pipeline:buffers", "self" }, { "Pipeline:call", "self" },
-  { "Pipeline:copy", "self" }, { "Pipeline:explain", "self" }, { "Pipeline:fill", "self" },
-  { "Pipeline:graph", "self" }, { "Pipeline:host", "self" }, { "Pipeline:launch", "self" },
-  { "Pipeline:plan", "self" }, { "Pipeline:run", "self" }, { "Pipeline:scalar", "self" },
-  { "Pipeline:set", "self" }, { "Pipeline:temporary", "self" }, { "Pipeline:timings", "self" },
-  { "Pipeline:to_dot", "self" }, { "Pipeline:view", "self" }, { "Pipeline:wait", "self" },
-  -- p:call(kernel, ...) reads the kernel's fields through its __index.
-  { "Pipeline:call", "#1" },
-  -- p:scalar(name, v, dtype) and p:temporary(name, n, dtype) call tostring
-  -- on the count or the dtype.
-  { "Pipeline:scalar", "#3" }, { "Pipeline:temporary", "#2" }, { "Pipeline:temporary", "#3" },
-  -- The name's tostring, and the in_params' fields read through __index.
-  { "gpurun.elementwise_pipeline", "*" },
-}
-local PIPELINE_FILES = { "lua/gpurun/compute/pipeline[%w_]*%.lua:", "lua/gpurun/compute/elementwise_pipeline%.lua:",
-  "lua/gpurun/builtin/pipeline%.lua:" }
-
--- Whether a violation line of tools/fuzz.lua --fakes is a known one.
-local function known_fake_failure(line)
-  local label, where = line:match("^fuzz: violation: #%d+ ([%w_.:]+)%(.*%[fake in ([^]]+)%]: ")
-  if not label then return false end
-  local in_pipelines = false
-  for _, file in ipairs(PIPELINE_FILES) do
-    if line:find(file) then in_pipelines = true end
-  end
-  if not in_pipelines then return false end
-  for _, known in ipairs(KNOWN_FAKE_FAILURES_IN_PIPELINES) do
-    if known[1] == label and (known[2] == "*" or known[2] == where) then return true end
-  end
-  return false
-end
-
 describe("the fuzzer", function()
   it("draws from a catalog that names the whole API", function()
     local problems = catalog.differences(gpurun)
+    for _, problem in ipairs(catalog.pipeline_differences(gpurun.pipeline())) do
+      problems[#problems + 1] = problem
+    end
     assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("draws every method of a pipeline, and none gives an internal error", function()
+    local result = process.run(("GPURUN_CUDA_DRIVER=%s %s tools/fuzz.lua --seed %d --calls 20000 --stats")
+      :format(process.quote(NO_DRIVER), process.quote(process.gpurun_bin()), BASE_SEED))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr:sub(-3000))
+    for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+      local calls = tonumber(result.stderr:match("\npipeline:" .. name .. "%s+(%d+) calls"))
+      assert(calls and calls > 0, "pipeline:" .. name .. " was never drawn")
+    end
   end)
 
   -- Every function and method of the catalog and the pipeline's methods,
@@ -160,16 +133,14 @@ describe("the fuzzer", function()
     local calls, violations = result.stdout:match("calls (%d+) errors %d+ skipped %d+ violations (%d+)")
     assert(calls, ("tools/fuzz.lua --fakes: %s\n%s%s"):format(exit_text(result.code), result.stdout,
       result.stderr:sub(-3000)))
-    local unknown, known = {}, 0
+    local failures = {}
     for line in result.stderr:gmatch("[^\n]+") do
-      if line:find("^fuzz: violation: ") then
-        if known_fake_failure(line) then known = known + 1 else unknown[#unknown + 1] = line end
-      end
+      if line:find("^fuzz: violation: ") then failures[#failures + 1] = line end
     end
-    io.write(("\nfuzz (fakes): %d calls, %d known failures in the pipeline files\n"):format(tonumber(calls), known))
-    assert(#unknown == 0 and tonumber(violations) == known, ("%d failure(s) with fake objects:\n%s")
-      :format(tonumber(violations) - known, table.concat(unknown, "\n", 1, math.min(#unknown, 40))))
-    assert(result.code == 0 or (result.code == 1 and known > 0), exit_text(result.code))
+    io.write(("\nfuzz (fakes): %d calls\n"):format(tonumber(calls)))
+    assert(#failures == 0 and tonumber(violations) == 0, ("%d failure(s) with fake objects:\n%s")
+      :format(tonumber(violations), table.concat(failures, "\n", 1, math.min(#failures, 40))))
+    assert.are.equal(0, result.code, exit_text(result.code))
   end)
 
   it("survives 100,000 random calls with no driver", function()

@@ -191,6 +191,35 @@ extern "C" __global__ void halves(float *out, __half h, __nv_bfloat16 b, unsigne
     stream:sync()
   end)
 
+  it("checks one argument as a launch does, launching nothing #gpu", function()
+    local a = gpurun.zeros(16, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 16 })
+    local add, scale = kernel("vec_add"), kernel("scale_shift")
+    -- What a launch takes, check_argument takes.
+    for position, value in ipairs({ a, 1.5, 3, gpurun.u32(16) }) do
+      assert.are.equal(scale, scale:check_argument(position, value))
+    end
+    assert.are.equal(add, add:check_argument(4, gpurun.u64(16)))
+    -- What a launch refuses, check_argument refuses with the launch's message.
+    local cases = {
+      { scale, 2, 1e300 }, { scale, 3, 1.5 }, { scale, 3, 1 << 40 }, { scale, 4, gpurun.u64(1) },
+      { scale, 2, gpurun.u32(1) }, { add, 4, "16" }, { add, 3, {} }, { add, 4, true }, { add, 2, print },
+    }
+    for _, case in ipairs(cases) do
+      local k, position, value = case[1], case[2], case[3]
+      local args = { a, 1.5, 1, 1 }
+      if k == add then args = { a, a, a, 16 } end
+      args[position] = value
+      local launched, launch_err = pcall(gpurun.launch, stream, config, k, table.unpack(args, 1, 4))
+      local checked, check_err = pcall(k.check_argument, k, position, value)
+      assert.is_false(launched)
+      assert.is_false(checked)
+      assert.are.equal(launch_err:match("kernel '.*$"), check_err:match("kernel '.*$"))
+    end
+    stream:sync()
+    assert.is_true(gpurun.allclose(a, 0, 0, 0))
+  end)
+
   it("refuses closed objects #gpu", function()
     local a = gpurun.zeros(16, "float32")
     local config = gpurun.LaunchConfig({ grid = 1, block = 16 })

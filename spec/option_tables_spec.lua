@@ -15,7 +15,7 @@ local function stand_in_buffer(dtype, n)
   return setmetatable({}, { __name = "gpurun.Buffer", __len = function() return n end,
                             __index = { dtype = dtype, device = 0, ptr = 0x7f0000000000 } })
 end
-local STREAM = setmetatable({}, { __name = "gpurun.Stream" })
+local STREAM = setmetatable({ device = 0 }, { __name = "gpurun.Stream" })
 local X, COUNT = stand_in_buffer("float32", 16), stand_in_buffer("int64", 1)
 
 local function plain(text) return (text:gsub("%p", "%%%0")) end

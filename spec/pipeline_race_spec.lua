@@ -12,6 +12,7 @@
 -- buffers must hold what the host computed.
 local gpurun = require("gpurun")
 local random_pipeline = require("spec.support.random_pipeline")
+local schedule = require("gpurun.pipeline.schedule")
 
 local SEEDS = 300
 local GPU_SEEDS = 200
@@ -97,7 +98,7 @@ end
 -- Checks every ordering a plan must have; returns the plan.
 local function check_plan(case, seed)
   local p = case.pipeline
-  local plan = p:planned()
+  local plan = schedule.of(p)
   local n = #p.stages
   -- Edges go forward, and their closure orders every conflicting pair.
   local next_stage = {}
@@ -160,7 +161,7 @@ describe("gpurun.pipeline has no races", function()
   it(("gives the declaration order's results in random orders of the schedule, %d pipelines"):format(SEEDS), function()
     for seed = 1, SEEDS do
       local case = random_pipeline.new(seed)
-      local plan = case.pipeline:planned()
+      local plan = schedule.of(case.pipeline)
       local expected = random_pipeline.run(case, in_order(#case.steps))
       local next_of = schedule_successors(plan)
       math.randomseed(seed * 7919)

@@ -4,7 +4,7 @@
 -- temporaries, warnings), the refusals, explain() and to_dot(), and the
 -- fused kernels' CUDA C compiled by NVRTC.
 local gpurun = require("gpurun")
-local access = require("gpurun.compute.pipeline_access")
+local access = require("gpurun.pipeline.access")
 
 local N = 4096
 
@@ -293,10 +293,11 @@ describe("gpurun.pipeline plans", function()
 
   it("plans again after a new stage, and caches the plan until then", function()
     local p = sample()
-    local first = p:planned()
-    assert.are.equal(first, p:planned())
+    local schedule = require("gpurun.pipeline.schedule")
+    local first = schedule.of(p)
+    assert.are.equal(first, schedule.of(p))
     p:fill(p:temporary("late", 4), 0.0)
-    assert.are_not.equal(first, p:planned())
+    assert.are_not.equal(first, schedule.of(p))
   end)
 
   it("plans 1,000 stages in well under a second", function()
@@ -326,7 +327,7 @@ describe("gpurun.pipeline refuses", function()
     assert.is_false(ok)
     assert.matches(expected, err, 1, true)
     -- At the caller's line, not inside gpurun.
-    assert.is_nil(tostring(err):find("compute/pipeline", 1, true), err)
+    assert.is_nil(tostring(err):find("gpurun/pipeline/", 1, true), err)
   end
 
   it("bad declarations, naming the pipeline and the stage", function()
@@ -358,6 +359,68 @@ describe("gpurun.pipeline refuses", function()
     local other = gpurun.pipeline{ name = "other" }
     refuses("pipeline 'other': 'x' belongs to another pipeline", other.fill, other, x, 1)
     refuses("pipeline 'bad': to_dot: options must be a table", p.to_dot, p, 5)
+  end)
+
+  it("at declaration what running would refuse, so the plan never shows it as fine", function()
+    local p = gpurun.pipeline{ name = "early" }
+    local x, y = p:temporary("x", N), p:temporary("y", N)
+    local i8, i32 = p:temporary("i8", N, "int8"), p:temporary("i32", N, "int32")
+    local scaled = gpurun.elementwise("float32 a, float32 s", "float32 r", "r = a * s", "scaled")
+    p:fill(x, 1.0)
+    local before = p:explain()
+    for _, value in ipairs({ print, coroutine.create(function() end), io.stdout, {}, true }) do
+      refuses("pipeline 'early': stage 'scaled': argument 2 (float32 s): a gpurun.Buffer, a gpurun scalar "
+              .. "or a number expected, got", p.call, p, scaled, x, value, y)
+    end
+    refuses("pipeline 'early': stage 'scaled': argument 2 (float32 s): a gpurun.Buffer, a gpurun scalar "
+            .. "or a number expected, got nil", p.call, p, scaled, x, nil, y)
+    refuses("pipeline 'early': stage 'scaled': argument 2 (float32 s): 1e+300 out of range for float32",
+            p.call, p, scaled, x, 1e300, y)
+    refuses("pipeline 'early': stage 'fill i8': the fill value for 'i8': 1000 out of range for int8",
+            p.fill, p, i8, 1000)
+    refuses("pipeline 'early': stage 'fill i32': the fill value for 'i32': integer expected for int32",
+            p.fill, p, i32, 0 / 0)
+    refuses("pipeline 'early': scalar 's': 1e+300 out of range for float32", p.scalar, p, "s", 1e300, "float32")
+    local big = p:scalar("big", 1e300)
+    refuses("pipeline 'early': stage 'scaled': argument 2 (float32 s): scalar 'big': 1e+300 out of range",
+            p.call, p, scaled, x, big, y)
+    assert.are.equal(before, p:explain())
+    assert.are.equal(1, #p:plan().stages)
+    p:call(scaled, x, 0.5, y) -- what a launch takes, it takes
+    assert.are.equal(2, #p:plan().stages)
+  end)
+
+  it("a table that only names itself a gpurun.Buffer, and a dtype that cannot be shown, "
+     .. "naming the argument", function()
+    local p = gpurun.pipeline{ name = "liars" }
+    local t = p:temporary("t", N)
+    local fake = setmetatable({}, { __name = "gpurun.Buffer" })
+    local NAMED = "a gpurun.Buffer expected, got table named gpurun.Buffer (its ptr is nil)"
+    refuses("pipeline 'liars': buffer 'b': " .. NAMED, p.buffer, p, "b", fake)
+    refuses("pipeline 'liars': stage 'twice': argument 1 (x): " .. NAMED, p.call, p, twice, fake, t)
+    refuses("pipeline 'liars': fill destination: " .. NAMED, p.fill, p, fake, 1)
+    refuses("pipeline 'liars': copy source: " .. NAMED, p.copy, p, t, fake)
+    refuses("pipeline 'liars': view 'v': " .. NAMED, p.view, p, "v", fake, 1)
+    local lying = setmetatable({}, { __tostring = function() return {} end })
+    refuses("pipeline 'liars': temporary 'd': a dtype name (one of float32,", p.temporary, p, "d", 4, lying)
+    refuses("pipeline 'liars': scalar 's': a dtype name (one of float32,", p.scalar, p, "s", 1, lying)
+    refuses("gpurun.pipeline: options must be a plain table (no metatable), got a table with a metatable",
+            gpurun.pipeline, setmetatable({}, {}))
+  end)
+
+  it("a method called on what is not a pipeline (p.fill(x) for p:fill(x)), naming the method", function()
+    local p = sample()
+    local raising = setmetatable({}, { __index = function() error("indexed") end, __name = "gpurun.Buffer" })
+    for _, name in ipairs({ "buffer", "temporary", "call", "fill", "plan", "explain", "run", "set", "close" }) do
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got table"):format(name, name),
+              p[name], {}, "x")
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got table named gpurun.Buffer")
+              :format(name, name), p[name], raising)
+      refuses(("pipeline method '%s': a pipeline expected as self (p:%s(...)), got nil"):format(name, name),
+              p[name])
+    end
+    local split = gpurun.pipeline{ name = "split", devices = { 0, 1 } }
+    refuses("pipeline method 'run': a pipeline expected as self (p:run(...)), got table", split.run, {})
   end)
 
   it("bad runs, without a GPU", function()
@@ -407,7 +470,7 @@ describe("gpurun.pipeline over devices", function()
   end)
 end)
 
-describe("pipeline_access", function()
+describe("gpurun.pipeline.access", function()
   local SOURCE = [[
 // a comment naming scale(float *in)
 extern "C" __global__ void scale(const float *in, float *out, float alpha, size_t n) {}

@@ -6,16 +6,16 @@
 -- per-launch path for allocations. What the kernels compute is the #gpu
 -- specs' (spec/reductions_spec.lua).
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 local ss = require("gpurun.compute.scan_source")
 
 local SPEC_FILE = "reductions_launch_spec.lua"
 local C_TO_DTYPE = {}
-for dtype, info in pairs(source.DTYPES) do
+for dtype, info in pairs(common.DTYPES) do
   C_TO_DTYPE[info.c] = dtype
 end
 local C_TO_SCALAR = {} -- a scalar parameter's C type -> the typed scalar that fills it
-for _, info in pairs(source.DTYPES) do
+for _, info in pairs(common.DTYPES) do
   C_TO_SCALAR[info.c] = info.scalar
 end
 
@@ -36,7 +36,7 @@ function Buffer:fill(value, target)
   self.fills[#self.fills + 1] = { value = value, target = target }
 end
 function Buffer:view(first, count)
-  local view = new_buffer(count, self.dtype, self.ptr + (first - 1) * source.DTYPES[self.dtype].size)
+  local view = new_buffer(count, self.dtype, self.ptr + (first - 1) * common.DTYPES[self.dtype].size)
   view.base, view.first = self, first
   self.views = self.views or {}
   self.views[#self.views + 1] = view
@@ -45,7 +45,7 @@ end
 function Buffer:close() end
 
 local function stand_in(name)
-  return setmetatable({}, { __name = name })
+  return setmetatable({ device = 0 }, { __name = name })
 end
 
 -- "(unsigned long long n, const float *__restrict__ _in_x, ...)" of kernel
@@ -90,7 +90,7 @@ local function check_launch(kernel, config, ...)
       if getmetatable(arg) ~= Buffer then
         refuse("%s parameter %d (%s): a buffer expected, got %s", kernel.name, index, param.text, tostring(arg))
       end
-      if param.c ~= "unsigned char" and param.c ~= "void" and source.DTYPES[arg.dtype].c ~= param.c then
+      if param.c ~= "unsigned char" and param.c ~= "void" and common.DTYPES[arg.dtype].c ~= param.c then
         refuse("%s parameter %d (%s): a %s buffer", kernel.name, index, param.text, arg.dtype)
       end
     else
@@ -280,7 +280,7 @@ describe("reduction launches (stand-ins for the GPU)", function()
   it("pass 16-bit dtypes' arguments as their kernels declare them, and the programs compile", function()
     local from_program = #programs
     for _, dtype in ipairs{ "float16", "bfloat16", "int16", "uint16" } do
-      local float = source.DTYPES[dtype].float
+      local float = common.DTYPES[dtype].float
       local x = new_buffer(5000, dtype)
       local from = #launches
       M.prebuilt.sum(stream, x, new_buffer(1, float and dtype or "int64"))

@@ -35,7 +35,7 @@ local function fake_buffer(dtype, n, ptr, device)
 end
 
 local function fake(name)
-  return setmetatable({}, { __name = name })
+  return setmetatable({ device = 0 }, { __name = name })
 end
 
 local function compile(source_text, target)
@@ -428,7 +428,7 @@ describe("scan code", function()
   it("compiles inclusive and exclusive scans of every dtype, with acquire and release at GPU scope", function()
     local texts = {}
     for index, dtype in ipairs(DTYPES) do
-      local c = require("gpurun.compute.elementwise_source").DTYPES[dtype].c
+      local c = require("gpurun.common").DTYPES[dtype].c
       local mode = index % 2 == 0 and "inclusive" or "exclusive"
       local spec = spec_for(mode, c, c, "a + b", "0")
       spec.name = "scan_" .. dtype

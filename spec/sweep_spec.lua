@@ -37,11 +37,12 @@ describe("gpurun.sweep's parts", function()
       assert.are.equal(parts.present[name], sweep[name], name)
     end
     -- Presenting needs nothing of measuring, and neither needs the entry.
-    for _, path in ipairs({ "lua/gpurun/sweep/present.lua", "lua/gpurun/sweep/measure.lua",
-                            "lua/gpurun/sweep/sizes.lua" }) do
+    for _, path in ipairs({ "lua/gpurun/script/sweep/present.lua", "lua/gpurun/script/sweep/measure.lua",
+                            "lua/gpurun/script/sweep/sizes.lua" }) do
       local text = read(path)
       assert.is_nil(text:find('require("gpurun.sweep")', 1, true), path)
-      if path:find("present") then assert.is_nil(text:find("gpurun.sweep.measure", 1, true), path) end
+      assert.is_nil(text:find('require("gpurun.script.sweep")', 1, true), path)
+      if path:find("present") then assert.is_nil(text:find("sweep.measure", 1, true), path) end
     end
   end)
 end)

@@ -5,7 +5,8 @@
 --
 -- Every call is drawn from spec/support/api_catalog.lua: a module function,
 -- a method (often on the right type, sometimes on a closed object or on
--- anything), or a metamethod, with arguments from spec/support/fuzz_pool.lua
+-- anything), a metamethod, or a method of one of the pool's pipelines
+-- (gpurun.pipeline), with arguments from spec/support/fuzz_pool.lua
 -- (plausible for the argument's kind, or anything at all, in any number).
 -- Calls run under pcall: raising an error is fine, crashing is not. Every
 -- --check-every calls, and at the end, the Lua state and gpurun must still
@@ -23,7 +24,7 @@
 -- allocation meets a closed object.
 --
 -- --fakes makes no random draws of functions: it calls every entry of the
--- catalog, and the declared pipeline's documented methods, with a fake
+-- catalog, a pipeline's methods among them, with a fake
 -- object (spec/support/fake_objects.lua: a lying __name, an __index that
 -- raises, a __tostring that returns a table, ...) in each argument position,
 -- self included, by every strategy, the other arguments plausible; --calls
@@ -36,8 +37,10 @@
 -- failed check or a violation (an error that is not a string, a message
 -- with "(null)" in it, a device object made without a driver, a message
 -- about CUDA without a driver other than "the CUDA driver could not be
--- loaded" or "no current CUDA device") it says what, with the seed and the
--- last calls, and exits 1.
+-- loaded" or "no current CUDA device", a pipeline method's message that is
+-- not one of gpurun's, as --fakes judges them: "attempt to index a nil
+-- value" and the like) it says what, with the seed and the last calls, and
+-- exits 1.
 local script_dir = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 local root = script_dir:match("^(.*)/tools$") or (script_dir == "tools" and ".") or script_dir .. "/.."
 package.path = root .. "/?.lua;" .. package.path
@@ -103,6 +106,7 @@ local function remember_builder(builder)
 end
 
 local pool = Pool.new(random, { gpu = options.gpu, on_builder = remember_builder })
+pool.launches = setmetatable({}, { __mode = "k" }) -- pipelines with a raw kernel's stage
 
 local function replay_command()
   return ("gpurun tools/fuzz.lua --seed %d --calls %d%s%s%s --check-every %d --trace")
@@ -161,6 +165,20 @@ end
 function fresh.HostCallback()
   return gpurun.HostCallback(function() end)
 end
+-- A pipeline with the data and scalars pool draws name (fuzz_pool.lua):
+-- over one device, or split over two.
+function fresh.Pipeline()
+  local options = next_of({ { name = "fuzz" }, { name = "fuzz_timed", timing = true, max_streams = 2 },
+    { name = "fuzz_split", devices = { 0, 1 } } })
+  local p = gpurun.pipeline(options)
+  p:temporary("t", 16)
+  p:temporary("u", 16)
+  p:temporary("i8", 16, "int8")
+  p:scalar("s", 2.0)
+  p:scalar("f32s", 1.5, "float32")
+  pool:add_pipeline(p, "pipeline '" .. options.name .. "'")
+  return p
+end
 
 local function add_closed(object)
   object:close()
@@ -172,6 +190,16 @@ local function setup_common()
     for _ = 1, 3 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end
+  -- What pipelines call: kernel objects made without a GPU.
+  pool.kernel_objects = {
+    pool:label(gpurun.elementwise("float32 x", "float32 y", "y = 2 * x", "fuzz_twice"), "twice"),
+    pool:label(gpurun.elementwise("float32 a, float32 s", "float32 r", "r = a * s", "fuzz_scaled"), "scaled"),
+    pool:label(gpurun.elementwise("T x", "T y", "y = x", "fuzz_copy"), "copy<T>"),
+    pool:label(gpurun.elementwise_pipeline("float32 a", { "float32 r1 = a + 1", "float32 r2 = r1 * 2" },
+      "r2", "fuzz_chain"), "chain"),
+    pool:label(gpurun.reduction("float32 x", "float32 y", "x", "sum", nil, nil, "fuzz_sum"), "sum"),
+  }
+  for _ = 1, 3 do fresh.Pipeline() end
   pool.max_per_type = 10
   for _, config in ipairs({ { grid = 1, block = 1 }, { grid = 4, block = 256 },
       { grid = { 2, 2 }, block = { 16, 16 } }, { grid = 1, block = 128, shmem_size = 512 },
@@ -319,6 +347,7 @@ local function refresh()
       if ok then pool:add(object) end
     end
   end
+  fresh.Pipeline()
 end
 
 -- ---- the state check ------------------------------------------------------------
@@ -372,14 +401,25 @@ local METAMETHOD_ARGS = {
 local WEIGHTS = { ["gpurun.launch"] = 3, ["Kernel:bind"] = 2, ["LaunchPlan:launch"] = 2,
   ["Graph:launch"] = 2, ["GraphBuilder:begin_building"] = 2 }
 
+-- A pipeline's methods, called on the pool's pipelines.
+local pipeline_entries = {}
+for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
+  pipeline_entries[#pipeline_entries + 1] = { kind = "pipeline method", type = "Pipeline", name = name,
+    label = "pipeline:" .. name, spec = catalog.pipeline[name],
+    resolved = function(self, ...) return self[name](self, ...) end }
+end
+
 local entries, cumulative, total = {}, {}, 0
-for _, entry in ipairs(catalog.entries()) do
-  entry.fn = catalog.resolve(gpurun, entry)
+local all_entries = catalog.entries()
+for _, entry in ipairs(pipeline_entries) do all_entries[#all_entries + 1] = entry end
+for _, entry in ipairs(all_entries) do
+  entry.fn = entry.resolved or catalog.resolve(gpurun, entry)
   assert(entry.fn, "catalog entry " .. entry.label .. " does not resolve")
   local weight = WEIGHTS[entry.label]
     or ((entry.name == "close" or entry.name == "__close") and 0.05) -- or every pool ends up closed
     or (entry.spec.never_raises and 0.2)
     or (entry.spec.reduces and 0.3) -- each new dtype compiles a kernel: NVRTC's time
+    or (entry.spec.runs and 0.3)
     or (entry.kind == "metamethod" and 0.4)
     or 1
   total = total + weight
@@ -494,7 +534,11 @@ local function draw_args(entry)
     n = n + 1
     args[n] = value
   end
-  if entry.kind ~= "function" then push(pool:typed(entry.type)) end
+  if entry.kind == "pipeline method" then
+    push(pool:pipeline())
+  elseif entry.kind ~= "function" then
+    push(pool:typed(entry.type))
+  end
   local kinds = entry.kind == "metamethod" and (METAMETHOD_ARGS[entry.name] or {}) or entry.spec.args
   local variadic = kinds[#kinds] == "..."
   local fixed = variadic and #kinds - 2 or #kinds
@@ -503,8 +547,9 @@ local function draw_args(entry)
     for _ = 1, random(0, 6) do push(pool:draw(kinds[#kinds - 1])) end
   end
   local roll = random()
-  if roll < 0.12 and n > 0 then
-    n = random(0, n - 1) -- too few
+  local least = entry.kind == "pipeline method" and 1 or 0 -- a pipeline's self always
+  if roll < 0.12 and n > least then
+    n = random(least, n - 1) -- too few
   elseif roll < 0.20 then
     for _ = 1, random(3) do push(pool:any()) end -- too many
   end
@@ -537,6 +582,21 @@ local function check_error(description, err)
   end
 end
 
+-- Why an error is not one of gpurun's one-line messages
+-- (spec/support/fake_objects.lua's rules), or nil: with strict, any of
+-- them; else, for a pipeline method, Lua's own errors from inside gpurun,
+-- and a Lua library's argument error (a pipeline method raises its own
+-- messages, naming the argument).
+local function internal_error(entry, err, strict)
+  if strict then return fakes.problem(err) end
+  if entry.kind ~= "pipeline method" or type(err) ~= "string" then return nil end -- check_error's
+  local problem = fakes.internal(err)
+  if not problem and err:find("bad argument #%d+ to '[%w_.:]+'") then
+    problem = "a Lua library's argument error instead of a message"
+  end
+  return problem
+end
+
 local function check_results(description, results, args)
   for i = 2, results.n do
     local type_name = catalog.type_of(results[i])
@@ -555,14 +615,21 @@ setup_common()
 if options.gpu then setup_gpu() end
 check_state(0)
 
--- One call of entry with args, unless the guard skips it (a guard that
--- raises, a finalizer having closed what it looked at, skips too). With
--- strict, every error must be one of gpurun's one-line messages.
-local function make_call(draw, entry, args, strict, where)
+-- One call of entry with args (through fn when given), unless the guard
+-- skips it (a guard that raises, a finalizer having closed what it looked
+-- at, skips too). With strict, every error must be one of gpurun's
+-- one-line messages.
+local function make_call(draw, entry, args, strict, where, fn)
   guard.cap_sizes(entry.spec, args, entry.kind == "function" and 0 or 1)
   guard.tame(entry.spec, args, entry.kind == "function" and 0 or 1)
   local judged, allowed = true, true
-  if options.gpu then judged, allowed = pcall(guard.allowed, entry, args, args.n) end
+  if entry.kind == "pipeline method" then
+    -- A pipeline with a raw kernel's stage runs only without a GPU: no
+    -- guard has looked at its launches' arguments.
+    allowed = not (options.gpu and entry.spec.runs and pool.launches[args[1]])
+  elseif options.gpu then
+    judged, allowed = pcall(guard.allowed, entry, args, args.n)
+  end
   if not (judged and allowed) then
     counts.skipped = counts.skipped + 1
     return
@@ -577,13 +644,14 @@ local function make_call(draw, entry, args, strict, where)
     for _ = 1, 20 do setmetatable({}, { __gc = function() pool:hostile_action() end }) end
   end
   pool.current_args = args -- what the pool's hostile metamethods close
-  local results = table.pack(pcall(entry.fn, table.unpack(args, 1, args.n)))
+  local results = table.pack(pcall(fn or entry.fn, table.unpack(args, 1, args.n)))
   pool.current_args = nil
   local tally = per_entry[entry.label] or { calls = 0, errors = 0 }
   per_entry[entry.label] = tally
   tally.calls = tally.calls + 1
   if results[1] then
     check_results(description, results, args)
+    if entry.label == "pipeline:launch" then pool.launches[args[1]] = true end
   else
     tally.errors = tally.errors + 1
     counts.errors = counts.errors + 1
@@ -593,7 +661,7 @@ local function make_call(draw, entry, args, strict, where)
       tally.shapes[shape] = (tally.shapes[shape] or 0) + 1
     end
     check_error(description, results[2])
-    local problem = strict and fakes.problem(results[2])
+    local problem = internal_error(entry, results[2], strict)
     if problem then violation(description, ("%s: %q"):format(problem, tostring(results[2]))) end
   end
   if counts.calls % options.check_every == 0 then check_state(counts.calls) end
@@ -611,47 +679,19 @@ local function positions_of(entry)
   return list
 end
 
--- The Lua objects the module's functions return, whose methods are public
--- too but not in the catalog (it lists gpurun's registered types), with
--- their documented methods (docs/pipelines.md): each made fresh for every
--- call, its methods given names and counts beside the fake. (Entries'
--- `make` makes self.)
-local LUA_OBJECTS = {
-  Pipeline = { make = function() return gpurun.pipeline({ name = "fakes" }) end,
-    methods = { "buffer", "buffers", "call", "copy", "explain", "fill", "graph", "host", "launch",
-      "plan", "run", "scalar", "set", "temporary", "timings", "to_dot", "view", "wait" } },
-}
-
-local function lua_object_entries()
-  local list = {}
-  for _, type_name in ipairs(catalog.sorted_keys(LUA_OBJECTS)) do
-    local object = LUA_OBJECTS[type_name]
-    local self = object.make()
-    for _, name in ipairs(object.methods) do
-      list[#list + 1] = { kind = "method", type = type_name, name = name, make = object.make,
-        label = type_name .. ":" .. name, fn = assert(self[name], name),
-        spec = { args = { "name", "number", "name" } } }
-    end
-  end
-  return list
-end
-
--- What an argument of `kind` is beside a fake: a plausible value; for the
--- Lua objects' methods, a data name or a count.
+-- What an argument of `kind` is beside a fake: a plausible value; a
+-- pipeline method's self, a fresh pipeline.
 local function beside_fake(entry, kind)
-  if kind == "self" then return entry.make and entry.make() or pool:object(entry.type) end
-  if kind == "name" then return "x" end
-  if entry.make and kind == "number" then return 16 end
+  if kind == "self" then
+    return entry.kind == "pipeline method" and fresh.Pipeline() or pool:object(entry.type)
+  end
   return pool:plausible(kind)
 end
 
 -- --fakes: each entry, each position, each strategy, options.calls times.
 local function sweep_fakes()
   local draw = 0
-  local all = {}
-  for _, entry in ipairs(entries) do all[#all + 1] = entry end
-  for _, entry in ipairs(lua_object_entries()) do all[#all + 1] = entry end
-  for _, entry in ipairs(all) do
+  for _, entry in ipairs(entries) do
     local kinds = positions_of(entry)
     for position, kind in ipairs(kinds) do
       local claim = kind == "self" and entry.type or fakes.CLAIMS[kind]
@@ -663,7 +703,9 @@ local function sweep_fakes()
           args[position] = pool:label(strategy.make(claim), ("fake %s (%s)"):format(claim or "object",
                                                                                      strategy.name))
           local offset = entry.kind == "function" and 0 or 1
-          make_call(draw, entry, args, true, kind == "self" and "self" or "#" .. (position - offset))
+          -- A pipeline's method itself, not looked up on a fake self.
+          local fn = entry.kind == "pipeline method" and fresh.Pipeline()[entry.name] or nil
+          make_call(draw, entry, args, true, kind == "self" and "self" or "#" .. (position - offset), fn)
         end
       end
     end

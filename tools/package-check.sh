@@ -96,6 +96,7 @@ unpack() {
   dpkg -x "$deb" "$deb_root" || return 1
   local file
   for file in usr/bin/gpurun usr/lib/lua/5.4/gpurun.so usr/share/lua/5.4/gpurun/bench.lua \
+              usr/share/lua/5.4/gpurun/script/bench.lua usr/share/lua/5.4/gpurun/io/npy.lua \
               usr/share/man/man1/gpurun.1.gz; do
     [ -f "$deb_root/$file" ] || { echo "missing /$file"; return 1; }
   done
@@ -129,6 +130,8 @@ local gpurun = require("gpurun")
 local check = require("gpurun.check")
 local _, from = require("gpurun.bench")
 assert(type(gpurun.device_count()) == "number" and type(check) == "table")
+-- names whose code is in a subsystem's folder (script/, io/)
+assert(require("gpurun.sweep.sizes").parse_size("2^10") == 1024 and require("gpurun.npy").header)
 print(from)
 EOF
 check "a short script run by the unpacked gpurun uses the unpacked Lua library" \
@@ -175,7 +178,8 @@ check "luarocks make builds and installs gpurun-$version-1.rockspec" rock_make
 
 rock_files() {
   local file
-  for file in lib/lua/5.4/gpurun.so share/lua/5.4/gpurun/bench.lua; do
+  for file in lib/lua/5.4/gpurun.so share/lua/5.4/gpurun/bench.lua share/lua/5.4/gpurun/script/bench.lua \
+              share/lua/5.4/gpurun/io/npy.lua; do
     [ -f "$tree/$file" ] || { echo "missing $file"; return 1; }
   done
   [ ! -e "$tree/bin/gpurun" ] || { echo "the rock installed the executable"; return 1; }

@@ -16,6 +16,7 @@
 -- collective: a script that never calls them needs neither installed.
 local gpurun = require("gpurun")
 local core = require("gpurun.dist_core")
+local unknown_option = require("gpurun.options").unknown
 
 local dist = {}
 
@@ -59,7 +60,7 @@ local function check_options(options)
     core.raise("bad argument #1 to 'dist.init' (table of options or nil expected, got "
       .. type(options) .. ")")
   end
-  local unknown = require("gpurun.options").unknown(options, { "device" })
+  local unknown = unknown_option(options, { "device" })
   if unknown then core.raise("dist.init: " .. unknown) end
   local device = options.device
   if device ~= nil and device ~= false and math.type(device) ~= "integer" then

@@ -21,7 +21,8 @@
 -- holds #gpu is left out (#multigpu: with fewer than two devices), and when
 -- the run ends one line says how many and why. Put the tag on `it` blocks,
 -- not on `describe`.
-local check = require("gpurun.check")
+local gpurun = require("gpurun")
+local check = require("gpurun.script.check")
 
 local testing = {}
 
@@ -31,13 +32,13 @@ local testing = {}
 local REGISTRY_KEY = "gpurun.testing: the #gpu rule"
 
 local function new_rule()
-  local device_count = require("gpurun").device_count()
+  local device_count = gpurun.device_count()
   return {
     installed = false,
     device_count = device_count,
     available = device_count > 0,
     reason = device_count == 0
-      and (require("gpurun").driver_error() or "the CUDA driver reports no device") or nil,
+      and (gpurun.driver_error() or "the CUDA driver reports no device") or nil,
     excluded = 0,
     multi_available = device_count >= 2,
     multi_reason = ("%d CUDA device(s) visible, these need 2 or more"):format(device_count),

@@ -186,6 +186,7 @@ catalog.methods = {
   Kernel = {
     params = { args = {} },
     bind = { args = { "config", "kernel_arg", "..." }, launches = true },
+    check_argument = { args = { "index", "kernel_arg" } },
     set_max_dynamic_shared_size_bytes = { args = { "integer" } },
     occupancy = { args = { "occupancy_options" } },
     max_potential_block_size = { args = { "occupancy_options" } },
@@ -326,6 +327,62 @@ function catalog.dist_differences(dist)
   for name in pairs(catalog.dist) do
     if type(dist[name]) ~= "function" then
       problems[#problems + 1] = ("the catalog lists dist.%s, which gpurun.dist does not have"):format(name)
+    end
+  end
+  table.sort(problems)
+  return problems
+end
+
+-- A pipeline's methods (gpurun.pipeline's objects: the one-device type and
+-- the split one have the same names), with what kind of value every
+-- argument is: pipeline_name (a name to declare or to look up),
+-- pipeline_buffer (what p:buffer takes), buffer_list (p:buffers' table),
+-- pipeline_data (a declared data's name, a buffer, or anything),
+-- pipeline_arg (what a stage passes: data, scalars' names, numbers,
+-- anything), pipeline_value (a number for a scalar or a fill),
+-- pipeline_dtype, kernel_object (an elementwise kernel, or what is not
+-- one), buffer_options (p:buffer's), stage_options ({ name =, reads =,
+-- writes = }), plan_options (p:plan's), and the kinds above.
+-- takes_nothing: nothing it could refuse on a machine without a GPU.
+-- runs: it launches the pipeline's stages (the fuzzer runs only pipelines
+-- that launch no raw kernel, whose arguments no guard has looked at).
+catalog.pipeline = {
+  buffer = { args = { "pipeline_name", "pipeline_buffer", "buffer_options" } },
+  buffers = { args = { "buffer_list" } },
+  temporary = { args = { "pipeline_name", "count", "pipeline_dtype" } },
+  view = { args = { "pipeline_name", "pipeline_data", "first", "range_count" } },
+  scalar = { args = { "pipeline_name", "pipeline_value", "pipeline_dtype" } },
+  call = { args = { "kernel_object", "pipeline_arg", "..." } },
+  launch = { args = { "kernel", "config", "pipeline_arg", "..." } },
+  copy = { args = { "pipeline_data", "pipeline_data", "stage_options" } },
+  fill = { args = { "pipeline_data", "pipeline_value", "stage_options" } },
+  host = { args = { "host_function", "stage_options" } },
+  plan = { args = { "plan_options" } },
+  explain = { args = {} },
+  to_dot = { args = { "dot_options" } },
+  run = { args = { "stream" }, runs = true },
+  graph = { args = { "stream" }, runs = true },
+  wait = { args = {}, takes_nothing = true },
+  set = { args = { "pipeline_name", "pipeline_value" } },
+  timings = { args = {} },
+  close = { args = {}, takes_nothing = true },
+}
+
+-- What a pipeline really holds, compared with catalog.pipeline: a list of
+-- lines naming each difference (pipeline: a live one).
+function catalog.pipeline_differences(pipeline)
+  local problems = {}
+  local methods = getmetatable(pipeline).__index
+  for name, value in pairs(methods) do
+    if type(value) == "function" and type(name) == "string" and not name:match("^__")
+        and not catalog.pipeline[name] then
+      problems[#problems + 1] = ("pipeline:%s is not in spec/support/api_catalog.lua"):format(name)
+    end
+  end
+  for name in pairs(catalog.pipeline) do
+    if type(methods[name]) ~= "function" then
+      problems[#problems + 1] = ("the catalog lists pipeline:%s, which a pipeline does not have")
+        :format(name)
     end
   end
   table.sort(problems)

@@ -120,6 +120,41 @@ function factories.bad_option_program()
   return gpurun.Program(SOURCE, "c++", { extra = { "--no-such-nvrtc-option" } })
 end
 
+-- Pipelines (declared without a GPU): `pipe` with data of three dtypes and
+-- three scalars, `empty_pipe` with nothing, `staged_pipe` with one stage,
+-- `split_pipe` over two devices with a stage that cannot split; the
+-- kernel objects they call; and objects that only pretend.
+function factories.pipe()
+  local p = gpurun.pipeline({ name = "bad" })
+  p:temporary("t", 16)
+  p:temporary("u", 16)
+  p:temporary("i8", 16, "int8")
+  p:temporary("i32", 16, "int32")
+  p:scalar("s", 2.0)
+  p:scalar("f32s", 1.5, "float32")
+  p:scalar("big", 1e300)
+  return p
+end
+function factories.empty_pipe() return gpurun.pipeline({ name = "empty" }) end
+function factories.staged_pipe()
+  local p = gpurun.pipeline({ name = "staged" })
+  return p:fill(p:temporary("t", 16), 1.0)
+end
+function factories.split_pipe()
+  local p = gpurun.pipeline({ name = "split", devices = { 0, 1 } })
+  p:temporary("t", 16)
+  return p:host(function() end)
+end
+function factories.twice() return gpurun.elementwise("float32 x", "float32 y", "y = 2 * x", "twice") end
+function factories.scaled()
+  return gpurun.elementwise("float32 a, float32 s", "float32 r", "r = a * s", "scaled")
+end
+function factories.named_buffer() return setmetatable({}, { __name = "gpurun.Buffer" }) end
+function factories.named_kernel() return setmetatable({}, { __name = "gpurun.Kernel" }) end
+function factories.lying_dtype() return setmetatable({}, { __tostring = function() return {} end }) end
+function factories.table_with_metatable() return setmetatable({}, {}) end
+function factories.coroutine() return coroutine.create(function() end) end
+
 local GPU_FACTORIES
 GPU_FACTORIES = {
   device = function() return current_device() end,
@@ -356,8 +391,12 @@ local function caller(label, any_self)
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
   local dist_function = label:match("^dist%.([%w_]+)$")
+  local pipeline_method = label:match("^pipeline:([%w_]+)$")
   local chunk, upvalue
-  if dist_function then
+  if pipeline_method then
+    chunk = ("return function(self, ...) local r = table.pack(self:%s(...)); return r end")
+      :format(pipeline_method)
+  elseif dist_function then
     chunk = ("local dist = ...; return function(...) local r = table.pack(dist.%s(...)); return r end")
       :format(dist_function)
     upvalue = require("gpurun.dist")

@@ -15,7 +15,7 @@
 --   session:run()
 --   out:get(1) --> 6
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
 local emulated = {}
 
@@ -45,7 +45,7 @@ local HALF = {
 
 local function encode(dtype, value)
   if HALF[dtype] then
-    return gpurun[source.DTYPES[dtype].scalar](value).bytes
+    return gpurun[common.DTYPES[dtype].scalar](value).bytes
   end
   return string.pack(PACK[dtype], value)
 end
@@ -126,7 +126,7 @@ Session.__index = Session
 
 function Session:new_buffer(count, dtype, initial)
   dtype = dtype or "float32"
-  local size = source.DTYPES[dtype].size
+  local size = common.DTYPES[dtype].size
   local id = #self.buffers + 1
   local buffer = setmetatable({ session = self, id = id, offset = 0, count = count, dtype = dtype,
                                 element_size = size, device = 0, ptr = 0x10000000 * id }, Buffer)
@@ -380,7 +380,7 @@ function emulated.session(options)
     multiprocessors = options.multiprocessors or 2, concurrency = options.concurrency or 4,
     buffers = {}, initial = {}, data = {}, ops = {}, files = {}, programs = {}, program_index = {},
     launches = 0, saved_modules = {}, modules = {},
-    stream = setmetatable({}, { __name = "gpurun.Stream" }),
+    stream = setmetatable({ device = 0 }, { __name = "gpurun.Stream" }),
     builder = setmetatable({}, { __name = "gpurun.GraphBuilder" }),
   }, Session)
   for name, module in pairs(package.loaded) do

@@ -104,7 +104,7 @@ function Stream:close() self.closed = true end
 local Buffer = {}
 local function new_buffer(count, dtype, store, offset, base)
   local size = (dtype == "float64" or dtype == "int64" or dtype == "uint64") and 8 or 4
-  local buffer = object("gpurun.Buffer", { count = count, dtype = dtype, device = 0,
+  local buffer = object("gpurun.Buffer", { count = count, dtype = dtype, device = base and base.device or 0,
     store = store, offset = offset or 0, base = base, size_bytes = size, methods = Buffer,
     meta = { __len = function(self) return self.count end } })
   if not base then
@@ -183,7 +183,8 @@ end
 -- host body run with the launch's arguments.
 function fake.kernel(name, source, params, body)
   return object("gpurun.Kernel", { name = name, source = source, num_params = #params,
-    body = body, methods = { params = function() return params end, close = function() end } })
+    body = body, methods = { params = function() return params end, close = function() end,
+      check_argument = function(self) return self end } })
 end
 
 local function value_of(x)
@@ -436,12 +437,18 @@ function fake.install(gpurun)
   end
   gpurun.Event = function() return new_event() end
   gpurun.join = fake.join
+  -- Buffers that gpurun.empty makes live on the device made current last.
+  local current = 0
   gpurun.Device = function(ordinal)
     return { create_stream = function() return new_stream(ordinal) end,
-             set_current = function() end }
+             set_current = function() current = ordinal end }
   end
   gpurun.HostCallback = new_callback
-  gpurun.empty = function(count, dtype) return fake.buffer(count, dtype) end
+  gpurun.empty = function(count, dtype)
+    local buffer = fake.buffer(count, dtype)
+    buffer.device = current
+    return buffer
+  end
   fake.config = setmetatable({}, { __name = "gpurun.LaunchConfig" })
 end
 

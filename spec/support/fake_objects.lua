@@ -45,32 +45,49 @@ fakes.STRATEGIES = {
     end },
 }
 
--- What an error message must not be: Lua's own errors from inside gpurun,
--- or the fake's own error let through. { pattern, what it means }.
+-- Lua's own errors from inside gpurun, or the fake's own error let
+-- through: { pattern, what it means }.
 fakes.INTERNAL = {
   { "attempt to ", "an internal Lua error" },
   { "stack overflow", "a stack overflow" },
   { "'__tostring' must return a string", "the fake's __tostring called" },
   { "'__index' chain too long", "an __index loop" },
+  { "table index is ", "a nil or NaN table key" },
   { "fake object: its __index raised", "the fake indexed" },
+}
+
+-- What else a gpurun message is not: { pattern, what it means }.
+fakes.NOT_A_MESSAGE = {
   { "bad argument #%d+ to '%?'", "an argument error that names no function" },
   { "gpurun/[%w_/]+%.lua:%d+:", "an error raised at a line inside gpurun's Lua code" },
   { "%(null%)", "a NULL string" },
 }
 
+local function first_match(message, list)
+  for _, entry in ipairs(list) do
+    if message:find(entry[1]) then return entry[2] end
+  end
+  return nil
+end
+
+-- nil when `message` is not one of Lua's own errors from inside gpurun,
+-- else which.
+function fakes.internal(message)
+  if type(message) ~= "string" then return "raised a " .. type(message) .. " instead of a message" end
+  return first_match(message, fakes.INTERNAL)
+end
+
 -- nil when `message` is a one-line gpurun message, else why not.
 function fakes.problem(message)
-  if type(message) ~= "string" then return "raised a " .. type(message) .. " instead of a message" end
+  local internal = fakes.internal(message)
+  if internal then return internal end
   if message == "" then return "raised an empty message" end
   -- An NVRTC failure carries the compile log, line by line (DESIGN.md's
   -- errors); every other message is one line.
   if message:find("\n", 1, true) and not message:find("^NVRTC compile of ") then
     return "a message of more than one line"
   end
-  for _, internal in ipairs(fakes.INTERNAL) do
-    if message:find(internal[1]) then return internal[2] end
-  end
-  return nil
+  return first_match(message, fakes.NOT_A_MESSAGE)
 end
 
 -- The type names the kinds of api_catalog.lua's arguments stand for: what
@@ -81,6 +98,7 @@ fakes.CLAIMS = {
   kernel_arg = "Buffer", builder = "GraphBuilder", condition = "Condition", event_or_builder = "Event",
   event_or_stream = "Stream", options = "ProgramOptions", pool = "MemoryPool", copy_source = "Buffer",
   copy_destination = "PinnedBuffer", host_source = "PinnedBuffer",
+  pipeline_buffer = "Buffer", pipeline_data = "Buffer", pipeline_arg = "Buffer",
 }
 
 return fakes

@@ -48,6 +48,8 @@ function Pool.new(random, options)
     closed = {},   -- type name -> list of objects closed at set-up
     labels = setmetatable({}, { __mode = "k" }),
     on_builder = options.on_builder,
+    pipelines = {},       -- gpurun.pipeline objects (tools/fuzz.lua makes them)
+    kernel_objects = {},  -- what p:call takes: elementwise kernels and the like
     max_per_type = options.max_per_type or 8,
     max_buffer_elements = options.max_buffer_elements or 4096,
   }, Pool)
@@ -118,6 +120,7 @@ function Pool:make_tables()
     self:label(cyclic, "cyclic"),
     self:label(big, "{1..1000}"),
     self:label(setmetatable({}, { __name = "gpurun.Buffer" }), "table named gpurun.Buffer"),
+    self:label(setmetatable({}, { __tostring = function() return {} end }), "__tostring returning a table"),
     self:label(setmetatable({}, { __index = function() error("fuzz: __index raised") end }),
       "raising __index"),
     self:label(hostile_index(), "hostile __index"),
@@ -264,6 +267,22 @@ end
 function Pool:fake(type_name)
   local strategy = self:pick(fakes.STRATEGIES)
   return self:label(strategy.make(type_name), ("fake %s (%s)"):format(type_name or "object", strategy.name))
+end
+
+-- A pipeline of the pool, for a pipeline method's self.
+function Pool:pipeline()
+  return self:pick(self.pipelines)
+end
+
+-- Keeps a pipeline (replacing an older one when the list is full, so that
+-- no pipeline grows without end).
+function Pool:add_pipeline(pipeline, label)
+  self:label(pipeline, label)
+  if #self.pipelines < self.max_per_type then
+    self.pipelines[#self.pipelines + 1] = pipeline
+  else
+    self.pipelines[self.random(#self.pipelines)] = pipeline
+  end
 end
 
 function Pool:any_object()
@@ -460,6 +479,49 @@ draws = {
   scan_options = from({ {}, { identity = 0 }, { deterministic = true }, { block = 64, items = 7 } },
     0.8, { { items = 0 }, { identity = NAN }, { nope = true }, { block = 1024, items = 32 }, "x" }),
   predicate = from({ "x > 0.5f", "x != 0", "i % 2 == 0" }, 0.8, { "", "nope(", 5 }),
+  -- A pipeline's methods (tools/fuzz.lua's pipelines hold data t, u (16
+  -- float32), i8 (16 int8) and scalars s, f32s (float32)).
+  pipeline_name = from({ "t", "u", "i8", "s", "f32s", "x", "y", "v1", "t2" }, 0.8,
+    { "", "1x", "a b", "#", 5, {}, string.rep("n", 300) }),
+  pipeline_buffer = function(p)
+    local roll = p.random()
+    if roll < 0.4 then return p:typed("Buffer") end
+    if roll < 0.55 then return p:typed("PinnedBuffer") end
+    if roll < 0.7 then return {} end
+    return p:pick(p.tables)
+  end,
+  buffer_list = function(p)
+    if p:chance(0.7) then return { ["b" .. p.random(4)] = draws.pipeline_buffer(p) } end
+    return p:pick({ {}, { 1 }, 5, "x" })
+  end,
+  pipeline_data = function(p)
+    local roll = p.random()
+    if roll < 0.6 then return p:pick({ "t", "u", "i8", "v1", "nope" }) end
+    if roll < 0.8 then return p:typed("Buffer") end
+    return p:pick(p.tables)
+  end,
+  pipeline_arg = function(p)
+    local roll = p.random()
+    if roll < 0.45 then return p:pick({ "t", "u", "i8", "s", "f32s", "nope" }) end
+    if roll < 0.6 then return draws.number(p) end
+    if roll < 0.7 then return p:object("Scalar") end
+    if roll < 0.8 then return p:typed("Buffer") end
+    if roll < 0.9 then return p:pick(p.functions) end
+    return p:pick(p.tables)
+  end,
+  pipeline_value = one_of(function(p) return p:pick(INTEGERS) end, function(p) return p:pick(FLOATS) end),
+  pipeline_dtype = function(p)
+    if p:chance(0.1) then return p:pick(p.tables) end
+    return draws.dtype(p)
+  end,
+  kernel_object = function(p)
+    if #p.kernel_objects > 0 and p:chance(0.85) then return p:pick(p.kernel_objects) end
+    return p:pick(p.tables)
+  end,
+  buffer_options = from({ nil, { filled = true }, { filled = false } }, 0.8, { { filled = 1 }, { nope = 1 }, 5 }),
+  stage_options = from({ nil, {}, { name = "s1" }, { reads = { "t" } }, { writes = { "u" } } }, 0.8,
+    { { nope = 1 }, { reads = 5 }, { name = "" }, { writes = { "nope" } }, 5 }),
+  plan_options = from({ nil, {}, { sources = true } }, 0.85, { { nope = 1 }, 5 }),
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",

@@ -219,6 +219,36 @@ local ok, err = pcall(e.graph, e, stream)
 check(not ok and tostring(err):find("broken stage", 1, true) ~= nil, "the stage's error: " .. tostring(err))
 e:close()
 
+-- ---- over two devices ----------------------------------------------------------------
+
+-- Each device runs its slice: where a buffer lives a view of it, on the
+-- other device a buffer of its own, copied in before and out after.
+local x, y = filled({ 1, 2, 3, 4, 5, 6, 7, 8 }), fake.buffer(8)
+y.device = 1
+local d = gpurun.pipeline{ name = "split", devices = { 0, 1 }, timing = true }
+local t = d:temporary("t", 8)
+d:buffer("x", x)
+d:buffer("y", y, { filled = false })
+d:copy(t, x, { name = "t = x" })
+d:copy(y, t, { name = "y = t" })
+check(d:explain():find("device 1: elements 5..8", 1, true) ~= nil, "explain shows the slices")
+d:run()
+d:wait()
+check(table.concat(y:get_all(), ",") == "1,2,3,4,5,6,7,8", "y = x, by slices: " .. table.concat(y:get_all(), ","))
+check(#d:timings() == 4, "a timing per unit of each device's slice")
+x:set_all({ 8, 7, 6, 5, 4, 3, 2, 1 })
+local graphs = d:graph()
+d:wait()
+check(#graphs == 2, "a graph per device")
+check(table.concat(y:get_all(), ",") == "8,7,6,5,4,3,2,1", "and as graphs: " .. table.concat(y:get_all(), ","))
+local bad_stream = pcall(d.run, d, stream)
+check(not bad_stream, "a split pipeline takes no stream")
+d:host(function() end)
+local split_ok, split_err = pcall(d.run, d)
+check(not split_ok and tostring(split_err):find("stage 'host' (a host callback) does not work element by "
+  .. "element", 1, true) ~= nil, "a host stage is not split: " .. tostring(split_err))
+d:close()
+
 io.stderr = real_stderr
 io.stdout:write(("pipeline_fake_runs: %d checks, %d failed\n"):format(checks, failures))
 os.exit(failures == 0 and 0 or 1)

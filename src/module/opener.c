@@ -54,7 +54,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_kernel,        /* gpurun.Kernel */
     gpurun_open_object_code,   /* gpurun.ObjectCode */
     gpurun_open_program,       /* gpurun.Program, cache_info */
-    gpurun_open_launch,        /* launch */
+    gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */

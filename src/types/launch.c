@@ -1,4 +1,5 @@
-/* gpurun.launch(target, config, kernel, args...).
+/* gpurun.launch(target, config, kernel, args...), and Kernel:check_argument,
+ * its check of one argument.
  *
  * The per-launch path is why this is C: it checks every argument against
  * the parameter layout the kernel read once, packs it into storage
@@ -402,12 +403,34 @@ static int module_launch(lua_State *L)
     return 0;
 }
 
+/* kernel:check_argument(position, value) -> kernel: raises what a launch
+ * raises for value as argument `position`, and does nothing else: the
+ * launch's own check, for checks ahead of a launch (gpurun.pipeline's
+ * declarations). A buffer is checked as a launch outside a capture checks
+ * it. */
+static int kernel_check_argument(lua_State *L)
+{
+    const struct gpurun_kernel *kernel = gpurun_check_kernel(L, 1);
+    size_t i = gpurun_check_index(L, 2, (size_t)kernel->param_count, "parameter");
+    lua_settop(L, 3);
+    unsigned char *slot = gpurun_push_staging(L, kernel->param_sizes[i]);
+    gpurun_pack_argument(L, kernel, (int)i, 3, slot, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
 static const luaL_Reg module_functions[] = {
     {"launch", module_launch},
+    {NULL, NULL}
+};
+
+static const luaL_Reg kernel_methods[] = {
+    {"check_argument", kernel_check_argument},
     {NULL, NULL}
 };
 
 void gpurun_open_launch(lua_State *L)
 {
     gpurun_set_functions(L, module_functions);
+    gpurun_add_methods(L, &gpurun_kernel_tag, kernel_methods);
 }

@@ -7,6 +7,7 @@
 return function()
   local elementwise
   local function library()
+    -- lazy: the module opens without the Lua library's files
     elementwise = elementwise or require("gpurun.compute.elementwise")
     return elementwise
   end

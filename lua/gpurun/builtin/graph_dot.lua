@@ -45,6 +45,7 @@ return function(internal)
         :format(type(options)))
     end
     options = options or {}
+    -- lazy: the module opens without the Lua library's files
     local unknown = require("gpurun.options").unknown(options, { "name", "title" })
     if unknown then internal.raise(("bad argument #1 to 'Graph:to_dot' (%s)"):format(unknown)) end
     local name = option(options, "name", "string") or "gpurun_graph"

@@ -9,11 +9,11 @@
 
 return function(internal)
   local raise = internal.raise
-  -- The header logic is the Lua library's, loaded on first use, so that
-  -- the module opens without it.
+  -- The header logic is the Lua library's, loaded on first use (lazy:
+  -- the module opens without the Lua library's files).
   local npy_module
   local function npy()
-    npy_module = npy_module or require("gpurun.npy")
+    npy_module = npy_module or require("gpurun.io.npy") -- lazy: see above
     return npy_module
   end
 
@@ -57,7 +57,7 @@ return function(internal)
       if short then raise(("gpurun.load: %s is %s"):format(path, short)) end
       file:seek("set", data_start)
     end
-    local gpurun = require("gpurun")
+    local gpurun = require("gpurun") -- lazy: the module is opening when its parts load
     local buffer = gpurun.empty(info.count, info.dtype)
     local ok, err = pcall(buffer.copy_from, buffer, file)
     if not ok then

@@ -242,6 +242,7 @@ return function(internal)
       raise(("bad argument #1 to 'gpurun.ProgramOptions' (table expected, got %s)")
         :format(type_name(1, input)))
     end
+    -- lazy: the module opens without the Lua library's files
     local unknown = require("gpurun.options").unknown(input, KEYS)
     if unknown then raise(PREFIX .. unknown) end
     local list, fields = {}, {}

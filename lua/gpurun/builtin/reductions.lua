@@ -10,9 +10,11 @@ return function()
   local loaded
   local function library()
     if not loaded then
+      -- lazy: the module opens without the Lua library's files
       local reduction = require("gpurun.compute.reduction")
-      loaded = { reduction = reduction.reduction, prebuilt = require("gpurun.compute.prebuilt"),
-                 scan = require("gpurun.compute.scan") }
+      local prebuilt = require("gpurun.compute.prebuilt") -- lazy: as reduction
+      local scan = require("gpurun.compute.scan") -- lazy: as reduction
+      loaded = { reduction = reduction.reduction, prebuilt = prebuilt, scan = scan }
     end
     return loaded
   end

@@ -9,11 +9,10 @@
 -- must all have one size, n; a `result` output (a reduction's one value
 -- per segment) is sized by its kernel instead.
 
-local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
-local DTYPES = source.DTYPES
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 local arguments = {}
 
@@ -30,8 +29,7 @@ for dtype, info in pairs(DTYPES) do
   end
 end
 
-local type_name = source.type_name
-arguments.type_name = type_name
+local type_name = common.type_name
 
 -- Raises "<kind> '<name>' input 2 (float32 b): <what>".
 function arguments.param_error(kernel, index, fmt, ...)
@@ -84,14 +82,48 @@ local dtype_of = arguments.dtype_of
 -- rule (the scalar's constructor, base/dtype.c's), or an error that gives
 -- the constructor's reason ("300 out of range for uint8 (0..255)").
 function arguments.scalar_for(kernel, index, value)
-  local ok, scalar = pcall(gpurun[DTYPES[dtype_of(kernel, index)].scalar], value)
-  if not ok then
-    local why = tostring(scalar)
-    param_error(kernel, index, "%s", why:match("bad argument #1 to '[^']*' %((.*)%)$") or why)
+  local scalar, why = common.typed_scalar(value, dtype_of(kernel, index))
+  if not scalar then
+    param_error(kernel, index, "%s", why)
   end
   return scalar
 end
 local scalar_for = arguments.scalar_for
+
+-- Why a launch refuses `value` for `param` when it is not a buffer (a
+-- typed scalar or a Lua number are what it takes), or nil: read()'s and
+-- scalar_for's rules, also for a check ahead of the launch
+-- (gpurun.pipeline's declarations). A type variable's binding is left to
+-- the launch, which sees the buffers.
+function arguments.value_problem(param, value)
+  local kind = type_name(value)
+  if param.output then
+    return ("an output must be a gpurun.Buffer, got %s"):format(kind)
+  end
+  if kind ~= "gpurun.Scalar" and kind ~= "number" then
+    return ("a gpurun.Buffer, a gpurun scalar or a number expected, got %s"):format(kind)
+  end
+  if param.variable or not DTYPES[param.type] then
+    return nil
+  end
+  if kind == "number" then
+    local _, why = common.typed_scalar(value, param.type)
+    return why
+  end
+  local ok, dtype, scalar_type, number = pcall(function() return value.dtype, value.type, value.value end)
+  if not ok or not DTYPES[dtype] then
+    return "a gpurun.Scalar whose dtype cannot be read"
+  end
+  local as = scalar_dtype_for(param.type, dtype)
+  if as ~= param.type then
+    return ("expected %s, got %s"):format(param.type, carrier(dtype, scalar_type))
+  end
+  if as ~= dtype then
+    local _, why = common.typed_scalar(number, as)
+    return why
+  end
+  return nil
+end
 
 -- Refuses a call with the wrong number of arguments (`extra`: how many
 -- more it may take, a reduction's shape table).
@@ -141,7 +173,7 @@ function arguments.read(kernel, ...)
         end
       end
     elseif param.output then
-      param_error(kernel, index, "an output must be a gpurun.Buffer, got %s", kind)
+      param_error(kernel, index, "%s", arguments.value_problem(param, arg))
     elseif kind == "gpurun.Scalar" then
       local wanted = param.variable and bound[param.type] or param.type
       local dtype = scalar_dtype_for(wanted, arg.dtype)
@@ -150,8 +182,7 @@ function arguments.read(kernel, ...)
     elseif kind == "number" then
       numbers = true
     else
-      param_error(kernel, index, "a gpurun.Buffer, a gpurun scalar or a number "
-                  .. "expected, got %s", kind)
+      param_error(kernel, index, "%s", arguments.value_problem(param, arg))
     end
   end
   if numbers then
@@ -216,7 +247,7 @@ function arguments.declared_signature(kernel, bindings)
     local dtype = bindings and bindings[variable]
     if not DTYPES[dtype] then
       raise(("%s '%s': source_for needs a dtype for %s (one of %s)"):format(
-            kernel.kind, kernel.name, variable, source.DTYPE_NAMES))
+            kernel.kind, kernel.name, variable, common.DTYPE_NAMES))
     end
     signature.bindings[variable] = dtype
   end
@@ -264,6 +295,28 @@ function arguments.collect(kernel, what)
     end
   end
   kernel.arity = #kernel.params
+end
+
+-- The target argument (1) of a function that launches: a Stream or a
+-- GraphBuilder.
+function arguments.check_target(fname, target)
+  local kind = type_name(target)
+  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
+    common.bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
+  end
+end
+
+-- Argument n, an open Buffer of a dtype the generators know; `takers`
+-- says who in the message ("reductions take ...").
+function arguments.check_buffer(fname, n, value, what, takers)
+  if type_name(value) ~= "gpurun.Buffer" then
+    common.bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what, type_name(value))
+  end
+  local _ = #value -- a closed buffer raises here
+  if not DTYPES[value.dtype] then
+    common.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
+                        common.DTYPE_NAMES)
+  end
 end
 
 return arguments

@@ -3,16 +3,16 @@
 -- it: what gpurun.elementwise kernels, reductions and scans share.
 
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
 
-local raise = source.raise
+local raise = common.raise
 
 local device_code = {}
 
 local MAX_THREADS_PER_MULTIPROCESSOR = 39 -- CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 local MAX_CACHED_SHAPES = 64               -- launch shapes kept per program and device
 
-local type_name = source.type_name
+local type_name = common.type_name
 
 -- Loading code is one of the calls a capture forbids (and it would end
 -- it): a first call on a builder is refused, saying what to do instead.

@@ -30,64 +30,25 @@
 -- With buffers only, a call allocates nothing once its size has been seen.
 
 local gpurun = require("gpurun")
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
+local kernel_options = require("gpurun.compute.kernel_options")
+local elementwise_pipeline = require("gpurun.compute.elementwise_pipeline")
 
 local elementwise = {}
 
 local Kernel = {}
 Kernel.__index = Kernel
 
-local raise = source.raise
+local raise = common.raise
 
--- The options every generated kernel takes (reductions add their own to
--- `known`, their list of the keys they take).
-elementwise.KERNEL_OPTIONS = { "block", "unroll", "blocks_per_sm", "preamble", "cache" }
-
--- options -> { block, unroll, blocks_per_sm, preamble, cache }, checked,
--- unknown keys refused (`known`: the keys the caller takes, default
--- KERNEL_OPTIONS); `defaults` may change unroll's (reductions unroll more).
--- Shared with reductions.
-function elementwise.check_options(options, what, defaults, known)
-  options = options or {}
-  if type(options) ~= "table" then
-    raise(what .. ": options must be a table, got " .. type(options))
-  end
-  local unknown = require("gpurun.options").unknown(options, known or elementwise.KERNEL_OPTIONS)
-  if unknown then raise(what .. ": " .. unknown) end
-  local function integer(key, low, high, default)
-    local value = rawget(options, key)
-    if value == nil then
-      return default
-    end
-    if math.type(value) ~= "integer" or value < low or value > high then
-      raise(("%s: options.%s must be an integer from %d to %d, got %s"):format(
-            what, key, low, high, source.shown(value)))
-    end
-    return value
-  end
-  local block = integer("block", 32, 1024, 256)
-  if block % 32 ~= 0 then
-    raise(("%s: options.block must be a multiple of 32, got %d"):format(what, block))
-  end
-  local preamble = rawget(options, "preamble") or ""
-  if type(preamble) ~= "string" then
-    raise(what .. ": options.preamble must be a string")
-  end
-  local cache = rawget(options, "cache") or "default"
-  if cache ~= "default" and cache ~= "streaming" then
-    raise(("%s: options.cache must be \"default\" or \"streaming\", got %s"):format(what, source.shown(cache)))
-  end
-  return {
-    block = block,
-    unroll = integer("unroll", 1, 8, defaults and defaults.unroll or 1),
-    blocks_per_sm = integer("blocks_per_sm", 1, 64, nil),
-    preamble = preamble,
-    cache = cache,
-  }
-end
-local check_options = elementwise.check_options
+-- The options every generated kernel takes, and their check (shared with
+-- reductions: gpurun.compute.kernel_options).
+elementwise.KERNEL_OPTIONS = kernel_options.NAMES
+elementwise.check_options = kernel_options.check
+local check_options = kernel_options.check
 
 -- elementwise(in_params, out_params, operation [, name [, options]]) -> kernel.
 -- options: block (threads per block, 256), blocks_per_sm (default: as many
@@ -249,8 +210,7 @@ function Kernel:__tostring()
 end
 
 elementwise.Kernel = Kernel
-elementwise.pipeline = require("gpurun.compute.elementwise_pipeline").constructor(elementwise.elementwise,
-                                                                              elementwise.KERNEL_OPTIONS)
+elementwise.pipeline = elementwise_pipeline.constructor(elementwise.elementwise, kernel_options.NAMES)
 
 -- The module is callable too, so that installed as gpurun.elementwise it is
 -- both gpurun.elementwise(...) and gpurun.elementwise.pipeline(...).

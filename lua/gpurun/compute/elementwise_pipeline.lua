@@ -8,7 +8,7 @@
 --                the last ones may be reductions, "<op> <dtype> <name> = <expression>"
 --                (op: sum, prod, min, max, argmin, argmax, any, all, mean, norm): the
 --                expression reduced over every element into a 1-element output
---                (lua/gpurun/compute/pipeline_reduction.lua)
+--                (lua/gpurun/compute/reduction_stages.lua)
 --     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
 --     options    fuse = "auto" (default), "always" or "never", accumulate (the dtype
 --                sums, products, means and norms are combined in), and elementwise()'s options
@@ -29,33 +29,29 @@
 -- reduction kernel (the stages before them run in its registers), and the
 -- shape table, if any, goes to it (rows, cols, axis or offsets).
 
+local gpurun = require("gpurun")
+local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
+local launch_plans = require("gpurun.compute.launch_plans")
+local reductions = require("gpurun.compute.reduction_stages")
 local source = require("gpurun.compute.elementwise_source")
 
--- The module, found when a pipeline first needs a buffer of its own.
-local function gpurun() return require("gpurun") end
 
-local raise = source.raise
+local raise = common.raise
 
-local Pipeline = {}
-Pipeline.__index = Pipeline
+local ElementwisePipeline = {}
+ElementwisePipeline.__index = ElementwisePipeline
 
-local PlanList = {}
-PlanList.__index = PlanList
 
 local FUSE_MODES = { auto = true, always = true, never = true }
 
--- Reduction stages (loaded on first use: it requires elementwise.lua,
--- which requires this file).
-local function reductions()
-  return require("gpurun.compute.pipeline_reduction")
-end
 
 local function parse_stage(text, what, index)
   if type(text) ~= "string" then
     raise(("%s: stage %d must be a string \"<dtype> <name> = <expression>\", got %s"):format(
           what, index, type(text)))
   end
-  local stage = reductions().parse_stage(text, what, index)
+  local stage = reductions.parse_stage(text, what, index)
   if stage then
     return stage
   end
@@ -132,7 +128,7 @@ local function read_stages(stages, inputs, what)
       end
     end
   end
-  reductions().check_order(list, what)
+  reductions.check_order(list, what)
   return list, stage_index
 end
 
@@ -182,7 +178,7 @@ end
 -- The type a stage kept in registers has: its dtype's compute type (float
 -- for float16 and bfloat16, rounded only where a kernel stores it).
 local function c_type_of(stage)
-  return stage.variable and stage.type or source.DTYPES[stage.type].compute
+  return stage.variable and stage.type or common.DTYPES[stage.type].compute
 end
 
 -- One group's kernel: its parameters (inputs, earlier wanted stages, its
@@ -228,7 +224,7 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
   for index, stage in ipairs(stages) do
     if needed[index] and (in_group[index] or not wanted[stage.name]) then
       if stage.reduce then
-        -- reduced, not computed per element: pipeline_reduction.lua's part
+        -- reduced, not computed per element: reduction_stages.lua's part
       elseif in_group[index] and wanted[stage.name] then
         body[#body + 1] = ("%s = %s;"):format(stage.name, stage.expression)
       else
@@ -288,15 +284,15 @@ local function constructor(elementwise, kernel_option_names)
   end
   return function(in_params, stages, outputs, name, options)
     name = name or "pipeline"
-    local what = ("elementwise pipeline '%s'"):format(tostring(name))
-    if not source.is_identifier(name) or name:sub(1, 1) == "_" then
+    if not common.is_identifier(name) or name:sub(1, 1) == "_" then
       raise(("elementwise pipeline: the name must be a C identifier not starting with '_', got %s")
-            :format(tostring(name)))
+            :format(common.quoted(name)))
     end
+    local what = ("elementwise pipeline '%s'"):format(name)
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
-    local unknown = require("gpurun.options").unknown(options or {}, known)
+    local unknown = options_rule.unknown(options or {}, known)
     if unknown then raise(what .. ": " .. unknown) end
     local kernel_options = {}
     for key, value in pairs(options or {}) do
@@ -307,7 +303,7 @@ local function constructor(elementwise, kernel_option_names)
     kernel_options.fuse, kernel_options.accumulate = nil, nil
     if not FUSE_MODES[mode] then
       raise(("%s: options.fuse must be \"auto\", \"always\" or \"never\", got %s"):format(
-            what, tostring(mode)))
+            what, common.quoted(mode)))
     end
     local inputs, why = source.parse_params(in_params, what .. " in_params")
     if not inputs then
@@ -316,7 +312,7 @@ local function constructor(elementwise, kernel_option_names)
     local stage_list, stage_index = read_stages(stages, inputs, what)
     local pipe = setmetatable({ name = name, in_params = in_params, input_count = #inputs,
                                 outputs = name_list(outputs, what), output_argument = {},
-                                mode = mode, kernels = {}, arguments = {} }, Pipeline)
+                                mode = mode, kernels = {}, arguments = {} }, ElementwisePipeline)
     local wanted = {}
     for position, output in ipairs(pipe.outputs) do
       if not stage_index[output] then
@@ -361,7 +357,7 @@ local function constructor(elementwise, kernel_option_names)
       check_type_variables(spec, stage_list, stage_index, what)
       local kernel
       if spec.reduces then
-        kernel = reductions().kernel(spec, stage_list, kernel_options, accumulate, what)
+        kernel = reductions.kernel(spec, stage_list, kernel_options, accumulate, what)
         pipe.reduces = true
       else
         kernel = elementwise(spec.in_params, spec.out_params, spec.operation, spec.name,
@@ -438,7 +434,7 @@ local function with_temporaries(pipe, options, ...)
   local arguments = table.pack(...)
   local size = #pipe.temporaries > 0 and temporary_size(pipe, arguments)
   for position, temporary in ipairs(pipe.temporaries) do
-    arguments[pipe.arity + position] = gpurun().empty(size, temporary.dtype, options)
+    arguments[pipe.arity + position] = gpurun.empty(size, temporary.dtype, options)
   end
   return arguments
 end
@@ -453,7 +449,7 @@ end
 -- Returns the outputs. Temporaries (fuse = "never") are made on the
 -- target, so that on a builder their memory is the graph's, made and freed
 -- inside each replay.
-function Pipeline:launch(target, ...)
+function ElementwisePipeline:launch(target, ...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
   if #self.temporaries == 0 then
@@ -474,12 +470,12 @@ function Pipeline:launch(target, ...)
   end
   return select(self.input_count + 1, ...)
 end
-Pipeline.__call = Pipeline.launch
+ElementwisePipeline.__call = ElementwisePipeline.launch
 
 -- pipe:prepare(inputs..., outputs... [, shape]): every kernel compiled and
 -- loaded for these arguments (needed before a capture's first call).
 -- Returns pipe.
-function Pipeline:prepare(...)
+function ElementwisePipeline:prepare(...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
   local arguments = with_temporaries(self, nil, ...)
@@ -494,7 +490,7 @@ end
 -- kernel:node_arguments gives it, in launch order; nil when the pipeline
 -- makes temporaries at each call (their buffers are not known ahead) or a
 -- kernel of it cannot say.
-function Pipeline:node_arguments(...)
+function ElementwisePipeline:node_arguments(...)
   check_count(self, select("#", ...))
   if #self.temporaries > 0 then
     return nil
@@ -513,37 +509,21 @@ end
 -- pipe:bind(inputs..., outputs... [, shape]) -> plans with :launch(target)
 -- and :close(). A plan's temporaries are made here (cuMemAlloc) and closed
 -- with the plans.
-function Pipeline:bind(...)
+function ElementwisePipeline:bind(...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
-  local plans = setmetatable({}, PlanList)
   local arguments = with_temporaries(self, nil, ...)
+  local plans = launch_plans.new(table.move(arguments, self.arity + 1,
+                                            self.arity + #self.temporaries, 1, {}))
   for position, kernel in ipairs(self.kernels) do
     plans[position] = kernel:bind(pick(self, kernel, shape, table.unpack(arguments, 1,
                                                                          #self.stored + self.input_count)))
   end
-  plans.temporaries = table.move(arguments, self.arity + 1, self.arity + #self.temporaries, 1, {})
   return plans
 end
 
-function PlanList:launch(target)
-  for position = 1, #self do
-    self[position]:launch(target)
-  end
-end
-
-function PlanList:close()
-  for position = 1, #self do
-    self[position]:close()
-  end
-  for _, temporary in ipairs(self.temporaries or {}) do
-    temporary:close()
-  end
-end
-PlanList.__close = PlanList.close
-
 -- One line per kernel: what it writes and what it keeps in registers.
-function Pipeline:describe()
+function ElementwisePipeline:describe()
   local lines = {}
   local temporary = {}
   for _, entry in ipairs(self.temporaries) do temporary[entry.name] = true end
@@ -561,13 +541,13 @@ function Pipeline:describe()
   return table.concat(lines, "\n")
 end
 
-function Pipeline:__tostring()
+function ElementwisePipeline:__tostring()
   return ("gpurun.elementwise pipeline '%s' (%d kernel%s)"):format(self.name, #self.kernels,
                                                                     #self.kernels == 1 and "" or "s")
 end
 
 -- A pipeline's methods run while a builder captures: their errors end the
 -- capture as gpurun's own do.
-require("gpurun").guard(Pipeline)
+gpurun.guard(ElementwisePipeline)
 
-return { constructor = constructor, Pipeline = Pipeline }
+return { constructor = constructor, ElementwisePipeline = ElementwisePipeline }

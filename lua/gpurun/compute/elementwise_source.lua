@@ -19,30 +19,12 @@
 -- Both take (n, parameters in order): n first, so that a launch can pass the
 -- caller's arguments on unchanged after it.
 
+local common = require("gpurun.common")
+
 local source = {}
 
--- dtype -> what the generated code needs of it, from gpurun.dtypes: c (the
--- C type it is stored as), compute (the type the operation sees), header
--- (the one declaring c, or nil), size, compute_size (the bytes of compute:
--- what a reduction's accumulator or a scan's value takes), scalar (the
--- typed-scalar constructor), float, kind, min, max.
-source.DTYPES = {}
-local names = {}
-for index, dtype in ipairs(require("gpurun").dtypes) do
-  source.DTYPES[dtype.name] = {
-    c = dtype.c_type, compute = dtype.compute_type, header = dtype.header, size = dtype.size,
-    scalar = dtype.scalar, float = dtype.float, kind = dtype.kind, min = dtype.min, max = dtype.max,
-  }
-  names[index] = dtype.name
-end
-for _, info in pairs(source.DTYPES) do
-  for _, other in pairs(source.DTYPES) do
-    if other.c == info.compute then
-      info.compute_size = other.size
-    end
-  end
-end
-source.DTYPE_NAMES = table.concat(names, ", ")
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 source.VECTOR_BYTES = 16
 
@@ -81,15 +63,10 @@ for word in ([[i n alignas alignof asm auto bool break case catch char class con
   RESERVED[word] = true
 end
 
-local function is_identifier(text)
-  return type(text) == "string" and text:match("^[%a_][%w_]*$") ~= nil
-end
-source.is_identifier = is_identifier
-
 -- Whether `name` can name a parameter: an identifier, not a C++ word, not
 -- starting with '_', not i or n (the operation's index and size).
 function source.is_parameter_name(name)
-  return is_identifier(name) and not RESERVED[name] and name:sub(1, 1) ~= "_"
+  return common.is_identifier(name) and not RESERVED[name] and name:sub(1, 1) ~= "_"
 end
 
 -- "float32 a, T b" -> { { type = "float32", name = "a" }, { type = "T", name = "b",
@@ -113,10 +90,10 @@ function source.parse_params(text, what)
       return nil, ("%s: '%s' cannot name a parameter (a C++ word, a name starting with '_', "
                    .. "or i and n, which the operation sees as the index and the size)"):format(what, name)
     end
-    local variable = not source.DTYPES[dtype]
+    local variable = not DTYPES[dtype]
     if variable and (not dtype:match("^%u[%w_]*$") or RESERVED[dtype]) then
       return nil, ("%s: unknown dtype '%s' for %s (dtypes: %s; a type variable starts with a "
-                   .. "capital letter, as T)"):format(what, dtype, name, source.DTYPE_NAMES)
+                   .. "capital letter, as T)"):format(what, dtype, name, common.DTYPE_NAMES)
     end
     params[#params + 1] = { type = dtype, name = name, variable = variable or nil }
   end
@@ -191,118 +168,28 @@ function source.uses(code, names)
   return uses
 end
 
--- Raises at the first caller outside gpurun's own Lua code (lua/gpurun/
--- compute/ and builtin/, and the C functions between them), so that a
--- message points at the user's line however deep it was found. Every entry
--- point of the module's Lua parts is guarded (internal.guard): the error
--- ends any capture in progress on its way out, as every gpurun error does.
-function source.raise(message)
-  local level = 2
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info then
-      error(message, 0)
-    end
-    if info.what ~= "C" and not info.source:match("[/\\]gpurun[/\\]compute[/\\][%w_]+%.lua$")
-        and not info.source:match("[/\\]gpurun[/\\]builtin[/\\][%w_]+%.lua$") then
-      error(message, level)
-    end
-    level = level + 1
-  end
-end
-
 -- A kernel's name and parameter lists, checked as every generator checks
 -- them: -> name, what ("<kind> '<name>'", for messages), inputs, outputs.
 -- `kind` is "elementwise" or "reduction"; the name defaults to default.
 function source.parse_kernel(kind, name, default, in_params, out_params)
   name = name or default
-  if not source.is_identifier(name) or name:sub(1, 1) == "_" then
-    source.raise(("%s: the name must be a C identifier not starting with '_', got %s"):format(
-                 kind, source.shown(name)))
+  if not common.is_identifier(name) or name:sub(1, 1) == "_" then
+    raise(("%s: the name must be a C identifier not starting with '_', got %s"):format(
+                 kind, common.quoted(name)))
   end
   local what = ("%s kernel '%s'"):format(kind, name)
   local inputs, in_error = source.parse_params(in_params, what .. " in_params")
   if not inputs then
-    source.raise(in_error)
+    raise(in_error)
   end
   local outputs, out_error = source.parse_params(out_params, what .. " out_params")
   if not outputs then
-    source.raise(out_error)
+    raise(out_error)
   end
   if #outputs == 0 then
-    source.raise(what .. ": out_params names no output")
+    raise(what .. ": out_params names no output")
   end
   return name, what, inputs, outputs
-end
-
--- How messages show a value the caller gave (gpurun.quoted: capped, and
--- never through its metamethods).
-source.shown = require("gpurun.quoted")
-
--- What the Lua parts read of a gpurun object, by type, and the Lua type
--- each field must have ("#": the length).
-local READ_FIELDS = {
-  ["gpurun.Buffer"] = { dtype = "string", device = "number", ptr = "number", ["#"] = "number" },
-  ["gpurun.Scalar"] = { dtype = "string" },
-}
-
--- Whether a table that claims a gpurun type's name reads as one: a
--- stand-in (the specs' GPUs made of Lua) does; a fake (a lying __name, an
--- __index or __len that raises) does not, and is refused as what it is
--- instead of failing inside.
-local NO_FIELDS = {}
-local function fields_fit(value, fields)
-  for key, kind in pairs(fields) do
-    local field
-    if key == "#" then field = #value else field = value[key] end
-    if type(field) ~= kind then return false end
-  end
-  return true
-end
--- (No closure: stand-ins pass here on every launch the specs count
--- allocations of.)
-local function reads_as(value, name)
-  local ok, fits = pcall(fields_fit, value, READ_FIELDS[name] or NO_FIELDS)
-  return ok and fits
-end
-
--- What messages call a value's type: a gpurun type's name ("gpurun.Buffer")
--- or Lua's; "table named gpurun.Buffer" for a table that claims the name
--- but does not read as one. The one copy for lua/gpurun/compute/.
-function source.type_name(value)
-  local meta = getmetatable(value)
-  local name = type(meta) == "table" and rawget(meta, "__name")
-  if type(name) ~= "string" then return type(value) end
-  if type(value) == "table" and not reads_as(value, name) then return "table named " .. name end
-  return name
-end
-
--- Raises "bad argument #n to 'fname' (why)", as gpurun's C functions do.
-function source.bad_argument(fname, n, fmt, ...)
-  source.raise(("bad argument #%d to '%s' (%s)"):format(n, fname, fmt:format(...)))
-end
-
--- The target argument (1) of a function that launches: a Stream or a
--- GraphBuilder.
-function source.check_target(fname, target)
-  local kind = source.type_name(target)
-  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
-    source.bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
-  end
-end
-
--- Argument n, an open Buffer of a dtype the generators know; `takers`
--- says who in the message ("reductions take ...").
-function source.check_buffer(fname, n, value, what, takers)
-  if source.type_name(value) ~= "gpurun.Buffer" then
-    source.bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what,
-                        source.type_name(value))
-  end
-  local _ = #value -- a closed buffer raises here
-  if not source.DTYPES[value.dtype] then
-    source.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
-                        source.DTYPE_NAMES)
-  end
 end
 
 -- ---- generation -------------------------------------------------------------
@@ -315,22 +202,22 @@ local function lines()
 end
 
 local function c_type(signature, index)
-  return source.DTYPES[signature.dtypes[index]].c
+  return DTYPES[signature.dtypes[index]].c
 end
 
 local function compute_type(signature, index)
-  return source.DTYPES[signature.dtypes[index]].compute
+  return DTYPES[signature.dtypes[index]].compute
 end
 
 -- An element as stored, as the operation sees it.
 local function loaded(signature, index, value)
-  local dtype = source.DTYPES[signature.dtypes[index]]
+  local dtype = DTYPES[signature.dtypes[index]]
   return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.compute, value)
 end
 
 -- The operation's value, as an element is stored.
 local function stored(signature, index, value)
-  local dtype = source.DTYPES[signature.dtypes[index]]
+  local dtype = DTYPES[signature.dtypes[index]]
   return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.c, value)
 end
 
@@ -340,7 +227,7 @@ end
 function source.parameter_declarations(kernel, signature, first)
   local list = first or {}
   for index, param in ipairs(kernel.params) do
-    local dtype = source.DTYPES[signature.dtypes[index]]
+    local dtype = DTYPES[signature.dtypes[index]]
     if signature.scalar[index] then
       list[#list + 1] = ("%s _in_%s"):format(dtype.c, param.name)
     elseif param.output then
@@ -381,7 +268,7 @@ end
 
 local function type_aliases(add, kernel, signature, indent)
   for _, variable in ipairs(kernel.type_variables) do
-    add("%stypedef %s %s;", indent, source.DTYPES[signature.bindings[variable]].compute, variable)
+    add("%stypedef %s %s;", indent, DTYPES[signature.bindings[variable]].compute, variable)
   end
 end
 
@@ -493,7 +380,7 @@ function source.vector_width(kernel, signature)
   local size
   for index in ipairs(kernel.params) do
     if not signature.scalar[index] then
-      local bytes = source.DTYPES[signature.dtypes[index]].size
+      local bytes = DTYPES[signature.dtypes[index]].size
       if size and bytes ~= size then
         return nil
       end
@@ -528,7 +415,7 @@ function source.generate(kernel, signature)
   end
   local included = {}
   for index in ipairs(kernel.params) do
-    local header = source.DTYPES[signature.dtypes[index]].header
+    local header = DTYPES[signature.dtypes[index]].header
     if header and not included[header] then
       included[header] = true
       add("#include <%s>", header)

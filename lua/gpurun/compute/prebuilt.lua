@@ -15,11 +15,12 @@
 -- new buffer is made (one element per segment), which a capture forbids.
 
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
+local arguments = require("gpurun.compute.arguments")
 local reduction = require("gpurun.compute.reduction")
 
-local DTYPES = source.DTYPES
-local raise = source.raise
+local DTYPES = common.DTYPES
 
 local prebuilt = {}
 
@@ -31,12 +32,12 @@ for dtype, info in pairs(DTYPES) do
 end
 
 local FLOAT_NAMES = {}
-for name in source.DTYPE_NAMES:gmatch("[%w_]+") do
+for name in common.DTYPE_NAMES:gmatch("[%w_]+") do
   if DTYPES[name].float then FLOAT_NAMES[#FLOAT_NAMES + 1] = name end
 end
 FLOAT_NAMES = table.concat(FLOAT_NAMES, ", ")
 
-local type_name, bad_argument = source.type_name, source.bad_argument
+local type_name, bad_argument = common.type_name, common.bad_argument
 
 -- Wider results for sums of integers, as numpy and torch give.
 local function summed(dtype)
@@ -122,7 +123,7 @@ local function read_options(fname, n, options, accumulates)
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  local unknown = require("gpurun.options").unknown(options, OPTION_NAMES)
+  local unknown = options_rule.unknown(options, OPTION_NAMES)
   if unknown then
     bad_argument(fname, n, "%s", unknown)
   end
@@ -133,8 +134,8 @@ local function read_options(fname, n, options, accumulates)
                    fname:match("[%w_]+$"))
     end
     if not DTYPES[accumulate] then
-      bad_argument(fname, n, "options.accumulate must be a dtype (%s), got %s", source.DTYPE_NAMES,
-                   source.shown(accumulate))
+      bad_argument(fname, n, "options.accumulate must be a dtype (%s), got %s", common.DTYPE_NAMES,
+                   common.quoted(accumulate))
     end
   end
   local shaped = rawget(options, "rows") ~= nil or rawget(options, "cols") ~= nil
@@ -161,10 +162,10 @@ local function result_count(options, shaped, n)
   return 1
 end
 
-local check_target = source.check_target
+local check_target = arguments.check_target
 
 local function check_input(fname, n, x, what)
-  source.check_buffer(fname, n, x, what, "reductions")
+  arguments.check_buffer(fname, n, x, what, "reductions")
 end
 
 -- out: a buffer of a dtype the op can write, or nil (a new one is made).
@@ -179,7 +180,7 @@ local function result_buffer(fname, n, spec, target, out, dtype, options, shaped
     bad_argument(fname, n, "gpurun.Buffer or nil expected for out, got %s", type_name(out))
   end
   if not DTYPES[out.dtype] then
-    bad_argument(fname, n, "out has dtype %s; reductions write %s", out.dtype, source.DTYPE_NAMES)
+    bad_argument(fname, n, "out has dtype %s; reductions write %s", out.dtype, common.DTYPE_NAMES)
   end
   if spec.integer_result and not INTEGER_DTYPES[out.dtype] then
     bad_argument(fname, n, "out must be an integer buffer (a 1-based position), got %s", out.dtype)

@@ -25,33 +25,32 @@
 -- graph replaying while another launch runs).
 
 local gpurun = require("gpurun")
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local rs = require("gpurun.compute.reduction_source")
-local elementwise = require("gpurun.compute.elementwise")
-local check_options = elementwise.check_options
+local kernel_options = require("gpurun.compute.kernel_options")
+local launch_plans = require("gpurun.compute.launch_plans")
 local unknown_option = require("gpurun.options").unknown
 
-local DTYPES = source.DTYPES
-local raise = source.raise
-local type_name = arguments.type_name
+local DTYPES = common.DTYPES
+local raise = common.raise
+local type_name = common.type_name
 
 local reduction = {}
 
 local Kernel = {}
 Kernel.__index = Kernel
 
-local PlanList = {}
-PlanList.__index = PlanList
 
 -- Names the post-map sees itself: an output cannot take them.
 local POST_NAMES = { a = true, b = true, index = true, count = true, segment = true }
 local SHAPE_KEYS = { rows = true, cols = true, axis = true, offsets = true }
 -- gpurun.reduction's options: reduce_type, then every generated kernel's.
 local REDUCTION_OPTIONS = { "reduce_type" }
-for _, key in ipairs(elementwise.KERNEL_OPTIONS) do
+for _, key in ipairs(kernel_options.NAMES) do
   REDUCTION_OPTIONS[#REDUCTION_OPTIONS + 1] = key
 end
 local OFFSET_KIND = { int32 = 1, uint32 = 2, int64 = 3, uint64 = 4 }
@@ -113,7 +112,7 @@ local function reduce_type(what, wanted, op, inputs, outputs, variables)
   if wanted ~= nil then
     if type(wanted) ~= "string" or not (DTYPES[wanted] or variables[wanted]) then
       raise(("%s: options.reduce_type must be a dtype (%s) or one of the kernel's type "
-             .. "variables, got %s"):format(what, source.DTYPE_NAMES, source.shown(wanted)))
+             .. "variables, got %s"):format(what, common.DTYPE_NAMES, common.quoted(wanted)))
     end
     return wanted
   end
@@ -137,7 +136,7 @@ function reduction.kernel(spec)
     body = spec.body or "", reductions = spec.reductions, extra_shape_keys = spec.extra_shape_keys,
     what = ("reduction kernel '%s'"):format(spec.name),
   }, Kernel)
-  for key, value in pairs(check_options(spec.options, spec.what, { unroll = 4 })) do
+  for key, value in pairs(kernel_options.check(spec.options, spec.what, { unroll = 4 })) do
     kernel[key] = value
   end
   for index, param in ipairs(spec.inputs) do
@@ -265,7 +264,7 @@ function Kernel:source_for(bindings, family)
   family = family or "full"
   if not rs.FAMILIES[family] then
     raise(("%s '%s': source_for: family must be \"full\", \"segments\" or \"columns\", got %s")
-          :format(self.kind, self.name, source.shown(family)))
+          :format(self.kind, self.name, common.quoted(family)))
   end
   return (rs.generate(self, arguments.declared_signature(self, bindings), family))
 end
@@ -339,7 +338,7 @@ local function read_shape(kernel, shape, n, device)
   end
   if math.type(rows) ~= "integer" or rows < 0 or math.type(cols) ~= "integer" or cols < 0 then
     raise(("%s: a shape needs rows and cols, integers >= 0 (or offsets), got rows = %s, cols = %s")
-          :format(what, source.shown(rows), source.shown(cols)))
+          :format(what, common.quoted(rows), common.quoted(cols)))
   end
   if rows * cols ~= n or (rows ~= 0 and n // rows ~= cols) then
     raise(("%s: rows * cols (%d * %d) must be the inputs' %d elements"):format(what, rows, cols, n))
@@ -350,7 +349,7 @@ local function read_shape(kernel, shape, n, device)
     return "columns", cols, rows, cols
   end
   raise(("%s: shape.axis must be 2 (a result per row) or 1 (a result per column), got %s"):format(
-        what, source.shown(axis)))
+        what, common.quoted(axis)))
 end
 
 local FAMILY = { full = "full", rows = "segments", offsets = "segments", columns = "columns" }
@@ -551,7 +550,7 @@ end
 -- and packed once.
 function Kernel:bind(...)
   local s, family, offsets, kind, numbers = prepare(self, nil, ...)
-  local plans = setmetatable({}, PlanList)
+  local plans = launch_plans.new()
   if s then
     if family == "full" then
       plans[1] = s.kernel:bind(s.config, s.n, s.temp, plain(self, numbers, ...))
@@ -569,19 +568,6 @@ function Kernel:bind(...)
   end
   return plans
 end
-
-function PlanList:launch(target)
-  for position = 1, #self do
-    self[position]:launch(target)
-  end
-end
-
-function PlanList:close()
-  for position = 1, #self do
-    self[position]:close()
-  end
-end
-PlanList.__close = PlanList.close
 
 -- kernel:variant(inputs..., outputs... [, shape]) -> what a call with
 -- these arguments would run, without compiling: { family, kernel (its
@@ -618,13 +604,11 @@ function Kernel:__tostring()
 end
 
 reduction.Kernel = Kernel
-reduction.PlanList = PlanList
 
 -- Scripts call these (and the kernels' methods) while a builder captures:
 -- their errors end the capture as gpurun's own do, whether they came
 -- through gpurun.reduction or straight from this module.
 gpurun.guard(Kernel)
-gpurun.guard(PlanList)
 gpurun.guard(reduction)
 
 return reduction

@@ -34,10 +34,11 @@
 -- (fixed by n, the segments and the device's multiprocessor count), so the
 -- same reduction of the same data gives the same bits every time.
 
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
 local ops = require("gpurun.compute.reduce_ops")
 
-local DTYPES = source.DTYPES
+local DTYPES = common.DTYPES
 
 local rs = {}
 

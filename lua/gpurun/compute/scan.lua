@@ -14,14 +14,16 @@
 -- and dtypes) must not run at the same time.
 
 local gpurun = require("gpurun")
-local source = require("gpurun.compute.elementwise_source")
+local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
+local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local ops = require("gpurun.compute.reduce_ops")
 local ss = require("gpurun.compute.scan_source")
 local number_text = require("gpurun.compute.reduction").number_text
 
-local DTYPES = source.DTYPES
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
 local scan = {}
 
@@ -31,11 +33,11 @@ local COUNT_DTYPES = { int32 = true, uint32 = true, int64 = true, uint64 = true 
 local OPTION_NAMES = { "identity", "deterministic", "block", "items" }
 local SELECT_OPTION_NAMES = { "block", "items" }
 
-local type_name, bad_argument = source.type_name, source.bad_argument
-local check_target = source.check_target
+local type_name, bad_argument = common.type_name, common.bad_argument
+local check_target = arguments.check_target
 
 local function check_buffer(fname, n, value, what)
-  source.check_buffer(fname, n, value, what, "scans")
+  arguments.check_buffer(fname, n, value, what, "scans")
 end
 
 -- block and items from the options, checked.
@@ -46,17 +48,17 @@ local function launch_options(fname, n, options, known, value_bytes)
   if type(options) ~= "table" or getmetatable(options) ~= nil then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
-  local unknown = require("gpurun.options").unknown(options, known)
+  local unknown = options_rule.unknown(options, known)
   if unknown then
     bad_argument(fname, n, "%s", unknown)
   end
   local block, items = rawget(options, "block") or DEFAULT_BLOCK, rawget(options, "items") or DEFAULT_ITEMS
   if math.type(block) ~= "integer" or block < 32 or block > 1024 or block % 32 ~= 0 then
     bad_argument(fname, n, "options.block must be a multiple of 32 from 32 to 1024, got %s",
-                 source.shown(block))
+                 common.quoted(block))
   end
   if math.type(items) ~= "integer" or items < 1 or items > 32 then
-    bad_argument(fname, n, "options.items must be an integer from 1 to 32, got %s", source.shown(items))
+    bad_argument(fname, n, "options.items must be an integer from 1 to 32, got %s", common.quoted(items))
   end
   if block * items * value_bytes > MAX_EXCHANGE_BYTES then
     bad_argument(fname, n, "options.block * options.items * %d bytes must stay within %d bytes of "

@@ -8,6 +8,8 @@
 --   local kernels <close> = require("gpurun.samples.add_mul_sub").compile(device)
 --   gpurun.launch(stream, config, kernels.vec_add, a, b, r1, gpurun.u64(n))
 
+local gpurun = require("gpurun")
+
 local add_mul_sub = {
   -- the one copy: lua/gpurun/samples/kernels/cudagraphs.cu, which bench/cudagraphs_c embeds too
   SOURCE = require("gpurun.samples.kernels").source("cudagraphs"),
@@ -30,7 +32,6 @@ Kernels.__close = Kernels.close
 -- compile(device) -> { vec_add, vec_mul, vec_sub } compiled for `device`
 -- (through the kernel cache), to close (or use as a <close> variable).
 function add_mul_sub.compile(device)
-  local gpurun = require("gpurun")
   local program <close> = gpurun.Program(add_mul_sub.SOURCE, "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
   local kernels = setmetatable({ code = program:compile("cubin") }, Kernels)

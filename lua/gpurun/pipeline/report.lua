@@ -1,106 +1,10 @@
--- A pipeline's plan for its user: pipeline:plan() (tables), :explain()
--- (text) and :to_dot() (Graphviz), all without a GPU; and the planning
--- step they share with running (Pipeline:planned), cached until the
--- declaration changes.
-local Pipeline = require("gpurun.compute.pipeline")
-local planner = require("gpurun.compute.pipeline_plan")
-local fuse = require("gpurun.compute.pipeline_fuse")
-local source = require("gpurun.compute.elementwise_source")
+-- A pipeline's schedule for its user, all without a GPU: p:plan() (plain
+-- tables), p:explain() (text) and p:to_dot() (Graphviz).
+local declare = require("gpurun.pipeline.declare")
+local fuse = require("gpurun.pipeline.fuse")
+local schedule = require("gpurun.pipeline.schedule")
 
-local raise = source.raise
-
-local MAX_FUSED = 16 -- stages per fused kernel
-
--- A host callback without reads or writes orders against every data.
-local function barrier_accesses(self, stage)
-  local list = {}
-  for _, d in ipairs(self.data) do
-    list[#list + 1] = { data = d, mode = "rw", maybe_read = true,
-                        how = "a host callback without reads or writes: a barrier" }
-  end
-  stage.accesses = list
-end
-
-local function can_fuse(group, stage, stages)
-  local head = stages[group.head].fusion
-  return #group.stages < MAX_FUSED and head.count == stage.fusion.count
-    and head.device == stage.fusion.device
-end
-
--- The plan the pipeline runs: the planner's, with a fused elementwise
--- pipeline per fusion group and what each temporary becomes.
-function Pipeline:planned()
-  local cached = self.cached_plan
-  if cached then
-    return cached
-  end
-  if #self.stages == 0 then
-    raise(("pipeline '%s' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host)")
-          :format(self.name))
-  end
-  for _, stage in ipairs(self.stages) do
-    if stage.barrier then
-      barrier_accesses(self, stage)
-    end
-  end
-  local plan = planner.build(self.data, self.stages, {
-    max_streams = self.options.max_streams, fuse = self.options.fuse, can_fuse = can_fuse,
-  })
-  -- What lives in memory comes from a pool (compute/pipeline_run.lua).
-  for _, t in ipairs(plan.temporaries) do
-    if t.where == "allocated" then
-      t.where = "pool"
-    end
-  end
-  if self.options.strict then
-    for _, text in ipairs(plan.warnings) do
-      if text:find(" reads ", 1, true) then
-        raise(("pipeline '%s': %s (strict)"):format(self.name, text))
-      end
-    end
-  end
-  plan.version = self.version
-  self.cached_plan = plan
-  return plan
-end
-
--- The fused kernel's name of a group, made on first use.
-function Pipeline:kernel_name(group)
-  group.kernel = group.kernel or fuse.kernel_name(self.name, group, self.stages)
-  return group.kernel
-end
-
--- What a fusion group's kernel computes (fuse.describe), worked out on
--- first use: planning alone does not need it.
-function Pipeline:fused(group)
-  local fused = group.fused
-  if not fused then
-    fused = fuse.describe(self.name, group, self.stages)
-    group.fused = fused
-  end
-  return fused
-end
-
--- The elementwise pipeline of a fusion group, made on first use through
--- the module's own function (its methods are guarded), once per fused
--- kernel's text: a plan made again (data pointed at another buffer)
--- launches the same compiled kernels, which Graph:update needs.
-function Pipeline:fused_pipe(group)
-  local fused = self:fused(group)
-  if fused.pipe then
-    return fused.pipe
-  end
-  local cache = self.fused_cache
-  return fuse.make(fused, function(in_params, stages, outputs, name)
-    local key = table.concat({ name, in_params, table.concat(stages, ";"), table.concat(outputs, ",") }, "|")
-    local pipe = cache[key]
-    if not pipe then
-      pipe = require("gpurun").elementwise_pipeline(in_params, stages, outputs, name, { fuse = "always" })
-      cache[key] = pipe
-    end
-    return pipe
-  end)
-end
+local report = {}
 
 -- ---- plan() ---------------------------------------------------------------------
 
@@ -135,18 +39,19 @@ local function names_of(list)
 end
 
 -- plan([{ sources = true }]) -> { name, stages, edges, units, streams,
--- groups, temporaries, warnings } as docs/api.md describes: plain tables,
--- names not objects, made fresh at each call. With sources, each fusion
--- group's CUDA C too (generated then: planning alone does not).
+-- groups, temporaries, warnings } as docs/api.md describes: the schedule
+-- as plain tables, names not objects, made fresh at each call. With
+-- sources, each fusion group's CUDA C too (generated then: planning alone
+-- does not).
 --
 -- A 1,000-stage plan is some ten thousand of these tables: they are made
 -- in numeric loops, each at its size by one constructor, and what is
 -- looked up for every item is looked up once, before its loop.
-function Pipeline:plan(options)
-  local sources = Pipeline.check_options_table(("pipeline '%s': plan"):format(self.name), options,
-                                               { "sources" }, "{ sources = true }").sources
-  local plan = self:planned()
-  local stages, units, unit_of = self.stages, plan.units, plan.unit_of
+function report.plan(self, options)
+  local sources = declare.check_options_table(("pipeline '%s': plan"):format(self.name), options,
+                                              { "sources" }, "{ sources = true }").sources
+  local sched = schedule.of(self)
+  local stages, units, unit_of = self.stages, sched.units, sched.unit_of
 
   local stages_out = {}
   for index = 1, #stages do
@@ -167,14 +72,14 @@ function Pipeline:plan(options)
       accesses[k] = { data = name, mode = mode, how = a.how }
     end
     local u = unit_of[index]
-    stages_out[index] = { index = index, name = stage.name, kind = stage.kind, reads = reads,
+    stages_out[index] = { index = index, name = stage.name, kind = stage.kind.name, reads = reads,
                           writes = writes, accesses = accesses, unit = u,
                           stream = units[u].stream, not_fused = stage.not_fused }
   end
 
   local edges_out = {}
-  local edges = plan.edges
-  local from, to, data, hazards, why = edges.from, edges.to, edges.data, edges.hazard, planner.HAZARD
+  local edges = sched.edges
+  local from, to, data, hazards, why = edges.from, edges.to, edges.data, edges.hazard, schedule.HAZARD
   for i = 1, #from do
     local hazard = hazards[i]
     edges_out[i] = { from = from[i], to = to[i], data = data[i], hazard = hazard, why = why[hazard] }
@@ -189,26 +94,25 @@ function Pipeline:plan(options)
   end
 
   local streams_out = {}
-  for s = 1, #plan.streams do
-    streams_out[s] = copy_of(plan.streams[s])
+  for s = 1, #sched.streams do
+    streams_out[s] = copy_of(sched.streams[s])
   end
 
   local groups_out = {}
-  for g = 1, #plan.groups do
-    local group = plan.groups[g]
-    local entry = { unit = group.unit, stages = copy_of(group.stages), kernel = self:kernel_name(group),
+  for g = 1, #sched.groups do
+    local group = sched.groups[g]
+    local entry = { unit = group.unit, stages = copy_of(group.stages), kernel = fuse.kernel_name(self, group),
                     in_registers = names_of(group.in_registers), written = names_of(group.written) }
     if sources then
-      local fused = self:fused(group)
-      entry.expressions = copy_of(fused.stage_texts)
-      entry.source = self:fused_pipe(group).source
+      entry.expressions = copy_of(fuse.describe(self, group).stage_texts)
+      entry.source = fuse.kernel(self, group).source
     end
     groups_out[g] = entry
   end
 
   local temporaries_out = {}
-  for k = 1, #plan.temporaries do
-    local t = plan.temporaries[k]
+  for k = 1, #sched.temporaries do
+    local t = sched.temporaries[k]
     local d = t.data
     temporaries_out[k] = { name = d.name, count = d.count, dtype = d.dtype, bytes = d.hi - d.lo,
                            where = t.where, first = t.first, last = t.last }
@@ -216,7 +120,7 @@ function Pipeline:plan(options)
 
   return { name = self.name, stages = stages_out, edges = edges_out, units = units_out,
            streams = streams_out, groups = groups_out, temporaries = temporaries_out,
-           warnings = copy_of(plan.warnings) }
+           warnings = copy_of(sched.warnings) }
 end
 
 -- ---- explain() ------------------------------------------------------------------
@@ -237,8 +141,8 @@ end
 -- explain() -> the plan as text: stages and what each reads and writes,
 -- the edges and their hazards, the streams and their waits, the fusion
 -- groups, the temporaries and the warnings.
-function Pipeline:explain()
-  local p = self:plan()
+function report.explain(self)
+  local p = report.plan(self)
   local lines = {}
   local function add(fmt, ...) lines[#lines + 1] = fmt:format(...) end
   add("pipeline '%s': %d stage%s -> %d unit%s on %d stream%s, %d fusion group%s", p.name,
@@ -250,11 +154,12 @@ function Pipeline:explain()
         #s.reads > 0 and table.concat(s.reads, ", ") or "-",
         #s.writes > 0 and table.concat(s.writes, ", ") or "-", s.stream,
         p.units[s.unit].fused and (", fused in unit %d"):format(s.unit) or "")
+    local describe = self.stages[s.index].kind.describe
     for _, a in ipairs(s.accesses) do
-      if a.how ~= "declared" and self.stages[s.index].kind == "kernel" then
-        add("      %s %s: %s", a.data, MODE_TEXT[a.mode], a.how)
-      elseif a.how == "declared" then
+      if a.how == "declared" then
         add("      %s %s: declared", a.data, MODE_TEXT[a.mode])
+      elseif describe then
+        add("      %s %s: %s", a.data, MODE_TEXT[a.mode], describe(a))
       end
     end
     if s.not_fused then
@@ -321,11 +226,11 @@ end
 -- groups double-bordered) in a cluster per stream, one arrow per ordering
 -- between units labelled with the data and hazard, bold where it is an
 -- event wait between streams.
-function Pipeline:to_dot(options)
-  options = Pipeline.check_options_table(("pipeline '%s': to_dot"):format(self.name), options,
-                                         { "title" }, "{ title = }")
+function report.to_dot(self, options)
+  options = declare.check_options_table(("pipeline '%s': to_dot"):format(self.name), options,
+                                        { "title" }, "{ title = }")
   local title = options.title or ("pipeline '%s'"):format(self.name)
-  local p = self:plan()
+  local p = report.plan(self)
   local lines = { "digraph " .. dot_string(self.name) .. " {",
                   "  label=" .. dot_string(title) .. "; labelloc=t; rankdir=TB;",
                   '  node [shape=box, style=rounded, fontname="Helvetica"];',
@@ -362,4 +267,4 @@ function Pipeline:to_dot(options)
   return table.concat(lines, "\n") .. "\n"
 end
 
-return Pipeline
+return report

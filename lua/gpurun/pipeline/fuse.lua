@@ -1,14 +1,14 @@
--- One fusion group of a pipeline's plan as one gpurun.elementwise_pipeline:
+-- One fusion group of a pipeline's schedule as one gpurun.elementwise_pipeline:
 -- each stage's `out = expression` becomes a stage "<dtype> <version> =
 -- <expression>" with its parameters renamed to the group's names (every
 -- write of a data a new version, so that a data written twice or read and
 -- then written stays right), the data read from outside become its
--- inputs, and the data the plan writes to memory its outputs. Temporaries
+-- inputs, and the data the schedule writes to memory its outputs. Temporaries
 -- that stay in registers are never made. No GPU: the elementwise pipeline
 -- compiles on its first call.
-local access = require("gpurun.compute.pipeline_access")
+local gpurun = require("gpurun")
+local access = require("gpurun.pipeline.access")
 local source = require("gpurun.compute.elementwise_source")
-
 
 local fuse = {}
 
@@ -23,7 +23,7 @@ local function identifier(text)
 end
 
 -- The fused kernel's name: the pipeline's and its stages' names.
-function fuse.kernel_name(pipeline_name, group, stages)
+local function kernel_name(pipeline_name, group, stages)
   local names = {}
   for _, index in ipairs(group.stages) do
     names[#names + 1] = identifier(stages[index].name)
@@ -35,11 +35,11 @@ function fuse.kernel_name(pipeline_name, group, stages)
   return name
 end
 
--- fuse.describe(pipeline_name, group, stages) -> { name, in_params,
+-- describe(pipeline_name, group, stages) -> { name, in_params,
 --   stage_texts, output_names, inputs = { { data | scalar | value, type
 --   }... } (type: the input's dtype), outputs = { data... } }: the fused
---   kernel's text, which fuse.make turns into the elementwise pipeline.
-function fuse.describe(pipeline_name, group, stages)
+--   kernel's text, which fuse.kernel makes into an elementwise pipeline.
+local function describe(pipeline_name, group, stages)
   local used = { i = true, n = true }
   local function fresh(base)
     local name = identifier(base)
@@ -94,7 +94,7 @@ function fuse.describe(pipeline_name, group, stages)
     current[d] = version
     versions[#versions + 1] = version
   end
-  -- Outputs: the last version of each data the plan writes to memory.
+  -- Outputs: the last version of each data the schedule writes to memory.
   local outputs, output_names = {}, {}
   for _, d in ipairs(group.written) do
     outputs[#outputs + 1] = d
@@ -122,15 +122,44 @@ function fuse.describe(pipeline_name, group, stages)
       used_inputs[#used_inputs + 1] = inputs[position]
     end
   end
-  return { name = fuse.kernel_name(pipeline_name, group, stages), in_params = table.concat(used_params, ", "), stage_texts = kept,
-           output_names = output_names, inputs = used_inputs, outputs = outputs }
+  return { name = kernel_name(pipeline_name, group, stages), in_params = table.concat(used_params, ", "),
+           stage_texts = kept, output_names = output_names, inputs = used_inputs, outputs = outputs }
 end
 
--- The fused kernel (elementwise pipeline) of a description, made by
--- make_pipeline(in_params, stages, outputs, name).
-function fuse.make(fused, make_pipeline)
+-- The fused kernel's name of one of p's fusion groups (its schedule's),
+-- made on first use.
+function fuse.kernel_name(p, group)
+  group.kernel = group.kernel or kernel_name(p.name, group, p.stages)
+  return group.kernel
+end
+
+-- What a fusion group's kernel computes (describe, above), worked out on
+-- first use: planning alone does not need it.
+function fuse.describe(p, group)
+  local fused = group.fused
+  if not fused then
+    fused = describe(p.name, group, p.stages)
+    group.fused = fused
+  end
+  return fused
+end
+
+-- The elementwise pipeline of a fusion group, made on first use through
+-- the module's own function (its methods are guarded), once per fused
+-- kernel's text: a schedule made again (data pointed at another buffer)
+-- launches the same compiled kernels, which Graph:update needs.
+function fuse.kernel(p, group)
+  local fused = fuse.describe(p, group)
   if not fused.pipe then
-    fused.pipe = make_pipeline(fused.in_params, fused.stage_texts, fused.output_names, fused.name)
+    local key = table.concat({ fused.name, fused.in_params, table.concat(fused.stage_texts, ";"),
+                               table.concat(fused.output_names, ",") }, "|")
+    local pipe = p.fused_cache[key]
+    if not pipe then
+      pipe = gpurun.elementwise_pipeline(fused.in_params, fused.stage_texts, fused.output_names,
+                                         fused.name, { fuse = "always" })
+      p.fused_cache[key] = pipe
+    end
+    fused.pipe = pipe
   end
   return fused.pipe
 end

@@ -182,13 +182,15 @@ end
 -- Whether a kernel object keeps temporaries of its own between calls, so
 -- that two calls must not overlap: gpurun.reduction's kernels (kind
 -- "reduction kernel"), and elementwise pipelines that hold one.
+local KEEPS_STATE = { ["reduction kernel"] = true } -- kernel objects' kinds
+
 function access.keeps_state(kernel)
-  if kernel.kind == "reduction kernel" then
+  if KEEPS_STATE[kernel.kind] then
     return true
   end
   if access.is_elementwise_pipeline(kernel) then
     for _, part in ipairs(kernel.kernels) do
-      if type(part) == "table" and part.kind == "reduction kernel" then
+      if type(part) == "table" and KEEPS_STATE[part.kind] then
         return true
       end
     end

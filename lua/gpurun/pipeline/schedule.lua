@@ -1,9 +1,10 @@
 -- The planner behind gpurun.pipeline: declared stages and the data they
--- read and write in, a schedule out. No GPU and no gpurun objects: every
--- input is a plain table, so that the inference runs (and is tested) on any
--- machine.
+-- read and write in, a schedule out (what p:plan() reports). No GPU and no
+-- gpurun objects: every input is a plain table, so that the inference runs
+-- (and is tested) on any machine.
 --
---   plan.build(data, stages, options) -> plan
+--   schedule.build(data, stages, options) -> schedule
+--   schedule.of(p) -> the schedule pipeline p runs, made once per declaration
 --
 -- data: { { id, name, key, lo, hi, temporary, filled, count, dtype }... }:
 --   key names an address space (a device's memory, host memory, or one
@@ -17,11 +18,11 @@
 --   stages) -> whether the stage's code joins the group's (the caller's
 --   check: one element count, one device, code it can splice).
 --
--- The plan (everything indexes stages and units by their position):
+-- The schedule (everything indexes stages and units by their position):
 --   edges       { from = { stage... }, to = { stage... }, data = { name... },
 --               hazard = { "RAW" | "WAR" | "WAW"... }, first = { edge... } },
 --               edge k being from[k] -> to[k] (columns, not a table per
---               edge: a 1,000-stage plan has thousands), the edges into
+--               edge: a 1,000-stage schedule has thousands), the edges into
 --               stage i being first[i] .. first[i + 1] - 1: the ordering
 --               each conflicting pair needs, in declaration order
 --               (sequential consistency); pairs ordered through others
@@ -40,10 +41,15 @@
 --   temporaries { { data, where = "registers" | "allocated" | "unused",
 --               first, last } } for every temporary
 --   warnings    { text... }
-local plan = {}
+local common = require("gpurun.common")
+local stage_kinds = require("gpurun.pipeline.stage_kinds")
+
+local raise = common.raise
+
+local schedule = {}
 
 local HAZARD = { RAW = "read after write", WAR = "write after read", WAW = "write after write" }
-plan.HAZARD = HAZARD
+schedule.HAZARD = HAZARD
 
 -- The after and waits lists of a unit that has none: shared, and never
 -- written (the planner makes a list of its own on the first entry).
@@ -156,8 +162,8 @@ local function own_entries(stage_of, count, index)
   return own
 end
 
--- (See find_edges. Kept from one plan to the next, as the clocks below
--- are: each plan sets its entries first, and does not grow it again.)
+-- (See find_edges. Kept from one schedule to the next, as the clocks below
+-- are: each sets its entries first, and does not grow it again.)
 local last_to = {}
 
 -- Also returns the reads of data nothing wrote before (and the host never
@@ -335,7 +341,7 @@ end
 
 -- ---- data no one wrote ------------------------------------------------------------
 
--- touched_by: data -> the unit touching it (see plan.build): data no
+-- touched_by: data -> the unit touching it (see schedule.build): data no
 -- stage touches are not in it.
 local function unwritten_reads(data_list, stages, unwritten, touched_by)
   local problems = {}
@@ -550,7 +556,7 @@ local function add_predecessor(after, count, pu)
   return count + 1
 end
 
--- depth[i] (see takes), kept from one plan to the next: each stage's is
+-- depth[i] (see takes), kept from one schedule to the next: each stage's is
 -- set before it is read.
 local depth = {}
 
@@ -678,8 +684,8 @@ end
 -- one array of `width` entries each (the most streams there can be), the
 -- one at clock_of[u] being entries clock_of[u] + 1 .. clock_of[u] + width;
 -- the first (at 0) all zeros, for a stream's first unit. Kept from one
--- plan to the next (every entry is written before it is read), so that a
--- plan does not grow them again.
+-- schedule to the next (every entry is written before it is read), so that a
+-- schedule does not grow them again.
 local stream_of, position_of, clock_of, clocks = {}, {}, {}, {}
 
 local function assign_streams(units, max_streams)
@@ -790,9 +796,9 @@ local function assign_streams(units, max_streams)
   return streams
 end
 
--- ---- the plan ---------------------------------------------------------------------
+-- ---- the schedule -----------------------------------------------------------------
 
-function plan.build(data_list, stages, options)
+function schedule.build(data_list, stages, options)
   local max_streams = options.max_streams or 4
   local edges, unwritten, spaces = find_edges(stages)
   -- The units: one per group, in the order of their first stages (a
@@ -901,4 +907,57 @@ function plan.build(data_list, stages, options)
   }
 end
 
-return plan
+-- ---- a pipeline's schedule --------------------------------------------------------
+
+local MAX_FUSED = 16 -- stages per fused kernel
+
+-- The methods that declare a stage, for a message.
+local STAGE_METHODS = {}
+for k, kind in ipairs(stage_kinds) do STAGE_METHODS[k] = "p:" .. kind.method end
+STAGE_METHODS = table.concat(STAGE_METHODS, ", ")
+
+local function can_fuse(group, stage, stages)
+  local head = stages[group.head].fusion
+  return #group.stages < MAX_FUSED and head.count == stage.fusion.count
+    and head.device == stage.fusion.device
+end
+
+-- The schedule pipeline p runs (and p:plan() reports): the planner's, over
+-- the accesses each stage kind gives it, with what each temporary in memory
+-- becomes (a pool's: pipeline/compile.lua). Cached until the declaration
+-- changes (declare.changed).
+function schedule.of(p)
+  local cached = p.schedule
+  if cached then
+    return cached
+  end
+  if #p.stages == 0 then
+    raise(("pipeline '%s' has no stages: declare some (%s)"):format(p.name, STAGE_METHODS))
+  end
+  for _, stage in ipairs(p.stages) do
+    local accesses = stage.kind.accesses
+    if accesses then
+      stage.accesses = accesses(p, stage)
+    end
+  end
+  local made = schedule.build(p.data, p.stages, {
+    max_streams = p.options.max_streams, fuse = p.options.fuse, can_fuse = can_fuse,
+  })
+  for _, t in ipairs(made.temporaries) do
+    if t.where == "allocated" then
+      t.where = "pool"
+    end
+  end
+  if p.options.strict then
+    for _, text in ipairs(made.warnings) do
+      if text:find(" reads ", 1, true) then
+        raise(("pipeline '%s': %s (strict)"):format(p.name, text))
+      end
+    end
+  end
+  made.version = p.version
+  p.schedule = made
+  return made
+end
+
+return schedule

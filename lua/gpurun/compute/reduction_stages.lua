@@ -16,11 +16,14 @@
 -- and write the 1-based position (0 when empty) into an integer output;
 -- any and all write 0 or 1.
 
+local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
+local reduction = require("gpurun.compute.reduction")
 
-local raise = source.raise
+local DTYPES = common.DTYPES
+local raise = common.raise
 
-local pipeline_reduction = {}
+local reduction_stages = {}
 
 local STAGE_OPS = {
   sum = { op = "sum", accumulates = true }, prod = { op = "prod", accumulates = true },
@@ -30,14 +33,14 @@ local STAGE_OPS = {
   mean = { op = "sum", accumulates = true, post = "%s = a / (%s)count;", float = true },
   norm = { op = "sum", accumulates = true, post = "%s = sqrt(a);", square = true, float = true },
 }
-pipeline_reduction.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
+reduction_stages.OPS = "sum, prod, min, max, argmin, argmax, any, all, mean, norm"
 local INTEGERS = {}
-for dtype, info in pairs(source.DTYPES) do
+for dtype, info in pairs(DTYPES) do
   INTEGERS[dtype] = not info.float or nil
 end
 
 -- A reduction stage, or nil when `text` is not one (an elementwise stage).
-function pipeline_reduction.parse_stage(text, what, index)
+function reduction_stages.parse_stage(text, what, index)
   local op, dtype, name, expression =
     text:match("^%s*([%w_]+)%s+([%w_]+)%s+([%w_]+)%s*=%s*(.-)%s*;?%s*$")
   if not op or not STAGE_OPS[op] then
@@ -56,7 +59,7 @@ function pipeline_reduction.parse_stage(text, what, index)
     raise(("%s: stage '%s': %s writes a position, so its dtype must be an integer one, got %s"):format(
           what, name, op, dtype))
   end
-  if spec.float and not params[1].variable and not source.DTYPES[dtype].float then
+  if spec.float and not params[1].variable and not DTYPES[dtype].float then
     raise(("%s: stage '%s': %s needs a float dtype, got %s"):format(what, name, op, dtype))
   end
   return { type = dtype, name = name, expression = expression, variable = params[1].variable,
@@ -64,7 +67,7 @@ function pipeline_reduction.parse_stage(text, what, index)
 end
 
 -- Reductions come after every elementwise stage (nothing reads them).
-function pipeline_reduction.check_order(stages, what)
+function reduction_stages.check_order(stages, what)
   local seen
   for _, stage in ipairs(stages) do
     if stage.reduce then
@@ -87,17 +90,16 @@ end
 -- The C type values of type_name are computed in (float for float16 and
 -- bfloat16), or the type variable itself.
 local function c_of(type_name)
-  local info = source.DTYPES[type_name]
+  local info = DTYPES[type_name]
   return info and info.compute or type_name
 end
 
 -- The reduction kernel of one group (spec from elementwise_pipeline's
 -- group_kernel: in_params, out_params, operation, name, reduces = stage
 -- indexes).
-function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
-  local reduction = require("gpurun.compute.reduction")
-  if accumulate ~= nil and not source.DTYPES[accumulate] then
-    raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, source.DTYPE_NAMES,
+function reduction_stages.kernel(spec, stages, options, accumulate, what)
+  if accumulate ~= nil and not DTYPES[accumulate] then
+    raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, common.DTYPE_NAMES,
           tostring(accumulate)))
   end
   local results, reductions = {}, {}
@@ -139,4 +141,4 @@ function pipeline_reduction.kernel(spec, stages, options, accumulate, what)
   }
 end
 
-return pipeline_reduction
+return reduction_stages

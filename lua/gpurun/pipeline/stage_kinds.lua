@@ -1,0 +1,28 @@
+-- The stage kinds a pipeline declares, one file each in stage_kinds/; each
+-- is one table:
+--   name       what plan() and explain() call its stages
+--   method     the pipeline method that declares one (p:<method>(...))
+--   declare(p, ...) -> stage: the arguments checked, the stage's data and
+--              accesses found (through pipeline/declare.lua); the stage may
+--              carry `fusion` (pipeline/schedule.lua) and `not_fused`
+--   compile(stage, runnable, state): makes the stage runnable on a device
+--              (pipeline/compile.lua): runnable.refresh() resolves its
+--              arguments into runnable.args, runnable.launch(target) queues
+--              it on a stream or builder; also runnable.arity, and
+--              runnable.object (a kernel object, for its prepare and
+--              node_arguments) or runnable.node_slots() (where its graph
+--              node takes each scalar); state holds the device's callbacks
+--   accesses(p, stage) (optional) -> the accesses the schedule sees, where
+--              they are known only when planning
+--   describe(access) (optional) -> what explain() says of an inferred access
+--   split(stage) (optional) -> declare_on(slice), declaring the stage again
+--              on one device's slice, or nil and why it cannot split
+-- A new kind is one file there and one line here (in parentheses: require
+-- returns where it loaded the file from too).
+return {
+  (require("gpurun.pipeline.stage_kinds.call")),
+  (require("gpurun.pipeline.stage_kinds.kernel")),
+  (require("gpurun.pipeline.stage_kinds.copy")),
+  (require("gpurun.pipeline.stage_kinds.fill")),
+  (require("gpurun.pipeline.stage_kinds.host")),
+}

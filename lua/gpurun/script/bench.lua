@@ -1,0 +1,157 @@
+-- The timed loop: warm up, then time a step from a stream sync to a stream
+-- sync, as the cuda.core samples do with time.perf_counter().
+--
+--   local bench = require("gpurun.bench")
+--   local result = bench.run(stream, function(s) graph:launch(s) end, { iters = 1000 })
+--   --> { iters = 1000, seconds = 0.0040, us_per_iter = 4.02, runs = { 0.0040 } }
+--
+-- The step is called with the stream and must only enqueue work: the loop
+-- itself allocates nothing and builds no strings, so what it measures is the
+-- launch path and the GPU, not Lua.
+--
+-- Every phase is an NVTX range, so that Nsight Systems shows it by name:
+-- "<name>: warmup" and "<name>: timed" (one per repeat) for bench.run,
+-- "bench.capture: capture", ": complete" and ": upload" for bench.capture.
+-- The ranges open before the first sync and close after the last, outside
+-- the timed interval.
+
+local gpurun = require("gpurun")
+local with_range = require("gpurun.nvtx").with_range
+local check_options = require("gpurun.options").check
+
+local bench = {}
+
+local DEFAULT_WARMUP = 5
+
+-- The clock bench.time reads (specs put a clock of their own here, to time
+-- stand-in steps exactly).
+bench.clock = gpurun.perf_counter
+
+-- Seconds for `iters` calls of step(stream), from a sync to a sync.
+function bench.time(stream, step, iters)
+  local clock = bench.clock
+  stream:sync()
+  local start = clock()
+  for _ = 1, iters do
+    step(stream)
+  end
+  stream:sync()
+  return clock() - start
+end
+
+-- The median of a list of numbers (the mean of the middle two for an even
+-- count); the list is left as it was.
+function bench.median(values)
+  assert(#values > 0, "bench.median: empty list")
+  local sorted = table.move(values, 1, #values, 1, {})
+  table.sort(sorted)
+  local middle = #sorted // 2
+  if #sorted % 2 == 1 then
+    return sorted[middle + 1]
+  end
+  return (sorted[middle] + sorted[middle + 1]) / 2
+end
+
+-- options: iters (required, > 0), warmup (default 5 calls, 0 for none),
+-- repeats (default 1: timed loops to run; the result is their median),
+-- per_step (default 1: pipeline iterations one call of step does, as a
+-- graph of K passes does; us_per_iter is per pipeline iteration), name
+-- (default "bench.run": the NVTX ranges' prefix), progress (a
+-- gpurun.progress line, told after each repeat).
+-- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... },
+-- per_step }: iters counts calls of step.
+local RUN_OPTIONS = { "iters", "warmup", "repeats", "per_step", "name", "progress" }
+
+function bench.run(stream, step, options)
+  if options == nil then error("bench.run: options with iters are required", 2) end
+  check_options("bench.run", options, RUN_OPTIONS)
+  local iters = options.iters
+  local warmup = options.warmup or DEFAULT_WARMUP
+  local repeats = options.repeats or 1
+  local name = options.name or "bench.run"
+  local progress = options.progress
+  local per_step = options.per_step or 1
+  if math.type(per_step) ~= "integer" or per_step < 1 then
+    error("bench.run: options.per_step must be a positive integer, got " .. tostring(per_step), 2)
+  end
+  if math.type(iters) ~= "integer" or iters < 1 then
+    error("bench.run: options.iters must be a positive integer, got " .. tostring(iters), 2)
+  end
+  if math.type(warmup) ~= "integer" or warmup < 0 then
+    error("bench.run: options.warmup must be a non-negative integer, got " .. tostring(warmup), 2)
+  end
+  if math.type(repeats) ~= "integer" or repeats < 1 then
+    error("bench.run: options.repeats must be a positive integer, got " .. tostring(repeats), 2)
+  end
+  if warmup > 0 then
+    with_range(name .. ": warmup", bench.time, stream, step, warmup)
+  end
+  local timed = name .. ": timed"
+  local runs = {}
+  for r = 1, repeats do
+    runs[r] = with_range(timed, bench.time, stream, step, iters)
+    if progress then
+      progress:substep(r, repeats)
+    end
+  end
+  local seconds = bench.median(runs)
+  return {
+    iters = iters,
+    seconds = seconds,
+    us_per_iter = seconds * 1e6 / (iters * per_step),
+    min_seconds = math.min(table.unpack(runs)),
+    runs = runs,
+    per_step = per_step,
+  }
+end
+
+-- capture(stream, pipeline [, { iterations = K, auto_free_on_launch = false }])
+-- -> graph: pipeline(builder) captured K times (default 1) on stream's graph
+-- builder, completed and uploaded: one graph:launch then runs K passes,
+-- which spreads the graph's launch cost over K iterations. The builder is
+-- closed on every path, so an error in the pipeline leaves the stream
+-- usable. A pipeline may make temporaries on the builder
+-- (gpurun.empty(n, dtype, { stream = builder }) ... t:close()): allocation
+-- and free nodes, made and freed inside every replay; auto_free_on_launch
+-- goes to builder:complete for buffers the graph makes and keeps.
+local function capture_into(builder, pipeline, iterations)
+  builder:begin_building()
+  for _ = 1, iterations do
+    pipeline(builder)
+  end
+  builder:end_building()
+end
+
+function bench.capture(stream, pipeline, options)
+  check_options("bench.capture", options, { "iterations", "auto_free_on_launch" })
+  local iterations = options and options.iterations or 1
+  if math.type(iterations) ~= "integer" or iterations < 1 then
+    error("bench.capture: options.iterations must be a positive integer, got "
+          .. tostring(iterations), 2)
+  end
+  local auto_free = options and options.auto_free_on_launch or false
+  if type(auto_free) ~= "boolean" then
+    error("bench.capture: options.auto_free_on_launch must be a boolean, got " .. tostring(auto_free), 2)
+  end
+  local builder <close> = stream:create_graph_builder()
+  with_range("bench.capture: capture", capture_into, builder, pipeline, iterations)
+  local graph = with_range("bench.capture: complete", builder.complete, builder,
+                           { auto_free_on_launch = auto_free })
+  with_range("bench.capture: upload", graph.upload, graph, stream)
+  return graph
+end
+
+-- graph_peak(device, graph, stream) -> bytes: the most memory the device's
+-- graphs held for their allocation nodes during one launch of graph on
+-- stream (Device:graph_memory().used_high, its peaks reset first).
+function bench.graph_peak(device, graph, stream)
+  stream:sync()
+  device:reset_graph_memory_peaks()
+  graph:launch(stream)
+  stream:sync()
+  return device:graph_memory().used_high
+end
+
+-- bench.capture runs while a builder captures: its errors (and those of the
+-- rest) end the capture as gpurun's own do.
+return gpurun.guard(bench)
