@@ -67,7 +67,7 @@ local function main()
     local value = (at[i] + bt[i]) * ct[i] - at[i]
     want_squares = want_squares + value * value
   end
-  at, bt, ct = nil, nil, nil
+  at, bt, ct = nil, nil, nil -- luacheck: ignore 311 (lets the collector have the host copies)
   fused(stream) -- compiles it, and makes its temporaries, outside any capture
   scan(stream)
   for _, value in ipairs(r:to_table()) do

@@ -116,16 +116,16 @@ local function reference(x, y)
   return expected
 end
 
--- The pipeline on a width x height image, x and y into s and result: a
+-- The pipeline on a columns x rows image, x and y into s and result: a
 -- function that launches both kernels on a stream or into a graph builder,
 -- and its launch configuration.
-local function image_pipeline(saxpy, stencil, width, height, x, y, s, result)
+local function image_pipeline(saxpy, stencil, columns, rows, x, y, s, result)
   -- Typed scalars say exactly what each parameter is; made once, reused
   -- by every launch.
   local alpha_f32 = gpurun.f32(alpha)
-  local width_i32, height_i32 = gpurun.i32(width), gpurun.i32(height)
+  local width_i32, height_i32 = gpurun.i32(columns), gpurun.i32(rows)
   local config = gpurun.LaunchConfig{
-    grid = { (width + BLOCK - 1) // BLOCK, (height + BLOCK - 1) // BLOCK, 1 },
+    grid = { (columns + BLOCK - 1) // BLOCK, (rows + BLOCK - 1) // BLOCK, 1 },
     block = { BLOCK, BLOCK, 1 },
   }
   local launch = gpurun.launch

@@ -128,6 +128,7 @@ describe("gpurun.args", function()
     assert.is_true(ok)
     assert.are.equal(-0.5, options.alpha)
     ok, options = cli:try_parse{}
+    assert.is_true(ok)
     assert.are.equal(2.5, options.alpha)
   end)
 

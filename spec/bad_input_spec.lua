@@ -87,7 +87,7 @@ local CLOSED = {
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
-  Device = "name", Stream = "handle", Event = "timing", ProgramOptions = "std", Program = "source",
+  Device = "name", Stream = "handle", ProgramOptions = "std", Program = "source",
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
@@ -849,7 +849,6 @@ end
 
 -- ---- launches ------------------------------------------------------------------------
 
-local TARGET = "gpurun.Stream or gpurun.GraphBuilder expected, got "
 row("gpurun.launch", A(), arg_error(1, "launch", TARGET .. "no value"))
 row("gpurun.launch", A(42), arg_error(1, "launch", TARGET .. "number"))
 row("gpurun.launch", A("stream"), arg_error(1, "launch", TARGET .. "string"))
@@ -1692,7 +1691,7 @@ row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+%
 row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+, default%) has 1 buffer%(s%)",
   { gpu = true, call = function(env)
     local buffer = gpurun.empty(16, "float32", { stream = env.stream })
-    local ok, err = pcall(env.default_pool.close, env.default_pool)
+    local _, err = pcall(env.default_pool.close, env.default_pool)
     buffer:close()
     error(err, 0)
   end })

@@ -511,7 +511,7 @@ describe("buffer views", function()
       view:close()
       view:close()
       assert_contains("attempt to use a closed gpurun.Buffer", error_of(view.to_table, view))
-      view = nil
+      view = nil -- luacheck: ignore 311 (the collection below is the test)
       collectgarbage(); collectgarbage()
     end)
 
@@ -540,7 +540,7 @@ describe("buffer views", function()
     local graph = builder:complete()
     builder:close()
     assert_contains("gpurun.Buffer is used by 1 graph(s) or graph builder(s)", error_of(base.close, base))
-    base = nil
+    base = nil -- luacheck: ignore 311 (the collection below is the test)
     collectgarbage(); collectgarbage() -- the graph keeps the view, the view keeps the base
     graph:launch(stream)
     stream:sync()
@@ -549,9 +549,8 @@ describe("buffer views", function()
 end)
 
 describe("files", function()
-  local device
   before_each(function()
-    device = kernels.setup()
+    kernels.setup()
   end)
 
   it("stream into and out of buffers through pinned staging, from the file's position #gpu", function()

@@ -198,20 +198,20 @@ describe("the kernel cache", function()
   -- and fixes the checksum, so that only the record is wrong.
   local function bad_record(data)
     local payload = data:sub(49)
-    local at, fields = 1, 0
+    local at, fields_passed = 1, 0
     local count
     while at <= #payload do
-      if fields == 2 then -- the name expressions: a count, then pairs
+      if fields_passed == 2 then -- the name expressions: a count, then pairs
         count, at = string.unpack("<I8", payload, at)
         for _ = 1, 2 * count do at = at + 8 + string.unpack("<I8", payload, at) end
-        fields = fields + 1
+        fields_passed = fields_passed + 1
       else
         local n = string.unpack("<I8", payload, at)
         if at + 8 + n > #payload then
           payload = payload:sub(1, at + 7) .. "\238" .. payload:sub(at + 9)
           break
         end
-        at, fields = at + 8 + n, fields + 1
+        at, fields_passed = at + 8 + n, fields_passed + 1
       end
     end
     return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
@@ -294,15 +294,15 @@ describe("the kernel cache", function()
     local first = compile({ GPURUN_CACHE_DIR = dir })
     local path = dir .. "/" .. entries(dir)[1]
     local three_gib = 3 * 1024 * 1024 * 1024
-    for _, case in ipairs({
+    for _, variant in ipairs({
       { nil, "wrong length: payload is " .. (three_gib - 48) .. " bytes, header says %d+" },
       { three_gib - 48, "too large: " .. (three_gib - 48) .. " bytes of payload, more than the 256 MiB any compile makes" },
     }) do
-      grow(path, case[1])
+      grow(path, variant[1])
       local again, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
       assert.are.equal(0, code, stderr)
       assert.matches("gpurun: warning: kernel cache entry " .. path:gsub("%p", "%%%0") .. " is corrupt %("
-        .. case[2] .. "%); recompiling\n", stderr)
+        .. variant[2] .. "%); recompiling\n", stderr)
       assert.are.equal(first.sum, again.sum)
       assert.is_true(again.seconds < 1, again.seconds .. " s")
       assert.is_true(again.peak_kb < 1024 * 1024, again.peak_kb .. " KiB at the peak") -- reading it took 3 GiB

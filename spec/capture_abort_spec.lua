@@ -9,6 +9,7 @@ local bench = require("gpurun.bench")
 describe("an error raised while a builder is capturing", function()
   local device, kernel, stream, a, n, config
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     n = 256

@@ -121,6 +121,7 @@ describe("an error raised by gpurun's Lua code while a builder captures", functi
   local device, kernel, stream, a, n, config
 
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     n = 256

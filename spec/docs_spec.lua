@@ -70,8 +70,7 @@ for _, path in ipairs(markdown.doc_files()) do
           it(where .. " is the file " .. file_path, function()
             assert.are.equal(read(file_path), block.text)
           end)
-        elseif mark:match("^user file:") then -- spec/testing_spec.lua runs it
-        elseif not block.flags.fragment then
+        elseif not block.flags.fragment and not mark:match("^user file:") then -- testing_spec.lua runs user files
           it(where .. " runs" .. (block.flags.gpu and " #gpu" or ""), function()
             runs(block, path)
           end)

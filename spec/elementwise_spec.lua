@@ -133,14 +133,14 @@ describe("gpurun.elementwise code", function()
 
   it("has a dtype for every entry of gpurun.dtypes, with its C type and size", function()
     local common = require("gpurun.common")
-    local count = 0
+    local checked = 0
     for _, info in ipairs(gpurun.dtypes) do
       local dtype = common.DTYPES[info.name]
       assert.are.same({ info.c_type, info.compute_type, info.size, info.scalar },
                       { dtype.c, dtype.compute, dtype.size, dtype.scalar })
-      count = count + 1
+      checked = checked + 1
     end
-    assert.are.equal(12, count)
+    assert.are.equal(12, checked)
     assert.matches("int16, uint16, float16, bfloat16$", common.DTYPE_NAMES)
   end)
 
@@ -295,7 +295,7 @@ describe("gpurun.elementwise kernel choice", function()
       "input 1 %(float32 a%): a gpurun.Buffer, a gpurun scalar or a number expected, got string" },
     { "a typed scalar of another dtype", function(k) return k:variant(with{ [2] = gpurun.f64(1) }) end,
       "input 2 %(float32 b%): expected float32, got gpurun.f64" },
-    { "an integer that is not exact", function(k)
+    { "an integer that is not exact", function()
         local ints = ew.elementwise("int32 a", "int32 r", "r = a", "ints")
         return ints:launch(nil, 2.5, fake_buffer("int32", 8)) end,
       "elementwise kernel 'ints' input 1 %(int32 a%): integer expected for int32, got 2.5" },

@@ -15,6 +15,7 @@ end
 describe("GraphBuilder: split, join, events and nodes", function()
   local device, kernel, stream, config
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     config = gpurun.LaunchConfig({ grid = (N + 255) // 256, block = 256 })

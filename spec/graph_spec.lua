@@ -12,6 +12,7 @@ local N = 4096
 describe("GraphBuilder and Graph", function()
   local device, kernel, stream
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     gpurun.set_current_stream(stream)
@@ -134,7 +135,7 @@ describe("GraphBuilder and Graph", function()
     builder:end_building()
     local graph <close> = builder:complete()
     plan:close()
-    plan = nil
+    plan = nil -- luacheck: ignore 311 (the graph alone must keep its arguments)
     collectgarbage("collect")
     graph:launch(stream)
     stream:sync()
@@ -180,6 +181,7 @@ end)
 describe("Graph: update, nodes, set_args and its picture", function()
   local device, kernel, stream, config
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     config = gpurun.LaunchConfig({ grid = (N + 255) // 256, block = 256 })
@@ -249,7 +251,7 @@ describe("Graph: update, nodes, set_args and its picture", function()
     builder:close()
     old:close() -- the graph no longer holds it
     local weak = setmetatable({ new }, { __mode = "v" })
-    new = nil
+    new = nil -- luacheck: ignore 311 (the graph alone must keep it)
     collectgarbage()
     collectgarbage()
     assert.is_not_nil(weak[1])

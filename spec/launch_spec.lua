@@ -6,6 +6,7 @@ describe("launch", function()
   local device, kernel, stream
 
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     gpurun.set_current_stream(stream)

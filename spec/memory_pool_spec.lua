@@ -45,6 +45,7 @@ end)
 describe("gpurun.MemoryPool", function()
   local device, kernel, stream, other
   before_each(function()
+    local _
     device, _, kernel = kernels.setup()
     stream = device:create_stream()
     other = device:create_stream()

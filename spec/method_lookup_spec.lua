@@ -82,14 +82,13 @@ describe("method lookup", function()
 
   it("allocates nothing for a method once it has been looked up a few times", function()
     local p <close> = program()
-    local _
-    for _ = 1, 4 do _ = p.compile; _ = p.close end -- the object's own metatable is made by now
+    for _ = 1, 4 do local _ = p.compile; local _ = p.close end -- the object's own metatable is made by now
     collectgarbage("collect")
     collectgarbage("stop")
     local before = collectgarbage("count")
     for _ = 1, 10000 do
-      _ = p.compile
-      _ = p.close
+      local _ = p.compile
+      local _ = p.close
     end
     local after = collectgarbage("count")
     collectgarbage("restart")

@@ -26,6 +26,7 @@ describe("objects on one device", function()
   local device, kernel, stream
   before_each(function()
     if gpurun.device_count() == 0 then return end
+    local _
     device, _, kernel = require("spec.support.kernels").setup()
     stream = device:create_stream()
   end)

@@ -124,7 +124,7 @@ describe("gpurun.PinnedBuffer", function()
     builder:close()
     assert.are.equal(2, graph.node_count)
     assert_contains("gpurun.PinnedBuffer is used by 1 graph(s) or graph builder(s)", error_of(input.close, input))
-    input = nil
+    input = nil -- luacheck: ignore 311 (the collection below is the test)
     collectgarbage(); collectgarbage() -- the graph keeps it
     for _ = 1, 8 do gpurun.pinned(n, "float32"):fill(-1) end -- memory handed out again
     graph:launch(stream)

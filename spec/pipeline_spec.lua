@@ -467,6 +467,7 @@ describe("gpurun.pipeline over devices", function()
     refused(reduced, "stage 'rpipe' (a kernel object that is not elementwise) does not work element by element")
     local ok, err = pcall(p.run, p, "stream")
     assert.is_false(ok)
+    assert.matches("pipeline 'split' over devices: run and graph take no stream", err, 1, true)
   end)
 end)
 

@@ -16,8 +16,8 @@ describe("gpurun.plot", function()
     assert.are.same({ picture = "a.b.SVG", format = "svg", data = "a.b.dat", script = "a.b.gp",
                       folder = "." }, plot.files("a.b.SVG"))
     for _, bad in ipairs{ "sweep.jpg", "sweep", ".png", "sweep.png.txt" } do
-      local files, why = plot.files(bad)
-      assert.is_nil(files, bad)
+      local names, why = plot.files(bad)
+      assert.is_nil(names, bad)
       assert.are.equal("expected a file name ending in .png or .svg, got '" .. bad .. "'", why)
     end
   end)

@@ -147,7 +147,7 @@ describe("gpurun.Program", function()
   it("raises on use after close, and closes twice", function()
     local program = gpurun.Program(VEC, "c++")
     do
-      local closing <close> = program
+      local _ <close> = program -- closed as the block ends
     end
     program:close()
     assert.are.equal("gpurun.Program(closed)", tostring(program))

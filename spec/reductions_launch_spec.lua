@@ -10,10 +10,6 @@ local common = require("gpurun.common")
 local ss = require("gpurun.compute.scan_source")
 
 local SPEC_FILE = "reductions_launch_spec.lua"
-local C_TO_DTYPE = {}
-for dtype, info in pairs(common.DTYPES) do
-  C_TO_DTYPE[info.c] = dtype
-end
 local C_TO_SCALAR = {} -- a scalar parameter's C type -> the typed scalar that fills it
 for _, info in pairs(common.DTYPES) do
   C_TO_SCALAR[info.c] = info.scalar
@@ -31,7 +27,7 @@ local function new_buffer(count, dtype, ptr)
                                 ptr = ptr or 0x7f0000000000, size = count, fills = {} }, Buffer)
   return buffer
 end
-function Buffer:get() return 0 end
+function Buffer.get() return 0 end
 function Buffer:fill(value, target)
   self.fills[#self.fills + 1] = { value = value, target = target }
 end
@@ -42,7 +38,7 @@ function Buffer:view(first, count)
   self.views[#self.views + 1] = view
   return view
 end
-function Buffer:close() end
+function Buffer.close() end
 
 local function stand_in(name)
   return setmetatable({ device = 0 }, { __name = name })

@@ -1173,12 +1173,12 @@ describe("scans on the GPU", function()
       stream:sync()
       check_scan(y:to_table(), t, "inclusive", math.max, -math.huge, true, dtype .. " max")
       local out <close> = gpurun.zeros(n, dtype)
-      local count <close> = gpurun.full(1, -1, "int64")
-      gpurun.select(stream, x, "x > 0.5f", out, count)
+      local selected_count <close> = gpurun.full(1, -1, "int64")
+      gpurun.select(stream, x, "x > 0.5f", out, selected_count)
       stream:sync()
       local want = {}
       for _, v in ipairs(t) do if v > 0.5 then want[#want + 1] = v end end
-      assert.are.equal(#want, count:get(1))
+      assert.are.equal(#want, selected_count:get(1))
       assert.are.same(want, out:to_table(1, #want))
     end)
   end
@@ -1230,14 +1230,14 @@ describe("scans on the GPU", function()
       local rng <close> = gpurun.default_rng(n)
       local x <close> = rng:random(n, "float32")
       local out <close> = gpurun.zeros(n, "float32")
-      local count <close> = gpurun.full(1, -1, "int64")
-      gpurun.select(stream, x, "x > 0.5f", out, count)
+      local selected_count <close> = gpurun.full(1, -1, "int64")
+      gpurun.select(stream, x, "x > 0.5f", out, selected_count)
       stream:sync()
       local t, want = x:to_table(), {}
       for _, v in ipairs(t) do
         if v > 0.5 then want[#want + 1] = v end
       end
-      assert.are.equal(#want, count:get(1), "n = " .. n)
+      assert.are.equal(#want, selected_count:get(1), "n = " .. n)
       local got, first_wrong = out:to_table(), nil
       for i = 1, #want do
         if want[i] ~= got[i] then first_wrong = first_wrong or i end
@@ -1245,18 +1245,18 @@ describe("scans on the GPU", function()
       assert.is_nil(first_wrong, ("n = %d: the first element selected wrongly"):format(n))
       if #want > 2 then
         local short <close> = gpurun.full(2, -7, "float32")
-        gpurun.select(stream, x, "x > 0.5f", short, count)
+        gpurun.select(stream, x, "x > 0.5f", short, selected_count)
         stream:sync()
-        assert.are.equal(#want, count:get(1))
+        assert.are.equal(#want, selected_count:get(1))
         assert.are.same({ want[1], want[2] }, short:to_table())
       end
     end
     local ints <close> = gpurun.array({ 5, 6, 7, 8, 9 }, "int32")
     local out <close> = gpurun.zeros(5, "int32")
-    local count <close> = gpurun.zeros(1, "uint32")
-    gpurun.select(stream, ints, "i % 2 == 0", out, count)
+    local selected_count <close> = gpurun.zeros(1, "uint32")
+    gpurun.select(stream, ints, "i % 2 == 0", out, selected_count)
     stream:sync()
-    assert.are.equal(3, count:get(1))
+    assert.are.equal(3, selected_count:get(1))
     assert.are.same({ 5, 7, 9 }, { out:get(1), out:get(2), out:get(3) })
   end)
 end)

@@ -47,6 +47,7 @@ optional mpich            mpiexec.mpich                  the rank specs under MP
 optional libopenmpi-dev   /usr/lib/x86_64-linux-gnu/libmpi.so  Open MPI's headers and mpicc, for MPI programs beside gpurun
 optional clang            clang                          the PTX parser's libFuzzer target (tools/fuzz-ptx.sh)
 optional libclang-rt-14-dev  /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a  libFuzzer's runtime for it
+optional lua-check        luacheck                       the Lua linter: tools/lint.sh, and the gate's own spec (spec/lint_spec.lua)
 package  dpkg-dev         dpkg-shlibdeps                 tools/package-check.sh: the .deb's Depends held to dpkg-shlibdeps
 package  luarocks         luarocks                       tools/package-check.sh: the rock
 package  groff-base       groff                          tools/package-check.sh: the man page checked

@@ -168,15 +168,15 @@ end
 -- A pipeline with the data and scalars pool draws name (fuzz_pool.lua):
 -- over one device, or split over two.
 function fresh.Pipeline()
-  local options = next_of({ { name = "fuzz" }, { name = "fuzz_timed", timing = true, max_streams = 2 },
+  local pipeline_options = next_of({ { name = "fuzz" }, { name = "fuzz_timed", timing = true, max_streams = 2 },
     { name = "fuzz_split", devices = { 0, 1 } } })
-  local p = gpurun.pipeline(options)
+  local p = gpurun.pipeline(pipeline_options)
   p:temporary("t", 16)
   p:temporary("u", 16)
   p:temporary("i8", 16, "int8")
   p:scalar("s", 2.0)
   p:scalar("f32s", 1.5, "float32")
-  pool:add_pipeline(p, "pipeline '" .. options.name .. "'")
+  pool:add_pipeline(p, "pipeline '" .. pipeline_options.name .. "'")
   return p
 end
 

@@ -174,7 +174,7 @@ GPU_FACTORIES = {
   byte_flag = function(env) return env.code:get_kernel("byte_flag") end,
   bounded = function(env) return env.code:get_kernel("bounded") end,
   closed_kernel = function(env) return closed(env.code:get_kernel("vec_add")) end,
-  orphan_kernel = function(env) -- its ObjectCode is closed
+  orphan_kernel = function() -- its ObjectCode is closed
     local code = GPU_FACTORIES.code()
     local kernel = code:get_kernel("vec_add")
     code:close()

@@ -117,7 +117,7 @@ function Buffer:to_bytes()
   return data:sub(offset + 1, offset + self.count * self.element_size)
 end
 
-function Buffer:close() end
+function Buffer.close() end
 
 -- ---- the session -----------------------------------------------------------------
 

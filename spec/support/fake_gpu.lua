@@ -37,7 +37,7 @@ local function new_event()
     __sub = function(a, b) return (a.time or 0) - (b.time or 0) end } })
   return event
 end
-function Event:close() end
+function Event.close() end
 
 local clock = 0
 
@@ -96,7 +96,7 @@ function fake.drain()
   end
 end
 
-function Stream:sync() fake.drain() end
+function Stream.sync() fake.drain() end
 function Stream:close() self.closed = true end
 
 -- ---- buffers ------------------------------------------------------------------------
@@ -206,7 +206,7 @@ end
 -- A kernel object with params, as gpurun.elementwise's (not fusable: it
 -- has no operation): body(inputs..., output) per element on the host.
 function fake.object(name, params, body)
-  local cuda = fake.kernel(name .. "_scalar", nil, {}, function(n, ...)
+  local cuda = fake.kernel(name .. "_scalar", nil, {}, function(_, ...)
     local args = { ... }
     local out = args[#args]
     for e = 1, out.count do
@@ -362,7 +362,7 @@ function Graph:launch(stream)
   self.launches = self.launches + 1
   enqueue(stream, { ready = function() return true end, run = function() replay(self) end })
 end
-function Graph:upload() end
+function Graph.upload() end
 function Graph:close() self.closed = true end
 
 function Graph:nodes()

@@ -21,7 +21,7 @@ end
 -- Stderr as a list, for the notes a pipeline writes.
 local notes = {}
 local real_stderr = io.stderr
-io.stderr = { write = function(_, ...)
+io.stderr = { write = function(_, ...) -- luacheck: ignore 122 (collects the pipeline's notes)
   for _, part in ipairs({ ... }) do notes[#notes + 1] = part end
 end }
 
@@ -223,24 +223,24 @@ e:close()
 
 -- Each device runs its slice: where a buffer lives a view of it, on the
 -- other device a buffer of its own, copied in before and out after.
-local x, y = filled({ 1, 2, 3, 4, 5, 6, 7, 8 }), fake.buffer(8)
-y.device = 1
+local split_x, split_y = filled({ 1, 2, 3, 4, 5, 6, 7, 8 }), fake.buffer(8)
+split_y.device = 1
 local d = gpurun.pipeline{ name = "split", devices = { 0, 1 }, timing = true }
 local t = d:temporary("t", 8)
-d:buffer("x", x)
-d:buffer("y", y, { filled = false })
-d:copy(t, x, { name = "t = x" })
-d:copy(y, t, { name = "y = t" })
+d:buffer("x", split_x)
+d:buffer("y", split_y, { filled = false })
+d:copy(t, split_x, { name = "t = x" })
+d:copy(split_y, t, { name = "y = t" })
 check(d:explain():find("device 1: elements 5..8", 1, true) ~= nil, "explain shows the slices")
 d:run()
 d:wait()
-check(table.concat(y:get_all(), ",") == "1,2,3,4,5,6,7,8", "y = x, by slices: " .. table.concat(y:get_all(), ","))
+check(table.concat(split_y:get_all(), ",") == "1,2,3,4,5,6,7,8", "y = x, by slices: " .. table.concat(split_y:get_all(), ","))
 check(#d:timings() == 4, "a timing per unit of each device's slice")
-x:set_all({ 8, 7, 6, 5, 4, 3, 2, 1 })
+split_x:set_all({ 8, 7, 6, 5, 4, 3, 2, 1 })
 local graphs = d:graph()
 d:wait()
 check(#graphs == 2, "a graph per device")
-check(table.concat(y:get_all(), ",") == "8,7,6,5,4,3,2,1", "and as graphs: " .. table.concat(y:get_all(), ","))
+check(table.concat(split_y:get_all(), ",") == "8,7,6,5,4,3,2,1", "and as graphs: " .. table.concat(split_y:get_all(), ","))
 local bad_stream = pcall(d.run, d, stream)
 check(not bad_stream, "a split pipeline takes no stream")
 d:host(function() end)
@@ -249,6 +249,6 @@ check(not split_ok and tostring(split_err):find("stage 'host' (a host callback) 
   .. "element", 1, true) ~= nil, "a host stage is not split: " .. tostring(split_err))
 d:close()
 
-io.stderr = real_stderr
+io.stderr = real_stderr -- luacheck: ignore 122 (puts the real one back)
 io.stdout:write(("pipeline_fake_runs: %d checks, %d failed\n"):format(checks, failures))
 os.exit(failures == 0 and 0 or 1)

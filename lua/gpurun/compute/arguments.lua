@@ -5,9 +5,10 @@
 -- `input_count`, `type_variables`, and the tables this module fills and
 -- reuses: `bound` (type variable -> dtype for the call in progress),
 -- `variants` (the tree of signatures seen), `scalars` (the typed scalars
--- made for the call in progress) and `arguments` (converted arguments). Buffers of inputs and of outputs that are not `result`s
--- must all have one size, n; a `result` output (a reduction's one value
--- per segment) is sized by its kernel instead.
+-- made for the call in progress) and `arguments` (converted arguments).
+-- Buffers of inputs and of outputs that are not `result`s must all have
+-- one size, n; a `result` output (a reduction's one value per segment) is
+-- sized by its kernel instead.
 
 local common = require("gpurun.common")
 

@@ -222,10 +222,9 @@ local function group_kernel(pipe, group, stages, wanted, stage_index, inputs)
     end
   end
   for index, stage in ipairs(stages) do
-    if needed[index] and (in_group[index] or not wanted[stage.name]) then
-      if stage.reduce then
-        -- reduced, not computed per element: reduction_stages.lua's part
-      elseif in_group[index] and wanted[stage.name] then
+    -- A reduced stage is not computed per element: reduction_stages.lua's part.
+    if needed[index] and (in_group[index] or not wanted[stage.name]) and not stage.reduce then
+      if in_group[index] and wanted[stage.name] then
         body[#body + 1] = ("%s = %s;"):format(stage.name, stage.expression)
       else
         body[#body + 1] = ("const %s %s = %s;"):format(c_type_of(stage), stage.name, stage.expression)

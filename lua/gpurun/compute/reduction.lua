@@ -226,12 +226,12 @@ function reduction.reduction(in_params, out_params, map_expr, reduce_expr, post_
     end
     param.read = uses[param.name].read_first or nil
   end
-  local kernel_options = {}
+  local passed_options = {}
   for key, value in pairs(options or {}) do
-    if key ~= "reduce_type" then kernel_options[key] = value end
+    if key ~= "reduce_type" then passed_options[key] = value end
   end
   local kernel = reduction.kernel{
-    name = name, what = what, inputs = inputs, outputs = outputs, options = kernel_options,
+    name = name, what = what, inputs = inputs, outputs = outputs, options = passed_options,
     reductions = { { type = acc, map = map_expr, op = op, combine = combine,
                      identity = identity_text, post = post } },
   }

@@ -54,7 +54,7 @@ local function describe(pipeline_name, group, stages)
   local current = {}       -- data -> the name of its value now
   local scalar_input = {}  -- scalar -> input name
   local in_params, inputs = {}, {}
-  local texts, versions = {}, {}
+  local texts = {}
   local function input(type_text, base, arg)
     local name = fresh(base)
     in_params[#in_params + 1] = type_text .. " " .. name
@@ -92,7 +92,6 @@ local function describe(pipeline_name, group, stages)
     texts[#texts + 1] = { type = out_param.type, name = version, data = d,
                           expression = access.rename(fusion.expression, names) }
     current[d] = version
-    versions[#versions + 1] = version
   end
   -- Outputs: the last version of each data the schedule writes to memory.
   local outputs, output_names = {}, {}

@@ -363,9 +363,9 @@ local function set_scalar(self, scalar, value)
   end
   local graph = current.graph
   for _, slot in ipairs(current.slots[scalar] or {}) do
-    local value = slot.param and launch_arguments.raw_scalar(scalar, slot.param)
-                  or launch_arguments.typed(scalar, slot.dtype)
-    graph:set_arg(slot.node, slot.position, value)
+    local argument = slot.param and launch_arguments.raw_scalar(scalar, slot.param)
+                     or launch_arguments.typed(scalar, slot.dtype)
+    graph:set_arg(slot.node, slot.position, argument)
   end
 end
 

@@ -164,7 +164,7 @@ end
 
 -- (See find_edges. Kept from one schedule to the next, as the clocks below
 -- are: each sets its entries first, and does not grow it again.)
-local last_to = {}
+local kept_last_to = {}
 
 -- Also returns the reads of data nothing wrote before (and the host never
 -- filled): the writers' entries cover every byte written so far, since a
@@ -178,7 +178,7 @@ local function find_edges(stages)
   -- Lua than an equality). The frontier holds earlier stages only while a
   -- stage is looked at (it changes after all of the stage's accesses), so
   -- from < to always.
-  local last_to, frontier, count = last_to, {}, 0
+  local last_to, frontier, count = kept_last_to, {}, 0
   for index = 1, #stages do
     last_to[index] = 0
   end
@@ -558,7 +558,7 @@ end
 
 -- depth[i] (see takes), kept from one schedule to the next: each stage's is
 -- set before it is read.
-local depth = {}
+local kept_depth = {}
 
 -- Which group a stage joins: of the groups it reads from (through a RAW
 -- edge) whose first stage is fusable, the latest that takes it. Only the
@@ -571,7 +571,7 @@ local depth = {}
 -- predecessors (after: the units of its stages' predecessors, in order).
 -- Also returns each stage's unit.
 local function group_stages(stages, edges, fuse, can_fuse)
-  local groups, unit_of, depth, unit_count = {}, {}, depth, 0
+  local groups, unit_of, depth, unit_count = {}, {}, kept_depth, 0
   local from, hazard, first_edge = edges.from, edges.hazard, edges.first
   -- The units of a stage's predecessors, in order and each once: the
   -- last is the latest.
@@ -686,11 +686,11 @@ end
 -- the first (at 0) all zeros, for a stream's first unit. Kept from one
 -- schedule to the next (every entry is written before it is read), so that a
 -- schedule does not grow them again.
-local stream_of, position_of, clock_of, clocks = {}, {}, {}, {}
+local kept_stream_of, kept_position_of, kept_clock_of, kept_clocks = {}, {}, {}, {}
 
 local function assign_streams(units, max_streams)
   local streams, tails, lengths, count = {}, {}, {}, 0
-  local stream_of, position_of, clock_of, clocks = stream_of, position_of, clock_of, clocks
+  local stream_of, position_of, clock_of, clocks = kept_stream_of, kept_position_of, kept_clock_of, kept_clocks
   local width = math.min(max_streams, #units)
   for s = 1, width do
     clocks[s] = 0

@@ -49,17 +49,17 @@ local function check_label(name, label)
   if type(label) ~= "string" then refuse(name, 1, "label string", label) end
 end
 
+local function is_nan(x)
+  return x ~= x
+end
+
 -- rtol and atol at arguments n and n + 1, defaulted.
 local function tolerances(name, n, rtol, atol)
   if rtol == nil then rtol = DEFAULT_RTOL end
   if atol == nil then atol = DEFAULT_ATOL end
-  if type(rtol) ~= "number" or not (rtol >= 0) then refuse(name, n, "non-negative rtol", rtol) end
-  if type(atol) ~= "number" or not (atol >= 0) then refuse(name, n + 1, "non-negative atol", atol) end
+  if type(rtol) ~= "number" or rtol < 0 or is_nan(rtol) then refuse(name, n, "non-negative rtol", rtol) end
+  if type(atol) ~= "number" or atol < 0 or is_nan(atol) then refuse(name, n + 1, "non-negative atol", atol) end
   return rtol, atol
-end
-
-local function is_nan(x)
-  return x ~= x
 end
 
 -- The summary compare_tables returns; `actual` is argument at of name. The

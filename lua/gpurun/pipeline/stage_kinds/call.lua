@@ -99,10 +99,10 @@ end
 function kind.declare(p, ...)
   local spec, count = declare.stage_spec(p, "call", ...)
   local kernel = spec[1]
-  local why = kernel_problem(kernel)
-  if why then
+  local problem = kernel_problem(kernel)
+  if problem then
     raise(("pipeline '%s': call: a kernel object with params (gpurun.elementwise, a reduction) "
-           .. "expected first, got %s"):format(p.name, why))
+           .. "expected first, got %s"):format(p.name, problem))
   end
   local name = spec.name or (type(kernel.name) == "string" and kernel.name) or "call"
   local what = ("stage '%s'"):format(name)
