@@ -8,14 +8,6 @@ local files = require("spec.support.files")
 local FOLDERS = { "src", "lua", "tools", "tests", "bench" }
 local DATA_FOLDERS = { "tests/fixtures/", "lua/gpurun/samples/kernels/" }
 
-local function tracked()
-  local list = {}
-  local pipe = assert(io.popen("git ls-files -- " .. table.concat(FOLDERS, " ") .. " 2>/dev/null"))
-  for line in pipe:lines() do list[#list + 1] = line end
-  pipe:close()
-  return list
-end
-
 -- Every word of the doc's code spans and blocks: the names it gives.
 local function code_words(doc)
   local words = {}
@@ -44,7 +36,7 @@ describe("docs/architecture.md", function()
   it("names every file of src/, lua/, tools/, tests/ and bench/", function()
     local doc = assert(files.read("docs/architecture.md"))
     local words = code_words(doc)
-    local paths = tracked()
+    local paths = files.tracked(FOLDERS)
     if #paths == 0 then pending("not a git checkout") return end
     local missing = {}
     for _, path in ipairs(paths) do

@@ -7,17 +7,9 @@ local CHECKED = { "src", "lua", "bench", "scripts", "tools", "tests", "spec", "c
 local TOP_FILES = { "CMakeLists.txt", "README.md", "CONTRIBUTING.md" }
 local HISTORY = { "[Ii]ssues? #?%d+", "%f[%w][Tt]urn[- ]%d+%f[^%w]" }
 
-local function tracked(paths)
-  local list = {}
-  local pipe = assert(io.popen("git ls-files -- " .. table.concat(paths, " ") .. " 2>/dev/null"))
-  for line in pipe:lines() do list[#list + 1] = line end
-  pipe:close()
-  return list
-end
-
 describe("the tree's habits", function()
   it("names no issue or turn in code, comments or docs", function()
-    local paths = tracked(CHECKED)
+    local paths = files.tracked(CHECKED)
     for _, file in ipairs(TOP_FILES) do paths[#paths + 1] = file end
     if #paths == 0 then pending("not a git checkout") return end
     local found = {}

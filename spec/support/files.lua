@@ -15,6 +15,16 @@ function files.read(path)
   return text
 end
 
+-- The files git tracks under the folders (paths from the repository's
+-- root); {} outside a git checkout.
+function files.tracked(folders)
+  local list = {}
+  local pipe = assert(io.popen("git ls-files -- " .. table.concat(folders, " ") .. " 2>/dev/null"))
+  for line in pipe:lines() do list[#list + 1] = line end
+  pipe:close()
+  return list
+end
+
 -- The lines of a text (each ended by "\n"); {} for nil.
 function files.lines_of(text)
   local lines = {}
