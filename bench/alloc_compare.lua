@@ -5,7 +5,8 @@
 -- step, and the same step with two --large-step-mib temporaries, beside the
 -- same step in plain CUDA C++ (bench/alloc_step, at 1, 4, 16 and 256 MiB:
 -- what the driver's memory nodes cost a replay without gpurun); and 10,000
--- buffers made and freed while a busy kernel runs on another stream. bench/alloc_compare.sh runs every side in one command.
+-- buffers made and freed while a busy kernel runs on another stream.
+-- bench/alloc_compare.sh runs every side in one command.
 --
 -- Alloc+free pairs, per size: CPU microseconds per pair, the median over
 -- --reps repetitions of --pairs pairs (a tenth of them, at least 10, from
@@ -42,7 +43,7 @@ local NO_SYNC_BUFFERS = 10000
 
 local cli = args.new("bench/alloc_compare.lua",
   "Buffer allocation and free in gpurun, C, cuda.core, CuPy and PyTorch; temporaries in a pipeline step.")
-cli.parser:option("--sizes", "Comma-separated byte sizes.", "4096,1048576,268435456")
+bench.sizes_option(cli, "Comma-separated byte sizes.", "4096,1048576,268435456")
 cli:integer_option("--pairs", "Alloc+free pairs per repetition.", 1000)
 cli:integer_option("--reps", "Repetitions (the median is reported).", 11)
 cli:integer_option("--iters", "Pipeline steps per timed repetition.", 2000)
@@ -54,12 +55,7 @@ cli.parser:option("--step-c-json", "bench/alloc_step output (the step in plain C
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 cli:flag("--json", "Print one JSON object instead of the table.")
 local options = cli:parse(arg)
-local sizes = {}
-for item in (options.sizes .. ","):gmatch("([^,]*),") do
-  local value, why = args.to_integer(item)
-  if not value then cli:usage_error("--sizes: " .. why) end
-  sizes[#sizes + 1] = value
-end
+local sizes = options.sizes
 
 local function pairs_for(bytes)
   if bytes >= 64 * MiB then return math.max(options.pairs // 10, 10) end

@@ -20,12 +20,11 @@ A library that is missing, or whose API differs, gives its rows as
     python3 bench/alloc_compare.py [--sizes 4096,1048576,268435456] [--pairs 1000]
         [--reps 11] [--json]
 """
-import argparse
 import gc
-import json
 import statistics
-import sys
 import time
+
+import common
 
 
 def pairs_for(size, pairs):
@@ -118,15 +117,11 @@ def torch_paths():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="4096,1048576,268435456")
-    parser.add_argument("--pairs", type=int, default=1000)
-    parser.add_argument("--reps", type=int, default=11)
-    parser.add_argument("--json", action="store_true")
+    parser = common.parser(__doc__, "4096,1048576,268435456", reps=11)
+    parser.add_argument("--pairs", type=common.positive_int, default=1000,
+                        help="alloc+free pairs per repetition (default 1000)")
     options = parser.parse_args()
-    sizes = [int(text) for text in options.sizes.split(",")]
-    if options.pairs < 1 or options.reps < 1 or any(size < 1 for size in sizes):
-        parser.error("--sizes, --pairs and --reps must be positive")
+    sizes = options.sizes
     paths = {}
     for make in (cuda_core_paths, cupy_paths, torch_paths):
         paths.update(make())
@@ -147,8 +142,7 @@ def main():
             results[name] = {"missing": f"{type(error).__name__}: {error}"}
     report = {"reps": options.reps, "pairs": options.pairs, "results": results}
     if options.json:
-        json.dump(report, sys.stdout)
-        sys.stdout.write("\n")
+        common.print_json(report)
         return
     for name, result in results.items():
         if "missing" in result:

@@ -19,47 +19,25 @@
 -- Lua numbers and takes minutes), with at most 3 reps.
 
 local gpurun = require("gpurun")
-local argparse = require("argparse")
+local args = require("gpurun.args")
 local cjson = require("cjson")
-local median = require("gpurun.bench").median
+local bench = require("gpurun.bench")
 local shell = require("gpurun.shell")
 
 local PROGRAM = "bandwidth.lua"
 local TABLE_REPS = 3
 
-local function fail(message)
+local function fail(message, code)
   io.stderr:write(PROGRAM, ": ", message, "\n")
-  os.exit(1)
+  os.exit(code or 1)
 end
 
-local function parse_options(argv)
-  local parser = argparse(PROGRAM, "Host <-> device copy bandwidth: gpurun's ways against C.")
-  parser:option("--sizes", "Comma-separated sizes in bytes (multiples of 4).", "1048576,67108864,1073741824")
-  parser:option("--reps", "Timed copies per size, way and direction.", "7")
-  parser:option("--table-max", "The largest size timed with Lua tables, in bytes.", "67108864")
-  parser:flag("--json", "Print one JSON object with every figure instead of the table.")
-  parser:option("--c-bench", "The C reference (default: bench/bandwidth_c next to gpurun).")
-  local ok, options = parser:pparse(argv)
-  if not ok then
-    io.stderr:write(parser:get_usage(), "\n", PROGRAM, ": ", options, "\n")
-    os.exit(2)
-  end
-  local function positive(name, text, multiple)
-    local value = math.tointeger(tonumber(text))
-    if not value or value < 1 or value % (multiple or 1) ~= 0 then
-      io.stderr:write(("%s: %s expects a positive integer%s, got '%s'\n"):format(PROGRAM, name,
-        multiple and (" multiple of " .. multiple) or "", text))
-      os.exit(2)
-    end
-    return value
-  end
-  options.reps = positive("--reps", options.reps)
-  options.table_max = positive("--table-max", options.table_max)
-  local sizes = {}
-  for item in (options.sizes .. ","):gmatch("([^,]*),") do sizes[#sizes + 1] = positive("--sizes", item, 4) end
-  options.sizes = sizes
-  return options
-end
+local cli = args.new(PROGRAM, "Host <-> device copy bandwidth: gpurun's ways against C.")
+bench.sizes_option(cli, "Comma-separated sizes in bytes (multiples of 4).", "1048576,67108864,1073741824", 4)
+cli:integer_option("--reps", "Timed copies per size, way and direction.", 7)
+cli:integer_option("--table-max", "The largest size timed with Lua tables, in bytes.", 67108864)
+cli:flag("--json", "Print one JSON object with every figure instead of the table.")
+cli.parser:option("--c-bench", "The C reference (default: bench/bandwidth_c next to gpurun).")
 
 -- The C side: one process for every size, its JSON decoded.
 local function run_c(c_bench, sizes, reps)
@@ -131,7 +109,7 @@ local function measure_size(stream, bytes, options)
 end
 
 local function gbps(bytes, seconds)
-  return seconds and bytes / median(seconds) / 1e9 or nil
+  return seconds and bytes / bench.median(seconds) / 1e9 or nil
 end
 
 local function size_text(bytes)
@@ -186,9 +164,11 @@ local function print_table(title, results)
   end
 end
 
-local options = parse_options({ ... })
-if gpurun.device_count() == 0 then
-  fail("no CUDA GPU: " .. (gpurun.driver_error() or "the driver sees 0 devices"))
+local options = cli:parse({ ... })
+-- Only counted: the C side runs first, with no context of this process open.
+local problem, code = args.device_problem(0, gpurun.device_count(), gpurun.driver_error())
+if problem then
+  fail(problem, code)
 end
 if not options.c_bench then
   local interpreter = shell.interpreter()
@@ -201,8 +181,7 @@ if not shell.file_exists(options.c_bench) then
 end
 
 local c = run_c(options.c_bench, options.sizes, options.reps)
-local device = gpurun.Device(0)
-device:set_current()
+local device = cli:open_device(0)
 local stream <close> = device:create_stream()
 local results = {}
 for i, bytes in ipairs(options.sizes) do

@@ -2,8 +2,9 @@
 -- several sizes, and the device's copy bandwidth, for bench/fused_compare.sh
 -- (which runs CuPy and torch.compile on the same machine next).
 --
--- Paths, each timed from a stream sync to a stream sync after warm-up, the
--- median over --reps repetitions (gpurun.bench):
+-- Paths, each timed by bench.measure: from a stream sync to a stream sync
+-- after warm-up, the median over --reps repetitions of enough iterations
+-- for about --seconds, from 10 to 5000:
 --   fused launch      pipe(stream, a, b, c, r3): one fused kernel, argument checks in Lua
 --   fused plan        the same kernel bound once (pipe:bind), plan:launch per iteration
 --   fused graph       a graph of that one kernel, graph:launch per iteration
@@ -12,7 +13,6 @@
 --   generated launch  three generated kernels (r1, r2, r3 all written), launched
 --   generated graph   the same three in one graph
 --   copy              one device-to-device copy of --copy-mib MiB (read + write)
--- Iterations per repetition: enough for about --seconds, from 10 to 5000.
 --
 --   build/gpurun bench/fused.lua [--sizes 4096,65536,1048576,16777216,67108864]
 --       [--reps 15] [--seconds 0.1] [--copy-mib 1024] [--unroll N] [--block N]
@@ -28,14 +28,10 @@ local INPUTS = "float32 a, float32 b, float32 c"
 local STAGES = { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }
 -- Exact in float32, and any mix-up of arguments gives another r3.
 local A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375
-local WARMUP = 5
-local MIN_ITERS, MAX_ITERS = 10, 5000
 
 local cli = args.new("bench/fused.lua",
   "gpurun's fused and per-stage elementwise kernels for (a + b) * c - a, and the copy bandwidth.")
-cli.parser:option("--sizes", "Comma-separated element counts.", "4096,65536,1048576,16777216,67108864")
-cli:integer_option("--reps", "Repetitions per path and size (the median is reported).", 15)
-cli:number_option("--seconds", "About how long one repetition runs.", 0.1)
+bench.add_options(cli, { sizes = "4096,65536,1048576,16777216,67108864", reps = 15, seconds = 0.1 })
 cli:integer_option("--copy-mib", "Size of the copy that measures the bandwidth, in MiB.", 1024)
 cli:integer_option("--unroll", "gpurun.elementwise's unroll option.", 1)
 cli:integer_option("--block", "Threads per block.", 256)
@@ -43,24 +39,7 @@ cli:integer_option("--blocks-per-sm", "Blocks per multiprocessor (default: a ful
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 cli:flag("--json", "Print one JSON object instead of the table.")
 local options = cli:parse(arg)
-local sizes = {}
-for item in (options.sizes .. ","):gmatch("([^,]*),") do
-  local value, why = args.to_integer(item)
-  if not value then
-    cli:usage_error("--sizes: " .. why)
-  end
-  sizes[#sizes + 1] = value
-end
-
--- bench.run with as many iterations as fill about options.seconds.
-local function measure(stream, step)
-  local probe = bench.run(stream, step, { iters = MIN_ITERS, warmup = WARMUP })
-  local per_iter = math.max(probe.seconds / MIN_ITERS, 1e-7)
-  local iters = math.max(MIN_ITERS, math.min(MAX_ITERS, math.ceil(options.seconds / per_iter)))
-  local result = bench.run(stream, step, { iters = iters, warmup = 0, repeats = options.reps })
-  return { us_per_iter = result.us_per_iter, iters = iters, reps = options.reps,
-           min_us = result.min_seconds * 1e6 / iters }
-end
+local timing = { seconds = options.seconds, reps = options.reps }
 
 local function check(stream, buffer, what, n)
   stream:sync()
@@ -83,7 +62,7 @@ local function measure_size(stream, n, fused, generated, streaming)
 
   local function timed(key, step)
     r3:fill(0.0)
-    figures[key] = measure(stream, step)
+    figures[key] = bench.measure(stream, step, timing)
     check(stream, r3, key, n)
   end
   local function graph_of(step)
@@ -119,9 +98,9 @@ local function measure_copy(stream)
   local n = options.copy_mib * (1 << 20) // 4
   local source <close> = gpurun.full(n, 1.0, "float32")
   local target <close> = gpurun.empty(n, "float32")
-  local timing = measure(stream, function(s) source:copy_to(target, s) end)
-  return { bytes = 2 * 4 * n, us = timing.us_per_iter,
-           gb_per_s = 2 * 4 * n / (timing.us_per_iter * 1e-6) / 1e9 }
+  local copy = bench.measure(stream, function(s) source:copy_to(target, s) end, timing)
+  return { bytes = 2 * 4 * n, us = copy.us_per_iter,
+           gb_per_s = 2 * 4 * n / (copy.us_per_iter * 1e-6) / 1e9 }
 end
 
 local PATHS = { "fused_launch", "fused_plan", "fused_graph", "fused_streaming_graph", "generated_launch",
@@ -162,7 +141,7 @@ local function main()
   for key, value in pairs(kernel_options) do streaming_options[key] = value end
   local streaming = ew.pipeline(INPUTS, STAGES, "r3", "fused_streaming", streaming_options)
   local results = {}
-  for index, n in ipairs(sizes) do
+  for index, n in ipairs(options.sizes) do
     results[index] = measure_size(stream, n, fused, generated, streaming)
   end
   local copy = measure_copy(stream)

@@ -3,9 +3,10 @@
 PyTorch, timed as bench/fused.lua times gpurun, and the device's copy
 bandwidth; with --gpurun FILE (bench/fused.lua --json) one table of both.
 
-Paths, each timed from a device synchronisation to another after warm-up
-(time.perf_counter, as gpurun.bench), the median over --reps repetitions,
-iterations per repetition enough for about --seconds (10 to 5000):
+Paths, each timed by bench/common.py's measure as gpurun.bench.measure
+times: from a device synchronisation to another after warm-up
+(time.perf_counter), the median over --reps repetitions of enough
+iterations for about --seconds (10 to 5000):
 
   cupy elementwise        cupy.ElementwiseKernel, output passed in
   cupy elementwise graph  the same call captured in a CUDA graph (cupy.cuda.Stream.begin_capture)
@@ -20,46 +21,19 @@ iterations per repetition enough for about --seconds (10 to 5000):
 
 bench/fused_compare.sh runs bench/fused.lua and then this, in one command.
 """
-import argparse
-import json
-import math
-import statistics
 import sys
-import time
+
+import common
 
 EXPRESSION = "r = (a + b) * c - a"
 A, B, C, EXPECTED = 1.5, 2.25, 0.5, 0.375  # exact in float32, as in bench/fused.lua
-WARMUP = 5
-MIN_ITERS, MAX_ITERS = 10, 5000
-
-
-def measure(step, sync, seconds, reps):
-    """Median microseconds per call of step(), timed as gpurun.bench.run times."""
-    for _ in range(WARMUP):
-        step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(MIN_ITERS):
-        step()
-    sync()
-    per_iter = max((time.perf_counter() - start) / MIN_ITERS, 1e-7)
-    iters = max(MIN_ITERS, min(MAX_ITERS, math.ceil(seconds / per_iter)))
-    runs = []
-    for _ in range(reps):
-        sync()
-        start = time.perf_counter()
-        for _ in range(iters):
-            step()
-        sync()
-        runs.append((time.perf_counter() - start) * 1e6 / iters)
-    return {"us_per_iter": statistics.median(runs), "min_us": min(runs), "iters": iters, "reps": reps}
 
 
 def check(result, what, n):
     import torch
     wrong = int((torch.as_tensor(result, device="cuda") != EXPECTED).sum())
     if wrong:
-        sys.exit(f"fused_compare.py: {what} at {n} elements: {wrong} of {n} results are not {EXPECTED}")
+        sys.exit(f"{common.PROGRAM}: {what} at {n} elements: {wrong} of {n} results are not {EXPECTED}")
 
 
 def cupy_paths(n, seconds, reps):
@@ -70,7 +44,7 @@ def cupy_paths(n, seconds, reps):
     stream = cupy.cuda.Stream(non_blocking=True)
     figures = {}
     with stream:
-        figures["cupy elementwise"] = measure(lambda: kernel(a, b, c, r), stream.synchronize, seconds, reps)
+        figures["cupy elementwise"] = common.measure(lambda: kernel(a, b, c, r), stream.synchronize, seconds, reps)
         check(r, "cupy elementwise", n)
         r.fill(0)
         try:
@@ -78,9 +52,9 @@ def cupy_paths(n, seconds, reps):
             kernel(a, b, c, r)
             graph = stream.end_capture()
         except Exception as error:  # an older CuPy: the row shows '-'
-            print(f"fused_compare.py: no CuPy graph at {n} elements: {error}", file=sys.stderr)
+            common.note(f"no CuPy graph at {n} elements: {error}")
             return figures
-        figures["cupy elementwise graph"] = measure(lambda: graph.launch(stream), stream.synchronize,
+        figures["cupy elementwise graph"] = common.measure(lambda: graph.launch(stream), stream.synchronize,
                                                     seconds, reps)
         check(r, "cupy elementwise graph", n)
     return figures
@@ -98,7 +72,7 @@ def torch_paths(n, seconds, reps):
         torch.mul(r1, c, out=r2)
         torch.sub(r2, a, out=r3)
 
-    figures["torch eager"] = measure(eager, sync, seconds, reps)
+    figures["torch eager"] = common.measure(eager, sync, seconds, reps)
     check(r3, "torch eager", n)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -109,7 +83,7 @@ def torch_paths(n, seconds, reps):
     r3.zero_()
     with torch.cuda.graph(graph):
         eager()
-    figures["torch eager graph"] = measure(graph.replay, sync, seconds, reps)
+    figures["torch eager graph"] = common.measure(graph.replay, sync, seconds, reps)
     check(r3, "torch eager graph", n)
 
     def expression(x, y, z):
@@ -119,12 +93,12 @@ def torch_paths(n, seconds, reps):
     torch._dynamo.reset()
     compiled = torch.compile(expression, dynamic=False)
     compiled(a, b, c)
-    figures["torch.compile"] = measure(lambda: compiled(a, b, c), sync, seconds, reps)
+    figures["torch.compile"] = common.measure(lambda: compiled(a, b, c), sync, seconds, reps)
     check(compiled(a, b, c), "torch.compile", n)
     graphed = torch.compile(expression, dynamic=False, mode="reduce-overhead")
     for _ in range(3):  # reduce-overhead records its graph after a few calls
         graphed(a, b, c)
-    figures["torch.compile graphs"] = measure(lambda: graphed(a, b, c), sync, seconds, reps)
+    figures["torch.compile graphs"] = common.measure(lambda: graphed(a, b, c), sync, seconds, reps)
     check(graphed(a, b, c), "torch.compile graphs", n)
     return figures
 
@@ -134,7 +108,7 @@ def copy_bandwidth(mib, seconds, reps):
     n = mib * (1 << 20) // 4
     source = torch.ones(n, dtype=torch.float32, device="cuda")
     target = torch.empty_like(source)
-    timing = measure(lambda: target.copy_(source), torch.cuda.synchronize, seconds, reps)
+    timing = common.measure(lambda: target.copy_(source), torch.cuda.synchronize, seconds, reps)
     return {"bytes": 8 * n, "us": timing["us_per_iter"], "gb_per_s": 8 * n / (timing["us_per_iter"] * 1e-6) / 1e9}
 
 
@@ -169,24 +143,17 @@ def print_table(device, sizes, python, gpurun, copy, reps):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
-    parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--seconds", type=float, default=0.1)
-    parser.add_argument("--copy-mib", type=int, default=1024)
+    parser = common.parser(__doc__, "4096,65536,1048576,16777216,67108864", reps=15, seconds=0.1)
+    parser.add_argument("--copy-mib", type=common.positive_int, default=1024,
+                        help="the copy that measures the bandwidth, in MiB (default 1024)")
     parser.add_argument("--gpurun", help="bench/fused.lua --json output to put in the same table")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     options = parser.parse_args()
-    try:
-        sizes = [int(item) for item in options.sizes.split(",")]
-    except ValueError:
-        parser.error(f"--sizes: comma-separated integers expected, got {options.sizes!r}")
-    if options.reps < 1 or options.seconds <= 0 or any(n < 1 for n in sizes):
-        parser.error("--reps, --seconds and every size must be positive")
+    sizes = options.sizes
     gpurun = None
     if options.gpurun:
-        with open(options.gpurun) as file:
-            gpurun = json.load(file)
+        gpurun = common.read_json(options.gpurun, "gpurun")
+        if gpurun is None:
+            sys.exit(1)
 
     import torch
     device = torch.cuda.get_device_name()
@@ -198,8 +165,8 @@ def main():
         torch.cuda.empty_cache()
     copy = copy_bandwidth(options.copy_mib, options.seconds, options.reps)
     if options.json:
-        print(json.dumps({"device": device, "reps": options.reps, "sizes": sizes,
-                          "python": {str(n): python[n] for n in sizes}, "copy": copy, "gpurun": gpurun}))
+        common.print_json({"device": device, "reps": options.reps, "sizes": sizes,
+                           "python": {str(n): python[n] for n in sizes}, "copy": copy, "gpurun": gpurun})
     else:
         print_table(device, sizes, python, gpurun, copy, options.reps)
 

@@ -8,23 +8,19 @@
 --   build/gpurun bench/graph_update.lua [--elements N] [--reps N] [--json]
 
 local gpurun = require("gpurun")
-local argparse = require("argparse")
+local args = require("gpurun.args")
 local cjson = require("cjson")
 local bench = require("gpurun.bench")
 
 local KERNELS = require("gpurun.samples.kernels").source("dag")
 
-local parser = argparse("graph_update.lua", "The cost of changing one scalar of a graph.")
-parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)
-parser:option("--reps", "Repetitions of each way.", "200"):convert(math.tointeger)
-parser:flag("--json", "One JSON object instead of the table.")
-local options = parser:parse(arg)
-if gpurun.device_count() == 0 then
-  io.stderr:write("graph_update.lua: no CUDA GPU: ", gpurun.driver_error() or "no device", "\n")
-  os.exit(1)
-end
+local cli = args.new("graph_update.lua", "The cost of changing one scalar of a graph.")
+cli:integer_option("--elements", "Elements per vector.", 65536)
+cli:integer_option("--reps", "Repetitions of each way.", 200)
+cli:flag("--json", "One JSON object instead of the table.")
+local options = cli:parse(arg)
 
-local device = gpurun.Device(0):set_current()
+local device = cli:open_device(0)
 local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
 local code <close> = gpurun.Program(KERNELS, "c++",

@@ -20,40 +20,20 @@
 -- Without a GPU it says so and exits 1.
 
 local gpurun = require("gpurun")
+local args = require("gpurun.args")
+local median = require("gpurun.bench").median
 
-local function fail(message, code)
-  io.stderr:write("method_call.lua: ", message, "\n")
-  os.exit(code)
-end
+local cli = args.new("method_call.lua", "What a method call and a field read cost from Lua, in ns per call.")
+cli:integer_option("--reps", "Timed loops per case (the median is printed).", 31)
+cli:integer_option("--calls", "Launches per timed loop of the launch cases.", 200)
+cli:integer_option("--lookups", "Reads per timed loop of the other cases.", 200000)
+local options = cli:parse(arg)
 
-local options = { reps = 31, calls = 200, lookups = 200000 }
-do
-  local i = 1
-  while arg and arg[i] do
-    local key, value = arg[i]:match("^%-%-(%w+)=?(.*)$")
-    if not key or options[key] == nil then fail("unknown option " .. arg[i], 2) end
-    if value == "" then i = i + 1; value = arg[i] end
-    local n = math.tointeger(tonumber(value))
-    if not n or n < 1 then fail(("--%s takes a positive integer, got %s"):format(key, tostring(value)), 2) end
-    options[key] = n
-    i = i + 1
-  end
-end
-
-if gpurun.device_count() == 0 then
-  fail("no CUDA GPU: " .. (gpurun.driver_error() or "the driver sees 0 devices"), 1)
-end
-
+local dev = cli:open_device(0)
 local clock = gpurun.perf_counter
 
-local function median(values)
-  table.sort(values)
-  local middle = #values // 2
-  return #values % 2 == 1 and values[middle + 1] or (values[middle] + values[middle + 1]) / 2
-end
-
--- ns per call of `calls` calls of loop(calls), timed reps times.
-local function measure(loop, calls, before, after)
+-- The median ns per call of `calls` calls of loop(calls), timed reps times.
+local function ns_per_call(loop, calls, before, after)
   local runs = {}
   for r = 1, options.reps do
     if before then before() end
@@ -70,8 +50,6 @@ local function report(name, ns)
   print(("%s: %.1f ns/call"):format(name, ns))
 end
 
-local dev = gpurun.Device(0)
-dev:set_current()
 local stream <close> = dev:create_stream()
 local program <close> = gpurun.Program([[
 extern "C" __global__ void touch(float *x) { if (threadIdx.x == 0 && blockIdx.x == 0) x[0] += 1.0f; }
@@ -93,7 +71,7 @@ stream:sync()
 
 local Object = {}
 Object.__index = Object
-function Object:method() end
+function Object.method(_) end
 local object = setmetatable({}, Object)
 
 local function sync() stream:sync() end
@@ -117,6 +95,6 @@ for _, case in ipairs({
   { "empty loop", "f = o", object, options.lookups },
 }) do
   local name, body, o, calls, around = table.unpack(case)
-  report(name, measure(loop(body, o), calls, around, around))
+  report(name, ns_per_call(loop(body, o), calls, around, around))
 end
 stream:sync()

@@ -24,28 +24,24 @@
 -- --plan-only runs the planning rows alone (no GPU needed).
 
 local gpurun = require("gpurun")
-local argparse = require("argparse")
+local args = require("gpurun.args")
 local cjson = require("cjson")
 local bench = require("gpurun.bench")
 local timeline = require("gpurun.timeline")
 local kernels = require("gpurun.samples.kernels")
 local schedule = require("gpurun.pipeline.schedule")
 
-local parser = argparse("pipeline_compare.lua", "Declared pipelines against hand-built graphs.")
-parser:option("--elements", "Elements per vector.", "65536"):convert(math.tointeger)
-parser:option("--iters", "Graph replays per timed loop.", "2000"):convert(math.tointeger)
-parser:option("--repeats", "Timed loops per row (the median is reported).", "7"):convert(math.tointeger)
-parser:option("--instances", "Graphs of dag.lua's DAG made and timed per side.", "6"):convert(math.tointeger)
-parser:option("--cycles", "Clock cycles per busy kernel of the overlap rows.", "200000"):convert(math.tointeger)
-parser:option("--stages", "Stages of the planning rows.", "1000"):convert(math.tointeger)
-parser:flag("--plan-only", "Only the planning rows (no GPU needed).")
-parser:flag("--json", "One JSON object instead of the table.")
-local options = parser:parse(arg)
-for _, name in ipairs({ "elements", "iters", "repeats", "instances", "stages" }) do
-  if not options[name] or options[name] < 1 then
-    parser:error(("--%s: expected a positive integer"):format(name))
-  end
-end
+local PROGRAM = "pipeline_compare.lua"
+local cli = args.new(PROGRAM, "Declared pipelines against hand-built graphs.")
+cli:integer_option("--elements", "Elements per vector.", 65536)
+cli:integer_option("--iters", "Graph replays per timed loop.", 2000)
+cli:integer_option("--repeats", "Timed loops per row (the median is reported).", 7)
+cli:integer_option("--instances", "Graphs of dag.lua's DAG made and timed per side.", 6)
+cli:integer_option("--cycles", "Clock cycles per busy kernel of the overlap rows.", 200000, 0)
+cli:integer_option("--stages", "Stages of the planning rows.", 1000)
+cli:flag("--plan-only", "Only the planning rows (no GPU needed).")
+cli:flag("--json", "One JSON object instead of the table.")
+local options = cli:parse(arg)
 
 local median = bench.median
 local clock = gpurun.perf_counter
@@ -305,8 +301,9 @@ local function gpu_rows(device)
   for k = 1, math.max(50, options.repeats) do
     stream:sync()
     local start = clock()
-    local fresh <close> = bench.capture(stream, function(builder) dag_by_hand(builder, (k % 7) + 1.0) end)
+    local fresh = bench.capture(stream, function(builder) dag_by_hand(builder, (k % 7) + 1.0) end)
     capture_times[k] = (clock() - start) * 1e6
+    fresh:close()
   end
   local capture_us = median(capture_times)
   row({ key = "set", what = "one scalar changed: pipeline:set (Graph:set_arg in place)", declared = set_us,
@@ -334,13 +331,12 @@ end
 local overlap_timeline
 local device
 if not options.plan_only then
-  if gpurun.device_count() == 0 then
-    io.stderr:write("pipeline_compare.lua: no CUDA GPU (", gpurun.driver_error() or "no device",
-      "); --plan-only runs the planning rows\n")
-    os.exit(1)
+  local problem, code = args.device_problem(0, gpurun.device_count(), gpurun.driver_error())
+  if problem then
+    io.stderr:write(PROGRAM, ": ", problem, "; --plan-only runs the planning rows\n")
+    os.exit(code)
   end
-  device = gpurun.Device(0)
-  device:set_current()
+  device = cli:open_device(0)
   overlap_timeline = gpu_rows(device)
 end
 planning_rows()

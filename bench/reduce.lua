@@ -3,9 +3,9 @@
 -- device's copy and read bandwidth, for bench/reduce_compare.sh (which runs
 -- CUB, CuPy and torch on the same machine next and prints one table).
 --
--- Paths (float32; each timed from a stream sync to a stream sync after
--- warm-up, the median over --reps repetitions, iterations enough for about
--- --seconds, from 10 to 5000):
+-- Paths (float32; each timed by bench.measure: from a stream sync to a
+-- stream sync after warm-up, the median over --reps repetitions of enough
+-- iterations for about --seconds, from 10 to 5000):
 --   sum          gpurun.sum into one float32 (accumulating in float32)
 --   sum_f64      the same accumulating in float64, into one float64
 --   argmax       gpurun.argmax into one int64
@@ -25,8 +25,6 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local cjson = require("cjson")
 
-local WARMUP = 5
-local MIN_ITERS, MAX_ITERS = 10, 5000
 local A, B, C = 1.5, 2.25, 0.5           -- r3 = (a + b) * c - a = 0.375, exact in float32
 local FUSED_EACH = 0.375 * 0.375
 
@@ -47,33 +45,16 @@ extern "C" __global__ void __launch_bounds__(256) read_only(const float4 *x, uns
 
 local cli = args.new("bench/reduce.lua",
   "gpurun's sum, argmax, fused map-reduce and inclusive scan in graphs, and the copy and read bandwidth.")
-cli.parser:option("--sizes", "Comma-separated element counts.", "4096,65536,1048576,16777216,67108864")
-cli:integer_option("--reps", "Repetitions per path and size (the median is reported).", 15)
-cli:number_option("--seconds", "About how long one repetition runs.", 0.1)
+bench.add_options(cli, { sizes = "4096,65536,1048576,16777216,67108864", reps = 15, seconds = 0.1 })
 cli:integer_option("--copy-mib", "Size of the copy and the read that measure the bandwidth, in MiB.", 1024)
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 cli:flag("--json", "Print one JSON object instead of the table.")
 local options = cli:parse(arg)
-local sizes = {}
-for item in (options.sizes .. ","):gmatch("([^,]*),") do
-  local value, why = args.to_integer(item)
-  if not value then
-    cli:usage_error("--sizes: " .. why)
-  end
-  sizes[#sizes + 1] = value
-end
+local timing = { seconds = options.seconds, reps = options.reps }
 
-local function measure(stream, step)
-  local probe = bench.run(stream, step, { iters = MIN_ITERS, warmup = WARMUP })
-  local per_iter = math.max(probe.seconds / MIN_ITERS, 1e-7)
-  local iters = math.max(MIN_ITERS, math.min(MAX_ITERS, math.ceil(options.seconds / per_iter)))
-  local result = bench.run(stream, step, { iters = iters, warmup = 0, repeats = options.reps })
-  return { us_per_iter = result.us_per_iter, iters = iters, reps = options.reps,
-           min_us = result.min_seconds * 1e6 / iters }
-end
-
+-- NaN is never close.
 local function expect(what, n, got, want, rtol)
-  if not (math.abs(got - want) <= rtol * math.abs(want)) then
+  if math.abs(got - want) > rtol * math.abs(want) or got ~= got then
     error(("%s at %d elements: got %.9g, expected %.9g"):format(what, n, got, want), 0)
   end
 end
@@ -111,11 +92,11 @@ local function measure_size(stream, n, pipeline)
   for _, key in ipairs{ "sum", "sum_f64", "argmax", "fused", "scan" } do
     steps[key](stream) -- compiles, makes the temporaries
     local graph <close> = bench.capture(stream, steps[key])
-    figures[key] = measure(stream, function(target) graph:launch(target) end)
+    figures[key] = bench.measure(stream, function(target) graph:launch(target) end, timing)
     stream:sync()
     checks[key]()
   end
-  figures.sum_launch = measure(stream, steps.sum)
+  figures.sum_launch = bench.measure(stream, steps.sum, timing)
   checks.sum()
   figures.fused_kernel = pipeline.kernels[1]:variant(a, b, c, s).kernel
   return figures
@@ -125,14 +106,15 @@ local function measure_copy(stream, device)
   local n = options.copy_mib * (1 << 20) // 4
   local source <close> = gpurun.full(n, 1.0, "float32")
   local target <close> = gpurun.empty(n, "float32")
-  local copy = measure(stream, function(s) source:copy_to(target, s) end)
+  local copy = bench.measure(stream, function(s) source:copy_to(target, s) end, timing)
   local program <close> = gpurun.Program(READ_KERNEL, "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
   local code <close> = program:compile("cubin")
   local kernel <close> = code:get_kernel("read_only")
   local config = gpurun.LaunchConfig{ grid = device.multiprocessor_count * 8, block = 256 }
   local vectors = gpurun.u64(n // 4)
-  local read = measure(stream, function(s) gpurun.launch(s, config, kernel, source, vectors, target) end)
+  local read = bench.measure(stream, function(s) gpurun.launch(s, config, kernel, source, vectors, target) end,
+                             timing)
   return {
     copy = { bytes = 8 * n, us = copy.us_per_iter, gb_per_s = 8 * n / (copy.us_per_iter * 1e-6) / 1e9 },
     read = { bytes = 4 * n, us = read.us_per_iter, gb_per_s = 4 * n / (read.us_per_iter * 1e-6) / 1e9 },
@@ -169,7 +151,7 @@ local function main()
   local pipeline = gpurun.elementwise_pipeline("float32 a, float32 b, float32 c",
     { "float32 r3 = (a + b) * c - a", "sum float32 s = r3 * r3" }, "s", "fused_sum")
   local results = {}
-  for index, n in ipairs(sizes) do
+  for index, n in ipairs(options.sizes) do
     results[index] = measure_size(stream, n, pipeline)
   end
   local limits = measure_copy(stream, device)

@@ -6,9 +6,10 @@ times gpurun; with --gpurun FILE (bench/reduce.lua --json) and --cub FILE
 (build/bench/reduce_cub) one table of every side, in us and GB/s against the
 measured copy bandwidth.
 
-Paths (graph replays; each timed from a device synchronisation to another
-after warm-up, the median over --reps repetitions of enough iterations for
-about --seconds, 10 to 5000):
+Paths (graph replays; each timed by bench/common.py's measure as
+gpurun.bench.measure times: from a device synchronisation to another after
+warm-up, the median over --reps repetitions of enough iterations for about
+--seconds, 10 to 5000):
 
   cupy.sum, cupy.argmax, cupy.cumsum      with out= where CuPy takes it
   cupy ReductionKernel                    the sum, and the fused map-reduce
@@ -23,43 +24,10 @@ A module that is missing (cupy, torch) is reported and its rows show '-'.
 
 bench/reduce_compare.sh runs all three sides in one command.
 """
-import argparse
-import json
-import math
-import statistics
-import sys
-import time
+import common
 
 A, B, C = 1.5, 2.25, 0.5  # r3 = (a + b) * c - a = 0.375, as bench/reduce.lua
-WARMUP = 5
-MIN_ITERS, MAX_ITERS = 10, 5000
 BYTES = {"sum": 4, "argmax": 4, "fused": 12, "scan": 8}
-
-
-def note(text):
-    print(f"reduce_compare.py: {text}", file=sys.stderr)
-
-
-def measure(step, sync, seconds, reps):
-    """Median microseconds per call of step(), timed as gpurun.bench.run times."""
-    for _ in range(WARMUP):
-        step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(MIN_ITERS):
-        step()
-    sync()
-    per_iter = max((time.perf_counter() - start) / MIN_ITERS, 1e-7)
-    iters = max(MIN_ITERS, min(MAX_ITERS, math.ceil(seconds / per_iter)))
-    runs = []
-    for _ in range(reps):
-        sync()
-        start = time.perf_counter()
-        for _ in range(iters):
-            step()
-        sync()
-        runs.append((time.perf_counter() - start) * 1e6 / iters)
-    return {"us_per_iter": statistics.median(runs), "min_us": min(runs), "iters": iters, "reps": reps}
 
 
 def inputs(xp, n, dtype):
@@ -96,9 +64,9 @@ def cupy_paths(n, seconds, reps):
                 stream.begin_capture()
                 step()
                 graph = stream.end_capture()
-                figures[label] = measure(lambda: graph.launch(stream), stream.synchronize, seconds, reps)
+                figures[label] = common.measure(lambda: graph.launch(stream), stream.synchronize, seconds, reps)
             except Exception as error:  # a CuPy without graphs, or an op that cannot be captured
-                note(f"{label} at {n} elements: {type(error).__name__}: {error}")
+                common.note(f"{label} at {n} elements: {type(error).__name__}: {error}")
     return figures
 
 
@@ -122,9 +90,9 @@ def torch_paths(n, seconds, reps):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 holders[label] = step()
-            figures[label] = measure(graph.replay, sync, seconds, reps)
+            figures[label] = common.measure(graph.replay, sync, seconds, reps)
         except Exception as error:
-            note(f"{label} at {n} elements: {type(error).__name__}: {error}")
+            common.note(f"{label} at {n} elements: {type(error).__name__}: {error}")
 
     graphed("torch.sum", lambda: torch.sum(x, dim=0, out=s))
     graphed("torch.argmax", lambda: torch.argmax(x))
@@ -139,13 +107,13 @@ def torch_paths(n, seconds, reps):
         compiled = torch.compile(fused, dynamic=False, mode="reduce-overhead")
         for _ in range(3):  # reduce-overhead records its graph after a few calls
             compiled(a, b, c)
-        figures["torch.compile fused"] = measure(lambda: compiled(a, b, c), sync, seconds, reps)
+        figures["torch.compile fused"] = common.measure(lambda: compiled(a, b, c), sync, seconds, reps)
         value = float(compiled(a, b, c))
         want = n * 0.375 * 0.375
         if abs(value - want) > 1e-3 * want:
-            note(f"torch.compile fused at {n} elements: {value}, expected {want}")
+            common.note(f"torch.compile fused at {n} elements: {value}, expected {want}")
     except Exception as error:
-        note(f"torch.compile fused at {n} elements: {type(error).__name__}: {error}")
+        common.note(f"torch.compile fused at {n} elements: {type(error).__name__}: {error}")
     return figures
 
 
@@ -223,36 +191,20 @@ def print_table(device, sizes, gpurun, cub, python, reps):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="4096,65536,1048576,16777216,67108864")
-    parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--seconds", type=float, default=0.1)
+    parser = common.parser(__doc__, "4096,65536,1048576,16777216,67108864", reps=15, seconds=0.1)
     parser.add_argument("--gpurun", help="bench/reduce.lua --json output")
     parser.add_argument("--cub", help="build/bench/reduce_cub output")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     options = parser.parse_args()
-    try:
-        sizes = [int(item) for item in options.sizes.split(",")]
-    except ValueError:
-        parser.error(f"--sizes: comma-separated integers expected, got {options.sizes!r}")
-    if options.reps < 1 or options.seconds <= 0 or any(n < 1 for n in sizes):
-        parser.error("--reps, --seconds and every size must be positive")
-    sides = {}
-    for name, path in (("gpurun", options.gpurun), ("cub", options.cub)):
-        sides[name] = None
-        if path:
-            try:
-                with open(path) as file:
-                    sides[name] = json.load(file)
-            except (OSError, ValueError) as error:
-                note(f"no {name} figures ({path}: {error})")
+    sizes = options.sizes
+    sides = {name: path and common.read_json(path, name)
+             for name, path in (("gpurun", options.gpurun), ("cub", options.cub))}
     device = (sides["gpurun"] or sides["cub"] or {}).get("device", "this GPU")
     python = {n: {} for n in sizes}
     for module, paths in (("cupy", cupy_paths), ("torch", torch_paths)):
         try:
             __import__(module)
         except Exception as error:
-            note(f"{module} is missing ({type(error).__name__}: {error}): its rows show '-'")
+            common.note(f"{module} is missing ({type(error).__name__}: {error}): its rows show '-'")
             continue
         try:
             for n in sizes:
@@ -261,10 +213,10 @@ def main():
                 import torch
                 device = torch.cuda.get_device_name()
         except Exception as error:  # no GPU for it, say
-            note(f"{module} stopped ({type(error).__name__}: {error}): its remaining rows show '-'")
+            common.note(f"{module} stopped ({type(error).__name__}: {error}): its remaining rows show '-'")
     if options.json:
-        print(json.dumps({"device": device, "reps": options.reps, "sizes": sizes, "gpurun": sides["gpurun"],
-                          "cub": sides["cub"], "python": {str(n): python[n] for n in sizes}}))
+        common.print_json({"device": device, "reps": options.reps, "sizes": sizes, "gpurun": sides["gpurun"],
+                           "cub": sides["cub"], "python": {str(n): python[n] for n in sizes}})
     else:
         print_table(device, sizes, sides["gpurun"], sides["cub"], python, options.reps)
 

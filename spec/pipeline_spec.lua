@@ -528,7 +528,8 @@ describe("bench/pipeline_compare.lua", function()
     for _, case in ipairs({ { "--instances 0", "%-%-instances: expected a positive integer" },
                             { "--repeats 0", "%-%-repeats: expected a positive integer" },
                             { "--stages 0", "%-%-stages: expected a positive integer" },
-                            { "--instances 1.5", "malformed argument '1.5'" } }) do
+                            { "--instances 1.5", "%-%-instances: expected a positive integer, got '1%.5'" },
+                            { "--cycles -5", "%-%-cycles: expected a non%-negative integer, got '%-5'" } }) do
       local result = process.gpurun("bench/pipeline_compare.lua --plan-only " .. case[1])
       assert.are_not.equal(0, result.code, case[1])
       assert.matches(case[2], result.stderr, nil, case[1])

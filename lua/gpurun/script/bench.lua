@@ -14,10 +14,15 @@
 -- "bench.capture: capture", ": complete" and ": upload" for bench.capture.
 -- The ranges open before the first sync and close after the last, outside
 -- the timed interval.
+--
+-- The benches' common options are here too: --sizes (a list of counts),
+-- --reps and --seconds, and bench.measure, which times a step for about
+-- --seconds per repetition.
 
 local gpurun = require("gpurun")
 local with_range = require("gpurun.nvtx").with_range
 local check_options = require("gpurun.options").check
+local quoted = require("gpurun.common").quoted
 
 local bench = {}
 
@@ -150,6 +155,95 @@ function bench.graph_peak(device, graph, stream)
   graph:launch(stream)
   stream:sync()
   return device:graph_memory().used_high
+end
+
+-- measure's iterations per repetition: enough for about options.seconds,
+-- from the probe's per-iteration time, within these bounds.
+local MIN_ITERS, MAX_ITERS = 10, 5000
+-- The probe's per-iteration time is taken as at least this (seconds).
+local SHORTEST_ITER = 1e-7
+local MEASURE_OPTIONS = { "seconds", "reps", "warmup", "name" }
+
+-- measure(stream, step, { seconds =, reps = 1, warmup = 5, name = })
+-- -> { us_per_iter, min_us, iters, reps }: a probe of MIN_ITERS calls after
+-- `warmup`, then `reps` timed loops of as many calls as fill about
+-- `seconds` (MIN_ITERS to MAX_ITERS: 0 or less gives MIN_ITERS); us_per_iter
+-- is their median, min_us the fastest.
+function bench.measure(stream, step, options)
+  if options == nil then error("bench.measure: options with seconds are required", 2) end
+  check_options("bench.measure", options, MEASURE_OPTIONS)
+  local seconds, reps = options.seconds, options.reps or 1
+  if math.type(seconds) == nil or seconds ~= seconds or math.abs(seconds) == math.huge then
+    error("bench.measure: options.seconds must be a finite number, got " .. quoted(seconds), 2)
+  end
+  if math.type(reps) ~= "integer" or reps < 1 then
+    error("bench.measure: options.reps must be a positive integer, got " .. quoted(reps), 2)
+  end
+  local warmup = options.warmup or DEFAULT_WARMUP
+  local probe = bench.run(stream, step, { iters = MIN_ITERS, warmup = warmup, name = options.name })
+  local per_iter = math.max(probe.seconds / MIN_ITERS, SHORTEST_ITER)
+  local iters = math.max(MIN_ITERS, math.min(MAX_ITERS, math.ceil(seconds / per_iter)))
+  local result = bench.run(stream, step, { iters = iters, warmup = 0, repeats = reps, name = options.name })
+  return { us_per_iter = result.us_per_iter, iters = iters, reps = reps,
+           min_us = result.min_seconds * 1e6 / iters }
+end
+
+-- "4096,65536" -> { 4096, 65536 }, or nil and why: every item a positive
+-- integer in plain decimal digits ("1e3", "0x10" and "2.0" are refused, as
+-- gpurun.args refuses them: args sits above this file, through its
+-- report) and, with `multiple`, a multiple of it.
+local function check_multiple(where, multiple)
+  if math.type(multiple) ~= "integer" or multiple < 1 then
+    error(where .. ": the multiple must be a positive integer, got " .. quoted(multiple), 3)
+  end
+end
+
+function bench.parse_sizes(text, multiple)
+  multiple = multiple or 1
+  check_multiple("bench.parse_sizes", multiple)
+  if type(text) ~= "string" then
+    return nil, "expected comma-separated positive integers, got " .. quoted(text)
+  end
+  local sizes = {}
+  for item in (text .. ","):gmatch("([^,]*),") do
+    local digits = item:match("^%s*(%+?%d+)%s*$")
+    local value = digits and math.tointeger(tonumber(digits))
+    if not value or value < 1 then
+      return nil, "expected a positive integer, got " .. quoted(item)
+    end
+    if value % multiple ~= 0 then
+      return nil, ("expected a multiple of %d, got %s"):format(multiple, quoted(item))
+    end
+    sizes[#sizes + 1] = value
+  end
+  return sizes
+end
+
+-- --sizes on a cli of gpurun.args: its value bench.parse_sizes's list, its
+-- default given as text (shown so in --help).
+function bench.sizes_option(cli, description, default, multiple)
+  check_multiple("bench.sizes_option", multiple or 1)
+  return cli:converted_option("--sizes", description, default,
+                              function(text) return bench.parse_sizes(text, multiple) end)
+end
+
+-- What a bench that times with bench.measure takes, on a cli of
+-- gpurun.args: --sizes (element counts), --reps and --seconds, each where
+-- `defaults` gives its default.
+local ADD_OPTIONS = { "sizes", "reps", "seconds" }
+
+function bench.add_options(cli, defaults)
+  defaults = check_options("bench.add_options", defaults, ADD_OPTIONS) or {}
+  if defaults.sizes ~= nil then
+    bench.sizes_option(cli, "Comma-separated element counts.", defaults.sizes)
+  end
+  if defaults.reps ~= nil then
+    cli:integer_option("--reps", "Repetitions per path and size (the median is reported).", defaults.reps)
+  end
+  if defaults.seconds ~= nil then
+    cli:number_option("--seconds", "About how long one repetition runs.", defaults.seconds)
+  end
+  return cli
 end
 
 -- bench.capture runs while a builder captures: its errors (and those of the

@@ -1,0 +1,104 @@
+"""bench/common.py: what the Python peers of the gpurun benches share
+(fused_compare.py, reduce_compare.py, alloc_compare.py): their options
+(--sizes, --reps, --seconds, --json), the timed loop as gpurun.bench.measure
+runs it, JSON in and out, and notes on stderr. Standard library only: the
+scripts import CuPy and PyTorch themselves, where they use them.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+PROGRAM = os.path.basename(sys.argv[0])
+WARMUP = 5
+MIN_ITERS, MAX_ITERS = 10, 5000  # iterations per repetition, as gpurun.bench.measure
+SHORTEST_ITER = 1e-7  # seconds: the probe's per-iteration time is at least this
+
+
+def note(text):
+    """One line on stderr, after the script's name."""
+    print(f"{PROGRAM}: {text}", file=sys.stderr)
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def positive_float(text):
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def size_list(text):
+    """argparse type: "4096,65536" -> [4096, 65536], each a positive integer."""
+    return [positive_int(item) for item in text.split(",")]
+
+
+def parser(doc, sizes, reps, seconds=None):
+    """An ArgumentParser described by the first paragraph of doc, with
+    --sizes (comma-separated, default sizes), --reps, --seconds (where a
+    default is given) and --json."""
+    result = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    result.add_argument("--sizes", type=size_list, default=sizes, help=f"comma-separated sizes (default {sizes})")
+    result.add_argument("--reps", type=positive_int, default=reps, help=f"repetitions (default {reps})")
+    if seconds is not None:
+        result.add_argument("--seconds", type=positive_float, default=seconds,
+                            help=f"about how long one repetition runs (default {seconds})")
+    result.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    return result
+
+
+def measure(step, sync, seconds, reps):
+    """Median microseconds per call of step(), timed as gpurun.bench.measure
+    times: WARMUP calls and a probe of MIN_ITERS, then reps loops of as many
+    calls as fill about seconds (MIN_ITERS to MAX_ITERS), each from a sync()
+    to a sync()."""
+    for _ in range(WARMUP):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(MIN_ITERS):
+        step()
+    sync()
+    per_iter = max((time.perf_counter() - start) / MIN_ITERS, SHORTEST_ITER)
+    iters = max(MIN_ITERS, min(MAX_ITERS, math.ceil(seconds / per_iter)))
+    runs = []
+    for _ in range(reps):
+        sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            step()
+        sync()
+        runs.append((time.perf_counter() - start) * 1e6 / iters)
+    return {"us_per_iter": statistics.median(runs), "min_us": min(runs), "iters": iters, "reps": reps}
+
+
+def read_json(path, what):
+    """The JSON object in path, or None after a note naming what is wrong."""
+    try:
+        with open(path) as file:
+            return json.load(file)
+    except (OSError, ValueError) as error:
+        note(f"no {what} figures ({path}: {error})")
+        return None
+
+
+def print_json(value):
+    """value as one line of JSON on stdout."""
+    print(json.dumps(value))

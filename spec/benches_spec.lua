@@ -1,0 +1,111 @@
+-- Every bench/*.lua reads its command line through gpurun.args: --help
+-- prints the usage and exits 0, and a bad option or value is one line
+-- "<name>: error: <reason>" and exit 2, before any GPU work. The Python
+-- peers share bench/common.py: its options, and measure timing as
+-- bench.measure does. No GPU, CuPy or PyTorch needed.
+local process = require("spec.support.process")
+
+-- A bad value each bench refuses, and what the refusal names.
+local BAD_VALUE = {
+  ["bench/alloc_compare.lua"] = { "--sizes 4096,1e6", "--sizes: expected a positive integer, got '1e6'" },
+  ["bench/bandwidth.lua"] = { "--sizes 1048576,6", "--sizes: expected a multiple of 4, got '6'" },
+  ["bench/compare.lua"] = { "--cpu-launches 1001", "--cpu-launches: expected an integer from 0 to 1000" },
+  ["bench/fused.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
+  ["bench/graph_update.lua"] = { "--reps 0", "--reps: expected a positive integer, got '0'" },
+  ["bench/method_call.lua"] = { "--calls=x", "--calls: expected a positive integer, got 'x'" },
+  ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },
+  ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
+  ["bench/startup.lua"] = { "--reps -1", "--reps: expected a positive integer, got '-1'" },
+}
+
+local function listed(glob)
+  local list = {}
+  local pipe = assert(io.popen("ls " .. glob))
+  for path in pipe:lines() do list[#list + 1] = path end
+  pipe:close()
+  return list
+end
+
+describe("the benches' command lines", function()
+  it("has a bad value for every bench", function()
+    for _, path in ipairs(listed("bench/*.lua")) do
+      assert.truthy(BAD_VALUE[path], path .. " has no row in BAD_VALUE")
+    end
+  end)
+
+  for path, bad in pairs(BAD_VALUE) do
+    describe(path, function()
+      it("prints its usage for --help", function()
+        local result = process.gpurun(path .. " --help")
+        assert.are.equal(0, result.code, result.stderr)
+        assert.matches("^Usage: ", result.stdout)
+        assert.are.equal("", result.stderr)
+      end)
+
+      it("refuses an unknown option and a bad value as usage errors", function()
+        local result = process.gpurun(path .. " --no-such-option")
+        assert.are.equal(2, result.code)
+        assert.matches("^[%w_/.]+%.lua: error: unknown option '%-%-no%-such%-option'\n$", result.stderr)
+        result = process.gpurun(path .. " " .. bad[1])
+        assert.are.equal(2, result.code)
+        assert.matches("^[%w_/.]+%.lua: error: " .. bad[2]:gsub("%p", "%%%0"), result.stderr)
+      end)
+    end)
+  end
+
+  it("hands --startup of compare.lua to startup.lua, options and all", function()
+    local result = process.gpurun("bench/compare.lua --startup --reps 0")
+    assert.are.equal(2, result.code)
+    assert.are.equal("startup.lua: error: --reps: expected a positive integer, got '0'\n", result.stderr)
+  end)
+end)
+
+describe("the benches' Python peers", function()
+  local function python(command)
+    return process.run("python3 " .. command)
+  end
+  local has_python = os.execute("python3 -c '' 2>/dev/null") == true
+
+  it("take --help, and refuse a bad --reps and --sizes through bench/common.py", function()
+    if not has_python then pending("no python3") return end
+    local peers = 0
+    for _, path in ipairs(listed("bench/*.py")) do
+      if path ~= "bench/common.py" then
+        peers = peers + 1
+        local result = python(path .. " --help")
+        assert.are.equal(0, result.code, result.stderr)
+        assert.matches("^usage: ", result.stdout)
+        assert.matches("%-%-sizes SIZES", result.stdout)
+        local name = path:match("[^/]+$"):gsub("%p", "%%%0")
+        result = python(path .. " --reps 0")
+        assert.are.equal(2, result.code)
+        assert.matches(name .. ": error: argument %-%-reps: expected a positive integer, got '0'", result.stderr)
+        result = python(path .. " --sizes 4096,1e3")
+        assert.are.equal(2, result.code)
+        assert.matches(name .. ": error: argument %-%-sizes: expected a positive integer, got '1e3'", result.stderr)
+      end
+    end
+    assert.are.equal(3, peers)
+  end)
+
+  it("measure as bench.measure does: the same iterations and calls", function()
+    if not has_python then pending("no python3") return end
+    -- The spec of bench.measure in spec/bench_spec.lua, on common.measure:
+    -- 2^-10 s a call, about 2^-5 s asked for, 3 repetitions.
+    local result = python([[-c '
+import sys, time
+sys.path.insert(0, "bench")
+import common
+now = [0.0]
+time.perf_counter = lambda: now[0]
+calls = [0]
+def step():
+    calls[0] += 1
+    now[0] += 2 ** -10
+figures = common.measure(step, lambda: None, 2 ** -5, 3)
+print(figures["iters"], figures["reps"], calls[0], figures["us_per_iter"] == 2 ** -10 * 1e6)
+']])
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("32 3 111 True\n", result.stdout)
+  end)
+end)
