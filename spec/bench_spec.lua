@@ -129,7 +129,7 @@ describe("gpurun.bench", function()
       { "-4", "expected a positive integer, got '-4'" },
       { "", "expected a positive integer, got ''" },
       { "4,,8", "expected a positive integer, got ''" },
-      { "99999999999999999999", "expected a positive integer, got '99999999999999999999'" },
+      { "99999999999999999999", "expected a positive integer, got '99999999999999999999' (too large)" },
       { 4096, "expected comma-separated positive integers, got 4096" },
     } do
       local sizes, why = bench.parse_sizes(case[1])

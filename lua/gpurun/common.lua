@@ -143,6 +143,26 @@ function common.quoted(value)
   return "a " .. common.type_name(value)
 end
 
+-- to_integer(text [, minimum = 1]) -> the integer the text spells in
+-- plain decimal digits (blanks around it allowed), or nil and why not:
+-- the one rule for a count typed on a command line (gpurun.args's
+-- to_integer, gpurun.bench's --sizes).
+function common.to_integer(text, minimum)
+  minimum = minimum or 1
+  local kind = minimum == 1 and "a positive integer"
+    or minimum == 0 and "a non-negative integer"
+    or ("an integer >= " .. minimum)
+  local digits = type(text) == "string" and text:match("^%s*(%+?%d+)%s*$")
+  local value = digits and math.tointeger(tonumber(digits))
+  if not value then
+    return nil, ("expected %s, got %s%s"):format(kind, common.quoted(text), digits and " (too large)" or "")
+  end
+  if value < minimum then
+    return nil, ("expected %s, got %s"):format(kind, common.quoted(text))
+  end
+  return value
+end
+
 -- A caught error as a message repeats it: a string without the position
 -- Lua put before it; anything else as common.quoted shows it.
 function common.error_text(err)

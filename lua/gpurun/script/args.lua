@@ -15,7 +15,8 @@
 local argparse = require("argparse")
 local gpurun = require("gpurun")
 local check = require("gpurun.script.check")
-local quoted = require("gpurun.common").quoted
+local common = require("gpurun.common")
+local quoted = common.quoted
 local check_options = require("gpurun.options").check
 local report = require("gpurun.script.report")
 
@@ -26,21 +27,7 @@ local EXIT_USAGE = 2
 
 -- text -> integer >= minimum, or nil and why not. Only plain decimal digits
 -- count: "1e3", "0x10" and "2.0" are refused rather than guessed at.
-function args.to_integer(text, minimum)
-  minimum = minimum or 1
-  local kind = minimum == 1 and "a positive integer"
-    or minimum == 0 and "a non-negative integer"
-    or ("an integer >= " .. minimum)
-  local digits = type(text) == "string" and text:match("^%s*(%+?%d+)%s*$")
-  local value = digits and math.tointeger(tonumber(digits))
-  if not value then
-    return nil, ("expected %s, got %s%s"):format(kind, quoted(text), digits and " (too large)" or "")
-  end
-  if value < minimum then
-    return nil, ("expected %s, got %s"):format(kind, quoted(text))
-  end
-  return value
-end
+args.to_integer = common.to_integer
 
 -- text -> finite number, or nil and why not.
 function args.to_number(text)

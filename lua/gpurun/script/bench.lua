@@ -22,7 +22,8 @@
 local gpurun = require("gpurun")
 local with_range = require("gpurun.nvtx").with_range
 local check_options = require("gpurun.options").check
-local quoted = require("gpurun.common").quoted
+local common = require("gpurun.common")
+local quoted, to_integer = common.quoted, common.to_integer
 
 local bench = {}
 
@@ -189,9 +190,9 @@ function bench.measure(stream, step, options)
 end
 
 -- "4096,65536" -> { 4096, 65536 }, or nil and why: every item a positive
--- integer in plain decimal digits ("1e3", "0x10" and "2.0" are refused, as
--- gpurun.args refuses them: args sits above this file, through its
--- report) and, with `multiple`, a multiple of it.
+-- integer by the rule gpurun.args reads counts with (common.to_integer:
+-- "1e3", "0x10" and "2.0" are refused) and, with `multiple`, a multiple
+-- of it.
 local function check_multiple(where, multiple)
   if math.type(multiple) ~= "integer" or multiple < 1 then
     error(where .. ": the multiple must be a positive integer, got " .. quoted(multiple), 3)
@@ -206,10 +207,9 @@ function bench.parse_sizes(text, multiple)
   end
   local sizes = {}
   for item in (text .. ","):gmatch("([^,]*),") do
-    local digits = item:match("^%s*(%+?%d+)%s*$")
-    local value = digits and math.tointeger(tonumber(digits))
-    if not value or value < 1 then
-      return nil, "expected a positive integer, got " .. quoted(item)
+    local value, why = to_integer(item)
+    if not value then
+      return nil, why
     end
     if value % multiple ~= 0 then
       return nil, ("expected a multiple of %d, got %s"):format(multiple, quoted(item))
