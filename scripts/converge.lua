@@ -1,18 +1,7 @@
 -- converge.lua: a loop that runs until a value computed on the device
--- converges, inside one graph launch.
---
--- Jacobi relaxation of u'' = 0 on --points points with u = 0 and u = 1 at
--- the ends: each step sets every inner point to the mean of its
--- neighbours, and the residual is the largest change a step made. The loop
--- stops when the residual drops to --tol or below (or after --max-iters
--- steps). As a graph, the loop is a while node: its body runs a step (a
--- kernel), reduces max |v - u| into the residual on the device
--- (gpurun.max_abs_diff), copies the new values back (a memcpy node) and lets
--- a one-thread kernel set the condition from the residual, so the host
--- waits once per solve. The same
--- solve driven from Lua reads the residual back after every step. Both are
--- timed, must take the same number of steps to the same values, and are
--- checked against the same relaxation in Lua on the host.
+-- converges, inside one graph launch: a Jacobi relaxation solved as one
+-- graph with a while node, and again from Lua reading the residual back
+-- after every step; both timed and checked against the host.
 --
 --   gpurun scripts/converge.lua [--points N] [--tol X] [--max-iters N]
 --                               [--iters N] [--device ID] [--json]
@@ -74,6 +63,18 @@ local function host_solve(n, tol, max_steps)
   return u, steps
 end
 
+-- Jacobi relaxation of u'' = 0 on --points points with u = 0 and u = 1 at
+-- the ends: each step sets every inner point to the mean of its
+-- neighbours, and the residual is the largest change a step made. The loop
+-- stops when the residual drops to --tol or below (or after --max-iters
+-- steps). As a graph, the loop is a while node: its body runs a step (a
+-- kernel), reduces max |v - u| into the residual on the device
+-- (gpurun.max_abs_diff), copies the new values back (a memcpy node) and lets
+-- a one-thread kernel set the condition from the residual, so the host
+-- waits once per solve. The same solve driven from Lua reads the residual
+-- back after every step. Both are timed, must take the same number of steps
+-- to the same values, and are checked against the same relaxation in Lua
+-- on the host.
 local function main()
   local device, out, checks = cli:open_run(options)
   local n, tol, max_steps = options.points, options.tol, options.max_iters

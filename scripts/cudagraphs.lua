@@ -1,18 +1,7 @@
 -- cudagraphs.lua: the cuda.core sample "cudaGraphs" (NVIDIA cuda-samples,
--- python/2_CoreConcepts/cudaGraphs) written on gpurun.
---
--- Shows what a CUDA graph saves on many small kernels: the pipeline
--- r1 = a + b, r2 = r1 * c, r3 = r2 - a runs --iters times as three
--- individual launches and --iters times as one replayed graph; both are
--- timed and checked against a host reference. Then a, b and c are
--- overwritten in place and the same graph replayed once: a graph holds
--- pointers, not data, so every element of r3 must be (1 + 2) * 3 - 1 = 8,
--- which a reduction on the device checks (gpurun.max_abs_diff: the
--- largest |r3[i] - 8| must be 0).
--- With --breakdown, the individual launches' time is split into GPU time
--- and CPU enqueue time per kernel, and the launch overhead per iteration.
--- With --per-graph K, a third timing: a graph holding K passes of the
--- pipeline, so that one graph launch is spread over K iterations.
+-- python/2_CoreConcepts/cudaGraphs) written on gpurun: what a CUDA graph
+-- saves on many small kernels, the pipeline r1 = a + b, r2 = r1 * c,
+-- r3 = r2 - a timed as individual launches and as one replayed graph.
 --
 --   gpurun scripts/cudagraphs.lua [--elements N] [--iters N] [--device ID] [--json]
 --                                 [--breakdown] [--per-graph K]
@@ -45,6 +34,16 @@ local function reference(a, b, c)
   return expected
 end
 
+-- The pipeline runs --iters times as three individual launches and --iters
+-- times as one replayed graph; both are timed and checked against a host
+-- reference. Then a, b and c are overwritten in place and the same graph
+-- replayed once: a graph holds pointers, not data, so every element of r3
+-- must be (1 + 2) * 3 - 1 = 8, which a reduction on the device checks
+-- (gpurun.max_abs_diff: the largest |r3[i] - 8| must be 0).
+-- With --breakdown, the individual launches' time is split into GPU time
+-- and CPU enqueue time per kernel, and the launch overhead per iteration.
+-- With --per-graph K, a third timing: a graph holding K passes of the
+-- pipeline, so that one graph launch is spread over K iterations.
 local function main()
   local device, out, checks = cli:open_run(options)
   out:field("elements", options.elements)

@@ -1,28 +1,8 @@
--- dag.lua: a pipeline that is a graph, not a chain. Two independent
--- branches run side by side and a later stage joins them:
---
---   branch 1:  x = alpha * a                       (kernel scale)
---   branch 2:  b_copy <- b, y = b_copy + beta      (a copy node, kernel shift)
---   join:      r = x + y                           (kernel combine)
---
--- It runs as individual launches on two streams (the join is an event wait)
--- and as one graph captured from a builder split in two (gpurun.join brings
--- the branches back), checks both against a host reference, then changes
--- alpha in the graph without building a new one, twice: by capturing the
--- pipeline again and updating the graph from it (graph:update), and by
--- setting the scale node's arguments alone (graph:set_args). b_copy is a
--- temporary: a second graph makes it inside, an allocation node before the
--- copy and a free node after shift, and the script prints that graph's peak
--- memory beside the bytes the hand-allocated b_copy holds for the whole run.
--- With --dot or --svg it draws the graph (graph:to_dot; SVG through
--- Graphviz's dot).
---
--- With --declared, the same DAG comes from gpurun.pipeline instead: each
--- stage says only what it reads and writes, and gpurun infers the two
--- streams, the wait before combine, the fork and the join (the same four
--- nodes and dependencies, the same results). alpha then changes in the
--- graph in place through pipeline:set, and pointing `a` at another buffer of
--- the same shape updates the graph (graph:update) without a new one.
+-- dag.lua: a pipeline that is a graph, not a chain: two independent
+-- branches run side by side and a later stage joins them, as individual
+-- launches on two streams and as one graph, whose alpha then changes
+-- without building a new one. With --declared, the same DAG comes from
+-- gpurun.pipeline, which infers the streams, the wait, the fork and the join.
 --
 --   gpurun scripts/dag.lua [--elements N] [--alpha X] [--beta X] [--iters N]
 --                          [--declared] [--dot FILE] [--svg FILE] [--device ID] [--json]
@@ -106,6 +86,12 @@ local function node_kinds(graph)
   return table.concat(kinds, ", ")
 end
 
+-- With --declared, the same DAG comes from gpurun.pipeline instead: each
+-- stage says only what it reads and writes, and gpurun infers the two
+-- streams, the wait before combine, the fork and the join (the same four
+-- nodes and dependencies, the same results). alpha then changes in the
+-- graph in place through pipeline:set, and pointing `a` at another buffer of
+-- the same shape updates the graph (graph:update) without a new one.
 -- --declared: the pipeline's run, graph, set and update in place of the
 -- hand-built ones, with the same output.
 local function main_declared(device, out, checks, main_stream, kernels, buffers, config)
@@ -166,6 +152,21 @@ local function main_declared(device, out, checks, main_stream, kernels, buffers,
   return problem
 end
 
+--   branch 1:  x = alpha * a                       (kernel scale)
+--   branch 2:  b_copy <- b, y = b_copy + beta      (a copy node, kernel shift)
+--   join:      r = x + y                           (kernel combine)
+--
+-- It runs as individual launches on two streams (the join is an event wait)
+-- and as one graph captured from a builder split in two (gpurun.join brings
+-- the branches back), checks both against a host reference, then changes
+-- alpha in the graph without building a new one, twice: by capturing the
+-- pipeline again and updating the graph from it (graph:update), and by
+-- setting the scale node's arguments alone (graph:set_args). b_copy is a
+-- temporary: a second graph makes it inside, an allocation node before the
+-- copy and a free node after shift, and the script prints that graph's peak
+-- memory beside the bytes the hand-allocated b_copy holds for the whole run.
+-- With --dot or --svg it draws the graph (graph:to_dot; SVG through
+-- Graphviz's dot).
 local function main()
   local device, out, checks = cli:open_run(options)
   local n, alpha, beta = options.elements, options.alpha, options.beta

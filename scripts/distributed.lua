@@ -1,15 +1,6 @@
 -- distributed.lua: the cudagraphs sample's pipeline, r3 = (a + b) * c - a,
 -- split across MPI ranks, one GPU each, with a checksum all-reduced by
--- NCCL inside the same graph.
---
--- Each rank makes its slice of the vectors from seeded generators, captures
--- one graph holding the pipeline, a reduction of r3 to one float64 sum
--- (gpurun.sum accumulating in float64: deterministic, the same bits every
--- replay) and dist.all_reduce of that sum, and replays it. Rank 0 then checks the
--- all-reduced checksum against the host's arithmetic on the same seeded
--- inputs and against one process doing every slice on its own GPU, and
--- reports time per iteration (its own, the slowest rank's, the one-process
--- run's) and the scaling. Outside mpirun it is a world of one.
+-- NCCL inside the same graph. Outside mpirun it is a world of one.
 --
 --   mpirun -np N gpurun scripts/distributed.lua [--elements N] [--iterations K] [--json]
 
@@ -84,6 +75,14 @@ local function host_checksum(size, n)
   return sum
 end
 
+-- Each rank makes its slice of the vectors from seeded generators, captures
+-- one graph holding the pipeline, a reduction of r3 to one float64 sum
+-- (gpurun.sum accumulating in float64: deterministic, the same bits every
+-- replay) and dist.all_reduce of that sum, and replays it. Rank 0 then
+-- checks the all-reduced checksum against the host's arithmetic on the same
+-- seeded inputs and against one process doing every slice on its own GPU,
+-- and reports time per iteration (its own, the slowest rank's, the
+-- one-process run's) and the scaling.
 local function main()
   dist.init()
   local rank, size = dist.rank(), dist.size()

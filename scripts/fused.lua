@@ -1,15 +1,7 @@
 -- fused.lua: the cudaGraphs sample's pipeline, r1 = a + b, r2 = r1 * c,
--- r3 = r2 - a, three ways, each as individual launches and as a CUDA graph:
---
---   sample     the sample's own three kernels (lua/gpurun/samples/kernels/cudagraphs.cu)
---   generated  three kernels from gpurun.elementwise (16-byte loads and
---              stores, a launch shape chosen from the device)
---   fused      one gpurun.elementwise kernel for the whole pipeline: a, b
---              and c read once, r3 written once, r1 and r2 in registers
---
--- All six results are checked against a host reference. The bandwidth is
--- what each way moves (sample and generated: 3 x (2 reads + 1 write), fused:
--- 3 reads + 1 write per element) over its time.
+-- r3 = r2 - a, three ways (the sample's kernels, three generated ones, one
+-- fused kernel), each as individual launches and as a CUDA graph, with the
+-- bandwidth each way reaches.
 --
 --   gpurun scripts/fused.lua [--elements N] [--iters N] [--device ID] [--json]
 
@@ -40,6 +32,15 @@ local function reference(a, b, c)
   return expected
 end
 
+--   sample     the sample's own three kernels (lua/gpurun/samples/kernels/cudagraphs.cu)
+--   generated  three kernels from gpurun.elementwise (16-byte loads and
+--              stores, a launch shape chosen from the device)
+--   fused      one gpurun.elementwise kernel for the whole pipeline: a, b
+--              and c read once, r3 written once, r1 and r2 in registers
+--
+-- All six results are checked against a host reference. The bandwidth is
+-- what each way moves (sample and generated: 3 x (2 reads + 1 write), fused:
+-- 3 reads + 1 write per element) over its time.
 local function main()
   local device, out, checks = cli:open_run(options)
   local n = options.elements

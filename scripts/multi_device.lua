@@ -1,19 +1,7 @@
 -- multi_device.lua: the cudagraphs sample's pipeline, r3 = (a + b) * c - a,
--- over every visible GPU of one machine in one process.
---
--- The vectors are split into one slice per device; each device makes its
--- slice's inputs, captures the pipeline as a graph on its own stream, and
--- the graphs replay on all devices at once. The slices are then gathered on
--- device 0 (copies between devices: peer-to-peer where the hardware allows)
--- and checked against device 0 running every slice's graph itself (the
--- one-device baseline, timed in the same run) and against the host's
--- arithmetic on sampled elements. Reports per-device, aggregate and
--- one-device throughput. With one device it runs the same steps on it.
---
--- With --declared, the pipeline is declared once by its data, with
--- gpurun.pipeline{ devices = ... }: gpurun splits the vectors into the
--- slices, makes each device's buffers and graph, runs them all at once and
--- copies each slice's r3 back; checked against the host's arithmetic.
+-- over every visible GPU of one machine in one process: a slice and a graph
+-- per device, all replayed at once, against one device running every
+-- slice. With --declared, the same from one gpurun.pipeline declaration.
 --
 --   gpurun scripts/multi_device.lua [--elements N] [--iterations K] [--devices D]
 --                                   [--declared] [--json]
@@ -102,6 +90,11 @@ local function on_device_zero(slice, zero)
   return copy
 end
 
+-- --declared: the sample over every device from one declaration. The
+-- pipeline is declared once by its data, with gpurun.pipeline{ devices =
+-- ... }: gpurun splits the vectors into the slices, makes each device's
+-- buffers and graph, runs them all at once and copies each slice's r3 back;
+-- checked against the host's arithmetic.
 -- --declared: the sample over every device from one declaration.
 local function main_declared(count, n, out, checks)
   local devices = {}
@@ -143,6 +136,14 @@ local function main_declared(count, n, out, checks)
   return out:finish(checks)
 end
 
+-- The vectors are split into one slice per device; each device makes its
+-- slice's inputs, captures the pipeline as a graph on its own stream, and
+-- the graphs replay on all devices at once. The slices are then gathered on
+-- device 0 (copies between devices: peer-to-peer where the hardware allows)
+-- and checked against device 0 running every slice's graph itself (the
+-- one-device baseline, timed in the same run) and against the host's
+-- arithmetic on sampled elements. Reports per-device, aggregate and
+-- one-device throughput. With one device it runs the same steps on it.
 local function main()
   local visible = gpurun.device_count()
   if visible == 0 then

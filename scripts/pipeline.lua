@@ -1,18 +1,7 @@
 -- pipeline.lua: the cudagraphs sample's add -> mul -> sub declared by its
 -- data (gpurun.pipeline), beside a second, independent branch, both joined
--- and reduced to one number:
---
---   branch 1:  r3 = (a + b) * c - a        add, mul, sub: fused into one kernel
---   branch 2:  y = alpha * d               on a stream of its own
---   join:      total = sum(r3 + y)         a gpurun.reduction kernel where gpurun
---                                          has them, else a raw kernel (sum.cu)
---
--- Nothing says which stream runs what, what waits for what, which stages
--- fuse or where r1, r2 live: gpurun infers it from what each stage reads
--- and writes. The script prints the plan (text, and Graphviz with --dot or
--- --svg), runs it stage by stage with a timeline of each unit's GPU time,
--- replays it as one graph, changes alpha in the graph in place, and checks
--- every result against the host.
+-- and reduced to one number: gpurun infers the streams, the waits, the
+-- fusion and where the intermediates live.
 --
 --   gpurun scripts/pipeline.lua [--elements N] [--alpha X] [--iters N]
 --                               [--dot FILE] [--svg FILE] [--device ID] [--json]
@@ -106,6 +95,17 @@ local function draw(p)
   return nil
 end
 
+--   branch 1:  r3 = (a + b) * c - a        add, mul, sub: fused into one kernel
+--   branch 2:  y = alpha * d               on a stream of its own
+--   join:      total = sum(r3 + y)         a gpurun.reduction kernel where gpurun
+--                                          has them, else a raw kernel (sum.cu)
+--
+-- Nothing says which stream runs what, what waits for what, which stages
+-- fuse or where r1, r2 live: gpurun infers it from what each stage reads
+-- and writes. The script prints the plan (text, and Graphviz with --dot or
+-- --svg), runs it stage by stage with a timeline of each unit's GPU time,
+-- replays it as one graph, changes alpha in the graph in place, and checks
+-- every result against the host.
 local function main()
   local device, out, checks = cli:open_run(options)
   local n, alpha = options.elements, options.alpha

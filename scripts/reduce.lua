@@ -1,16 +1,6 @@
 -- reduce.lua: a map-reduce and a scan generated at run time, each one pass
 -- over the data, into device buffers, captured into one graph.
 --
---   fused map-reduce  sum(((a + b) * c - a)^2) as one kernel: an elementwise
---                     pipeline whose last stage is a reduction reads a, b and c
---                     once; the intermediates stay in registers
---   scan              the inclusive sum of the positions where r = (a + b) * c - a
---                     is negative (an elementwise flag, then gpurun.inclusive_scan),
---                     and gpurun.select of those r, counted on the device
---
--- Both run as launches and as one replayed graph, are checked against the
--- host, and are timed with the bytes each must move.
---
 --   gpurun scripts/reduce.lua [--elements N] [--iters N] [--device ID] [--json]
 
 local gpurun = require("gpurun")
@@ -26,6 +16,15 @@ cli:integer_option("--elements", "Elements per vector.", 1 << 20)
 cli:common_options{ iters = 200 }
 local options = cli:parse(arg)
 
+--   fused map-reduce  sum(((a + b) * c - a)^2) as one kernel: an elementwise
+--                     pipeline whose last stage is a reduction reads a, b and c
+--                     once; the intermediates stay in registers
+--   scan              the inclusive sum of the positions where r = (a + b) * c - a
+--                     is negative (an elementwise flag, then gpurun.inclusive_scan),
+--                     and gpurun.select of those r, counted on the device
+--
+-- Both run as launches and as one replayed graph, are checked against the
+-- host, and are timed with the bytes each must move.
 local function main()
   local device, out, checks = cli:open_run(options)
   local n = options.elements

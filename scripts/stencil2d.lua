@@ -1,11 +1,5 @@
 -- stencil2d.lua: a pipeline of your own on a 2D grid, timed as individual
 -- launches and as a replayed CUDA graph, checked against a host reference.
---
--- Two kernels over a width x height image: s = alpha * x + y (a float
--- scalar argument), then a 5-point stencil that averages each point of s
--- with its four neighbours (an edge point reuses itself for the missing
--- ones). Both launch on a 2D grid of 16 x 16 blocks and take the image size
--- as two int arguments. The result is copied back and compared on the host.
 -- With --sweep FROM:TO the same pipeline runs on square images of side FROM
 -- to TO (doubling) through gpurun.sweep: a table, the crossover, a picture.
 --
@@ -20,6 +14,11 @@ local check = require("gpurun.check")
 local report = require("gpurun.report")
 local sweep = require("gpurun.sweep")
 
+-- Two kernels over a width x height image: s = alpha * x + y (a float
+-- scalar argument), then a 5-point stencil that averages each point of s
+-- with its four neighbours (an edge point reuses itself for the missing
+-- ones). Both launch on a 2D grid of 16 x 16 blocks and take the image size
+-- as two int arguments. The result is copied back and compared on the host.
 local KERNELS = [[
 extern "C" __global__ void saxpy_2d(float alpha, const float *x, const float *y, float *s,
                                     int width, int height)

@@ -3,8 +3,7 @@
 -- runs at every size from --from to --to as individual launches and as a
 -- replayed CUDA graph. With short vectors the graph wins by saving launch
 -- overhead; as vectors grow, kernel time swamps that overhead and the two
--- converge. The table marks the crossover, the first size at which the
--- graph is less than 5% ahead; --plot draws the curve.
+-- converge. The table marks the crossover; --plot draws the curve.
 --
 --   gpurun scripts/sweep.lua [--from 2^10] [--to 2^26] [--step 2] [--iters 1000]
 --                            [--repeats 5] [--device 0] [--json FILE|-] [--csv FILE]
@@ -31,6 +30,8 @@ cli:integer_option("--device", "CUDA device id.", 0, 0)
 local options = cli:parse(arg)
 local settings = sweep.settings(cli, options)
 
+-- The crossover is the first size at which the graph is less than 5%
+-- ahead (gpurun.sweep's THRESHOLD).
 local function main()
   local device = cli:open_device(options.device)
   local stream <close> = device:create_stream()

@@ -5,14 +5,7 @@
 -- call must raise a Lua error whose message says what was wrong, and gpurun
 -- must still work afterwards (with a device: a launch still computes the
 -- right values). One row per (function, bad input, expected message); a
--- function without rows fails the completeness check. Extra arguments are
--- ignored, as Lua's own functions ignore them, except where their number is
--- the point: a launch or bind with more arguments than the kernel takes.
---
--- A row is { label, A(arguments...), expected } (see spec/support/bad_input.lua
--- for the optional fields); R.name in the arguments is an object made fresh
--- for the row: R.buffer, R.closed_stream, R.graph, ... The expected text is
--- found plainly in the message; P"..." is a Lua pattern; ANY(...) any of them.
+-- function without rows fails the completeness check.
 local gpurun = require("gpurun")
 local catalog = require("spec.support.api_catalog")
 local bad = require("spec.support.bad_input")
@@ -55,6 +48,13 @@ local function qualify(label, expected, wrong_self)
   return (expected:gsub("to '" .. plain(short) .. "'", function() return "to '" .. label .. "'" end))
 end
 
+-- A row is { label, A(arguments...), expected } (see spec/support/bad_input.lua
+-- for the optional fields); R.name in the arguments is an object made fresh
+-- for the row: R.buffer, R.closed_stream, R.graph, ... The expected text is
+-- found plainly in the message; P"..." is a Lua pattern; ANY(...) any of them.
+-- Extra arguments are ignored, as Lua's own functions ignore them, except
+-- where their number is the point: a launch or bind with more arguments
+-- than the kernel takes.
 local rows = {}
 local function row(label, args, expected, options)
   expected = qualify(label, expected, options and options.self == "any")

@@ -5,12 +5,7 @@
 -- captures (gpurun.dist, gpurun.bench). Every Lua entry point must run under
 -- the C guard (runtime/error.c's gpurun_push_guarded: internal.guard for
 -- the parts, gpurun.guard for the library), which ends every capture on any
--- error, a plain error() or one Lua raises. The first part, with no GPU,
--- finds every such entry point and fails on one that is not guarded; the
--- #gpu rows then raise through each kind while a builder captures and check
--- that the builder is abandoned, a plain launch on the stream works right
--- after, and the builder begins again. (spec/bad_input_spec.lua runs its
--- rows for every public function and method the same way.)
+-- error, a plain error() or one Lua raises.
 local gpurun = require("gpurun")
 local catalog = require("spec.support.api_catalog")
 
@@ -79,6 +74,8 @@ end
 -- Lua functions that cannot raise while capturing, each with why.
 local UNGUARDED = {}
 
+-- With no GPU: every such entry point is found, and one that is not guarded
+-- fails.
 describe("the capture rule for gpurun's Lua code", function()
   it("guards every Lua entry point of the module and of the library scripts capture with", function()
     local unguarded, seen = {}, 0
@@ -116,6 +113,10 @@ describe("the capture rule for gpurun's Lua code", function()
   end)
 end)
 
+-- The #gpu rows raise through each kind while a builder captures and check
+-- that the builder is abandoned, a plain launch on the stream works right
+-- after, and the builder begins again. (spec/bad_input_spec.lua runs its
+-- rows for every public function and method the same way.)
 describe("an error raised by gpurun's Lua code while a builder captures", function()
   local kernels = require("spec.support.kernels")
   local device, kernel, stream, a, n, config

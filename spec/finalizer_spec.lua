@@ -1,19 +1,18 @@
 -- Finalizers that close an object while gpurun's C code is using it: the
 -- fuzzer's --finalizers mode does this at random; these cases do it at the
 -- first allocation inside one call, every time. Each case runs in a child
--- gpurun, so a crash fails the case instead of the suite.
---
+-- gpurun, so a crash fails the case instead of the suite. Each call must
+-- raise a one-line error (or succeed), and the process must go on working.
+local process = require("spec.support.process")
+local kernels = require("spec.support.kernels")
+local q = process.quote
+
 -- The trap: with the collector stopped, garbage with a __gc is made and the
 -- stack grown; the collector is restarted with parameters that make one
 -- step a whole cycle, so the first allocation that steps it (the first
 -- table, userdata or string the next call makes) runs the finalizer there.
 -- The child checks that the finalizer had not run before the call and had
--- after it. Each call must then raise a one-line error (or succeed), and
--- the process must go on working.
-local process = require("spec.support.process")
-local kernels = require("spec.support.kernels")
-local q = process.quote
-
+-- after it.
 local TRAP = [=[
 local gpurun = require("gpurun")
 local ran = false

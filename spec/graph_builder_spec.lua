@@ -192,8 +192,7 @@ describe("GraphBuilder: split, join, events and nodes", function()
   it("keeps capturing when the collector unloads code or destroys a stream or a graph mid-capture #gpu", function()
     -- A finalizer runs wherever the collector steps, inside a capture too;
     -- the driver counts an unload and a stream's destruction as unsafe
-    -- there, and refusing them would end the capture (the race spec's
-    -- replays of 200 pipelines failed so at 1249b0a).
+    -- there, and refusing them would end the capture.
     local options = gpurun.ProgramOptions{ arch = "sm_" .. device.arch }
     local x = gpurun.full(N, 1, "float32")
     local n = gpurun.u64(N)
@@ -202,8 +201,8 @@ describe("GraphBuilder: split, join, events and nodes", function()
       local code = gpurun.Program(kernels.SOURCE, "c++", options):compile("cubin")
       code:get_kernel("vec_add")
       device:create_stream()
-      -- A built builder and a completed graph (capture_rule_spec's Graph:to_dot
-      -- row leaves both, and the GPU ASan run of 6a56fff failed in the next row).
+      -- A built builder and a completed graph, as capture_rule_spec's
+      -- Graph:to_dot row leaves them for the row after it.
       local other = stream:create_graph_builder()
       other:begin_building()
       other:end_building()
@@ -229,10 +228,9 @@ describe("GraphBuilder: split, join, events and nodes", function()
     -- begin_building's own allocations (the registry growing for the
     -- builder's reference) can step the collector and run a buffer's
     -- finalizer: a cuMemFree there, before the capture is listed and frees
-    -- are deferred, invalidated it (the GPU ASan run of 6a56fff failed so
-    -- in capture_rule_spec). A collector that steps at every allocation,
-    -- dropped buffers before each begin, and builders kept, so that the
-    -- registry keeps growing.
+    -- are deferred, would invalidate it. A collector that steps at every
+    -- allocation, dropped buffers before each begin, and builders kept, so
+    -- that the registry keeps growing.
     local pause = collectgarbage("setpause", 0)
     local stepmul = collectgarbage("setstepmul", 1000)
     local mode = collectgarbage("incremental", 0, 1000, 0)

@@ -2,14 +2,6 @@
 -- reads and writes over buffers and overlapping views, fusion on and off,
 -- one to four streams), each checked against running its stages in
 -- declaration order on the host.
---
--- With no GPU, the plan itself: every pair of stages that touch
--- overlapping memory, one of them writing, is ordered by a path of the
--- plan's edges, and by its schedule (each stream's order and the waits
--- between streams); and running the units in random orders that schedule
--- allows gives what the declaration order gives. On a GPU (#gpu), the same
--- pipelines run as stages on streams and as replayed graphs, and their
--- buffers must hold what the host computed.
 local gpurun = require("gpurun")
 local random_pipeline = require("spec.support.random_pipeline")
 local schedule = require("gpurun.pipeline.schedule")
@@ -137,6 +129,13 @@ local function check_plan(case, seed)
   return plan
 end
 
+-- With no GPU, the plan itself: every pair of stages that touch
+-- overlapping memory, one of them writing, is ordered by a path of the
+-- plan's edges, and by its schedule (each stream's order and the waits
+-- between streams); and running the units in random orders that schedule
+-- allows gives what the declaration order gives. On a GPU (#gpu), the same
+-- pipelines run as stages on streams and as replayed graphs, and their
+-- buffers must hold what the host computed.
 describe("gpurun.pipeline has no races", function()
   it(("orders every hazard of %d random pipelines, in the DAG and in the schedule"):format(SEEDS), function()
     local stats = { stages = 0, fused = 0, multi_stream = 0 }

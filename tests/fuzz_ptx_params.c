@@ -1,14 +1,7 @@
 /* libFuzzer target for the PTX signature parser (src/base/ptx_params.c)
- * and its compact text (ptx_params_text.c),
- * built with clang -fsanitize=fuzzer,address,undefined by tools/fuzz-ptx.sh,
- * which seeds it from tests/fixtures/ptx and runs it for a fixed time.
- *
- * Any input: the parser must not overflow, read out of bounds or leak
- * (the sanitizers), and when it accepts a text, what it keeps must hold
- * together: the compact text it writes (what the kernel cache stores) reads
- * back to the same text, every kernel is found by its own name, and every
- * parameter describes itself. A broken promise aborts, which libFuzzer
- * reports with the input. */
+ * and its compact text (ptx_params_text.c), built with clang
+ * -fsanitize=fuzzer,address,undefined by tools/fuzz-ptx.sh, which seeds it
+ * from tests/fixtures/ptx and runs it for a fixed time. */
 #include "base/ptx_params.h"
 
 #include <stdint.h>
@@ -24,6 +17,12 @@ static void broken(const char *promise)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Any input: the parser must not overflow, read out of bounds or leak
+ * (the sanitizers), and when it accepts a text, what it keeps must hold
+ * together: the compact text it writes (what the kernel cache stores) reads
+ * back to the same text, every kernel is found by its own name, and every
+ * parameter describes itself. A broken promise aborts, which libFuzzer
+ * reports with the input. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ptx_signatures first;

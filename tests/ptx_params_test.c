@@ -1,16 +1,6 @@
 /* Tests for src/base/ptx_params.c, ptx_params_text.c and for the signatures
- * nvrtc_compile() and the kernel cache keep. No Lua.
- *
- *   ptx_params_test FIXTURE_DIR          the parser on hand-made text and on
- *                                        NVRTC's own PTX (tests/fixtures/ptx),
- *                                        then NVRTC and the cache (no GPU)
- *   ptx_params_test --dump FILE...       prints what the parser reads
- *   ptx_params_test --driver FIXTURE_DIR compiles the fixtures for device 0 and
- *                                        compares every parameter's offset and
- *                                        size with cuKernelGetParamInfo (GPU)
- *
- * Ends with "ptx_params_test: N checks, M failed" and exits 1 on a failure
- * (77, "skipped", for --driver without a usable GPU). */
+ * nvrtc_compile() and the kernel cache keep; spec/ptx_params_spec.lua runs
+ * it, and main() at the end says how. No Lua. */
 #define _GNU_SOURCE /* mkdtemp, asprintf */
 #include "base/cuda_driver.h"
 #include "base/kernel_cache.h"
@@ -594,6 +584,18 @@ static int test_driver(const char *dir)
 }
 
 /* ---- main --------------------------------------------------------------- */
+
+/*   ptx_params_test FIXTURE_DIR          the parser on hand-made text and on
+ *                                        NVRTC's own PTX (tests/fixtures/ptx),
+ *                                        then NVRTC and the cache (no GPU)
+ *   ptx_params_test --dump FILE...       prints what the parser reads
+ *   ptx_params_test --many N             a module of N kernels (many_kernels)
+ *   ptx_params_test --driver FIXTURE_DIR compiles the fixtures for device 0 and
+ *                                        compares every parameter's offset and
+ *                                        size with cuKernelGetParamInfo (GPU)
+ *
+ * Ends with "ptx_params_test: N checks, M failed" and exits 1 on a failure
+ * (77, "skipped", for --driver without a usable GPU). */
 
 static int dump_files(int count, char **paths)
 {

@@ -1,4 +1,16 @@
 #!/bin/sh
+# tools/dev.sh — set up, build and run gpurun on a Debian machine with the
+# CUDA toolkit: run, test, test-module, package, build and packages, as
+# usage() below says. Missing Debian packages are installed when run as
+# root, or named for you to install otherwise.
+set -eu
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build_dir=${GPURUN_BUILD_DIR:-build}
+
+usage() {
+  cat <<'USAGE'
 # tools/dev.sh — set up, build and run gpurun on a Debian machine with the CUDA toolkit.
 #
 #   tools/dev.sh run  [script args]   build, then run the main job
@@ -18,11 +30,8 @@
 # to install otherwise: build needs the build ones, run also the run ones,
 # test and test-module also the test ones, package also the packaging ones.
 # Extra CMake options: $GPURUN_CMAKE_ARGS.
-set -eu
-
-cd "$(dirname "$0")/.."
-root=$(pwd)
-build_dir=${GPURUN_BUILD_DIR:-build}
+USAGE
+}
 
 # The Debian packages, one list by what needs them: a package, a command or
 # a file that shows it is there (not dpkg's database: a GPU host may have the
@@ -77,7 +86,7 @@ case "$command" in
     done
     exit 0 ;;
   *)
-    sed -n '2,22p' "$0" >&2
+    usage >&2
     exit 2 ;;
 esac
 

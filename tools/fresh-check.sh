@@ -1,28 +1,13 @@
 #!/bin/bash
 # tools/fresh-check.sh — every install path the README and docs/install.md
 # give, tried as a new user would on bare Debian 12 roots (tools/fresh-root.sh:
-# a clean clone, the toolkit mounted with no loader entry; needs root). Each
-# root is reset from the bare one first, and runs install.md's blocks marked
-# <!-- fresh root: NAME --> as they stand (apt answering yes):
-#
-#   build   tools/dev.sh build, which must install the build packages only;
-#           the .deb as install.md builds it (deb-build), before anything
-#           installs dpkg-dev; tools/dev.sh test, test-module and package
-#           (the .deb's uncached NVRTC compile included) and run, the main
-#           job, which with no GPU prints one line and exits 1; cmake
-#           --install into /usr/local (cmake-install) and into another
-#           prefix (prefix), from which busted --lua=lua5.4 runs the
-#           README's own spec
-#   deb     a second bare root: apt install of the .deb the build root made
-#           (deb-install), gpurun -v and the main job's no-GPU line there
-#   rock    a third: luarocks make after the prerequisites install.md lists
-#           (rock), then the README's own spec by busted --lua=lua5.4
+# a clean clone, the toolkit mounted with no loader entry; needs root): a
+# build root, a deb root and a rock root, $FRESH_ROOT-build, -deb and -rock,
+# each reset from $FRESH_ROOT_BARE first. Ends with "N passed, N failed,
+# N skipped" over all.
 #
 #   tools/fresh-check.sh                 the three roots (what .ci/run runs)
 #   tools/fresh-check.sh inside ROOT     the part that runs inside root ROOT
-#
-# The roots are $FRESH_ROOT-build, -deb and -rock, made from $FRESH_ROOT_BARE
-# (see tools/fresh-root.sh). Ends with "N passed, N failed, N skipped" over all.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -139,6 +124,21 @@ deb_build() {
   mkdir -p out && cp build/gpurun_*.deb out/ && dpkg-deb -f out/gpurun_*.deb Depends
 }
 
+# The part inside one root, which runs install.md's blocks marked
+# <!-- fresh root: NAME --> as they stand (apt answering yes):
+#
+#   build   tools/dev.sh build, which must install the build packages only;
+#           the .deb as install.md builds it (deb-build), before anything
+#           installs dpkg-dev; tools/dev.sh test, test-module and package
+#           (the .deb's uncached NVRTC compile included) and run, the main
+#           job, which with no GPU prints one line and exits 1; cmake
+#           --install into /usr/local (cmake-install) and into another
+#           prefix (prefix), from which busted --lua=lua5.4 runs the
+#           README's own spec
+#   deb     a second bare root: apt install of the .deb the build root made
+#           (deb-install), gpurun -v and the main job's no-GPU line there
+#   rock    a third: luarocks make after the prerequisites install.md lists
+#           (rock), then the README's own spec by busted --lua=lua5.4
 inside() {
   # A person answers yes to apt; nothing asks anything else.
   echo 'APT::Get::Assume-Yes "true";' >/etc/apt/apt.conf.d/90fresh-check

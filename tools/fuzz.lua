@@ -1,46 +1,11 @@
 -- tools/fuzz.lua — random calls into the gpurun API, looking for crashes.
+-- Every call is drawn from spec/support/api_catalog.lua, with arguments from
+-- spec/support/fuzz_pool.lua, and runs under pcall: raising an error is
+-- fine, crashing is not. The options, the checks and what it prints are
+-- described where they are read and made, below.
 --
 --   gpurun tools/fuzz.lua [--seed N] [--calls N] [--gpu] [--finalizers] [--check-every N]
 --                         [--trace] [--stats] [--fakes]
---
--- Every call is drawn from spec/support/api_catalog.lua: a module function,
--- a method (often on the right type, sometimes on a closed object or on
--- anything), a metamethod, or a method of one of the pool's pipelines
--- (gpurun.pipeline), with arguments from spec/support/fuzz_pool.lua
--- (plausible for the argument's kind, or anything at all, in any number).
--- Calls run under pcall: raising an error is fine, crashing is not. Every
--- --check-every calls, and at the end, the Lua state and gpurun must still
--- work; with --gpu, a reference launch must still compute the right values.
---
--- Without --gpu no device is made current (run it with GPURUN_CUDA_DRIVER
--- naming a missing library to see the no-driver behaviour on a GPU host);
--- with --gpu, device 0 is current and the pool holds objects of every type.
--- --trace writes each call to stderr before making it: after a crash, the
--- last line is the call that crashed. The same seed replays the same calls.
--- --stats prints, per function, how many calls raised, to see how deep the
--- draws reach. --finalizers also drops garbage whose __gc closes the
--- arguments of the call in progress: the collector runs it at any
--- allocation inside gpurun, so C code that keeps a raw handle across an
--- allocation meets a closed object.
---
--- --fakes makes no random draws of functions: it calls every entry of the
--- catalog, a pipeline's methods among them, with a fake
--- object (spec/support/fake_objects.lua: a lying __name, an __index that
--- raises, a __tostring that returns a table, ...) in each argument position,
--- self included, by every strategy, the other arguments plausible; --calls
--- is then the number of calls per position and strategy. Every error must
--- be a one-line gpurun message, not an internal Lua error nor an argument
--- error that names no function (fake_objects.lua's list). The fake draws
--- are among the random calls' arguments too.
---
--- Prints "calls N errors E skipped K violations V seed S" and exits 0; on a
--- failed check or a violation (an error that is not a string, a message
--- with "(null)" in it, a device object made without a driver, a message
--- about CUDA without a driver other than "the CUDA driver could not be
--- loaded" or "no current CUDA device", a pipeline method's message that is
--- not one of gpurun's, as --fakes judges them: "attempt to index a nil
--- value" and the like) it says what, with the seed and the last calls, and
--- exits 1.
 local script_dir = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 local root = script_dir:match("^(.*)/tools$") or (script_dir == "tools" and ".") or script_dir .. "/.."
 package.path = root .. "/?.lua;" .. package.path
@@ -60,6 +25,24 @@ local function usage(message)
   os.exit(2)
 end
 
+-- A call is a module function, a method (often on the right type,
+-- sometimes on a closed object or on anything), a metamethod, or a method
+-- of one of the pool's pipelines (gpurun.pipeline), with arguments
+-- plausible for the argument's kind, or anything at all, in any number.
+-- Every --check-every calls, and at the end, the Lua state and gpurun must
+-- still work; with --gpu, a reference launch must still compute the right
+-- values.
+--
+-- Without --gpu no device is made current (run it with GPURUN_CUDA_DRIVER
+-- naming a missing library to see the no-driver behaviour on a GPU host);
+-- with --gpu, device 0 is current and the pool holds objects of every type.
+-- --trace writes each call to stderr before making it: after a crash, the
+-- last line is the call that crashed. The same seed replays the same calls.
+-- --stats prints, per function, how many calls raised, to see how deep the
+-- draws reach. --finalizers also drops garbage whose __gc closes the
+-- arguments of the call in progress: the collector runs it at any
+-- allocation inside gpurun, so C code that keeps a raw handle across an
+-- allocation meets a closed object.
 local options = { seed = 1, calls = 10000, gpu = false, check_every = 250, trace = false,
   stats = false, finalizers = false, fakes = false }
 do
@@ -689,6 +672,14 @@ local function beside_fake(entry, kind)
 end
 
 -- --fakes: each entry, each position, each strategy, options.calls times.
+-- It makes no random draws of functions: it calls every entry of the
+-- catalog, a pipeline's methods among them, with a fake object
+-- (spec/support/fake_objects.lua: a lying __name, an __index that raises, a
+-- __tostring that returns a table, ...) in each argument position, self
+-- included, by every strategy, the other arguments plausible. Every error
+-- must be a one-line gpurun message, not an internal Lua error nor an
+-- argument error that names no function (fake_objects.lua's list). The
+-- fake draws are among the random calls' arguments too.
 local function sweep_fakes()
   local draw = 0
   for _, entry in ipairs(entries) do
@@ -740,6 +731,14 @@ if options.stats then
     end
   end
 end
+-- Prints "calls N errors E skipped K violations V seed S" and exits 0; on a
+-- failed check or a violation (an error that is not a string, a message
+-- with "(null)" in it, a device object made without a driver, a message
+-- about CUDA without a driver other than "the CUDA driver could not be
+-- loaded" or "no current CUDA device", a pipeline method's message that is
+-- not one of gpurun's, as --fakes judges them: "attempt to index a nil
+-- value" and the like) it says what, with the seed and the last calls, and
+-- exits 1.
 if #violations > 0 then
   for _, line in ipairs(violations) do io.stderr:write("fuzz: violation: ", line, "\n") end
   fail(("%d violation(s)"):format(counts.violations))

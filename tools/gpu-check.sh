@@ -1,5 +1,22 @@
 #!/bin/bash
 # tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts
+# that each fit in one 10-minute command (16 cores, one H200): suite,
+# sanitizers, bench, compare, or all four. usage() below says what each part
+# runs, where its logs go and the settings it reads.
+#
+#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+root=$(pwd)
+logs=${GPURUN_CHECK_LOGS:-gpu-check}
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+build=build-gpu
+bin=$build/gpurun
+
+usage() {
+  cat <<'USAGE'
+# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts
 # that each fit in one 10-minute command (16 cores, one H200):
 #
 #   suite [RUNS]   build, then the full spec suite (#gpu specs included) RUNS
@@ -38,15 +55,8 @@
 # build-asan/ for the sanitizers). $GPURUN_CHECK_JOBS: compute-sanitizer
 # runs at once (default 6); GPURUN_CHECK_ASAN=0 leaves the ASan part out;
 # GPURUN_CHECK_BINDINGS=0 leaves the bindings' specs and the PTX check out of
-# `suite` (for more runs in a second command).
-set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-root=$(pwd)
-logs=${GPURUN_CHECK_LOGS:-gpu-check}
-mkdir -p "$logs"
-logs=$(cd "$logs" && pwd)
-build=build-gpu
-bin=$build/gpurun
+USAGE
+}
 
 step() { echo; echo "== $*"; }
 
@@ -372,5 +382,5 @@ case "$part" in
   bench) build_gpu; part_bench ;;
   compare) build_gpu; part_compare ;;
   all) build_gpu; part_suite; part_sanitizers; part_bench; part_compare ;;
-  *) sed -n '2,37p' "$0"; exit 2 ;;
+  *) usage; exit 2 ;;
 esac

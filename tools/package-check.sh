@@ -1,18 +1,8 @@
 #!/bin/bash
-# tools/package-check.sh BUILD_DIR — the two packaged installs, built and
-# tried in temporary folders (run by `tools/dev.sh package`, which builds
-# BUILD_DIR first and installs the tools):
-#
-#   .deb   cpack -G DEB in BUILD_DIR; its Depends (stated, and held to what
-#          dpkg-shlibdeps finds in it); dpkg -x into a temporary
-#          root; its RUNPATHs (tools/check-runpath.sh); from there an
-#          uncached NVRTC compile, gpurun -v, a script that loads the Lua
-#          library, and lua5.4 loading the unpacked gpurun.so
-#   rock   luarocks make (on a copy of the source tree) into a temporary
-#          tree; its gpurun.so's RUNPATH; lua5.4 loading the module and the
-#          library from that tree
-#
-# Ends with the closing line "N passed, N failed, N skipped".
+# tools/package-check.sh BUILD_DIR — the two packaged installs, the .deb and
+# the rock, built and tried in temporary folders (run by `tools/dev.sh
+# package`, which builds BUILD_DIR first and installs the tools). Ends with
+# the closing line "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
@@ -49,6 +39,12 @@ expect_output() {
 version=$("$build_dir/gpurun" -e 'io.write(require("gpurun").version)')
 
 # ---- the .deb ---------------------------------------------------------------
+
+# cpack -G DEB in BUILD_DIR; its Depends (stated, and held to what
+# dpkg-shlibdeps finds in it); dpkg -x into a temporary root; its RUNPATHs
+# (tools/check-runpath.sh); from there an uncached NVRTC compile, gpurun -v,
+# a script that loads the Lua library, and lua5.4 loading the unpacked
+# gpurun.so.
 
 echo "== package-check: cpack -G DEB in $build_dir"
 make_deb() {
@@ -154,6 +150,10 @@ else
 fi
 
 # ---- the rock ---------------------------------------------------------------
+
+# luarocks make (on a copy of the source tree) into a temporary tree; its
+# gpurun.so's RUNPATH; lua5.4 loading the module and the library from that
+# tree.
 
 echo "== package-check: luarocks make into a temporary tree"
 rock_source=$scratch/source

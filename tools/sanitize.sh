@@ -1,34 +1,12 @@
 #!/bin/bash
-# tools/sanitize.sh — gpurun's C code under memory and UB checkers:
-#
-#   asan      the spec suite, run by a gpurun built with AddressSanitizer
-#             (LeakSanitizer included) and UndefinedBehaviorSanitizer,
-#             in build-asan/ (or $GPURUN_ASAN_BUILD_DIR), the CUDA driver
-#             kept out (no GPU needed)
-#   ubsan     the spec suite again, by a gpurun built with UBSan alone, in
-#             build-ubsan/ (or $GPURUN_UBSAN_BUILD_DIR): see "UBSan alone"
-#   valgrind  memcheck, --leak-check=full, on representative commands of the
-#             plain build (build/, or $GPURUN_BUILD_DIR)
-#   gpu       (a GPU host) the #gpu specs, the GPU fuzz with finalizers
-#             included, by the ASan + UBSan build with the CUDA driver
-#             loaded: ASAN_OPTIONS protect_shadow_gap=0, and the driver's
-#             own leaks suppressed by tools/lsan-cuda.supp (only those)
-#   hammer    (a GPU host) the fuzz child `tools/fuzz.lua --gpu --finalizers`
-#             RUNS times per build (default 160) over as many seeds, JOBS at
-#             a time (default: the cores), by the plain and the ASan build,
-#             in the suite's environment; prints "hammer: N runs, N crashes"
-#             and, per crash, its stack (ASan's report; gdb's for a plain
-#             run replayed) and the command that replays it. Stops starting
-#             runs after $GPURUN_HAMMER_SECONDS (default 480).
+# tools/sanitize.sh — gpurun's C code under memory and UB checkers: asan,
+# ubsan and valgrind (the default; no GPU needed), gpu and hammer (on a GPU
+# host), each described above the dispatch at the end. Any report fails the
+# run; docs/reliability.md says what is checked where, and why. Ends with
+# the closing line "N passed, N failed, N skipped" over all parts.
 #
 #   tools/sanitize.sh [asan|ubsan|valgrind|gpu] [busted args]  (default: the first three)
 #   tools/sanitize.sh hammer [RUNS [JOBS]]
-#
-# Any report fails the run, whether from the suite's own process or from any
-# gpurun it starts: every report lands in <build dir>/sanitizer-reports/.
-# So does a valgrind error or a definite leak. Ends with the closing line
-# "N passed, N failed, N skipped" over all parts. docs/reliability.md says
-# what is checked where, and why.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
@@ -361,6 +339,32 @@ run_hammer() {
   [ "$total_failures" -eq 0 ] || fail_part hammer-failures "$total_failures"
 }
 
+# The parts:
+#
+#   asan      the spec suite, run by a gpurun built with AddressSanitizer
+#             (LeakSanitizer included) and UndefinedBehaviorSanitizer,
+#             in build-asan/ (or $GPURUN_ASAN_BUILD_DIR), the CUDA driver
+#             kept out (no GPU needed)
+#   ubsan     the spec suite again, by a gpurun built with UBSan alone, in
+#             build-ubsan/ (or $GPURUN_UBSAN_BUILD_DIR): see "UBSan alone"
+#   valgrind  memcheck, --leak-check=full, on representative commands of the
+#             plain build (build/, or $GPURUN_BUILD_DIR)
+#   gpu       (a GPU host) the #gpu specs, the GPU fuzz with finalizers
+#             included, by the ASan + UBSan build with the CUDA driver
+#             loaded: ASAN_OPTIONS protect_shadow_gap=0, and the driver's
+#             own leaks suppressed by tools/lsan-cuda.supp (only those)
+#   hammer    (a GPU host) the fuzz child `tools/fuzz.lua --gpu --finalizers`
+#             RUNS times per build (default 160) over as many seeds, JOBS at
+#             a time (default: the cores), by the plain and the ASan build,
+#             in the suite's environment; prints "hammer: N runs, N crashes"
+#             and, per crash, its stack (ASan's report; gdb's for a plain
+#             run replayed) and the command that replays it. Stops starting
+#             runs after $GPURUN_HAMMER_SECONDS (default 480).
+#
+# Any report fails the run, whether from the suite's own process or from any
+# gpurun it starts: every report lands in <build dir>/sanitizer-reports/.
+# So does a valgrind error or a definite leak.
+#
 # UBSan alone: with gcc, a libubsan loaded beside libasan writes its reports
 # to the process's stderr whatever log_path says, so under ASan a child's UB
 # report shows only as that child's exit code 134. Alone, it honours

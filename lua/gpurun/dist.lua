@@ -1,19 +1,12 @@
 -- gpurun.dist: ranks started by an MPI launcher (mpirun, mpiexec, srun) and
--- NCCL collectives on gpurun.Buffers, named after torch.distributed.
+-- NCCL collectives on gpurun.Buffers, named after torch.distributed. Policy
+-- lives here: which launcher started the process, which device a rank
+-- takes, defaults. The mechanisms (MPI, NCCL, captures) are C
+-- (src/types/dist.c). MPI is loaded only under a launcher, NCCL only by the
+-- first collective: a script that never calls them needs neither installed.
 --
 --   local dist = require("gpurun.dist")
 --   dist.init()                       -- under `mpirun -np N gpurun script.lua`
---   dist.rank(), dist.size(), dist.local_rank(), dist.barrier()
---   dist.all_reduce(buffer, "sum", stream)       -- or a GraphBuilder: captured
---   dist.broadcast(buffer, root, stream)
---   dist.all_gather(output, input, stream)        -- output: size x input
---   dist.reduce_scatter(output, input, "sum", stream)  -- input: size x output
---
--- Policy lives here: which launcher started the process, which device a rank
--- takes, defaults. The mechanisms (MPI, NCCL, captures) are C
--- (src/types/dist.c), and the functions that need no policy are exported as they
--- are. MPI is loaded only under a launcher, NCCL only by the first
--- collective: a script that never calls them needs neither installed.
 local gpurun = require("gpurun")
 local core = require("gpurun.dist_core")
 local unknown_option = require("gpurun.options").unknown
@@ -94,6 +87,13 @@ function dist.init(options)
   return dist
 end
 
+-- The functions that need no policy, exported as they are:
+--
+--   dist.rank(), dist.size(), dist.local_rank(), dist.barrier()
+--   dist.all_reduce(buffer, "sum", stream)       -- or a GraphBuilder: captured
+--   dist.broadcast(buffer, root, stream)
+--   dist.all_gather(output, input, stream)        -- output: size x input
+--   dist.reduce_scatter(output, input, "sum", stream)  -- input: size x output
 dist.rank = core.rank
 dist.size = core.size
 dist.local_rank = core.local_rank

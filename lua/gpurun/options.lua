@@ -6,9 +6,6 @@
 --   local options = require("gpurun.options")
 --   options.check("bench.run", opts, { "iters", "warmup" })  -- raises on an unknown key
 --   local why = options.unknown(opts, { "iters", "warmup" })  -- or nil
---
--- The module's own Lua parts raise through their internal.raise (which ends
--- captures) with options.unknown's message; the library raises with check.
 local options = {}
 
 -- unknown(given, known) -> nil when every key of the table `given` is in the
@@ -32,6 +29,9 @@ end
 -- check(caller, given, known [, level]) -> given: raises "caller: unknown
 -- option ..." at `level` (default 3: the caller of the function that
 -- checks). given may be nil; anything else but a table is refused too.
+-- The library raises with check; the module's own Lua parts raise through
+-- their internal.raise (which ends captures) with options.unknown's
+-- message.
 function options.check(caller, given, known, level)
   level = level or 3
   if given == nil then return given end

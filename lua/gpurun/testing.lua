@@ -5,27 +5,17 @@
 --   busted --lua=gpurun --helper=gpurun.testing            (gpurun runs the specs)
 --   busted --lua=lua5.4 --helper=gpurun.testing            (lua5.4 and gpurun.so)
 --
--- and `require("gpurun.testing")` in a spec file for the assertions alone:
---
---   assert.buffer_near(expected, actual [, rtol [, atol [, message]]])
---   assert.buffer_equal(expected, actual [, message])
---
--- actual is a gpurun.Buffer, a gpurun.PinnedBuffer or a table of numbers;
--- expected is one of those or a number. An element passes when
--- |actual - expected| <= atol + rtol * |expected| (rtol 1e-5 and atol 1e-8
--- by default; 0 and 0 for buffer_equal); NaN never passes. The verdict is
--- gpurun.check's, so a failure reads as its lines do: how many elements
--- differ, and the worst one, its index (from 1) and both values.
---
--- The #gpu rule: on a machine without a usable GPU every `it` whose name
--- holds #gpu is left out (#multigpu: with fewer than two devices), and when
--- the run ends one line says how many and why. Put the tag on `it` blocks,
--- not on `describe`.
+-- and `require("gpurun.testing")` in a spec file for the assertions alone.
 local gpurun = require("gpurun")
 local check = require("gpurun.script.check")
 
 local testing = {}
 
+-- The #gpu rule: on a machine without a usable GPU every `it` whose name
+-- holds #gpu is left out (#multigpu: with fewer than two devices), and when
+-- the run ends one line says how many and why. Put the tag on `it` blocks,
+-- not on `describe`.
+--
 -- The rule's state lives in the registry, not in this module: busted
 -- insulates spec files, dropping modules they load, and the rule must be
 -- installed once per run however often this file is loaded.
@@ -175,6 +165,16 @@ end
 
 -- The assertions: the message is the verdict's line, not luassert's
 -- rendering of the arguments (a buffer prints as its address).
+--
+--   assert.buffer_near(expected, actual [, rtol [, atol [, message]]])
+--   assert.buffer_equal(expected, actual [, message])
+--
+-- actual is a gpurun.Buffer, a gpurun.PinnedBuffer or a table of numbers;
+-- expected is one of those or a number. An element passes when
+-- |actual - expected| <= atol + rtol * |expected| (rtol 1e-5 and atol 1e-8
+-- by default; 0 and 0 for buffer_equal); NaN never passes. The verdict is
+-- gpurun.check's, so a failure reads as its lines do: how many elements
+-- differ, and the worst one, its index (from 1) and both values.
 local function assertion(name, tolerances)
   return function(state, arguments)
     local expected, actual = arguments[1], arguments[2]

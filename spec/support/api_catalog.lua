@@ -4,7 +4,30 @@
 -- names everything the module and its metatables really hold, so a new
 -- function or method fails the suite until it is described and covered. The
 -- fuzzer (tools/fuzz.lua) draws its calls and their likely arguments from it.
---
+local catalog = {}
+
+-- The types a script can hold, by the name after "gpurun." in their
+-- metatable's name.
+catalog.types = {
+  "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
+  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
+  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
+}
+
+-- Metatables gpurun registers for itself that no script ever holds.
+catalog.internal_types = {
+  CompileOutput = "NVRTC's output during a compile, freed by the collector",
+  Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
+}
+
+-- Types that need a current device to make one (the others can be made on
+-- any machine).
+catalog.device_types = {
+  Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
+  Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
+  MemoryPool = true,
+}
+
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
 --   count      element count           dtype      dtype name
 --   element    a value to store        integer    any integer
@@ -46,30 +69,7 @@
 -- writes = the argument position of a path the call writes (the fuzzer
 -- points it at a scratch file).
 -- A trailing "..." entry means any number of the kind before it.
-local catalog = {}
-
--- The types a script can hold, by the name after "gpurun." in their
--- metatable's name.
-catalog.types = {
-  "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
-  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
-}
-
--- Metatables gpurun registers for itself that no script ever holds.
-catalog.internal_types = {
-  CompileOutput = "NVRTC's output during a compile, freed by the collector",
-  Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
-}
-
--- Types that need a current device to make one (the others can be made on
--- any machine).
-catalog.device_types = {
-  Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
-  Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
-  MemoryPool = true,
-}
-
+--
 -- Module functions. never_raises: takes no arguments and answers on any
 -- machine (extra arguments are ignored, as Lua's own functions do).
 -- allocates = the argument position of an element count that sizes an

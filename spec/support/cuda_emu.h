@@ -1,25 +1,10 @@
 /* A small CUDA emulator for the specs: gpurun's generated kernels, compiled
  * as C++ with g++, run on the CPU, so that what they compute is checked on a
- * machine with no GPU (spec/support/emulated_gpu.lua drives it).
- *
- * Each CUDA thread is a fiber (ucontext); the fibers of a block run in one
- * OS thread, switching at every barrier, shuffle, ballot and __nanosleep, so
- * __shared__ variables are `static thread_local` (one copy per block in
- * flight). Several blocks run at once on a few OS threads, so that blocks
- * really race: the last-block ticket of reductions and the decoupled
- * look-back of scans see other blocks mid-way. Memory operations that order
- * blocks (fences, atomics, acquire/release, ld.cg) map to the C++ atomics
- * builtins. The scan's inline-PTX helpers are replaced by their C++
- * equivalents (GPURUN_SCAN_COMMON is defined first).
- *
- * Input on stdin, one command a line:
- *   buffer ID BYTES PATH|-|garbage   make a buffer: PATH's bytes, zeros (-) or 0xA5 bytes
- *   fill ID BYTE_OFFSET COUNT SIZE HEX   COUNT elements of SIZE bytes, each the bytes of HEX
- *   launch KEY GRID BLOCK NARGS      then NARGS lines:
- *   b ID OFFSET                      a pointer into buffer ID
- *   s SIZE HEX                       a scalar of SIZE bytes
- *   dump ID PATH                     write the buffer's bytes to PATH
- */
+ * machine with no GPU (spec/support/emulated_gpu.lua drives it through
+ * main() at the end, whose commands come on stdin). Memory operations that
+ * order blocks (fences, atomics, acquire/release, ld.cg) map to the C++
+ * atomics builtins. The scan's inline-PTX helpers are replaced by their
+ * C++ equivalents (GPURUN_SCAN_COMMON is defined first). */
 #ifndef GPURUN_CUDA_EMU_H
 #define GPURUN_CUDA_EMU_H
 
@@ -86,6 +71,12 @@ emu_switch:
 #define EMU_FAST_SWITCH 1
 #endif
 
+/* Each CUDA thread is a fiber (ucontext); the fibers of a block run in one
+ * OS thread, switching at every barrier, shuffle, ballot and __nanosleep, so
+ * __shared__ variables are `static thread_local` (one copy per block in
+ * flight). Several blocks run at once on a few OS threads, so that blocks
+ * really race: the last-block ticket of reductions and the decoupled
+ * look-back of scans see other blocks mid-way. */
 namespace emu {
 
 const size_t STACK_BYTES = 256 * 1024;
@@ -431,6 +422,14 @@ inline std::vector<unsigned char> from_hex(const char *text, size_t size)
     return bytes;
 }
 
+/* Input on stdin, one command a line:
+ *   buffer ID BYTES PATH|-|garbage   make a buffer: PATH's bytes, zeros (-) or 0xA5 bytes
+ *   fill ID BYTE_OFFSET COUNT SIZE HEX   COUNT elements of SIZE bytes, each the bytes of HEX
+ *   launch KEY GRID BLOCK NARGS      then NARGS lines:
+ *   b ID OFFSET                      a pointer into buffer ID
+ *   s SIZE HEX                       a scalar of SIZE bytes
+ *   dump ID PATH                     write the buffer's bytes to PATH
+ */
 inline int main(int concurrency)
 {
     std::map<long, Buffer> buffers;

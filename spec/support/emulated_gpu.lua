@@ -6,14 +6,6 @@
 -- session:run() compiles the programs used with g++ (once per set of
 -- programs, cached in a temporary folder), replays the record and reads
 -- every buffer back.
---
---   local emulated = require("spec.support.emulated_gpu")
---   local session <close> = emulated.session{ multiprocessors = 2 }
---   local x = session:array({ 1, 2, 3 }, "float32")
---   local out = session:zeros(1, "float32")
---   session.modules.prebuilt.sum(session.stream, x, out)
---   session:run()
---   out:get(1) --> 6
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
 
@@ -374,6 +366,14 @@ end
 -- scan, reduction, elementwise), so that the kernels made on its stand-in
 -- device stay out of the caches behind gpurun.sum and the others;
 -- session.stream and session.builder are stand-ins. Close it (<close>).
+--
+--   local emulated = require("spec.support.emulated_gpu")
+--   local session <close> = emulated.session{ multiprocessors = 2 }
+--   local x = session:array({ 1, 2, 3 }, "float32")
+--   local out = session:zeros(1, "float32")
+--   session.modules.prebuilt.sum(session.stream, x, out)
+--   session:run()
+--   out:get(1) --> 6
 function emulated.session(options)
   options = options or {}
   local self = setmetatable({

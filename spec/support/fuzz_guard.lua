@@ -1,15 +1,6 @@
 -- What keeps tools/fuzz.lua's random calls from doing real harm on a GPU
 -- host: allocation sizes are capped, and a launch that would pass gpurun's
 -- checks runs only when it stays inside its buffers and finishes quickly.
---
--- gpurun checks a launch against the kernel's parameter sizes, not their
--- meaning: an 8-byte integer passes where a pointer is expected, and a
--- count larger than the buffers passes too. Such a launch faults on the GPU
--- and poisons the CUDA context for the rest of the process, which is the
--- documented behaviour, not a bug to find. So the guard models the packing
--- rules and the shared test kernels (spec/support/kernels.lua), and skips
--- exactly the launches that would run with unsafe arguments; launches that
--- gpurun refuses still go ahead, since refusing them is what is tested.
 local catalog = require("spec.support.api_catalog")
 
 local guard = {}
@@ -176,6 +167,15 @@ local function config_of(value)
   return { grid = value.grid, block = value.block, shmem_size = value.shmem_size }
 end
 
+-- gpurun checks a launch against the kernel's parameter sizes, not their
+-- meaning: an 8-byte integer passes where a pointer is expected, and a
+-- count larger than the buffers passes too. Such a launch faults on the GPU
+-- and poisons the CUDA context for the rest of the process, which is the
+-- documented behaviour, not a bug to find. So the guard models the packing
+-- rules and the shared test kernels (spec/support/kernels.lua), and skips
+-- exactly the launches that would run with unsafe arguments; launches that
+-- gpurun refuses still go ahead, since refusing them is what is tested.
+--
 -- Whether a launch of `kernel` with `config` and the arguments
 -- args[first..n] may go ahead: true when gpurun would refuse it, or when it
 -- would run safely; false when it would run outside its buffers, or with a

@@ -1,27 +1,9 @@
 #!/usr/bin/env python3
 """NumPy's side of spec/npy_spec.lua's round trip: .npy files NumPy writes
-for gpurun to load, and a check of the files gpurun saved.
+for gpurun to load, and a check of the files gpurun saved; and np.load's
+verdicts for spec/npy_numpy_spec.lua.
 
-  npy_numpy.py write DIR   DIR/<dtype>.npy for every gpurun dtype (1000
-                           values, see expected()), DIR/matrix.npy (3 x 4
-                           float32, 0..11), DIR/v2.npy (format 2.0, int32),
-                           DIR/fortran.npy (Fortran order), DIR/big.npy
-                           (big-endian float32), DIR/complex.npy (complex64,
-                           which gpurun does not read)
-  npy_numpy.py check DIR   loads DIR/from_gpurun_<dtype>.npy and
-                           DIR/from_gpurun_matrix.npy and compares them
-                           with the same values
-  npy_numpy.py verdicts DIR
-                           np.load's verdict on every DIR/*.npy, one JSON
-                           object a line (spec/npy_numpy_spec.lua): name,
-                           ok, and descr (dtype.str), shape, and from the
-                           header: fortran, header_shape and plain (a dtype
-                           with no fields or subarray) when it loads, else
-                           error; dimensions as strings (JSON's numbers are
-                           doubles); numpy_major and python ("3.12") on
-                           every line
-
-write and check print OK and exit 0, or print each difference and exit 1.
+  npy_numpy.py write|check|verdicts DIR
 """
 import json
 import os
@@ -46,6 +28,10 @@ def expected(dtype):
 
 
 def write(directory):
+    """DIR/<dtype>.npy for every gpurun dtype (1000 values, see expected()),
+    DIR/matrix.npy (3 x 4 float32, 0..11), DIR/v2.npy (format 2.0, int32),
+    DIR/fortran.npy (Fortran order), DIR/big.npy (big-endian float32),
+    DIR/complex.npy (complex64, which gpurun does not read). Prints OK."""
     for dtype in DTYPES:
         np.save(os.path.join(directory, dtype + ".npy"), expected(dtype))
     np.save(os.path.join(directory, "matrix.npy"),
@@ -61,6 +47,9 @@ def write(directory):
 
 
 def check(directory):
+    """Loads DIR/from_gpurun_<dtype>.npy and DIR/from_gpurun_matrix.npy and
+    compares them with the same values: prints OK and returns 0, or prints
+    each difference and returns 1."""
     problems = []
     wanted = {"from_gpurun_" + d: expected(d) for d in DTYPES}
     wanted["from_gpurun_matrix"] = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -115,6 +104,11 @@ def header_of(path):
 
 
 def verdicts(directory):
+    """np.load's verdict on every DIR/*.npy, one JSON object a line: name,
+    ok, and descr (dtype.str), shape, and from the header: fortran,
+    header_shape and plain (a dtype with no fields or subarray) when it
+    loads, else error; dimensions as strings (JSON's numbers are doubles);
+    numpy_major and python ("3.12") on every line."""
     warnings.simplefilter("ignore")  # deprecated spellings still load
     for name in sorted(os.listdir(directory)):
         if not name.endswith(".npy"):

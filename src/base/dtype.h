@@ -1,16 +1,7 @@
 /* Element types: the one table of names, sizes, ranges and spellings that
  * buffers, kernel arguments, typed scalars, .npy files and the generated
  * elementwise kernels all use (Lua reads it as gpurun.dtypes), and the one
- * set of rules for storing a number as an element. No Lua.
- *
- * The rules: an integer type takes an integer value in its range, or a float
- * with an integral value in its range (2^20 is 1048576 for an int parameter);
- * a float type takes any number, rounded to the nearest value of the type
- * (ties to even), except that a finite value whose rounding overflows (one
- * of magnitude `overflow` or more: beyond the largest finite value by half an
- * ulp) is out of range. NaN and the infinities store as themselves in float
- * types. float16 and bfloat16 follow the same rules, their subnormals
- * included. */
+ * set of rules for storing a number as an element. No Lua. */
 #ifndef GPURUN_BASE_DTYPE_H
 #define GPURUN_BASE_DTYPE_H
 
@@ -63,7 +54,16 @@ const char *gpurun_dtype_names(void);
 enum gpurun_fit { GPURUN_FITS, GPURUN_NOT_INTEGRAL, GPURUN_OUT_OF_RANGE };
 
 /* Stores an integer or a float as one element of dtype at out (size bytes,
- * little-endian), or says why it does not fit (out is then untouched). */
+ * little-endian), or says why it does not fit (out is then untouched).
+ *
+ * The rules: an integer type takes an integer value in its range, or a float
+ * with an integral value in its range (2^20 is 1048576 for an int parameter);
+ * a float type takes any number, rounded to the nearest value of the type
+ * (ties to even), except that a finite value whose rounding overflows (one
+ * of magnitude `overflow` or more: beyond the largest finite value by half an
+ * ulp) is out of range. NaN and the infinities store as themselves in float
+ * types. float16 and bfloat16 follow the same rules, their subnormals
+ * included. */
 enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out);
 enum gpurun_fit gpurun_store_float(int dtype, double value, void *out);
 

@@ -1,15 +1,8 @@
 /* The on-disk kernel cache (base/kernel_cache.h): looking entries up,
  * storing them, and the one rule that the cache never makes a compile
  * fail. The entry's bytes are kernel_cache_entry.c's, the folder's choice
- * and checks kernel_cache_dir.c's.
- *
- * Writers build the whole file under a temporary name in the same directory
- * and rename() it into place, so a reader sees a complete entry or none, and
- * concurrent writers of the same key just replace one good entry with
- * another. An entry is used only when asking NVRTC's questions again gets
- * the answers it got (base/nvrtc_inputs.h). One bad entry (a FIFO, a
- * directory, a link at its path) is skipped, never a reason to stop using
- * the cache. */
+ * and checks kernel_cache_dir.c's. An entry is used only when asking
+ * NVRTC's questions again gets the answers it got (base/nvrtc_inputs.h). */
 #define _GNU_SOURCE /* mkostemp */
 #include "base/kernel_cache.h"
 
@@ -169,7 +162,8 @@ static enum lookup unreadable_entry(const char *path, int error)
 /* ENTRY_HIT with output filled, when the entry is whole and what NVRTC
  * read is unchanged; ENTRY_IN_THE_WAY when what is at the entry's path is
  * a directory, which no entry can replace. Nothing big is read before the
- * header and the file's size agree. */
+ * header and the file's size agree. One bad entry (a FIFO, a directory, a
+ * link at its path) is skipped, never a reason to stop using the cache. */
 static enum lookup load_entry(const char *path, const unsigned char key[KEY_SIZE],
                               const struct nvrtc_request *request, struct nvrtc_output *output)
 {
@@ -233,6 +227,10 @@ static enum lookup load_entry(const char *path, const unsigned char key[KEY_SIZE
     return ENTRY_MISS; /* a header or the environment changed: compiled again */
 }
 
+/* Builds the whole file under a temporary name in the same directory and
+ * rename()s it into place, so a reader sees a complete entry or none, and
+ * concurrent writers of the same key just replace one good entry with
+ * another. */
 static void store_entry(const char *path, const unsigned char key[KEY_SIZE],
                         const struct nvrtc_request *request, const struct nvrtc_output *output)
 {

@@ -1,5 +1,15 @@
 /* The persistent kernel cache: compiled code on disk, keyed by a hash of
- * everything that changes NVRTC's output. No Lua.
+ * everything that changes NVRTC's output. No Lua. See docs/kernel-cache.md. */
+#ifndef GPURUN_BASE_KERNEL_CACHE_H
+#define GPURUN_BASE_KERNEL_CACHE_H
+
+#include <stdint.h>
+
+#include "base/nvrtc_compile.h"
+
+/* Compiles `request` or fetches it from the cache. tool_version (gpurun's
+ * version) is part of the key. Returns nvrtc_compile()'s result and sets
+ * *from_cache; output is filled either way and must be freed.
  *
  * Directory: $GPURUN_CACHE_DIR, else $XDG_CACHE_HOME/gpurun, else
  * ~/.cache/gpurun (created 0700). GPURUN_NO_CACHE set to anything but "" or
@@ -10,17 +20,7 @@
  * by group or others), switches it off with one warning on stderr; a
  * deleted directory is made again; a corrupt entry is reported, removed and
  * compiled again; a non-file at an entry's path is skipped without blocking
- * and the cache stays on. See docs/kernel-cache.md. */
-#ifndef GPURUN_BASE_KERNEL_CACHE_H
-#define GPURUN_BASE_KERNEL_CACHE_H
-
-#include <stdint.h>
-
-#include "base/nvrtc_compile.h"
-
-/* Compiles `request` or fetches it from the cache. tool_version (gpurun's
- * version) is part of the key. Returns nvrtc_compile()'s result and sets
- * *from_cache; output is filled either way and must be freed. */
+ * and the cache stays on. */
 int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_version,
                          struct nvrtc_output *output, int *from_cache);
 

@@ -1,6 +1,16 @@
-/* The kernel cache's entries as bytes (base/kernel_cache_entry.h).
- *
- * An entry is one file named by the 128-bit key in hex:
+/* The kernel cache's entries as bytes (base/kernel_cache_entry.h): the
+ * key, and the file an entry is, encoded and decoded. */
+#include "base/kernel_cache_entry.h"
+
+#include "base/content_hash.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* An entry is one file named by the 128-bit key in hex:
  *
  *   header  "GPURUNKC" | u32 format | u32 target | u64 payload length |
  *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
@@ -14,16 +24,6 @@
  * read from outside while compiling is in the entry. The checksum catches
  * a truncated copy or a flipped bit; a reader checks the header and the
  * file's size before reading further. */
-#include "base/kernel_cache_entry.h"
-
-#include "base/content_hash.h"
-
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
 #define ENTRY_MAGIC "GPURUNKC"
 #define ENTRY_FORMAT 3u /* 3: what NVRTC read */
 /* No compile makes this much; a header saying more is not believed. */

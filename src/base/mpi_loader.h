@@ -1,22 +1,20 @@
-/* MPI, opened on first use.
- *
- * gpurun never links an MPI library: the first dist.init() under a launcher
- * dlopen()s one and takes the few entry points it needs by their ABI names
- * into one table, so that gpurun runs everything else on a machine without
- * MPI. Two ABIs are spoken, told apart when the library is opened:
- *
- *   Open MPI (libmpi.so.40)  handles are addresses of link-time objects
- *                            (MPI_COMM_WORLD is &ompi_mpi_comm_world)
- *   MPICH (libmpi.so.12)     handles are integer constants (0x44000000);
- *                            also Intel MPI, MVAPICH and Cray MPICH
- *
- * Callers never see a handle: this layer offers the operations gpurun needs
- * on the world communicator. Knows nothing about Lua. */
+/* MPI, opened on first use. gpurun never links an MPI library: the first
+ * dist.init() under a launcher dlopen()s one and takes the few entry points
+ * it needs by their ABI names into one table, so that gpurun runs
+ * everything else on a machine without MPI. Callers never see a handle:
+ * this layer offers the operations gpurun needs on the world communicator.
+ * Knows nothing about Lua. */
 #ifndef GPURUN_BASE_MPI_LOADER_H
 #define GPURUN_BASE_MPI_LOADER_H
 
 #include <stddef.h>
 
+/* The two ABIs spoken, told apart when the library is opened:
+ *
+ *   Open MPI (libmpi.so.40)  handles are addresses of link-time objects
+ *                            (MPI_COMM_WORLD is &ompi_mpi_comm_world)
+ *   MPICH (libmpi.so.12)     handles are integer constants (0x44000000);
+ *                            also Intel MPI, MVAPICH and Cray MPICH */
 enum mpi_flavour { MPI_FLAVOUR_NONE, MPI_FLAVOUR_OPEN_MPI, MPI_FLAVOUR_MPICH };
 
 /* Every entry point gpurun uses, by the name both ABIs export. */

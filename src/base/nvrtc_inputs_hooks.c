@@ -1,16 +1,7 @@
-/* NVRTC's calls into the C library (base/nvrtc_inputs.h).
- *
- * libnvrtc reaches the C library through its global offset table. Once per
- * process, the slots of the calls that look at the outside world (open,
- * fopen, stat, access, getcwd, getenv, dlopen, readlink, realpath) are
- * pointed here, in libnvrtc's table alone (base/import_slots.h). While a
- * compile is recorded each call is passed on and recorded as a question
- * and its answer; outside one the calls pass straight through.
- *
- * Calls whose effect is not recorded (listing a directory, writing or
- * removing a file, starting a process) mark the compile as one not to
- * store. A library that imports a file-system call this file does not
- * know is not watched at all: the kernel cache then stays off. */
+/* NVRTC's calls into the C library (base/nvrtc_inputs.h), pointed here
+ * once per process in libnvrtc's table alone (base/import_slots.h). While
+ * a compile is recorded each call is passed on and recorded as a question
+ * and its answer; outside one the calls pass straight through. */
 #define _GNU_SOURCE
 #include "base/nvrtc_inputs.h"
 
@@ -319,6 +310,12 @@ static long hook_syscall(long number, ...)
 
 /* ---- installing them ---------------------------------------------------- */
 
+/* libnvrtc reaches the C library through its global offset table: the
+ * slots of the calls that look at the outside world (open, fopen, stat,
+ * access, getcwd, getenv, dlopen, readlink, realpath) are pointed at the
+ * hooks above. Calls whose effect is not recorded (listing a directory,
+ * writing or removing a file, starting a process) mark the compile as one
+ * not to store. */
 #define HOOK(symbol, field) {symbol, (void *)hook_##field, (void **)&real.field}
 static const struct import_hook hooks[] = {
     HOOK("open", open), HOOK("fopen", fopen), HOOK("fopen64", fopen64),
@@ -333,7 +330,8 @@ static const struct import_hook hooks[] = {
 };
 
 /* Calls that reach files or other programs which this file does not
- * watch: a libnvrtc importing one is not watched at all. */
+ * watch: a libnvrtc importing one is not watched at all, and the kernel
+ * cache then stays off. */
 static const char *const unwatched[] = {
     "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2", "creat",
     "creat64", "freopen", "freopen64", "fdopendir", "stat", "stat64", "lstat", "lstat64",

@@ -1,53 +1,18 @@
-/* Kernel parameter types read from PTX signatures. No Lua, no GPU.
- *
- * A PTX module declares every kernel with its parameters:
- *
- *   .visible .entry vec_add(
- *       .param .u64 vec_add_param_0,                  // a pointer or a 64-bit integer
- *       .param .f32 vec_add_param_1,                  // float
- *       .param .align 8 .b8 vec_add_param_2[16]       // a 16-byte struct passed by value
- *   )
- *
- * This module reads those lists into, per kernel, each parameter's PTX type,
- * size, alignment and offset in the parameter buffer, which is what a launch
- * needs to check and pack its arguments by type.
- *
- * What the PTX of NVRTC (CUDA 13.0) tells, measured on test kernels (see
- * tests/fixtures/ptx/README.md):
- *
- * - Floating point from integers: float is .f32, double .f64. __half and
- *   __nv_bfloat16 are structs, so they appear as .align 2 .b8 x[2].
- * - Sizes of integers: char, bool .u8; short .u16; int, unsigned .u32;
- *   long long, size_t .u64.
- * - NOT signedness: every C integer type is .uN, `int` included (.sN never
- *   appears in a signature; it shows only in the body's ld.param.s8). So a
- *   PTX_PARAM_UNSIGNED parameter from NVRTC is "an integer of this size";
- *   refusing -1 for it would refuse it for every `int` parameter.
- * - Pointers only for Blackwell and later targets: for .target sm_100 and up
- *   (and compute_100 and up) NVRTC writes `.param .u64 .ptr .align 1 x` for
- *   every pointer parameter, and a plain .u64 for 64-bit integers. For sm_90
- *   and earlier a pointer and an unsigned long long are the same .u64, with
- *   no attribute; nothing in the PTX (options -G, -lineinfo, -rdc, -dopt
- *   tried) tells them apart. `pointer` below says which case a parameter is.
- * - Structs, unions and vector types (float4, int2, ...): one aggregate of
- *   the struct's size and alignment; the members are not described.
- *
- * NVRTC gives the PTX after a CUBIN compile too (nvrtcGetPTXSize works after
- * compiling for sm_90), so nvrtc_compile() reads the signatures for both
- * targets; only -dlto (NVVM IR, empty PTX) leaves them unknown.
- *
- * The parameter count known from the signature is also what keeps gpurun
- * sanitizer-clean: without it the count is found by calling
- * cuKernelGetParamInfo until it fails, and compute-sanitizer reports that
- * deliberate CUDA_ERROR_INVALID_VALUE as an error for every kernel. With a
- * signature, call cuKernelGetParamInfo only for indexes below param_count
- * (or not at all: the offsets here are the driver's layout). */
+/* Kernel parameter types read from PTX signatures: per kernel, each
+ * parameter's PTX type, size, alignment and offset in the parameter buffer,
+ * which is what a launch needs to check and pack its arguments by type.
+ * What NVRTC's PTX tells and does not tell is measured in
+ * tests/fixtures/ptx/README.md. No Lua, no GPU. */
 #ifndef GPURUN_BASE_PTX_PARAMS_H
 #define GPURUN_BASE_PTX_PARAMS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* NVRTC writes every C integer type as .uN, `int` included (.sN never
+ * appears in a signature; it shows only in the body's ld.param.s8). So a
+ * PTX_PARAM_UNSIGNED parameter from NVRTC is "an integer of this size":
+ * refusing -1 for it would refuse it for every `int` parameter. */
 enum ptx_param_kind {
     PTX_PARAM_UNSIGNED,  /* .u8 .u16 .u32 .u64: any C integer (and, for sm_90, pointers) */
     PTX_PARAM_SIGNED,    /* .s8 .s16 .s32 .s64: only hand-written PTX has these */
@@ -56,6 +21,11 @@ enum ptx_param_kind {
     PTX_PARAM_AGGREGATE, /* an array such as .b8 x[16]: a struct, union or vector by value */
 };
 
+/* For .target sm_100 and up (and compute_100 and up) NVRTC writes
+ * `.param .u64 .ptr .align 1 x` for every pointer parameter, and a plain
+ * .u64 for 64-bit integers. For sm_90 and earlier a pointer and an
+ * unsigned long long are the same .u64, with no attribute; nothing in the
+ * PTX (options -G, -lineinfo, -rdc, -dopt tried) tells them apart. */
 enum ptx_pointer {
     PTX_POINTER_NO,      /* not a pointer: not 64 bits, or .u64 where pointers are marked */
     PTX_POINTER_YES,     /* marked .ptr */
@@ -75,6 +45,12 @@ struct ptx_param {
     char space[8];          /* .ptr .global and the like, without the dot; "" if generic */
 };
 
+/* The parameter count known from the signature is also what keeps gpurun
+ * sanitizer-clean: without it the count is found by calling
+ * cuKernelGetParamInfo until it fails, and compute-sanitizer reports that
+ * deliberate CUDA_ERROR_INVALID_VALUE as an error for every kernel. With a
+ * signature, call cuKernelGetParamInfo only for indexes below param_count
+ * (or not at all: the offsets here are the driver's layout). */
 struct ptx_kernel_signature {
     const char *name;            /* as in the PTX: the extern "C" name or the mangled one */
     size_t param_count;
@@ -96,11 +72,24 @@ struct ptx_signatures {
 };
 
 /* Parses every .entry declaration of the PTX text (size bytes; NUL not
- * needed), in time linear in its size (kernels included) whatever it holds. Device functions (.func), bodies, comments, strings and debug
- * sections are skipped; .visible and .weak entries count, .extern
- * declarations (defined in another module) do not. Returns 1 with *out
- * filled (free it with ptx_signatures_free), or 0 with `error` saying what
- * and on which line, and *out empty. */
+ * needed), in time linear in its size (kernels included) whatever it holds.
+ * A PTX module declares every kernel with its parameters:
+ *
+ *   .visible .entry vec_add(
+ *       .param .u64 vec_add_param_0,                  // a pointer or a 64-bit integer
+ *       .param .f32 vec_add_param_1,                  // float
+ *       .param .align 8 .b8 vec_add_param_2[16]       // a 16-byte struct passed by value
+ *   )
+ *
+ * Device functions (.func), bodies, comments, strings and debug sections
+ * are skipped; .visible and .weak entries count, .extern declarations
+ * (defined in another module) do not. Returns 1 with *out filled (free it
+ * with ptx_signatures_free), or 0 with `error` saying what and on which
+ * line, and *out empty.
+ *
+ * NVRTC gives the PTX after a CUBIN compile too (nvrtcGetPTXSize works
+ * after compiling for sm_90), so nvrtc_compile() reads the signatures for
+ * both targets; only -dlto (NVVM IR, empty PTX) leaves them unknown. */
 int ptx_signatures_parse(const char *ptx, size_t size, struct ptx_signatures *out,
                          char *error, size_t error_size);
 

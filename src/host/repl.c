@@ -4,11 +4,9 @@
  * _PROMPT and _PROMPT2, through tostring; a first line "=expr" means
  * "return expr"; a line is tried as an expression first, so that its values
  * print; an unfinished statement reads more lines; errors print without the
- * program name.
- *
- * One difference, on purpose: input that ends inside an unfinished
- * statement reports its syntax error (as lua 5.4.6 does), where lua 5.4.4
- * prints the prompt's value, or "(null)", in its place. */
+ * program name. One difference, on purpose (docs/command-line.md): input
+ * that ends inside an unfinished statement reports its syntax error (as lua
+ * 5.4.6 does), where lua 5.4.4 prints the prompt's value in its place. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

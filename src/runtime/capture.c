@@ -1,16 +1,9 @@
-/* The capture registry: every capture in progress, what each keeps alive,
- * frees deferred while one runs, and the rule that ends them all when an
- * error is raised (gpurun_capture_abort_all, which runtime/error.c calls
- * before raising anything).
- *
- * An origin capture (begin_building on a stream) makes one graph. Forks
- * (builder:split) are other streams recording into the same graph until
- * they are joined back; bodies are conditional nodes' graphs, each recorded
- * on a stream of its own. The origin keeps each gpurun object any of them
- * used (buffers, kernels) in a table and counts as its user, so closing one
- * explicitly is refused while a graph may still touch it; the Graph
- * completed from it takes its own copy of the list. Nothing here raises:
- * callers turn results into errors. */
+/* The capture registry: every capture in progress (origins, forks and
+ * bodies: runtime.h's gpurun_capture_role), what each keeps alive, frees
+ * deferred while one runs, and the rule that ends them all when an error
+ * is raised (gpurun_capture_abort_all, which runtime/error.c calls before
+ * raising anything). Nothing here raises: callers turn results into
+ * errors. */
 #include "runtime/runtime.h"
 
 #include <string.h>
@@ -368,6 +361,10 @@ void gpurun_capture_abort_all(lua_State *L)
     gpurun_flush_frees();
 }
 
+/* The origin keeps each gpurun object it or its forks and bodies used
+ * (buffers, kernels) in a table and counts as its user, so closing one
+ * explicitly is refused while a graph may still touch it; the Graph
+ * completed from it takes its own copy of the list. */
 void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index)
 {
     index = lua_absindex(L, index);

@@ -1,21 +1,6 @@
 /* Host callbacks (gpurun.HostCallback): a Lua function run at a point of a
- * stream's order, through cuLaunchHostFunc or a graph's host node.
- *
- * The driver runs host functions on a thread of its own, and a lua_State
- * must never be entered from two threads. So the function the driver
- * calls (gpurun_host_call_trampoline) runs no Lua: it posts "this call is
- * reached" to a queue and returns at once. The main thread runs what is
- * posted whenever gpurun waits for the GPU (gpurun_wait_stream polls while
- * any call is pending, Event:sync, a device-wide wait, the buffer
- * operations that wait), and a call may run only then.
- *
- * The driver's thread never waits for the main thread: a host function that
- * blocks holds the driver's own locks, and the next driver call of the main
- * thread (a stream made, code loaded, memory freed) would wait for it while
- * it waits for the main thread, which hung the GPU fuzzer. So the stream's
- * later work does not wait for the Lua function; the function runs after
- * the work before it. Inside the function, gpurun refuses to launch,
- * allocate or wait.
+ * stream's order, through cuLaunchHostFunc or a graph's host node; the
+ * rule and why it is so are in docs/api.md ("Host callbacks").
  *
  * This file is the mechanism alone (the queue, the counts, the threads) and
  * calls no other part of the runtime: runtime/state.c runs the calls and
@@ -56,6 +41,20 @@ static void append(struct waiter *waiter)
     pthread_cond_broadcast(&posted);
 }
 
+/* The driver runs host functions on a thread of its own, and a lua_State
+ * must never be entered from two threads. So the function the driver calls
+ * runs no Lua: it posts "this call is reached" to a queue and returns at
+ * once. The main thread runs what is posted whenever gpurun waits for the
+ * GPU (gpurun_wait_stream polls while any call is pending, Event:sync, a
+ * device-wide wait, the buffer operations that wait), and a call may run
+ * only then.
+ *
+ * The driver's thread does not wait for the main thread: a host function
+ * that blocks holds the driver's own locks, and the next driver call of the
+ * main thread (a stream made, code loaded, memory freed) would wait for it
+ * while it waits for the main thread. So the stream's later work does not
+ * wait for the Lua function; the function runs after the work before it.
+ * Inside the function, gpurun refuses to launch, allocate or wait. */
 void CUDA_CB gpurun_host_call_trampoline(void *data)
 {
     struct waiter *waiter = malloc(sizeof *waiter);

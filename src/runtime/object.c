@@ -1,21 +1,6 @@
 /* Objects and their types: the header every gpurun userdata starts with,
- * registering a type's metatable, and method lookup by plain table reads.
- *
- * A method must cost one table read, which is what lets data be fields
- * (buf.dtype, graph.node_count) without slowing down the calls that run in
- * loops (graph:launch, plan:launch). A type with no fields has its methods
- * table as its __index. A type with fields cannot: when __index is a table,
- * Lua looks a missing key up in that table's own metatable with the table,
- * not the object, so no getter could see which object it was asked about.
- * So an object of such a type that is asked for its methods often enough
- * (PROMOTE_AFTER look-ups: one that is made, used once and closed never is,
- * so making objects stays cheap) gets a metatable of its own (the type's
- * metamethods, copied) whose __index is a table of its own, holding a
- * reference to the object: a key it lacks goes to one C function that finds
- * the object there, answers a method and keeps it in the table (the next
- * look-up is a plain read), or reads a field. `__metatable` makes
- * getmetatable(object) the type's metatable, as before. Until then the
- * type's __index, one C function, answers. */
+ * registering a type's metatable, and method lookup by plain table reads
+ * (docs/architecture.md, "Objects and types", says why it is done so). */
 #include "runtime/runtime.h"
 
 #include <string.h>
@@ -80,8 +65,21 @@ void *gpurun_new_object(lua_State *L, size_t size, int uservalues, const struct 
     return object;
 }
 
-/* Method look-ups through the type's __index before an object gets a
- * metatable of its own. */
+/* A method must cost one table read, which is what lets data be fields
+ * (buf.dtype, graph.node_count) without slowing down the calls that run in
+ * loops (graph:launch, plan:launch). A type with no fields has its methods
+ * table as its __index. A type with fields cannot: when __index is a table,
+ * Lua looks a missing key up in that table's own metatable with the table,
+ * not the object, so no getter could see which object it was asked about.
+ * So an object of such a type that is asked for its methods often enough
+ * (PROMOTE_AFTER look-ups: one that is made, used once and closed never is,
+ * so making objects stays cheap) gets a metatable of its own (the type's
+ * metamethods, copied) whose __index is a table of its own, holding a
+ * reference to the object: a key it lacks goes to one C function that finds
+ * the object there, answers a method and keeps it in the table (the next
+ * look-up is a plain read), or reads a field. `__metatable` makes
+ * getmetatable(object) the type's metatable. Until then the type's
+ * __index, one C function, answers. */
 #define PROMOTE_AFTER 3
 
 /* Gives the object at 1 its own metatable, when its type makes them. */

@@ -1,25 +1,11 @@
 /* The runtime layer: what every Lua type of gpurun stands on, and no type
- * of its own.
- *
- *   runtime/error.c    raising errors, and what messages call values; every
- *                      error gpurun raises goes through here, which is what
- *                      makes the capture rule hold
- *   runtime/object.c   the object header, type registration with methods
- *                      looked up by plain table reads, checks of self and of
- *                      arguments by type
- *   runtime/value.c    arguments as numbers, integers, strings, dtypes and
- *                      elements (over base/dtype.c's one set of rules)
- *   runtime/state.c    contexts, the current device and stream, the module's
- *                      state object
- *   runtime/stream_order.c  one stream waiting for the work queued on another
- *   runtime/capture.c  the capture registry: which streams are being captured,
- *                      what each capture keeps alive, deferred frees, and the
- *                      rule that an error raised during a capture ends it
- *   runtime/host_calls.c  host callbacks: the driver's thread posts, the main
- *                      thread runs the Lua function while it waits
- *
- * Below it: the driver loader, NVRTC and the kernel cache, base/dtype.c (no Lua).
- * Above it: one file per Lua type (l*.c), then the module opener (module/opener.c). */
+ * of its own. error.c raises every error (which is what makes the capture
+ * rule hold); object.c registers types and looks methods up; value.c reads
+ * arguments (over base/dtype.c's rules); state.c keeps contexts and the
+ * current device and stream; stream_order.c orders one stream after
+ * another; capture.c keeps the captures in progress; host_calls.c runs host
+ * callbacks. Below it: src/base/ (no Lua). Above it: one file per Lua type
+ * (src/types/), then the module opener (module/opener.c). */
 #ifndef GPURUN_RUNTIME_RUNTIME_H
 #define GPURUN_RUNTIME_RUNTIME_H
 

@@ -2,13 +2,7 @@
  * process alone), and NCCL collectives on gpurun.Buffers over the world's
  * communicator, on a stream or inside a graph capture. lua/gpurun/dist.lua
  * holds the policy (which launcher, which device, defaults) and exports
- * most of these functions as they are; they are registered as closures over
- * the names the user calls them by ("dist.all_reduce"), so that argument
- * errors name what the script called.
- *
- * The functions live in package.loaded["gpurun.dist_core"], set while the
- * gpurun module opens, so that dist.lua finds them with require wherever
- * gpurun itself was loaded from. */
+ * most of these functions as they are. */
 #include "types/dist.h"
 
 #include <stdlib.h>
@@ -523,6 +517,11 @@ static const struct {
     {"reduce_scatter", core_reduce_scatter, "dist.reduce_scatter"},
 };
 
+/* The functions live in package.loaded["gpurun.dist_core"], set while the
+ * gpurun module opens, so that dist.lua finds them with require wherever
+ * gpurun itself was loaded from. They are registered as closures over the
+ * names the user calls them by ("dist.all_reduce"), so that argument errors
+ * name what the script called. */
 void gpurun_open_dist(lua_State *L)
 {
     gpurun_register_type(L, &communicator_type);

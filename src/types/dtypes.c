@@ -1,15 +1,7 @@
 /* gpurun.dtypes: the element types of base/dtype.c's one table, for the
  * module's Lua parts and library (elementwise kernels, .npy files) and for
- * scripts, so that no table of dtypes is written again in Lua. A sequence in
- * the table's order whose entries are also keyed by name:
- *
- *   gpurun.dtypes[1].name, #gpurun.dtypes       --> "float32", 12
- *   gpurun.dtypes.float16                       --> { name = "float16", size = 2,
- *       c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
- *       scalar = "f16", numpy = "<f2", kind = "float", float = true, digits = 11,
- *       min = -65504.0, max = 65504.0, overflow = 65520.0 }
- *
- * The tables are read-only, so that what reads them can trust them. */
+ * scripts, so that no table of dtypes is written again in Lua. The tables
+ * are read-only, so that what reads them can trust them. */
 #include "types/dtypes.h"
 
 #include <math.h>
@@ -117,6 +109,13 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
     make_read_only(L);
 }
 
+/* A sequence in the table's order whose entries are also keyed by name:
+ *
+ *   gpurun.dtypes[1].name, #gpurun.dtypes       --> "float32", 12
+ *   gpurun.dtypes.float16                       --> { name = "float16", size = 2,
+ *       c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
+ *       scalar = "f16", numpy = "<f2", kind = "float", float = true, digits = 11,
+ *       min = -65504.0, max = 65504.0, overflow = 65520.0 } */
 void gpurun_open_dtypes(lua_State *L)
 {
     lua_createtable(L, GPURUN_DTYPE_COUNT, GPURUN_DTYPE_COUNT);

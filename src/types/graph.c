@@ -1,27 +1,7 @@
 /* gpurun.Graph: what GraphBuilder:complete() instantiates, replayed with
  * graph:launch(stream), updated in place from a new capture of the same
  * pipeline (graph:update(builder)); its nodes are read and changed one by
- * one in types/graph_nodes.c.
- *
- * A graph holds every Buffer and Kernel its capture used (user value 1, a
- * sequence) and counts as their user, so the collector cannot free memory a
- * replay touches and an explicit close is refused. It keeps a clone of the
- * captured graph, whose nodes name the executable's (user value 2 lists
- * them), and for each kernel node whose Kernel it knows, that node's launch
- * as it now stands (user value 3: node index -> { kernel, launch }), and
- * the HostCallbacks its host nodes run (user value 6, a sequence): each
- * replay queues one run of each.
- *
- * Memory nodes: a Buffer made on a builder of the capture (gpurun.empty(n,
- * dtype, { stream = builder })) is an allocation node, and closing it while
- * the capture builds a free node. One still open when the capture ended
- * belongs to the graph (user value 4 lists them, 5 their addresses): each
- * launch makes its memory anew at the same address, so a launch is refused
- * while the last launch's is still held by an open buffer, unless the
- * graph was completed with { auto_free_on_launch = true }, where each launch
- * frees the last one's first. What a closed buffer no longer holds, the
- * graph frees after each launch itself. Such graphs cannot be copied, so
- * complete() takes the builder's graph over, as for conditional nodes. */
+ * one in types/graph_nodes.c, and what it holds is in types/graph.h. */
 #include "types/graph.h"
 
 #include <stdio.h>
@@ -187,7 +167,18 @@ static int has_ordered_buffer(lua_State *L, int index)
 }
 
 /* Takes over the buffers the capture's allocation nodes make: the sequence
- * at the top (popped), and a table of their addresses. */
+ * at the top (popped), and a table of their addresses.
+ *
+ * Memory nodes: a Buffer made on a builder of the capture (gpurun.empty(n,
+ * dtype, { stream = builder })) is an allocation node, and closing it while
+ * the capture builds a free node. One still open when the capture ended
+ * belongs to the graph: each launch makes its memory anew at the same
+ * address, so a launch is refused while the last launch's is still held by
+ * an open buffer, unless the graph was completed with
+ * { auto_free_on_launch = true }, where each launch frees the last one's
+ * first. What a closed buffer no longer holds, the graph frees after each
+ * launch itself. Such graphs cannot be copied, so complete() takes the
+ * builder's graph over, as for conditional nodes. */
 static void take_allocations(lua_State *L, struct gpurun_graph *graph, int graph_index)
 {
     int sequence = lua_gettop(L);

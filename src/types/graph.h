@@ -8,7 +8,14 @@
 
 extern const struct gpurun_tag gpurun_graph_tag;
 
-/* Its user values (types/graph.c says what each holds). */
+/* Its user values. A graph holds every Buffer and Kernel its capture used
+ * (KEPT, a sequence) and counts as their user, so the collector cannot free
+ * memory a replay touches and an explicit close is refused. It keeps a
+ * clone of the captured graph, whose nodes name the executable's (NODES
+ * lists them), and for each kernel node whose Kernel it knows, that node's
+ * launch as it now stands (KERNEL_NODES: node index -> { kernel, launch }),
+ * and the HostCallbacks its host nodes run (HOST_CALLBACKS, a sequence):
+ * each replay queues one run of each. */
 #define GPURUN_GRAPH_KEPT_VALUE 1
 #define GPURUN_GRAPH_NODES_VALUE 2
 #define GPURUN_GRAPH_KERNEL_NODES_VALUE 3

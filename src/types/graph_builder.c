@@ -1,16 +1,8 @@
-/* gpurun.GraphBuilder: a capture into a graph, as cuda.core names it.
- *
- *   stream:create_graph_builder()      a builder of the stream (an origin)
- *   builder:begin_building()/end_building()
- *   builder:split(n) -> builder, b2, ... bn: forks of the capture on streams
- *                      of their own, joined back with gpurun.join(...)
- *   builder:record([event]), builder:wait(event | builder)
- *   builder:create_condition([default]), if_then / if_else / switch /
- *   while_loop -> body builders of a conditional node
- *   builder:debug_dot_print(path [, options])
- *
- * The captures themselves, and the rule that an error ends them, are the
- * runtime's (runtime/capture.c). Graph (types/graph.c) adds complete(). */
+/* gpurun.GraphBuilder: a capture into a graph, as cuda.core names it: a
+ * stream's builder, its forks (builder:split) and the body builders of
+ * conditional nodes. The captures themselves, and the rule that an error
+ * ends them, are the runtime's (runtime/capture.c). Graph (types/graph.c)
+ * adds complete(). */
 #include "types/graph_builder.h"
 
 #include <string.h>
@@ -492,6 +484,14 @@ static int builder_tostring(lua_State *L)
     return 1;
 }
 
+/*   stream:create_graph_builder()      a builder of the stream (an origin)
+ *   builder:begin_building()/end_building()
+ *   builder:split(n) -> builder, b2, ... bn: forks of the capture on streams
+ *                      of their own, joined back with gpurun.join(...)
+ *   builder:record([event]), builder:wait(event | builder)
+ *   builder:create_condition([default]), if_then / if_else / switch /
+ *   while_loop -> body builders of a conditional node
+ *   builder:debug_dot_print(path [, options]) */
 static const luaL_Reg builder_methods[] = {
     {"begin_building", builder_begin_building},
     {"end_building", builder_end_building},

@@ -1,15 +1,12 @@
 /* gpurun.HostCallback(fn): fn() runs at a point of a stream's order,
  * queued with callback:launch(stream) (cuLaunchHostFunc) or captured as a
  * graph's host node with callback:launch(builder), run at each replay.
- *
- * It runs on the main thread, while the script waits for the GPU
- * (Stream:sync, Event:sync, a buffer read, a pipeline's wait): the
- * driver's thread only says it is reached and goes on, so the stream's
- * later work does not wait for fn (runtime/host_calls.c says why). fn must
- * not call into the GPU; gpurun
- * refuses launches, allocations and waits inside it. An error it raises is
- * raised by the wait that ran it. A callback with runs queued is kept
- * alive until they are done, and refuses to close. */
+ * It runs on the main thread, while the script waits for the GPU (a sync,
+ * a buffer read, a pipeline's wait), and the stream's later work does not
+ * wait for it (runtime/host_calls.c says why). fn must not call into the
+ * GPU: gpurun refuses launches, allocations and waits inside it. An error
+ * it raises is raised by the wait that ran it. A callback with runs queued
+ * is kept alive until they are done, and refuses to close. */
 #include "types/host_callback.h"
 
 #include "types/launch.h"

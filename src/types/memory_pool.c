@@ -1,15 +1,7 @@
 /* gpurun.MemoryPool: a driver memory pool (cuda.core's DeviceMemoryResource
- * over one), and the device's graph memory (cuda.core's GraphMemoryResource):
- *
- *   gpurun.MemoryPool{ device =, release_threshold =, max_size = }   a new pool
- *   dev:memory_pool()                      the device's default pool
- *   pool.used, .reserved, .used_high, .reserved_high, .release_threshold,
- *   .max_size, .device, .buffers, .is_default, .handle
- *   pool:trim([keep_bytes]), pool:reset_peaks(), pool:close()
- *   dev:graph_memory(), dev:trim_graph_memory(), dev:reset_graph_memory_peaks()
- *
- * Buffers come from a pool through gpurun.empty(n, dtype, { pool =, stream = })
- * and the other constructors (types/buffer/memory.c), which count them here so
+ * over one), and the device's graph memory (cuda.core's GraphMemoryResource).
+ * Buffers come from a pool through gpurun.empty(n, dtype, { pool = }) and
+ * the other constructors (types/buffer/memory.c), which count them here so
  * that closing a pool with buffers still open is refused.
  *
  * Every driver call on a pool runs in relaxed capture mode while a capture
@@ -494,6 +486,13 @@ static int device_reset_graph_memory_peaks(lua_State *L)
 }
 
 /* ---- registration ------------------------------------------------------- */
+
+/*   gpurun.MemoryPool{ device =, release_threshold =, max_size = }   a new pool
+ *   dev:memory_pool()                      the device's default pool
+ *   pool.used, .reserved, .used_high, .reserved_high, .release_threshold,
+ *   .max_size, .device, .buffers, .is_default, .handle
+ *   pool:trim([keep_bytes]), pool:reset_peaks(), pool:close()
+ *   dev:graph_memory(), dev:trim_graph_memory(), dev:reset_graph_memory_peaks() */
 
 static const luaL_Reg pool_methods[] = {
     {"trim", pool_trim},

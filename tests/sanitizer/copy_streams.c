@@ -1,22 +1,10 @@
 /* tests/sanitizer/copy_streams.c — scripts/dag.lua's two-stream round with
  * the driver calls gpurun makes for it and nothing else of gpurun (the same
- * loader and NVRTC call as while_graph.c, through driver_setup.c): b copied into b_copy and shifted
- * into y on a side stream, a scaled into x on the main stream, the main
- * stream waiting for an event of the side one, then combine r = x + y.
- *
- * Under `compute-sanitizer --tool initcheck`, dag.lua, graph_update.lua,
- * pipeline_compare.lua and tests/sanitizer/two_streams.lua's ways with that
- * copy had combine's reads called uninitialized (4096 of them, a whole
- * input) when several programs ran under the tool at once, and none when
- * dag.lua ran alone, though every result was right in fresh memory. If this
- * program is reported the same way, the tool is what loses the writes; if it
- * is clean where gpurun is not, gpurun is at fault.
- *
- *   copy_streams [--rounds N] [--compile-only]
- *
- * Prints the four buffers' addresses, then "copy_streams: N rounds, right"
- * and exits 0; 1 on a CUDA or NVRTC failure or a wrong result; 2 on a usage
- * error. With --compile-only it only compiles the kernels (no GPU needed). */
+ * loader and NVRTC call as while_graph.c, through driver_setup.c), for
+ * compute-sanitizer's initcheck: if this program is reported as gpurun's
+ * are, the tool is what loses the writes; if it is clean where gpurun is
+ * not, gpurun is at fault. docs/reliability.md ("initcheck and a copy
+ * beside a kernel") tells what it found. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +34,14 @@ static void launch(CUfunction function, CUstream stream, CUdeviceptr in, CUdevic
                     stream, args, NULL), what);
 }
 
+/*   copy_streams [--rounds N] [--compile-only]
+ *
+ * Each round: b copied into b_copy and shifted into y on a side stream, a
+ * scaled into x on the main stream, the main stream waiting for an event of
+ * the side one, then combine r = x + y. Prints the four buffers' addresses,
+ * then "copy_streams: N rounds, right" and exits 0; 1 on a CUDA or NVRTC
+ * failure or a wrong result; 2 on a usage error. With --compile-only it
+ * only compiles the kernels (no GPU needed). */
 int main(int argc, char **argv)
 {
     long rounds = 1;

@@ -1,33 +1,10 @@
 -- tests/sanitizer/two_streams.lua: whether initcheck follows writes made on
--- another stream. scripts/dag.lua, bench/graph_update.lua and
--- bench/pipeline_compare.lua read, in `combine`, two buffers written just
--- before by kernels on two streams, and initcheck called the reads
--- uninitialized. The same pipeline here eight ways, each with a combine
--- kernel of its own name so that a report says which way it came from:
---   combine_one_stream   scale, shift and combine on one stream
---   combine_two_streams  shift on a second stream, joined by Stream:wait
---   combine_graph        the two-stream version captured (split and join)
---   combine_copy_graph   the same with a copy first on the second branch,
---                        as dag.lua's (b copied, then shifted)
---   combine_copy_streams dag.lua's two_streams() as it is: the copy and
---                        shift on the second stream, the current stream
---                        set, eight rounds (its warm-up and iterations);
---                        at 906f741 initcheck's reports in dag.lua came
---                        from a cuLaunchKernel of combine (a graph's
---                        kernel node shows its capture's cuLaunchKernel)
---   combine_updated_graph  the copy graph, launched, then updated from a
---                        new capture of it (graph:update) and launched
---   combine_set_args_graph the copy graph, launched, then its scale node's
---                        arguments set again (graph:set_args) and launched
---   combine_uploaded_graph the copy graph uploaded (graph:upload) before its
---                        first launch, as bench.capture and pipelines do
--- Run each way alone, eight at once under initcheck, the ways with the copy
--- were reported and the others not; tests/sanitizer/copy_streams.c, with no
--- gpurun in it, is reported the same way (docs/reliability.md, "initcheck
--- and a copy beside a kernel").
--- Every result is checked exactly; exit 0 when all are right. With a way's
--- name as its argument it runs that way alone, so that a process under
--- initcheck starts from memory no other way wrote.
+-- another stream. scripts/dag.lua's pipeline eight ways, each with a combine
+-- kernel of its own name so that a report says which way it came from;
+-- docs/reliability.md ("initcheck and a copy beside a kernel") tells what
+-- it found. Every result is checked exactly; exit 0 when all are right.
+-- With a way's name as its argument it runs that way alone, so that a
+-- process under initcheck starts from memory no other way wrote.
 local gpurun = require("gpurun")
 
 -- scripts/dag.lua's kernels, and combine again under seven names.
@@ -111,6 +88,22 @@ local function graph_way(combine, b_copy, x, y, r, with_copy, change, upload)
   end
 end
 
+-- The ways, each reading in `combine` two buffers written just before by
+-- kernels on two streams:
+--   combine_one_stream   scale, shift and combine on one stream
+--   combine_two_streams  shift on a second stream, joined by Stream:wait
+--   combine_graph        the two-stream version captured (split and join)
+--   combine_copy_graph   the same with a copy first on the second branch,
+--                        as dag.lua's (b copied, then shifted)
+--   combine_updated_graph  the copy graph, launched, then updated from a
+--                        new capture of it (graph:update) and launched
+--   combine_set_args_graph the copy graph, launched, then its scale node's
+--                        arguments set again (graph:set_args) and launched
+--   combine_uploaded_graph the copy graph uploaded (graph:upload) before its
+--                        first launch, as bench.capture and pipelines do
+--   combine_copy_streams dag.lua's two_streams() as it is: the copy and
+--                        shift on the second stream, the current stream
+--                        set, eight rounds (its warm-up and iterations)
 way("combine_one_stream", function(combine, _, x, y, r)
   gpurun.launch(main, config, scale, a, x, 2.0, n)
   gpurun.launch(main, config, shift, b, y, 0.5, n)

@@ -2,30 +2,10 @@
  * driver calls gpurun makes for it and nothing else of gpurun: no Lua, the
  * same loader (base/cuda_driver.c: dlopen, cuGetProcAddress at gpurun's
  * pinned ABI versions) and the same NVRTC call (base/nvrtc_compile.c),
- * through driver_setup.c.
- *
- * The graph: a copy and a memset, then a while node whose body is a memset
- * (the residual), the relaxation kernel, a copy back and a one-thread kernel
- * that sets the condition with cudaGraphSetConditional. It is instantiated,
- * uploaded and launched several times on one stream, each launch waited for
- * by polling cuStreamQuery as gpurun's waits on a graph with a loop do.
- *
- * Under `compute-sanitizer --tool memcheck`, gpurun fails on the second
- * launch of this graph (CUDA_ERROR_ILLEGAL_ADDRESS from cuStreamQuery):
- * if this program fails the same way, the sanitizer is what cannot follow
- * the conditional node; if it passes, the fault is gpurun's.
- *
- * With --reduction the body finds the residual as scripts/converge.lua
- * does, with a block reduction of gpurun.max_abs_diff's shape after the
- * relaxation; --plain records that step as a graph without the while node,
- * launched once per step from the host, to tell what the tools report of
- * the kernels from what they report of the conditional node.
- *
- *   while_graph [--launches N] [--points N] [--reduction | --plain] [--compile-only]
- *
- * Prints "while_graph: N launches, S steps each" and exits 0; 1 on a CUDA or
- * NVRTC failure or launches that disagree; 2 on a usage error. With
- * --compile-only it only compiles the kernels (no GPU needed). */
+ * through driver_setup.c. If it fails under compute-sanitizer as gpurun
+ * does, the sanitizer is what cannot follow the conditional node; if it
+ * passes, the fault is gpurun's. docs/reliability.md ("converge.lua under
+ * memcheck") tells what it found. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +140,23 @@ static long option_value(int argc, char **argv, int *i)
     return value;
 }
 
+/*   while_graph [--launches N] [--points N] [--reduction | --plain] [--compile-only]
+ *
+ * The graph: a copy and a memset, then a while node whose body is a memset
+ * (the residual), the relaxation kernel, a copy back and a one-thread kernel
+ * that sets the condition with cudaGraphSetConditional. It is instantiated,
+ * uploaded and launched several times on one stream, each launch waited for
+ * by polling cuStreamQuery as gpurun's waits on a graph with a loop do.
+ *
+ * With --reduction the body finds the residual as scripts/converge.lua
+ * does, with a block reduction of gpurun.max_abs_diff's shape after the
+ * relaxation; --plain records that step as a graph without the while node,
+ * launched once per step from the host, to tell what the tools report of
+ * the kernels from what they report of the conditional node.
+ *
+ * Prints "while_graph: N launches, S steps each" and exits 0; 1 on a CUDA or
+ * NVRTC failure or launches that disagree; 2 on a usage error. With
+ * --compile-only it only compiles the kernels (no GPU needed). */
 int main(int argc, char **argv)
 {
     long launches = 3, points = 32;

@@ -3,9 +3,6 @@
 -- policy, so it is Lua; NVRTC itself is called from C (Program:compile),
 -- which takes the finished list of option strings from here.
 --
--- The option strings are built once, in a fixed order, so that equal options
--- always give the same list, and so the same kernel cache key.
---
 -- This is a part of the `gpurun` module: the module opener calls the
 -- function it returns, once per Lua state, with the internals table
 -- ({ raise = f(message) }, which ends any capture in progress as every
@@ -15,7 +12,9 @@
 return function(internal)
   local raise = internal.raise
 
-  -- The keys, in the order their NVRTC options appear in as_list().
+  -- The keys, in the order their NVRTC options appear in as_list(). The
+  -- option strings are built once, in this fixed order, so that equal
+  -- options always give the same list, and so the same kernel cache key.
   local KEYS = { "std", "arch", "defines", "include_paths", "line_info", "debug",
                  "use_fast_math", "max_register_count", "relocatable_device_code", "extra" }
 

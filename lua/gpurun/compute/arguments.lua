@@ -6,9 +6,6 @@
 -- reuses: `bound` (type variable -> dtype for the call in progress),
 -- `variants` (the tree of signatures seen), `scalars` (the typed scalars
 -- made for the call in progress) and `arguments` (converted arguments).
--- Buffers of inputs and of outputs that are not `result`s must all have
--- one size, n; a `result` output (a reduction's one value per segment) is
--- sized by its kernel instead.
 
 local common = require("gpurun.common")
 
@@ -144,7 +141,10 @@ end
 -- variables they bind. Returns n (nil when no buffer but results is
 -- passed), the device, and whether a Lua number (or a 32-bit scalar for a
 -- narrower parameter) is among them: then kernel.scalars holds the typed
--- scalars that converted() passes in their place.
+-- scalars that converted() passes in their place. Buffers of inputs and of
+-- outputs that are not `result`s must all have one size, n; a `result`
+-- output (a reduction's one value per segment) is sized by its kernel
+-- instead.
 function arguments.read(kernel, ...)
   local bound = kernel.bound
   for _, variable in ipairs(kernel.type_variables) do

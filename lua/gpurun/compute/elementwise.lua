@@ -1,33 +1,12 @@
--- Elementwise kernels in CuPy's shape, and pipelines of them fused into one.
+-- Elementwise kernels in CuPy's shape, and pipelines of them fused into one:
+-- what gpurun.elementwise runs (docs/elementwise.md). A kernel's CUDA C is
+-- elementwise_source's, its arguments are read by arguments.lua, and its
+-- pipelines are elementwise_pipeline's; this file compiles and launches.
 --
 --   local ew = require("gpurun.compute.elementwise")   -- ew(...) is ew.elementwise(...)
 --   local axpby = ew.elementwise("float32 x, float32 y, float32 a", "float32 r",
 --                                "r = a * x + y", "axpby")
 --   axpby(stream, x, y, gpurun.f32(2), r)      -- or a graph builder; buffers of one size
---   print(axpby.source)                          -- the generated CUDA C
---
---   local pipe = ew.pipeline("float32 a, float32 b, float32 c",
---                            { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" },
---                            "r3", "pipeline")  -- r1, r2 not wanted: one fused kernel
---   pipe(stream, a, b, c, r3)
---
--- A kernel is generated and compiled (through gpurun.Program and the kernel
--- cache) on first use for each signature (the dtypes of the arguments, and
--- which inputs are scalars) and device. Each signature has a kernel with
--- 16-byte loads and stores, used when all buffers share one element size
--- and are 16-byte aligned, and a scalar one for the rest. The operation
--- sees each parameter by name, the element index `i` and the size `n`; type
--- variables (`T x`) are bound from the arguments and usable in it as types.
---
--- Inputs are gpurun.Buffers or scalars: a typed scalar (gpurun.f32(x),
--- checked against the parameter's dtype; for an 8- or 16-bit integer, the
--- 32-bit one of its kind does too, range-checked) or a Lua number (converted
--- by gpurun's one rule, base/dtype.c's; that creates a typed scalar per
--- call, so pass typed ones in loops). Every dtype of gpurun.dtypes works,
--- float16 and bfloat16 computed in float (elementwise_source.lua).
--- Outputs are buffers. An output is read from memory first only if the
--- operation's first mention of it is not a plain `r = ...` statement.
--- With buffers only, a call allocates nothing once its size has been seen.
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
@@ -51,6 +30,16 @@ elementwise.check_options = kernel_options.check
 local check_options = kernel_options.check
 
 -- elementwise(in_params, out_params, operation [, name [, options]]) -> kernel.
+--
+-- A kernel is generated and compiled (through gpurun.Program and the kernel
+-- cache) on first use for each signature (the dtypes of the arguments, and
+-- which inputs are scalars) and device. Each signature has a kernel with
+-- 16-byte loads and stores, used when all buffers share one element size
+-- and are 16-byte aligned, and a scalar one for the rest. The operation
+-- sees each parameter by name, the element index `i` and the size `n`; type
+-- variables (`T x`) are bound from the arguments and usable in it as types.
+-- print(kernel.source) shows the generated CUDA C.
+--
 -- options: block (threads per block, 256), blocks_per_sm (default: as many
 -- as the device runs at once), unroll (vectors per thread per loop step, 1),
 -- preamble (C++ placed before the kernels), cache ("default", or
@@ -149,6 +138,16 @@ end
 
 -- kernel(target, inputs..., outputs...) or kernel:launch(...): target is a
 -- stream or a graph builder. Returns the outputs.
+--
+-- Inputs are gpurun.Buffers or scalars: a typed scalar (gpurun.f32(x),
+-- checked against the parameter's dtype; for an 8- or 16-bit integer, the
+-- 32-bit one of its kind does too, range-checked) or a Lua number (converted
+-- by gpurun's one rule, base/dtype.c's; that creates a typed scalar per
+-- call, so pass typed ones in loops). Every dtype of gpurun.dtypes works,
+-- float16 and bfloat16 computed in float (elementwise_source.lua).
+-- Outputs are buffers. An output is read from memory first only if the
+-- operation's first mention of it is not a plain `r = ...` statement.
+-- With buffers only, a call allocates nothing once its size has been seen.
 function Kernel:launch(target, ...)
   local cuda_kernel, config, n, numbers = prepare(self, target, ...)
   if numbers then
@@ -210,6 +209,13 @@ function Kernel:__tostring()
 end
 
 elementwise.Kernel = Kernel
+-- Stages fused into one kernel where their intermediates are not wanted
+-- (elementwise_pipeline.lua says how):
+--
+--   local pipe = ew.pipeline("float32 a, float32 b, float32 c",
+--                            { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" },
+--                            "r3", "pipeline")  -- r1, r2 not wanted: one fused kernel
+--   pipe(stream, a, b, c, r3)
 elementwise.pipeline = elementwise_pipeline.constructor(elementwise.elementwise, kernel_options.NAMES)
 
 -- The module is callable too, so that installed as gpurun.elementwise it is

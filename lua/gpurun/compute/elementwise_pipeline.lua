@@ -1,33 +1,7 @@
 -- Pipelines of elementwise stages for gpurun.elementwise, fused where their
--- intermediates are not wanted.
---
---   pipeline(in_params, stages, outputs [, name [, options]])
---     in_params  "float32 a, float32 b, float32 c"
---     stages     { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }:
---                each "<dtype> <name> = <expression>", reading inputs and earlier stages;
---                the last ones may be reductions, "<op> <dtype> <name> = <expression>"
---                (op: sum, prod, min, max, argmin, argmax, any, all, mean, norm): the
---                expression reduced over every element into a 1-element output
---                (lua/gpurun/compute/reduction_stages.lua)
---     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
---     options    fuse = "auto" (default), "always" or "never", accumulate (the dtype
---                sums, products, means and norms are combined in), and elementwise()'s options
---
--- How stages become kernels (pipe.kernels, pipe:describe()):
---   auto    a kernel ends after each wanted stage that a later stage reads;
---           otherwise values stay in registers. r3 alone: one fused kernel;
---           r1, r2, r3: three kernels, one per stage. A value a later kernel
---           needs but nobody wants as an output is computed again there.
---   always  one kernel, writing every wanted stage on the way.
---   never   one kernel per stage; a stage a later one reads that is not an
---           output goes through a temporary buffer, made at each call and
---           closed after its last reader: on a GraphBuilder an allocation
---           and a free node of the graph, on a stream from the device's
---           memory pool in that stream's order.
--- Called as pipe(target, inputs..., outputs... [, shape]) with the outputs
--- in the order `outputs` lists them; a kernel with reductions is one
--- reduction kernel (the stages before them run in its registers), and the
--- shape table, if any, goes to it (rows, cols, axis or offsets).
+-- intermediates are not wanted: the stages read, grouped into kernels, made
+-- with elementwise.lua's constructor (reduction stages with
+-- reduction_stages.lua's), and launched with their temporaries.
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
@@ -135,7 +109,18 @@ end
 -- Which stages go in which kernel: a list of groups, each a list of stage
 -- indexes, cut after every wanted stage that a later stage reads (auto),
 -- after every stage (never), or nowhere (always); and, for never, the
--- stages a later kernel reads that nobody wants (temporaries).
+-- stages a later kernel reads that nobody wants (temporaries). As
+-- pipe.kernels and pipe:describe() show it:
+--   auto    a kernel ends after each wanted stage that a later stage reads;
+--           otherwise values stay in registers. r3 alone: one fused kernel;
+--           r1, r2, r3: three kernels, one per stage. A value a later kernel
+--           needs but nobody wants as an output is computed again there.
+--   always  one kernel, writing every wanted stage on the way.
+--   never   one kernel per stage; a stage a later one reads that is not an
+--           output goes through a temporary buffer, made at each call and
+--           closed after its last reader: on a GraphBuilder an allocation
+--           and a free node of the graph, on a stream from the device's
+--           memory pool in that stream's order.
 local function group_stages(stages, wanted, mode, what)
   local read_later = {}
   for _, stage in ipairs(stages) do
@@ -276,6 +261,19 @@ end
 
 -- elementwise: the kernel constructor; kernel_option_names: the options
 -- its kernels take (elementwise.KERNEL_OPTIONS), which a pipeline passes on.
+-- Returns the pipeline constructor:
+--
+--   pipeline(in_params, stages, outputs [, name [, options]])
+--     in_params  "float32 a, float32 b, float32 c"
+--     stages     { "float32 r1 = a + b", "float32 r2 = r1 * c", "float32 r3 = r2 - a" }:
+--                each "<dtype> <name> = <expression>", reading inputs and earlier stages;
+--                the last ones may be reductions, "<op> <dtype> <name> = <expression>"
+--                (op: sum, prod, min, max, argmin, argmax, any, all, mean, norm): the
+--                expression reduced over every element into a 1-element output
+--                (lua/gpurun/compute/reduction_stages.lua)
+--     outputs    "r3" (or "r1, r3", or a list): the stages the caller passes buffers for
+--     options    fuse = "auto" (default), "always" or "never", accumulate (the dtype
+--                sums, products, means and norms are combined in), and elementwise()'s options
 local function constructor(elementwise, kernel_option_names)
   local known = { "fuse", "accumulate" }
   for _, key in ipairs(kernel_option_names) do
@@ -444,8 +442,11 @@ local function close_temporaries(pipe, arguments)
   end
 end
 
--- pipe(target, inputs..., outputs... [, shape]) or pipe:launch(...).
--- Returns the outputs. Temporaries (fuse = "never") are made on the
+-- pipe(target, inputs..., outputs... [, shape]) or pipe:launch(...), with
+-- the outputs in the order `outputs` lists them. Returns the outputs. A
+-- kernel with reductions is one reduction kernel (the stages before them
+-- run in its registers), and the shape table, if any, goes to it (rows,
+-- cols, axis or offsets). Temporaries (fuse = "never") are made on the
 -- target, so that on a builder their memory is the graph's, made and freed
 -- inside each replay.
 function ElementwisePipeline:launch(target, ...)

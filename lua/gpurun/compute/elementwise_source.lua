@@ -4,20 +4,6 @@
 -- scalar). No GPU and no gpurun objects (only gpurun.dtypes, the one table
 -- of element types): lua/gpurun/compute/elementwise.lua compiles and
 -- launches what this writes.
---
--- The operation sees each element in its dtype's compute type: the dtype
--- itself, or float for float16 and bfloat16 (whose operators cuda_fp16.h and
--- cuda_bf16.h give only on some architectures), converted on load and
--- rounded to nearest even on store.
---
--- Each signature gives one program with up to two kernels:
---   <name>_scalar  a grid-stride loop, one element per step, any alignment;
---   <name>_vec     the same loop over 16-byte vectors (4 float32, 2 float64,
---                  16 int8...), for when every buffer shares one element size
---                  and is 16-byte aligned, then a scalar tail for the
---                  n % width elements past the last whole vector.
--- Both take (n, parameters in order): n first, so that a launch can pass the
--- caller's arguments on unchanged after it.
 
 local common = require("gpurun.common")
 
@@ -193,6 +179,11 @@ function source.parse_kernel(kind, name, default, in_params, out_params)
 end
 
 -- ---- generation -------------------------------------------------------------
+
+-- The operation sees each element in its dtype's compute type: the dtype
+-- itself, or float for float16 and bfloat16 (whose operators cuda_fp16.h and
+-- cuda_bf16.h give only on some architectures), converted on load and
+-- rounded to nearest even on store.
 
 local function lines()
   local out = {}
@@ -403,7 +394,15 @@ end
 
 -- The program for one signature: { dtypes = { [index] = dtype },
 -- scalar = { [index] = true }, bindings = { T = dtype } }. Returns the
--- source and the vector width (nil: no vector kernel).
+-- source and the vector width (nil: no vector kernel). The program has up
+-- to two kernels:
+--   <name>_scalar  a grid-stride loop, one element per step, any alignment;
+--   <name>_vec     the same loop over 16-byte vectors (4 float32, 2 float64,
+--                  16 int8...), for when every buffer shares one element size
+--                  and is 16-byte aligned, then a scalar tail for the
+--                  n % width elements past the last whole vector.
+-- Both take (n, parameters in order): n first, so that a launch can pass the
+-- caller's arguments on unchanged after it.
 function source.generate(kernel, signature)
   local out, add = lines()
   local width = source.vector_width(kernel, signature)

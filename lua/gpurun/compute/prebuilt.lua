@@ -3,16 +3,7 @@
 -- max_abs_diff.
 --
 --   gpurun.sum(stream, x, out)                  -- out: a 1-element buffer
---   local out = gpurun.sum(stream, x)           -- a new 1-element buffer (streams only)
---   gpurun.sum(stream, x, out, { accumulate = "float64" })
 --   gpurun.max(stream, x, per_row, { rows = R, cols = C, axis = 2 })
---   gpurun.max_abs_diff(stream, a, b, out)      -- b: a buffer or a number
---
--- Each takes target (a Stream or a GraphBuilder), the input, then out
--- (optional) and options (optional): accumulate (the dtype values are
--- combined in, for sum, prod, mean, norm and max_abs_diff) and the shape
--- keys of reduction kernels (rows, cols, axis, offsets). Without out, a
--- new buffer is made (one element per segment), which a capture forbids.
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
@@ -191,6 +182,17 @@ local function result_buffer(fname, n, spec, target, out, dtype, options, shaped
   return out
 end
 
+-- gpurun.<name>(target, x [, out] [, options]), and for max_abs_diff
+-- (target, a, b [, out] [, options]) with b a buffer or a number:
+--
+--   local out = gpurun.sum(stream, x)           -- a new 1-element buffer (streams only)
+--   gpurun.sum(stream, x, out, { accumulate = "float64" })
+--
+-- target is a Stream or a GraphBuilder. options: accumulate (the dtype
+-- values are combined in, for sum, prod, mean, norm and max_abs_diff) and
+-- the shape keys of reduction kernels (rows, cols, axis, offsets). Without
+-- out, a new buffer is made (one element per segment), which a capture
+-- forbids.
 local function define(name)
   local spec = OPS[name]
   local fname = "gpurun." .. name

@@ -1,28 +1,13 @@
 -- Reduction kernels in the shape of CuPy's ReductionKernel, into device
--- buffers, so that a reduction captures into a graph like any kernel.
+-- buffers, so that a reduction captures into a graph like any kernel: what
+-- gpurun.reduction runs (docs/reductions.md). reduction_source.lua writes
+-- their CUDA C; this file compiles them, picks the launch shape and
+-- launches. The order of the combines is fixed by the launch shape, so
+-- results are the same bits run to run.
 --
 --   local red = require("gpurun.compute.reduction")
 --   local l2 = red.reduction("T x", "T y", "x * x", "a + b", "y = sqrt(a)", 0, "l2norm")
 --   l2(stream, x, y)                        -- y: a 1-element buffer; x any size
---   l2(stream, x, rows_out, { rows = R, cols = C, axis = 2 })    -- one per row
---   l2(stream, x, cols_out, { rows = R, cols = C, axis = 1 })    -- one per column
---   l2(stream, x, seg_out, { offsets = offsets })  -- between offsets[s] and offsets[s+1]
---   local mx = red.reduction("float32 x", "int64 at", "x", "argmax", nil, nil, "where_max")
---
--- map_expr: the value of one element (inputs by name, the element index i,
--- n, and segment); reduce_expr: how two values a and b combine (associative
--- and commutative), or a named operation (sum, prod, min, max, argmin,
--- argmax, any, all) with no identity; identity: C text or a number;
--- post_map_expr: statements writing the outputs from the reduced value a
--- (count: its segment's elements; for argmin/argmax index, 0-based, -1 for
--- an empty segment), by default `<output> = a` (`<output> = index + 1`, a
--- 1-based position, 0 when empty, for argmin/argmax).
---
--- The order of the combines is fixed by the launch shape, so results are
--- the same bits run to run. Temporaries (the blocks' partials and a
--- ticket) are made with the compiled kernel, once per device: calls of
--- one kernel object must not run at the same time (two streams, or a
--- graph replaying while another launch runs).
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
@@ -162,6 +147,17 @@ end
 -- identity [, name [, options]]) -> kernel. options: reduce_type, and
 -- elementwise's block, blocks_per_sm, unroll (vectors per thread per
 -- step, 4 here) and preamble.
+--
+-- map_expr: the value of one element (inputs by name, the element index i,
+-- n, and segment); reduce_expr: how two values a and b combine (associative
+-- and commutative), or a named operation (sum, prod, min, max, argmin,
+-- argmax, any, all) with no identity; identity: C text or a number;
+-- post_map_expr: statements writing the outputs from the reduced value a
+-- (count: its segment's elements; for argmin/argmax index, 0-based, -1 for
+-- an empty segment), by default `<output> = a` (`<output> = index + 1`, a
+-- 1-based position, 0 when empty, for argmin/argmax).
+--
+--   local mx = red.reduction("float32 x", "int64 at", "x", "argmax", nil, nil, "where_max")
 function reduction.reduction(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity,
                              name, options)
   local what, inputs, outputs
@@ -270,7 +266,10 @@ function Kernel:source_for(bindings, family)
 end
 
 -- Temporaries of `bytes`, zeroed before any kernel can use them: made once
--- (per device and program), never on a builder.
+-- (per device and program), never on a builder. These (the blocks'
+-- partials and a ticket) belong to the compiled kernel, so calls of one
+-- kernel object must not run at the same time (two streams, or a graph
+-- replaying while another launch runs).
 local function temporaries(kernel, entry, key, bytes, device, target)
   local temp = entry[key]
   if temp then
@@ -513,6 +512,10 @@ end
 
 -- kernel(target, inputs..., outputs... [, shape]) or kernel:launch(...):
 -- target is a Stream or a GraphBuilder. Returns the outputs.
+--
+--   l2(stream, x, rows_out, { rows = R, cols = C, axis = 2 })    -- one per row
+--   l2(stream, x, cols_out, { rows = R, cols = C, axis = 1 })    -- one per column
+--   l2(stream, x, seg_out, { offsets = offsets })  -- between offsets[s] and offsets[s+1]
 function Kernel:launch(target, ...)
   local s, family, offsets, kind, numbers = prepare(self, target, ...)
   if s then

@@ -2,34 +2,6 @@
 -- (each parameter's dtype, and whether it is a buffer or a scalar) and
 -- family of launch shapes. No GPU and no gpurun objects:
 -- lua/gpurun/compute/reduction.lua compiles and launches what this writes.
---
--- A kernel description (see reduction.lua) has `params` (inputs, then
--- outputs: `result` outputs get one value per segment, the others, a
--- fused pipeline's intermediates, one per element), `body` (statements run
--- for each element before the maps), and `reductions`, each a value to
--- reduce: `type` (a dtype, a type variable or "bool"), `map` (its
--- expression for one element), `op` (a named operation of reduce_ops) or
--- `combine` and `identity` (C expressions), and `post` (statements that
--- write the outputs from the reduced value `a`, and for argmin/argmax its
--- 0-based `index`, -1 when the segment is empty).
---
--- Families and their kernels, all taking n first, then their shape
--- arguments, then the parameters in order:
---   full      <name>_vec: 16-byte loads in a grid-stride loop (when every
---             per-element buffer has one element size and is aligned), and
---             <name>_scalar; each block leaves a partial in the temporaries,
---             and the block that finishes last (a ticket counter) combines
---             them in block order and writes the result. One block: no
---             temporaries used.
---   segments  <name>_segments_block (a block per segment) and
---             <name>_segments_warp (a warp per segment): rows of a 2-D
---             layout, or segments between offsets.
---   columns   <name>_columns (a thread per column and chunk of rows) and
---             <name>_columns_finish (the chunks' partials per column).
--- The block and warp steps are warp shuffles (the common part below): CUB's
--- BlockReduce compiles through NVRTC, but its headers put a program out of
--- the kernel cache's reach (docs/reductions.md says why).
---
 -- The order in which values are combined depends only on the launch shape
 -- (fixed by n, the segments and the device's multiprocessor count), so the
 -- same reduction of the same data gives the same bits every time.
@@ -43,7 +15,9 @@ local DTYPES = common.DTYPES
 local rs = {}
 
 -- Shared by every reduction and scan program (and skipped when two are
--- joined in one text).
+-- joined in one text). The block and warp steps are warp shuffles: CUB's
+-- BlockReduce compiles through NVRTC, but its headers put a program out of
+-- the kernel cache's reach (docs/reductions.md says why).
 rs.COMMON = [[
 #ifndef GPURUN_REDUCE_COMMON
 #define GPURUN_REDUCE_COMMON
@@ -637,6 +611,19 @@ local function describe_params(kernel, signature)
   return #list > 0 and table.concat(list, ", ") or "none"
 end
 
+-- Families and their kernels, all taking n first, then their shape
+-- arguments, then the parameters in order:
+--   full      <name>_vec: 16-byte loads in a grid-stride loop (when every
+--             per-element buffer has one element size and is aligned), and
+--             <name>_scalar; each block leaves a partial in the temporaries,
+--             and the block that finishes last (a ticket counter) combines
+--             them in block order and writes the result. One block: no
+--             temporaries used.
+--   segments  <name>_segments_block (a block per segment) and
+--             <name>_segments_warp (a warp per segment): rows of a 2-D
+--             layout, or segments between offsets.
+--   columns   <name>_columns (a thread per column and chunk of rows) and
+--             <name>_columns_finish (the chunks' partials per column).
 rs.FAMILIES = { full = true, segments = true, columns = true }
 
 -- The kernels of a family, by name.
@@ -675,6 +662,16 @@ end
 -- The program of one family for one signature ({ dtypes, scalar,
 -- bindings }). Returns the source and the vector width (full only; nil:
 -- no vector kernel).
+--
+-- A kernel description (see reduction.lua) has `params` (inputs, then
+-- outputs: `result` outputs get one value per segment, the others, a
+-- fused pipeline's intermediates, one per element), `body` (statements run
+-- for each element before the maps), and `reductions`, each a value to
+-- reduce: `type` (a dtype, a type variable or "bool"), `map` (its
+-- expression for one element), `op` (a named operation of reduce_ops) or
+-- `combine` and `identity` (C expressions), and `post` (statements that
+-- write the outputs from the reduced value `a`, and for argmin/argmax its
+-- 0-based `index`, -1 when the segment is empty).
 function rs.generate(kernel, signature, family)
   local out, add = lines()
   local width = family == "full" and vector_width(kernel, signature) or nil

@@ -6,15 +6,6 @@
 -- that holds reductions is one gpurun.reduction kernel: the stages before
 -- run in its registers, feeding every reduction of it at once, and only
 -- the wanted stages are written.
---
---   pipeline("float32 a, float32 b, float32 c",
---            { "float32 r3 = (a + b) * c - a", "sum float32 s = r3 * r3" }, "s", "ss")
---     -> one kernel reading a, b and c once, writing s.
---
--- sum, prod, mean and norm combine in options.accumulate when given (else
--- in their own dtype); argmin and argmax compare their values as float64
--- and write the 1-based position (0 when empty) into an integer output;
--- any and all write 0 or 1.
 
 local common = require("gpurun.common")
 local source = require("gpurun.compute.elementwise_source")
@@ -25,6 +16,10 @@ local raise = common.raise
 
 local reduction_stages = {}
 
+-- sum, prod, mean and norm combine in options.accumulate when given (else
+-- in their own dtype); argmin and argmax compare their values as float64
+-- and write the 1-based position (0 when empty) into an integer output;
+-- any and all write 0 or 1.
 local STAGE_OPS = {
   sum = { op = "sum", accumulates = true }, prod = { op = "prod", accumulates = true },
   min = { op = "min" }, max = { op = "max" },
@@ -96,7 +91,12 @@ end
 
 -- The reduction kernel of one group (spec from elementwise_pipeline's
 -- group_kernel: in_params, out_params, operation, name, reduces = stage
--- indexes).
+-- indexes). For example
+--
+--   pipeline("float32 a, float32 b, float32 c",
+--            { "float32 r3 = (a + b) * c - a", "sum float32 s = r3 * r3" }, "s", "ss")
+--
+-- is one kernel reading a, b and c once, writing s.
 function reduction_stages.kernel(spec, stages, options, accumulate, what)
   if accumulate ~= nil and not DTYPES[accumulate] then
     raise(("%s: options.accumulate must be a dtype (%s), got %s"):format(what, common.DTYPE_NAMES,

@@ -3,15 +3,7 @@
 -- writes them), into device buffers, capturable into graphs.
 --
 --   gpurun.inclusive_scan(stream, x, y)                 -- y[i] = x[1] + ... + x[i]
---   gpurun.exclusive_scan(stream, x, y, "max")          -- y[1] = identity
---   gpurun.inclusive_scan(stream, x, y, "a * b + a + b", { identity = 0 })
 --   gpurun.select(stream, x, "x > 0.5f", out, count)    -- count: a 1-element buffer
---
--- y has x's size and any dtype: values are scanned in y's dtype; y may be
--- x itself. Each launch is a memset of the temporaries (the tiles'
--- statuses) and one kernel. The temporaries are kept per kernel and device
--- and grow to the largest size seen; calls of one kernel (one operation
--- and dtypes) must not run at the same time.
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
@@ -79,6 +71,10 @@ end
 
 -- The temporaries for `tiles` tiles on this kernel's entry: grown, never
 -- on a builder; the shape for n elements (its reset view, launch shape).
+-- Each launch is a memset of the temporaries (the tiles' statuses) and one
+-- kernel. The temporaries are kept per kernel and device and grow to the
+-- largest size seen; calls of one kernel (one operation and dtypes) must
+-- not run at the same time.
 local function make_shape(n, kernel, entry, target)
   local tiles = (n + kernel.tile - 1) // kernel.tile
   local _, bytes, reset_words = ss.temp_layout(tiles, kernel.packed)
@@ -256,6 +252,11 @@ end
 -- "min", "max", or an expression of a and b (associative; options.identity
 -- then needed). options: identity, deterministic (float sums in a fixed
 -- order, a serial chain of tiles), block (128), items (per thread, 23).
+-- y has x's size and any dtype: values are scanned in y's dtype; y may be
+-- x itself.
+--
+--   gpurun.exclusive_scan(stream, x, y, "max")          -- y[1] = identity
+--   gpurun.inclusive_scan(stream, x, y, "a * b + a + b", { identity = 0 })
 function scan.inclusive_scan(target, x, y, op, options)
   local _, kernel, n = run_scan("inclusive", "gpurun.inclusive_scan", target, x, y, op, options)
   if n then

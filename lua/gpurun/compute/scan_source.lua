@@ -1,37 +1,9 @@
 -- CUDA C source for gpurun's scans (inclusive and exclusive, over any
 -- associative operation) and for select (stream compaction), one single
 -- pass over the data with a decoupled look-back, as Merrill and Garland
--- describe and CUB's DeviceScan does. No GPU and no gpurun objects:
--- lua/gpurun/compute/scan.lua compiles and launches what this writes.
---
--- Each block takes the next tile of block * items elements (its number
--- from a counter, so that a tile only ever waits on tiles already being
--- worked on), loads it coalesced, turns it into `items` consecutive
--- elements per thread through shared memory, and scans it: each thread its
--- own, then a warp scan of the threads' totals, then the warps' totals.
--- It publishes its aggregate (status PARTIAL), and warp 0 looks back at
--- the tiles before it, 32 at a time, combining their aggregates until one
--- has published its inclusive prefix (status INCLUSIVE); the block then
--- publishes its own inclusive prefix and writes its outputs. Where the
--- scanned value has 4 bytes or fewer, a tile's status and value share one
--- 8-byte word, stored and loaded whole (relaxed, at GPU scope, never torn),
--- as CUB does: a look at a tile is one load, and publishing needs no fence.
--- (Kept apart, a status is stored with release semantics after the value
--- it announces and read with acquire semantics before that value is read,
--- so a reader never sees a status before its value; at 2^26 float32 that
--- look-back took 301 us where CUB's took 176, the block's other warps
--- waiting at a barrier for 61% of their cycles.) Past 500 tiles, warp 0
--- pauses as CUB's sm_90 tuning does (ss.look_back_pauses). The words or statuses
--- and the counter live in temporaries that a memset clears before every
--- launch (a memset node in a graph).
---
--- With `deterministic`, a tile waits for the inclusive prefix of the tile
--- just before it instead (a chained scan): the combines are then always
--- done in the same order, so float sums give the same bits every run, at
--- the cost of a serial chain of tiles.
---
--- Kernels take (n, temp, tiles, x, y) for scans and (n, temp, tiles, x,
--- out, capacity, count) for select.
+-- describe and CUB's DeviceScan does; docs/reductions.md tells the design
+-- and why it is so. No GPU and no gpurun objects: lua/gpurun/compute/scan.lua
+-- compiles and launches what this writes.
 
 local rs = require("gpurun.compute.reduction_source")
 
@@ -241,6 +213,31 @@ end
 -- values are rounded to out_c only when stored), combine, identity,
 -- predicate (select), count_c (select), headers (to include), block,
 -- items, deterministic }.
+--
+-- Each block takes the next tile of block * items elements (its number
+-- from a counter, so that a tile only ever waits on tiles already being
+-- worked on), loads it coalesced, turns it into `items` consecutive
+-- elements per thread through shared memory, and scans it: each thread its
+-- own, then a warp scan of the threads' totals, then the warps' totals.
+-- It publishes its aggregate (status PARTIAL), and warp 0 looks back at
+-- the tiles before it, 32 at a time, combining their aggregates until one
+-- has published its inclusive prefix (status INCLUSIVE); the block then
+-- publishes its own inclusive prefix and writes its outputs. Where the
+-- scanned value has 4 bytes or fewer, a tile's status and value share one
+-- 8-byte word, stored and loaded whole (relaxed, at GPU scope, never torn),
+-- as CUB does: a look at a tile is one load, and publishing needs no fence.
+-- Past 500 tiles, warp 0 pauses as CUB's sm_90 tuning does
+-- (ss.look_back_pauses). The words or statuses and the counter live in
+-- temporaries that a memset clears before every launch (a memset node in a
+-- graph).
+--
+-- With `deterministic`, a tile waits for the inclusive prefix of the tile
+-- just before it instead (a chained scan): the combines are then always
+-- done in the same order, so float sums give the same bits every run, at
+-- the cost of a serial chain of tiles.
+--
+-- Kernels take (n, temp, tiles, x, y) for scans and (n, temp, tiles, x,
+-- out, capacity, count) for select.
 function ss.generate(spec)
   local out, add = lines()
   local block, items = spec.block, spec.items

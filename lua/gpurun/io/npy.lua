@@ -2,21 +2,6 @@
 -- read and written in Lua (gpurun.load and Buffer:save move the data,
 -- lua/gpurun/builtin/npy_files.lua). Format versions 1.0, 2.0 and 3.0 are
 -- read; 1.0 is written (2.0 when the header needs more than 65535 bytes).
--- A file is read exactly when NumPy's np.load would read it (the header a
--- Python dict literal, parsed as Python parses it: gpurun.python_literal;
--- NumPy's keys, versions, header size cap and dimension count), within what
--- gpurun holds: C-ordered, little-endian arrays of gpurun's dtypes, with no
--- negative dimension.
---
---   local npy = require("gpurun.npy")
---   npy.header("float32", { 3, 4 })            --> the bytes before the data
---   local info = assert(npy.parse(bytes))       --> { dtype = "float32", descr = "<f4",
---                                               --    shape = { 3, 4 }, count = 12,
---                                               --    version = "1.0", header_size = 128,
---                                               --    data_bytes = 48 }
---   local info, why = npy.read_header(file)     -- from an open file (a pipe too),
---                                               -- left at the data
---
 -- Every function returns nil and a message instead of raising, so that the
 -- caller says whose error it is.
 local npy = {}
@@ -231,7 +216,12 @@ end
 
 -- The header from read(n), which returns up to n more bytes (nil at the
 -- end, or nil and why): nothing is read past the header, and its length
--- is checked against NumPy's cap before it is read.
+-- is checked against NumPy's cap before it is read. A file is read exactly
+-- when NumPy's np.load would read it (the header a Python dict literal,
+-- parsed as Python parses it: gpurun.python_literal; NumPy's keys,
+-- versions, header size cap and dimension count), within what gpurun
+-- holds: C-ordered, little-endian arrays of gpurun's dtypes, with no
+-- negative dimension.
 local function read_from(read)
   local function bytes(n, what)
     local got, why = read(n)
@@ -275,9 +265,13 @@ local function read_from(read)
   return info
 end
 
--- parse(bytes) -> info (see above) for the header at the start of bytes,
--- or nil and why. Only the header is read: bytes may hold more, or less
--- than the data.
+-- parse(bytes) -> info for the header at the start of bytes, or nil and
+-- why. Only the header is read: bytes may hold more, or less than the data.
+--
+--   local info = assert(npy.parse(bytes))       --> { dtype = "float32", descr = "<f4",
+--                                               --    shape = { 3, 4 }, count = 12,
+--                                               --    version = "1.0", header_size = 128,
+--                                               --    data_bytes = 48 }
 function npy.parse(bytes)
   if type(bytes) ~= "string" then
     return nil, ("the .npy bytes must be a string, got %s"):format(type(bytes))
@@ -290,8 +284,9 @@ function npy.parse(bytes)
   end)
 end
 
--- read_header(file) -> info, with the file positioned at the data; or nil
--- and why. Only the header's bytes are read, so a pipe works too.
+-- read_header(file) -> info (as parse's), with the file positioned at the
+-- data; or nil and why. Only the header's bytes are read, so a pipe works
+-- too.
 function npy.read_header(file)
   if io.type(file) ~= "file" then
     return nil, ("read_header needs an open file, got %s"):format(io.type(file) or type(file))

@@ -5,28 +5,6 @@
 -- every base with underscores, parentheses, tuples, lists, sets, dicts,
 -- comments, line continuations, blank lines and the indentation rule), so
 -- that a text is read exactly when Python reads it, with the same value.
--- Values that are never more than refused by its callers (floats, complex
--- numbers, bytes, None, expressions literal_eval refuses) are read as their
--- kind only or refused outright; that changes no verdict, only the message.
---
---   local literal = require("gpurun.python_literal")
---   local value, why = literal.parse("{'a': (1, 2), 'b': True}")
---   --> { kind = "dict", keys = { {kind = "str", value = "a"}, ... },
---   --    values = { {kind = "tuple", items = { {kind = "int", value = 1}, ... }}, ... } }
---
--- Kinds: "str" (value: UTF-8), "int" (value: a Lua integer, or nil and
--- too_large = true past 64 bits), "bool" (value), "tuple", "list", "set"
--- (items), "dict" (keys, values, in order), and without a value "bytes",
--- "float" (complex numbers too), "None". Returns nil and why on any text
--- Python would refuse. Options:
---   text_is_latin1: bytes 128..255 are the characters U+0080..U+00FF (else
---     the text is UTF-8);
---   numpy_filter: the text is read as NumPy reads .npy versions 1.0 and 2.0,
---     after its _filter_header (Python's tokenize, untokenize): an `L` right
---     after a number is dropped (Python 2's longs), and untokenize's
---     rewriting of whitespace changes what counts as indentation (the first
---     line's is dropped, any other is an indent, a last line of blanks
---     vanishes).
 local literal = {}
 
 local WHITESPACE = { [" "] = true, ["\t"] = true, ["\f"] = true }
@@ -420,7 +398,29 @@ local function latin1_to_utf8(text)
   return (text:gsub("[\128-\255]", function(c) return utf8.char(c:byte()) end))
 end
 
--- parse(text [, options]) -> value, or nil and why (see above).
+-- parse(text [, options]) -> value, or nil and why on any text Python
+-- would refuse.
+--
+--   local literal = require("gpurun.python_literal")
+--   local value, why = literal.parse("{'a': (1, 2), 'b': True}")
+--   --> { kind = "dict", keys = { {kind = "str", value = "a"}, ... },
+--   --    values = { {kind = "tuple", items = { {kind = "int", value = 1}, ... }}, ... } }
+--
+-- Kinds: "str" (value: UTF-8), "int" (value: a Lua integer, or nil and
+-- too_large = true past 64 bits), "bool" (value), "tuple", "list", "set"
+-- (items), "dict" (keys, values, in order), and without a value "bytes",
+-- "float" (complex numbers too), "None". Values that are never more than
+-- refused by its callers (floats, complex numbers, bytes, None, expressions
+-- literal_eval refuses) are read as their kind only or refused outright;
+-- that changes no verdict, only the message. Options:
+--   text_is_latin1: bytes 128..255 are the characters U+0080..U+00FF (else
+--     the text is UTF-8);
+--   numpy_filter: the text is read as NumPy reads .npy versions 1.0 and 2.0,
+--     after its _filter_header (Python's tokenize, untokenize): an `L` right
+--     after a number is dropped (Python 2's longs), and untokenize's
+--     rewriting of whitespace changes what counts as indentation (the first
+--     line's is dropped, any other is an indent, a last line of blanks
+--     vanishes).
 function literal.parse(text, options)
   if type(text) ~= "string" then return nil, "the text is not a string" end
   options = options or {}

@@ -1,17 +1,10 @@
 -- Compiling a pipeline's schedule for one device: each unit made runnable
 -- (a fusion group through its fused kernel, any other stage through its
 -- kind's compile), the events its waits and timings need, and the pool
--- temporaries a run or a capture makes.
---
--- A runnable unit resolves its arguments once (buffers, typed scalars)
--- into a table its launch unpacks, so that a run allocates nothing but
--- what its temporaries need from a pool. Temporaries that fusion does not
--- keep in registers come from a memory pool (options.pool, else the
--- device's default one: gpurun.empty(n, dtype, { pool =, stream = })): in
--- a run, made on the first stream before the fork and freed on it after
--- the join; in a graph, made on the capturing builder (allocation nodes at
--- its start) and freed after the join (free nodes at its end), so that
--- each replay makes them and the driver may reuse their memory.
+-- temporaries a run or a capture makes. A runnable unit resolves its
+-- arguments once (buffers, typed scalars) into a table its launch unpacks,
+-- so that a run allocates nothing but what its temporaries need from a
+-- pool.
 local gpurun = require("gpurun")
 local fuse = require("gpurun.pipeline.fuse")
 local launch_arguments = require("gpurun.pipeline.launch_arguments")
@@ -92,6 +85,14 @@ end
 -- Pool temporaries: made on `target` (a stream, or the capturing builder:
 -- a memory-alloc node) before the units, freed after them (free_pool).
 -- Returns the data made.
+--
+-- Temporaries that fusion does not keep in registers come from a memory
+-- pool (options.pool, else the device's default one: gpurun.empty(n, dtype,
+-- { pool =, stream = })): in a run, made on the first stream before the
+-- fork and freed on it after the join; in a graph, made on the capturing
+-- builder (allocation nodes at its start) and freed after the join (free
+-- nodes at its end), so that each replay makes them and the driver may
+-- reuse their memory.
 function compile.pool_temporaries(p, state, sched, target)
   local made = {}
   local placement = { stream = target, pool = p.options.pool }

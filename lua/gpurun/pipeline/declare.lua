@@ -4,11 +4,6 @@
 -- accesses (the inferred ones, with what reads and writes declare in their
 -- place). The stage kinds (pipeline/stage_kinds/) declare their stages
 -- through these; pipeline/types.lua makes them the pipeline's methods.
---
--- Data are gpurun.Buffers (and PinnedBuffers, and Lua tables for host
--- state a callback touches), declared with a name or passed as they are;
--- temporaries (no buffer: the pipeline makes them) and views of either.
--- Scalars are named values a stage passes and p:set changes.
 local common = require("gpurun.common")
 local options_rule = require("gpurun.options")
 local access = require("gpurun.pipeline.access")
@@ -20,7 +15,11 @@ local quoted = common.quoted
 
 local declare = {}
 
--- Handles a stage's arguments may hold.
+-- Handles a stage's arguments may hold. Data are gpurun.Buffers (and
+-- PinnedBuffers, and Lua tables for host state a callback touches),
+-- declared with a name or passed as they are; temporaries (no buffer: the
+-- pipeline makes them) and views of either. Scalars are named values a
+-- stage passes and p:set changes.
 local Data = {}
 Data.__index = Data
 local Scalar = {}

@@ -1,17 +1,10 @@
 -- Running a pipeline over several devices: gpurun.pipeline{ devices = {
 -- 0, 1 } }. Every buffer and temporary of the declaration has one element
 -- count N; each device gets a slice of it (N split as evenly as it goes,
--- device order), and a one-device pipeline of its own over its slices,
--- each stage declared again there by its kind's split: on the device that
--- holds a buffer the slice is a view of it, on another a buffer of its
--- own, filled from the buffer's slice before each run (when the host
--- filled it) and copied back after (when a stage writes it). Each device
--- runs its pipeline on a stream of its own, as stages or as one graph, all
--- devices at once; p:wait() waits for all. Copies between devices follow
--- Buffer:copy_from's rules (peer access where there is, the driver's
--- staging where not), queued on the slice's stream with the slice's device
--- current. Only stages that work element by element split: elementwise
--- kernels and pipelines, copies and fills.
+-- device order), and a one-device pipeline of its own (pipeline/run.lua)
+-- over its slices, each stage declared again there by its kind's split.
+-- Only stages that work element by element split: elementwise kernels and
+-- pipelines, copies and fills.
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
 local declare = require("gpurun.pipeline.declare")
@@ -84,7 +77,10 @@ local function slice_count(n, count, k)
   return n // count + (k <= n % count and 1 or 0)
 end
 
--- The slices and their pipelines, made once per declaration.
+-- The slices and their pipelines, made once per declaration. On the device
+-- that holds a buffer the slice is a view of it, on another a buffer of its
+-- own, filled from the buffer's slice before each run (when the host filled
+-- it) and copied back after (when a stage writes it).
 local function slices(self)
   local state = self.state
   if state.sliced and state.sliced.version == self.version then
@@ -148,7 +144,10 @@ local function slices(self)
 end
 
 -- Runs each device's slice: copies in, the pipeline (as stages or as a
--- graph), copies out; all devices at once, on their own streams.
+-- graph), copies out; all devices at once, on their own streams, and
+-- p:wait() waits for all. Copies between devices follow Buffer:copy_from's
+-- rules (peer access where there is, the driver's staging where not),
+-- queued on the slice's stream with the slice's device current.
 local function each_slice(self, stream, how)
   if stream ~= nil then
     raise(("pipeline '%s' over devices: run and graph take no stream (each device runs on a "

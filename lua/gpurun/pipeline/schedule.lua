@@ -5,42 +5,6 @@
 --
 --   schedule.build(data, stages, options) -> schedule
 --   schedule.of(p) -> the schedule pipeline p runs, made once per declaration
---
--- data: { { id, name, key, lo, hi, temporary, filled, count, dtype }... }:
---   key names an address space (a device's memory, host memory, or one
---   temporary) and [lo, hi) the bytes the data covers in it, so that two
---   data overlap when they share the key and their ranges intersect (a view
---   and its base, two views of one buffer).
--- stages: { { name, kind, accesses = { { data = d, mode = "r" | "w" | "rw",
---   maybe_read = bool, how = text } }, fusion = nil or { count, device } } }
---   in declaration order.
--- options: max_streams (>= 1), fuse (boolean), can_fuse(group, stage,
---   stages) -> whether the stage's code joins the group's (the caller's
---   check: one element count, one device, code it can splice).
---
--- The schedule (everything indexes stages and units by their position):
---   edges       { from = { stage... }, to = { stage... }, data = { name... },
---               hazard = { "RAW" | "WAR" | "WAW"... }, first = { edge... } },
---               edge k being from[k] -> to[k] (columns, not a table per
---               edge: a 1,000-stage schedule has thousands), the edges into
---               stage i being first[i] .. first[i + 1] - 1: the ordering
---               each conflicting pair needs, in declaration order
---               (sequential consistency); pairs ordered through others
---               are left out where the frontier shows it
---   units       what runs: a stage, or a fusion group of stages, in an
---               order that respects every edge: { head (its first stage),
---               stages = { i... }, unit (its own index), stream, position
---               (on its stream), after = { unit... } (its predecessors),
---               waits = { unit... } (the cross-stream predecessors not
---               already implied), signals (whether another stream waits
---               for it), group (a fusion group's, below) }
---   unit_of     stage index -> unit index
---   streams     { { unit... }... }: what each stream runs, in order
---   groups      the fusion groups of two or more stages: { unit, stages,
---               in_registers = { data... }, written = { data... } }
---   temporaries { { data, where = "registers" | "allocated" | "unused",
---               first, last } } for every temporary
---   warnings    { text... }
 local common = require("gpurun.common")
 local stage_kinds = require("gpurun.pipeline.stage_kinds")
 
@@ -798,6 +762,43 @@ end
 
 -- ---- the schedule -----------------------------------------------------------------
 
+-- schedule.build(data, stages, options) -> schedule
+--
+-- data: { { id, name, key, lo, hi, temporary, filled, count, dtype }... }:
+--   key names an address space (a device's memory, host memory, or one
+--   temporary) and [lo, hi) the bytes the data covers in it, so that two
+--   data overlap when they share the key and their ranges intersect (a view
+--   and its base, two views of one buffer).
+-- stages: { { name, kind, accesses = { { data = d, mode = "r" | "w" | "rw",
+--   maybe_read = bool, how = text } }, fusion = nil or { count, device } } }
+--   in declaration order.
+-- options: max_streams (>= 1), fuse (boolean), can_fuse(group, stage,
+--   stages) -> whether the stage's code joins the group's (the caller's
+--   check: one element count, one device, code it can splice).
+--
+-- The schedule (everything indexes stages and units by their position):
+--   edges       { from = { stage... }, to = { stage... }, data = { name... },
+--               hazard = { "RAW" | "WAR" | "WAW"... }, first = { edge... } },
+--               edge k being from[k] -> to[k] (columns, not a table per
+--               edge: a 1,000-stage schedule has thousands), the edges into
+--               stage i being first[i] .. first[i + 1] - 1: the ordering
+--               each conflicting pair needs, in declaration order
+--               (sequential consistency); pairs ordered through others
+--               are left out where the frontier shows it
+--   units       what runs: a stage, or a fusion group of stages, in an
+--               order that respects every edge: { head (its first stage),
+--               stages = { i... }, unit (its own index), stream, position
+--               (on its stream), after = { unit... } (its predecessors),
+--               waits = { unit... } (the cross-stream predecessors not
+--               already implied), signals (whether another stream waits
+--               for it), group (a fusion group's, below) }
+--   unit_of     stage index -> unit index
+--   streams     { { unit... }... }: what each stream runs, in order
+--   groups      the fusion groups of two or more stages: { unit, stages,
+--               in_registers = { data... }, written = { data... } }
+--   temporaries { { data, where = "registers" | "allocated" | "unused",
+--               first, last } } for every temporary
+--   warnings    { text... }
 function schedule.build(data_list, stages, options)
   local max_streams = options.max_streams or 4
   local edges, unwritten, spaces = find_edges(stages)

@@ -1,5 +1,8 @@
--- The stage kinds a pipeline declares, one file each in stage_kinds/; each
--- is one table:
+-- The stage kinds a pipeline declares, one file each in stage_kinds/, in
+-- one list: a new kind is one file there and one line here (in
+-- parentheses: require returns where it loaded the file from too).
+
+-- Each kind is one table:
 --   name       what plan() and explain() call its stages
 --   method     the pipeline method that declares one (p:<method>(...))
 --   declare(p, ...) -> stage: the arguments checked, the stage's data and
@@ -17,8 +20,6 @@
 --   describe(access) (optional) -> what explain() says of an inferred access
 --   split(stage) (optional) -> declare_on(slice), declaring the stage again
 --              on one device's slice, or nil and why it cannot split
--- A new kind is one file there and one line here (in parentheses: require
--- returns where it loaded the file from too).
 return {
   (require("gpurun.pipeline.stage_kinds.call")),
   (require("gpurun.pipeline.stage_kinds.kernel")),

@@ -1,10 +1,5 @@
 -- Command-line handling for pipeline scripts, on top of lua-argparse.
 --
--- Usage errors end the script with one line on stderr and exit code 2
--- before any GPU work starts; a machine without a GPU gets one plain line
--- and exit code 1, after the options are read, so --help and option errors
--- behave the same with or without a GPU.
---
 --   local args = require("gpurun.args")
 --   local cli = args.new("myscript.lua", "What the script shows.")
 --   cli:integer_option("--size", "Elements per vector.", 4096)
@@ -158,7 +153,10 @@ function Cli:usage_error(message)
 end
 
 -- argv -> options; or the help text on stdout and exit 0, or exit 2 with
--- "<name>: error: <reason>".
+-- "<name>: error: <reason>". Usage errors end the script before any GPU
+-- work starts; a machine without a GPU gets one plain line and exit code 1
+-- from open_device, after the options are read, so --help and option
+-- errors behave the same with or without a GPU.
 function Cli:parse(argv)
   local ok, result = self:try_parse(argv)
   if ok == "help" then

@@ -1,23 +1,11 @@
 -- The timed loop: warm up, then time a step from a stream sync to a stream
--- sync, as the cuda.core samples do with time.perf_counter().
+-- sync, as the cuda.core samples do with time.perf_counter(); and the
+-- benches' common options (--sizes, a list of counts, --reps and --seconds)
+-- with bench.measure, which times a step for about --seconds per repetition.
 --
 --   local bench = require("gpurun.bench")
 --   local result = bench.run(stream, function(s) graph:launch(s) end, { iters = 1000 })
 --   --> { iters = 1000, seconds = 0.0040, us_per_iter = 4.02, runs = { 0.0040 } }
---
--- The step is called with the stream and must only enqueue work: the loop
--- itself allocates nothing and builds no strings, so what it measures is the
--- launch path and the GPU, not Lua.
---
--- Every phase is an NVTX range, so that Nsight Systems shows it by name:
--- "<name>: warmup" and "<name>: timed" (one per repeat) for bench.run,
--- "bench.capture: capture", ": complete" and ": upload" for bench.capture.
--- The ranges open before the first sync and close after the last, outside
--- the timed interval.
---
--- The benches' common options are here too: --sizes (a list of counts),
--- --reps and --seconds, and bench.measure, which times a step for about
--- --seconds per repetition.
 
 local gpurun = require("gpurun")
 local with_range = require("gpurun.nvtx").with_range
@@ -33,7 +21,10 @@ local DEFAULT_WARMUP = 5
 -- stand-in steps exactly).
 bench.clock = gpurun.perf_counter
 
--- Seconds for `iters` calls of step(stream), from a sync to a sync.
+-- Seconds for `iters` calls of step(stream), from a sync to a sync. The
+-- step is called with the stream and must only enqueue work: the loop
+-- itself allocates nothing and builds no strings, so what it measures is
+-- the launch path and the GPU, not Lua.
 function bench.time(stream, step, iters)
   local clock = bench.clock
   stream:sync()
@@ -66,6 +57,12 @@ end
 -- gpurun.progress line, told after each repeat).
 -- Returns { iters, seconds, us_per_iter, min_seconds, runs = { seconds... },
 -- per_step }: iters counts calls of step.
+--
+-- Every phase is an NVTX range, so that Nsight Systems shows it by name:
+-- "<name>: warmup" and "<name>: timed" (one per repeat) for bench.run,
+-- "bench.capture: capture", ": complete" and ": upload" for bench.capture.
+-- The ranges open before the first sync and close after the last, outside
+-- the timed interval.
 local RUN_OPTIONS = { "iters", "warmup", "repeats", "per_step", "name", "progress" }
 
 function bench.run(stream, step, options)

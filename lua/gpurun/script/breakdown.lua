@@ -1,26 +1,12 @@
--- Where the time of individual launches goes. For each stage of a pipeline
--- (one kernel launch), two figures, each from a pass of its own after the
--- timed loop so the headline timing is not disturbed:
---   GPU time   events recorded before and after each kernel; a short kernel
---              holding the stream first lets the CPU queue a whole batch
---              before the GPU starts on it, so the GPU never waits for the
---              next launch and the events time the kernels alone;
---   enqueue    the CPU's time for the launch call, gpurun.perf_counter()
---              around it, the stream synchronized after every batch so that
---              a full launch queue never blocks the call.
+-- Where the time of individual launches goes: for each stage of a pipeline
+-- (one kernel launch), its GPU time and its enqueue time, each from a pass
+-- of its own after the timed loop so the headline timing is not disturbed.
 -- The launch overhead of an iteration is then its wall time (bench.run)
 -- less the GPU's busy time (the stages' GPU times added up).
 --
 --   local breakdown = require("gpurun.breakdown")
---   local stages = { { name = "vec_add", run = function(target) launch(target, ...) end }, ... }
 --   local result = breakdown.measure(stream, stages, { iters = 1000, device = device })
---   --> { iters, batch, gpu_us_per_iter, stages = { { name, gpu_us, enqueue_us }, ... } }
 --   local overhead = breakdown.overhead(result, individual)   -- individual: bench.run's result
---
--- gpu_us is the mean over the launches measured (the events' 0.5 us
--- resolution averages out; means add up to the busy time); enqueue_us is
--- the median, which ignores the odd preempted call. Both include one clock
--- or event call's cost (tens of nanoseconds).
 
 local gpurun = require("gpurun")
 local median = require("gpurun.script.bench").median
@@ -74,7 +60,11 @@ local function check_stages(stages)
   end
 end
 
--- GPU pass: mean seconds of each stage per launch, from `batches` batches.
+-- GPU pass: mean seconds of each stage per launch, from `batches` batches:
+-- events recorded before and after each kernel; a short kernel holding the
+-- stream first lets the CPU queue a whole batch before the GPU starts on
+-- it, so the GPU never waits for the next launch and the events time the
+-- kernels alone.
 local function gpu_pass(stream, stages, batches, hold, clock)
   local count = #stages
   local events = {} -- events[i][s]: after stage s of iteration i; [0] before the first
@@ -133,7 +123,10 @@ local function gpu_pass(stream, stages, batches, hold, clock)
   return totals
 end
 
--- Enqueue pass: every launch's CPU seconds, per stage.
+-- Enqueue pass: every launch's CPU seconds, per stage: the CPU's time for
+-- the launch call, gpurun.perf_counter() around it, the stream
+-- synchronized after every batch so that a full launch queue never blocks
+-- the call.
 local function enqueue_pass(stream, stages, batches, clock)
   local count = #stages
   local samples = {}
@@ -160,9 +153,17 @@ local function enqueue_pass(stream, stages, batches, clock)
   return samples
 end
 
+-- breakdown.measure(stream, stages, options)
+--   stages  { { name = "vec_add", run = function(target) launch(target, ...) end }, ... }
+--   -->     { iters, batch, gpu_us_per_iter, stages = { { name, gpu_us, enqueue_us }, ... } }
 -- options: iters (launches measured per stage, rounded up to whole batches
 -- of 32; default 1000), device (for the hold kernel) or hold (a function
 -- hold(stream, seconds), for tests), clock (default gpurun.perf_counter).
+--
+-- gpu_us is the mean over the launches measured (the events' 0.5 us
+-- resolution averages out; means add up to the busy time); enqueue_us is
+-- the median, which ignores the odd preempted call. Both include one clock
+-- or event call's cost (tens of nanoseconds).
 function breakdown.measure(stream, stages, options)
   options = check_options("breakdown.measure", options,
     { "iters", "device", "hold", "clock" }) or {}

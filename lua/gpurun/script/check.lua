@@ -1,21 +1,13 @@
 -- Result checks that say what went wrong: which check, how many elements,
--- the worst difference and where.
---
--- An element passes when |actual - expected| <= atol + rtol * |expected|
--- (numpy.allclose); NaN on either side fails. The rule is gpurun.compare's,
--- which compares Lua sequences as it compares buffers.
+-- the worst difference and where. An element passes when |actual -
+-- expected| <= atol + rtol * |expected| (numpy.allclose; rtol and atol
+-- default to 1e-5 and 1e-8, as its do); NaN on either side fails. The rule
+-- is gpurun.compare's, which compares Lua sequences as it compares buffers.
 --
 --   local check = require("gpurun.check")
 --   local checks = check.new("myscript.lua")
 --   checks:buffers("graph replay", r3, expected, 1e-5, 1e-5)  -- device buffers (gpurun.compare)
---   checks:tables("host reference", out:to_table(), reference, 1e-5, 1e-5)
---   checks:number("mean", mean, 0.5, 0, 1e-3)              -- one number
---   checks:condition("graph replayed", ok, err)             -- anything else
 --   if not checks:passed() then return 1 end
---
--- rtol and atol default to 1e-5 and 1e-8, as numpy.allclose's. A failed
--- check writes "myscript.lua: check failed: <what>" to stderr. Arguments of
--- the wrong kind raise an error naming the function and the argument.
 
 local gpurun = require("gpurun")
 
@@ -203,6 +195,12 @@ local Checks = {}
 Checks.__index = Checks
 
 -- name prefixes the failure lines; write (default: to stderr) receives them.
+-- A failed check writes "myscript.lua: check failed: <what>". Arguments of
+-- the wrong kind raise an error naming the function and the argument.
+--
+--   checks:tables("host reference", out:to_table(), reference, 1e-5, 1e-5)
+--   checks:number("mean", mean, 0.5, 0, 1e-3)              -- one number
+--   checks:condition("graph replayed", ok, err)             -- anything else
 function check.new(name, write)
   return setmetatable({
     name = name,

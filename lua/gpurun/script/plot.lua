@@ -5,16 +5,6 @@
 --
 --   local plot = require("gpurun.plot")
 --   local ok, why = plot.render(results, "sweep.png")   -- or "sweep.svg"
---
--- Beside the picture go the data (sweep.dat) and the gnuplot script
--- (sweep.gp) that draws it, so `cd <folder> && gnuplot sweep.gp` draws it
--- again, or a copy of the script draws it differently. The data and script
--- are written before gnuplot runs: a missing or failing gnuplot leaves them.
---
--- `results` is a gpurun.sweep result (see sweep.lua): title, paths
--- ({ name, label } in order), baseline, crossover_path, threshold,
--- crossover ({ elements, speedup } or nil), rows ({ elements, us_per_iter =
--- { [path] = us }, speedup = { [path] = x } }).
 
 local shell = require("gpurun.script.shell")
 local quoted = require("gpurun.common").quoted
@@ -265,6 +255,16 @@ end
 -- -> true, or nil, one line saying why, and "missing" (no gnuplot), "failed"
 -- (gnuplot ran and failed) or "write" (a file could not be written).
 -- options: gnuplot (the command; default as plot.find_gnuplot).
+--
+-- `results` is a gpurun.sweep result (see sweep.lua): title, paths
+-- ({ name, label } in order), baseline, crossover_path, threshold,
+-- crossover ({ elements, speedup } or nil), rows ({ elements, us_per_iter =
+-- { [path] = us }, speedup = { [path] = x } }).
+--
+-- Beside the picture go the data (sweep.dat) and the gnuplot script
+-- (sweep.gp) that draws it, so `cd <folder> && gnuplot sweep.gp` draws it
+-- again, or a copy of the script draws it differently. The data and script
+-- are written before gnuplot runs: a missing or failing gnuplot leaves them.
 function plot.render(results, path, options)
   options = check_options("plot.render", options, { "gnuplot" }) or {}
   local files, why = plot.files(path)

@@ -6,14 +6,8 @@
 --   local progress = require("gpurun.progress")
 --   local line = progress.new{ label = "sweep", total = #sizes, sizes = sizes }
 --   line:begin("2^20 graph")      -- an item starts
---   line:substep(3, 5)            -- within it: repeat 3 of 5
 --   line:finish_item()            -- it is done (its time feeds the estimate)
---   line:clear()                  -- before printing anything else to the terminal
 --   line:close()                  -- at the end: the line is erased
---
--- The estimate assumes an item takes a + b * size seconds (a launch cost
--- and a cost per element), fitted to the items done so far; without sizes
--- every item counts the same.
 
 local check_options = require("gpurun.options").check
 
@@ -44,7 +38,9 @@ end
 -- Seconds the items of `remaining_sizes` should take, from items of
 -- `done_sizes` that took `done_seconds`: a least-squares line
 -- seconds = a + b * size with a, b >= 0 (the mean when the sizes done do not
--- differ). nil before any item is done.
+-- differ). nil before any item is done. So an item is taken to cost a
+-- launch cost and a cost per element; without sizes every item counts the
+-- same.
 function progress.estimate(done_sizes, done_seconds, remaining_sizes)
   local n = #done_seconds
   if n == 0 then
@@ -164,6 +160,7 @@ function Line:begin(stage)
   self:draw(true)
 end
 
+-- line:substep(3, 5): within the item, repeat 3 of 5.
 function Line:substep(done, total)
   self.sub_done, self.sub_total = done, total
   self:draw(false)
@@ -180,7 +177,7 @@ function Line:finish_item()
 end
 
 -- Erases the line so that other output starts at the left margin; the next
--- draw puts it back.
+-- draw puts it back. Call it before printing anything else to the terminal.
 function Line:clear()
   if self.enabled and self.shown then
     self.write(ERASE_LINE)

@@ -4,11 +4,8 @@
 --   local report = require("gpurun.report")
 --   local out = report.new{ json = options.json }
 --   out:device(device, options.device)    -- "Device: ..." / "Compute Capability: ..."
---   out:field("elements", n)              -- a figure for the JSON object only
 --   out:timing("individual", "\nIndividual launches: ", result)
 --   out:speedup("Graph speedup: ", individual, graph)
---   out:breakdown(stages, individual)     -- where the time goes (gpurun.breakdown)
---   out:say("\nDone")                     -- text only
 --   return out:finish(checks)             -- writes the JSON; 0 or 1 for os.exit
 
 local cjson = require("cjson")
@@ -49,14 +46,15 @@ function report.new(options)
   }, Report)
 end
 
--- A text line (text mode only; a leading "\n" gives the blank line above it).
+-- A text line (text mode only; a leading "\n" gives the blank line above it):
+-- out:say("\nDone").
 function Report:say(text)
   if not self.json then
     self.write(text .. "\n")
   end
 end
 
--- A figure for the JSON object (ignored in text mode).
+-- A figure for the JSON object (ignored in text mode): out:field("elements", n).
 function Report:field(key, value)
   self.figures[key] = value
 end
@@ -119,7 +117,8 @@ function report.breakdown_lines(result, timing)
   return lines
 end
 
--- A breakdown under "breakdown" in JSON, as report.breakdown_lines in text.
+-- A breakdown under "breakdown" in JSON, as report.breakdown_lines in text:
+-- where the time goes, out:breakdown(result, individual).
 function Report:breakdown(result, timing)
   local overhead = breakdown.overhead(result, timing)
   local stages = {}

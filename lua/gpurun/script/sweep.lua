@@ -2,36 +2,11 @@
 -- printed as it goes, the crossover marked (the first size at which the
 -- graph's advantage falls below 5% after being above it), the figures
 -- written as JSON and CSV after every size (so nothing measured is lost,
--- even to Ctrl-C) and drawn by gnuplot at the end.
---
--- A pipeline description says what to time; the sweep does the rest:
---
---   local pipeline = {
---     name = "add -> mul -> sub",
---     bytes_per_element = 24,        -- device memory per element, checked before allocating
---     setup = function(size) ... end, -- allocate for size.elements (size:own(x) closes x
---                                     -- after the size), set size.pipeline(target)
---     reset = function(size, path) ... end,  -- optional: before each path (poison outputs)
---     check = function(size, path, label) return check.buffers(label, ...) end, -- optional
---     paths = { sweep.INDIVIDUAL, sweep.GRAPH },
---     baseline = "individual",       -- default: the first path; speedups are against it
---     crossover = "graph",           -- default: the second path
---   }
---   os.exit(sweep.main(pipeline, settings, context))
---
--- A path is { name, label, prepare = function(size) -> step(stream) } and
--- optionally iterations_per_step (a step that runs K iterations of the
--- pipeline, as a graph of K captures does): the sweep runs iters // K steps
--- and divides by the iterations. Adding a path to a sweep is adding one
--- such table to `paths`: its column, its speedup, its line in the picture
--- and its fields in the files follow.
---
--- The work is in three files under script/sweep/: sizes.lua (parsing,
--- stepping and checking sizes), measure.lua (timing every path at every
--- size into a results table) and present.lua (the table, the summary line,
--- JSON and CSV). This file is the entry: the command line, the two standard
--- paths and sweep.main, which measures and presents; every public name
--- of the three is here too.
+-- even to Ctrl-C) and drawn by gnuplot at the end. This file is the entry:
+-- the command line, the two standard paths and sweep.main. The work is in
+-- script/sweep/: sizes.lua (parsing, stepping and checking sizes),
+-- measure.lua (timing every path at every size into a results table) and
+-- present.lua (the table, the summary line, JSON and CSV).
 
 local gpurun = require("gpurun")
 local bench = require("gpurun.script.bench")
@@ -46,7 +21,7 @@ local check_options = require("gpurun.options").check
 
 local sweep = {}
 
--- The public names of the three parts, as they always were: gpurun.sweep.
+-- The public names of the three parts, which gpurun.sweep gives too.
 local EXPORTS = {
   [sizes] = { "parse_size", "size_text", "sizes", "range_problem", "parse_range", "format_bytes",
               "memory_problem" },
@@ -63,6 +38,13 @@ sweep.DEFAULT_REPEATS = 5
 
 local EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+-- A path is { name, label, prepare = function(size) -> step(stream) } and
+-- optionally iterations_per_step (a step that runs K iterations of the
+-- pipeline, as a graph of K captures does): the sweep runs iters // K steps
+-- and divides by the iterations. Adding a path to a sweep is adding one
+-- such table to `paths`: its column, its speedup, its line in the picture
+-- and its fields in the files follow.
+--
 -- The two paths every launch pipeline has: size.pipeline launched as it
 -- is, and captured once into a graph that is replayed.
 sweep.INDIVIDUAL = {
@@ -177,6 +159,21 @@ function sweep.context(device, stream, name)
   }
 end
 
+-- A pipeline description says what to time; the sweep does the rest:
+--
+--   local pipeline = {
+--     name = "add -> mul -> sub",
+--     bytes_per_element = 24,        -- device memory per element, checked before allocating
+--     setup = function(size) ... end, -- allocate for size.elements (size:own(x) closes x
+--                                     -- after the size), set size.pipeline(target)
+--     reset = function(size, path) ... end,  -- optional: before each path (poison outputs)
+--     check = function(size, path, label) return check.buffers(label, ...) end, -- optional
+--     paths = { sweep.INDIVIDUAL, sweep.GRAPH },
+--     baseline = "individual",       -- default: the first path; speedups are against it
+--     crossover = "graph",           -- default: the second path
+--   }
+--   os.exit(sweep.main(pipeline, settings, context))
+--
 -- Runs the sweep and everything around it; returns the exit code: 0, 1
 -- (a run error, a failed check, a picture not drawn), 2 (sizes past the
 -- device's memory, refused before anything is allocated), 130 (Ctrl-C).

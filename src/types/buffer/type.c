@@ -1,12 +1,9 @@
 /* gpurun.Buffer as Lua sees it: device memory holding elements of one
  * dtype, made and filled from the host (gpurun.empty, zeros, full, array,
- * from_bytes), with its fields and its tables of methods, registered. The
- * rest of types/buffer/: buffer.c, what a Buffer is and what every
- * operation on one goes through; memory.c, allocation, views and the
- * close; copies.c, the methods that move elements; pinned_buffer.c,
- * gpurun.PinnedBuffer. Comparing buffers is types/compare.c; generating
- * them, types/generator.c.
- *
+ * from_bytes), with its fields and its tables of methods, registered.
+ * Beside it: buffer.c (what a Buffer is), memory.c (allocation, views, the
+ * close), copies.c (moving elements), pinned_buffer.c (gpurun.PinnedBuffer);
+ * comparing buffers is types/compare.c, generating them types/generator.c.
  * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
  * and every range (first, count) that view, fill, copy_from, copy_to,
  * to_table and to_bytes take. */
