@@ -8,6 +8,7 @@
  * failure. */
 #define _GNU_SOURCE
 #include "base/import_slots.h"
+#include "check.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,25 +22,6 @@
 
 const char *import_slots_library_getenv(const char *name);
 int (*import_slots_library_unlink(void))(const char *);
-
-static int checks, failures;
-
-static int check(int ok, int line, const char *fmt, ...)
-{
-    checks++;
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "import_slots_test.c:%d: check failed: ", line);
-        va_list args;
-        va_start(args, fmt);
-        vfprintf(stderr, fmt, args);
-        va_end(args);
-        fputc('\n', stderr);
-    }
-    return ok;
-}
-
-#define CHECK(ok, ...) check((ok), __LINE__, __VA_ARGS__)
 
 /* Requests for write access still to refuse; -1: all of them. */
 static int refusals;

@@ -6,31 +6,13 @@
 #include "base/kernel_cache.h"
 #include "base/nvrtc_compile.h"
 #include "base/ptx_params.h"
+#include "check.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int checks, failures;
-
-static int check(int ok, int line, const char *fmt, ...)
-{
-    checks++;
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "ptx_params_test.c:%d: check failed: ", line);
-        va_list args;
-        va_start(args, fmt);
-        vfprintf(stderr, fmt, args);
-        va_end(args);
-        fputc('\n', stderr);
-    }
-    return ok;
-}
-
-#define CHECK(ok, ...) check((ok), __LINE__, __VA_ARGS__)
 
 static char *read_path(const char *path, size_t *size)
 {
@@ -101,12 +83,12 @@ static int expect_parse(int line, const char *ptx, const char *expected)
 {
     struct ptx_signatures signatures;
     char error[256];
-    if (!check(ptx_signatures_parse(ptx, strlen(ptx), &signatures, error, sizeof error), line,
-               "parse failed: %s", error))
+    int parsed = ptx_signatures_parse(ptx, strlen(ptx), &signatures, error, sizeof error);
+    if (!check_at(parsed, __FILE__, line, "parse failed: %s", error))
         return 0;
     char *got = dump(&signatures);
-    int ok = check(got && strcmp(got, expected) == 0, line, "parsed as\n%s\nexpected\n%s",
-                   got ? got : "(no memory)", expected);
+    int ok = check_at(got && strcmp(got, expected) == 0, __FILE__, line,
+                      "parsed as\n%s\nexpected\n%s", got ? got : "(no memory)", expected);
     free(got);
     ptx_signatures_free(&signatures);
     return ok;
@@ -117,9 +99,9 @@ static void expect_error(int line, const char *ptx, const char *fragment)
     struct ptx_signatures signatures;
     char error[256];
     int parsed = ptx_signatures_parse(ptx, strlen(ptx), &signatures, error, sizeof error);
-    check(!parsed && strstr(error, fragment) != NULL && signatures.kernels == NULL, line,
-          "expected an error with '%s', got %s '%s'", fragment, parsed ? "success" : "error",
-          parsed ? "" : error);
+    check_at(!parsed && strstr(error, fragment) != NULL && signatures.kernels == NULL, __FILE__,
+             line, "expected an error with '%s', got %s '%s'", fragment,
+             parsed ? "success" : "error", parsed ? "" : error);
     if (parsed)
         ptx_signatures_free(&signatures);
 }
