@@ -1,32 +1,8 @@
--- bench/alloc_compare.lua: what one buffer's allocation and free cost the
--- host in gpurun, beside plain C (bench/alloc_compare_c) and Python's GPU
--- libraries (bench/alloc_compare.py), in one table of medians; a pipeline
--- step with two 1 MiB temporaries, made up front or made and freed in the
--- step, and the same step with two --large-step-mib temporaries, beside the
--- same step in plain CUDA C++ (bench/alloc_step, at 1, 4, 16 and 256 MiB:
--- what the driver's memory nodes cost a replay without gpurun); and 10,000
--- buffers made and freed while a busy kernel runs on another stream.
--- bench/alloc_compare.sh runs every side in one command.
---
--- Alloc+free pairs, per size: CPU microseconds per pair, the median over
--- --reps repetitions of --pairs pairs (a tenth of them, at least 10, from
--- 64 MiB on), after one pair of warm-up, on one stream synchronized after
--- each timed loop, outside it:
---   gpurun cuMemAlloc      gpurun.empty(n, "uint8") and close (the constructors' default)
---   gpurun default pool    gpurun.empty(n, "uint8", { stream = s }) and close
---   gpurun own pool        the same with { pool = gpurun.MemoryPool(), stream = s }
--- The pipeline step (scale, shift, scale, combine on 2^18 float32, each
--- temporary read by the kernel after the one that writes it, the two never
--- alive together), per step, launched one by one and replayed as a graph
--- (the large step: the same on --large-step-mib MiB temporaries, a
--- hundredth of the steps, at least 20):
---   up front               the temporaries made once, before the loop
---   in the step            made and freed in the step: from the default pool
---                          when launched, allocation and free nodes when replayed
--- with the memory the temporaries held at their peak: their bytes up front,
--- the pool's used_high when launched, the graphs' used_high when replayed.
--- (The graphs' memory comes in the driver's granules, 32 MiB on an H200,
--- which a 1 MiB step cannot show to be shared; the large step can.)
+-- bench/alloc_compare.lua: what buffer allocation and free cost the host in
+-- gpurun, and temporaries made in a pipeline step, in one table of medians
+-- beside plain C (bench/alloc_compare_c), Python's GPU libraries
+-- (bench/alloc_compare.py) and the step in CUDA C++ (bench/alloc_step).
+-- bench/alloc_compare.sh runs every side; docs/memory.md has the figures.
 --
 --   build/gpurun bench/alloc_compare.lua [--sizes 4096,1048576,268435456]
 --       [--pairs 1000] [--reps 11] [--iters 2000] [--large-step-mib 256] [--c-json FILE]
@@ -75,6 +51,10 @@ end
 
 -- ---- alloc+free pairs ------------------------------------------------------
 
+-- CPU microseconds per alloc+free pair of `bytes`: the median over --reps
+-- repetitions of --pairs pairs (a tenth of them, at least 10, from 64 MiB
+-- on), after one pair of warm-up, on one stream synchronized after each
+-- timed loop, outside it.
 local function time_pairs(stream, pair, bytes)
   local count = pairs_for(bytes)
   pair(bytes)
@@ -90,6 +70,10 @@ local function time_pairs(stream, pair, bytes)
   return { us_per_pair = bench.median(runs), min_us = math.min(table.unpack(runs)), pairs = count }
 end
 
+-- The pairs per size, on each path:
+--   gpurun cuMemAlloc      gpurun.empty(n, "uint8") and close (the constructors' default)
+--   gpurun default pool    gpurun.empty(n, "uint8", { stream = s }) and close
+--   gpurun own pool        the same with { pool = gpurun.MemoryPool(), stream = s }
 local function gpurun_pairs(stream)
   local pool <close> = gpurun.MemoryPool()
   local default_on = { stream = stream }
@@ -110,6 +94,18 @@ end
 
 -- ---- the pipeline step -------------------------------------------------------
 
+-- Scale, shift, scale, combine on float32 temporaries of `mib` MiB (2^18
+-- elements at 1 MiB), each temporary read by the kernel after the one that
+-- writes it, the two never alive together; per step, launched one by one
+-- and replayed as a graph, `iters` steps per repetition:
+--   up front               the temporaries made once, before the loop
+--   in the step            made and freed in the step: from the default pool
+--                          when launched, allocation and free nodes when replayed
+-- with the memory the temporaries held at their peak: their bytes up front,
+-- the pool's used_high when launched, the graphs' used_high when replayed.
+-- The graphs' memory comes in the driver's granules, 32 MiB on an H200,
+-- which a 1 MiB step cannot show to be shared; the large step
+-- (--large-step-mib, a hundredth of the steps, at least 20) can.
 local function pipeline_step(device, stream, mib, iters)
   local elements = mib * MiB // 4 -- float32 elements of one temporary
   local code <close> = gpurun.Program(require("gpurun.samples.kernels").source("dag"), "c++",
@@ -189,6 +185,8 @@ end
 
 -- ---- 10,000 buffers while another stream stays busy ------------------------------
 
+-- 10,000 buffers of 1 MiB made and freed from a pool while a busy kernel
+-- runs on another stream: the loop must not wait for the device.
 local function no_sync(device, stream)
   local busy_code <close> = gpurun.Program(require("gpurun.samples.kernels").source("busy"), "c++",
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")

@@ -2,23 +2,6 @@
 """bench/alloc_compare.py: what one device allocation and its free cost the
 host in Python's GPU libraries, timed as bench/alloc_compare.lua times
 gpurun's MemoryPool, for bench/alloc_compare.sh's table.
-
-Paths, per size, each the median over --reps repetitions of --pairs
-alloc+free pairs (a tenth of them, at least 10, from 64 MiB on), after one
-pair of warm-up, on one non-blocking stream that is synchronized after each
-timed loop, outside it:
-
-  cuda.core DeviceMemoryResource   the device's default pool: mr.allocate(n, stream=s), buffer.close(s)
-  cuda.core own pool               DeviceMemoryResource(dev, DeviceMemoryResourceOptions(max_size=...))
-  CuPy MemoryPool                  cupy.cuda.MemoryPool().malloc(n), then the pointer dropped
-  CuPy MemoryAsyncPool             cupy.cuda.MemoryAsyncPool().malloc(n) (cudaMallocAsync), dropped
-  PyTorch caching allocator        torch.empty(n, dtype=torch.uint8, device="cuda"), dropped
-
-A library that is missing, or whose API differs, gives its rows as
-{"missing": why} instead of figures: never a crash.
-
-    python3 bench/alloc_compare.py [--sizes 4096,1048576,268435456] [--pairs 1000]
-        [--reps 11] [--json]
 """
 import gc
 import statistics
@@ -33,7 +16,8 @@ def pairs_for(size, pairs):
 
 
 def measure(pair, sync, size, pairs, reps):
-    """Median microseconds per pair(size)."""
+    """Median microseconds per pair(size): reps repetitions of pairs calls,
+    after one call of warm-up, sync() after each timed loop, outside it."""
     pair(size)
     sync()
     runs = []
@@ -47,6 +31,10 @@ def measure(pair, sync, size, pairs, reps):
 
 
 def cuda_core_paths():
+    """On one stream of device 0:
+    cuda.core DeviceMemoryResource   the device's default pool: mr.allocate(n, stream=s), buffer.close(s)
+    cuda.core own pool               DeviceMemoryResource(dev, DeviceMemoryResourceOptions(max_size=...))
+    """
     try:
         import cuda.core as core
         if not hasattr(core, "DeviceMemoryResource"):
@@ -76,6 +64,10 @@ def cuda_core_paths():
 
 
 def cupy_paths():
+    """On one non-blocking stream:
+    CuPy MemoryPool        cupy.cuda.MemoryPool().malloc(n), then the pointer dropped
+    CuPy MemoryAsyncPool   cupy.cuda.MemoryAsyncPool().malloc(n) (cudaMallocAsync), dropped
+    """
     try:
         import cupy
         stream = cupy.cuda.Stream(non_blocking=True)
@@ -100,6 +92,8 @@ def cupy_paths():
 
 
 def torch_paths():
+    """On one stream: PyTorch caching allocator, torch.empty(n,
+    dtype=torch.uint8, device="cuda"), then the tensor dropped."""
     try:
         import torch
         if not torch.cuda.is_available():
@@ -117,6 +111,9 @@ def torch_paths():
 
 
 def main():
+    """Every path at every size (a tenth of --pairs, at least 10, from 64
+    MiB on). A library that is missing, or whose API differs, gives its rows
+    as {"missing": why} instead of figures: never a crash."""
     parser = common.parser(__doc__, "4096,1048576,268435456", reps=11)
     parser.add_argument("--pairs", type=common.positive_int, default=1000,
                         help="alloc+free pairs per repetition (default 1000)")

@@ -1,23 +1,36 @@
 #!/bin/sh
 # bench/alloc_compare.sh — buffer allocation and free on this GPU, every side
-# in one run and one table of medians: plain C (bench/alloc_compare_c:
-# cuMemAlloc/cuMemFree and the default pool's stream-ordered pair), Python
-# (bench/alloc_compare.py: cuda.core's DeviceMemoryResource, CuPy's
-# MemoryPool and MemoryAsyncPool, PyTorch's caching allocator; a missing
-# module is reported in its row), then gpurun (bench/alloc_compare.lua: its
-# default constructors, the default pool, a pool of its own, a pipeline step
-# with two 1 MiB temporaries made up front or inside the replayed graph, and
-# 10,000 buffers made and freed while a busy kernel runs), which prints the
-# table; and bench/alloc_step, the same step in plain CUDA C++ (built here
-# with nvcc; STEP_MIB, default 1,4,16,256, its sizes in MiB).
-#
-#   bench/alloc_compare.sh [bench/alloc_compare.lua options, e.g. --iters 5000]
-#
-# SIZES (bytes, default 4096,1048576,268435456), PAIRS (1000), REPS (11) and
-# PYTHON (python3) are read from the environment; gpurun is build/gpurun, or
-# $GPURUN_BIN, and the C side build/bench/alloc_compare_c, or $ALLOC_C
-# (built by `cmake --build build --target alloc_compare_c`).
+# in one run and one table of medians: plain C, Python's GPU libraries, the
+# step in CUDA C++ and gpurun (bench/alloc_compare.lua, which prints the
+# table), as usage() below says; docs/memory.md has the figures.
 set -eu
+
+usage() {
+  cat <<'USAGE'
+bench/alloc_compare.sh — buffer allocation and free on this GPU, every side
+in one run and one table of medians: plain C (bench/alloc_compare_c:
+cuMemAlloc/cuMemFree and the default pool's stream-ordered pair), Python
+(bench/alloc_compare.py: cuda.core's DeviceMemoryResource, CuPy's
+MemoryPool and MemoryAsyncPool, PyTorch's caching allocator; a missing
+module is reported in its row), then gpurun (bench/alloc_compare.lua: its
+default constructors, the default pool, a pool of its own, a pipeline step
+with two 1 MiB temporaries made up front or inside the replayed graph, and
+10,000 buffers made and freed while a busy kernel runs), which prints the
+table; and bench/alloc_step, the same step in plain CUDA C++ (built here
+with nvcc; STEP_MIB, default 1,4,16,256, its sizes in MiB).
+
+  bench/alloc_compare.sh [bench/alloc_compare.lua options, e.g. --iters 5000]
+
+SIZES (bytes, default 4096,1048576,268435456), PAIRS (1000), REPS (11) and
+PYTHON (python3) are read from the environment; gpurun is build/gpurun, or
+$GPURUN_BIN, and the C side build/bench/alloc_compare_c, or $ALLOC_C
+(built by `cmake --build build --target alloc_compare_c`).
+USAGE
+}
+
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 sizes=${SIZES:-4096,1048576,268435456}
 pairs=${PAIRS:-1000}

@@ -1,23 +1,8 @@
 /* alloc_compare_c: what one device allocation and its free cost the host
  * from plain C, the reference bench/alloc_compare.lua sets gpurun's
- * MemoryPool beside.
- *
- * Paths, per size:
- *   cuMemAlloc       cuMemAlloc then cuMemFree (which waits for the device)
- *   cuMemAllocAsync  cuMemAllocFromPoolAsync from device 0's default pool
- *                    (its release threshold raised, as gpurun and cuda.core
- *                    do) then cuMemFreeAsync, both on one non-blocking stream
- * Each rep times `pairs` alloc+free pairs with CLOCK_MONOTONIC, after one
- * pair of warm-up (the pool grows once); the stream is synchronized after
- * the timed loop, outside it. Sizes of 64 MiB and more run a tenth of the
- * pairs (at least 10): cuMemAlloc of 256 MiB maps memory at every pair.
+ * MemoryPool beside (bench/alloc_compare.sh runs both).
  *
  *   alloc_compare_c [--sizes BYTES,...] [--pairs N] [--reps R] [--json]
- *
- * --json prints one object: { "device": name, "reps": R, "results": [ {
- * "path": "cuMemAlloc" | "cuMemAllocAsync", "bytes": n, "pairs": p,
- * "us_per_pair": [ ... one per rep ... ] } ... ] }. Without it, a line per
- * path and size with the median microseconds per pair.
  *
  * Exit codes: 0 success, 1 a CUDA failure, 2 usage. */
 #define _POSIX_C_SOURCE 200809L
@@ -97,7 +82,9 @@ static void parse_options(int argc, char **argv, struct options *options)
     }
 }
 
-/* The pairs a rep times at this size (the same rule in every side). */
+/* The pairs a rep times at this size (the same rule in every side): a tenth
+ * (at least 10) from 64 MiB on: cuMemAlloc of 256 MiB maps memory at every
+ * pair. */
 static unsigned long pairs_for(size_t bytes, unsigned long pairs)
 {
     if (bytes >= ((size_t)64 << 20))
@@ -105,6 +92,13 @@ static unsigned long pairs_for(size_t bytes, unsigned long pairs)
     return pairs;
 }
 
+/* Each rep times `pairs` alloc+free pairs with CLOCK_MONOTONIC, after one
+ * pair of warm-up (the pool grows once), on one of two paths:
+ *   cuMemAlloc       cuMemAlloc then cuMemFree (which waits for the device)
+ *   cuMemAllocAsync  cuMemAllocFromPoolAsync from device 0's default pool
+ *                    (its release threshold raised, as gpurun and cuda.core
+ *                    do) then cuMemFreeAsync, both on one non-blocking stream,
+ *                    synchronized after the timed loop, outside it. */
 static void time_plain(size_t bytes, unsigned long pairs, unsigned long reps, double *us)
 {
     CUdeviceptr pointer;
@@ -138,6 +132,11 @@ static void time_pool(CUmemoryPool pool, CUstream stream, size_t bytes, unsigned
     }
 }
 
+/* Without --json, a line per path and size with the median microseconds
+ * per pair. With it, one object: { "device": name, "reps": R, "results": [ {
+ * "path": "cuMemAlloc" | "cuMemAllocAsync", "bytes": n, "pairs": p,
+ * "us_per_pair": [ ... one per rep ... ] } ... ] }, of which this prints one
+ * result. */
 static void report(const struct options *options, int *first, const char *path, size_t bytes,
                    unsigned long pairs, const double *us)
 {

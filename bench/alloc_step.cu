@@ -1,23 +1,10 @@
 /* alloc_step: bench/alloc_compare.lua's pipeline step as a plain CUDA C++
  * user would write it, the reference its "made and freed in the step" row
- * is set beside: scale, shift, scale, combine (dag.cu, the one copy the
- * Lua side compiles too) on float32 temporaries of --mib MiB, captured
- * into a graph two ways and replayed:
- *
- *   up front   the two temporaries made with cudaMalloc before the capture
- *   in graph   cudaMallocAsync / cudaFreeAsync on the capturing stream,
- *              which become 2 allocation and 2 free nodes (the second
- *              temporary made after the first is freed, as the Lua step)
- *
- * Each graph is uploaded, launched 20 times, then timed: --iters launches
- * from one stream synchronisation to the next, the median over --reps
- * repetitions, printed as one JSON object (us per step). What the driver's
- * memory nodes cost per replay shows here without gpurun in the way.
+ * is set beside: what the driver's memory nodes cost per replay without
+ * gpurun in the way. bench/alloc_compare.sh builds it with nvcc and runs it;
+ * it prints one JSON object (us per step).
  *
  *   build/bench/alloc_step [--mib 1,4,16,256] [--iters 2000] [--reps 11]
- *
- * --iters is divided by the size in MiB over 4 for the larger sizes (at
- * least 20), as the Lua step's large size is.
  */
 #include <algorithm>
 #include <chrono>
@@ -101,8 +88,13 @@ struct Step {
     float *a, *r;
 };
 
-// The step's four kernels on temporaries t1 and t2 (t2 made after t1 is
-// freed when they come from the stream-ordered allocator).
+// The step's four kernels, scale, shift, scale, combine (dag.cu, the one
+// copy the Lua side compiles too), on float32 temporaries t1 and t2,
+// captured into a graph one of two ways:
+//   up front   the two temporaries made with cudaMalloc before the capture
+//   in graph   cudaMallocAsync / cudaFreeAsync on the capturing stream,
+//              which become 2 allocation and 2 free nodes (t2 made after t1
+//              is freed, as the Lua step)
 void capture_step(cudaStream_t stream, const Step &step, float *t1, float *t2, bool in_graph)
 {
     size_t bytes = step.elements * sizeof(float);
@@ -120,6 +112,9 @@ void capture_step(cudaStream_t stream, const Step &step, float *t1, float *t2, b
         CHECK(cudaFreeAsync(t2, stream));
 }
 
+// The graph uploaded, launched 20 times, then timed: `iters` launches from
+// one stream synchronisation to the next, once per rep (us per launch;
+// bench/alloc_compare.lua prints the median over the --reps reps).
 std::vector<double> time_graph(cudaStream_t stream, cudaGraphExec_t graph, long long iters, int reps)
 {
     CHECK(cudaGraphUpload(graph, stream));
@@ -164,6 +159,8 @@ int main(int argc, char **argv)
         CHECK(cudaMalloc((void **)&t1, step.elements * sizeof(float)));
         CHECK(cudaMalloc((void **)&t2, step.elements * sizeof(float)));
         CHECK(cudaMemset(step.a, 0, step.elements * sizeof(float)));
+        // --iters divided by the size in MiB over 4 for the larger sizes (at
+        // least 20), as the Lua step's large size is.
         long long iters = mib > 4 ? std::max(20LL, options.iters * 4 / mib) : options.iters;
         std::printf("%s{\"mib\": %lld, \"iters\": %lld", s ? ", " : "", mib, iters);
         for (int in_graph = 0; in_graph < 2; in_graph++) {

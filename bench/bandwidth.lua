@@ -1,22 +1,10 @@
 -- bench/bandwidth.lua: host <-> device copy bandwidth from gpurun, for each
 -- way a script can hold host data, beside plain C (bench/bandwidth_c) on
--- the same machine in the same run.
---
---   table     buf:copy_from(t) / buf:to_table()   Lua numbers, converted in C
---   string    buf:copy_from(s) / buf:to_bytes()   raw elements in pageable memory
---   pinned    buf:copy_from(p) / buf:copy_to(p)   a gpurun.PinnedBuffer, queued on a stream
---   C pageable, C pinned   cuMemcpyHtoDAsync / cuMemcpyDtoHAsync from malloc'ed
---                          and cuMemHostAlloc'ed memory (bandwidth_c)
---
--- Every figure is the median over reps of one copy and the stream sync after
--- it, timed from the host (perf_counter, CLOCK_MONOTONIC in C), in GB/s
--- (10^9 bytes per second), float32 data. The goal: pinned within 10% of C
--- pinned.
+-- the same machine in the same run; docs/benchmark.md says how it times,
+-- docs/performance.md has the figures.
 --
 --   build/gpurun bench/bandwidth.lua [--sizes 1048576,67108864,1073741824]
 --       [--reps 7] [--table-max 67108864] [--json] [--c-bench PATH]
--- Tables are timed only up to --table-max bytes (a 1 GiB table holds 2^28
--- Lua numbers and takes minutes), with at most 3 reps.
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -61,7 +49,7 @@ end
 local now = gpurun.perf_counter
 
 -- Seconds of `reps` calls of copy() each followed by a stream sync, after one
--- untimed call.
+-- untimed call, timed from the host (perf_counter; CLOCK_MONOTONIC in C).
 local function time_reps(stream, reps, copy)
   copy()
   stream:sync()
@@ -75,6 +63,14 @@ local function time_reps(stream, reps, copy)
   return seconds
 end
 
+-- gpurun's ways at one size, float32 data:
+--   table     buf:copy_from(t) / buf:to_table()   Lua numbers, converted in C
+--   string    buf:copy_from(s) / buf:to_bytes()   raw elements in pageable memory
+--   pinned    buf:copy_from(p) / buf:copy_to(p)   a gpurun.PinnedBuffer, queued on a stream
+-- (C pageable and C pinned, cuMemcpyHtoDAsync / cuMemcpyDtoHAsync from
+-- malloc'ed and cuMemHostAlloc'ed memory, come from bandwidth_c.) Tables are
+-- timed only up to --table-max bytes (a 1 GiB table holds 2^28 Lua numbers
+-- and takes minutes), with at most TABLE_REPS reps.
 local function measure_size(stream, bytes, options)
   local n = bytes // 4
   local buffer <close> = gpurun.full(n, 1.5, "float32")
@@ -128,7 +124,9 @@ local ROWS = {
 }
 local GOAL = 0.90
 
--- { bytes, rows = { { way, h2d, d2h } }, ratio = { h2d, d2h } } for one size.
+-- { bytes, rows = { { way, h2d, d2h } }, ratio = { h2d, d2h } } for one size:
+-- each figure the median over the reps, in GB/s (10^9 bytes per second), and
+-- the ratio gpurun pinned / C pinned, whose goal is GOAL (within 10%).
 local function summarize(bytes, figures, c)
   local ways = {
     table = figures.table, string = figures.string, pinned = figures.pinned,

@@ -1,19 +1,8 @@
 /* bandwidth_c: host <-> device copy bandwidth from plain C, the reference
- * bench/bandwidth.lua holds gpurun's PinnedBuffer copies to.
- *
- * For each size, one device buffer, one page-locked host buffer
- * (cuMemHostAlloc) and one pageable one (malloc, every page touched), and
- * per rep one cuMemcpyHtoDAsync or cuMemcpyDtoHAsync on a non-blocking
- * stream followed by cuStreamSynchronize, timed with CLOCK_MONOTONIC around
- * both: the figure a script sees from "copy, then sync", as gpurun's side
- * times it.
+ * bench/bandwidth.lua holds gpurun's PinnedBuffer copies to (it runs this
+ * with --json); docs/benchmark.md says how both time.
  *
  *   bandwidth_c [--sizes BYTES,...] [--reps R] [--json]
- *
- * --json prints one object: { "device": name, "reps": R, "results": [ {
- * "bytes": n, "memory": "pinned" | "pageable", "direction": "h2d" | "d2h",
- * "seconds": [ ... one per rep ... ] } ... ] }. Without it, a line per size,
- * memory and direction with the median GB/s (10^9 bytes per second).
  *
  * Exit codes: 0 success, 1 a CUDA failure or no memory, 2 usage. */
 #define _POSIX_C_SOURCE 200809L
@@ -86,7 +75,10 @@ static struct options parse_options(int argc, char **argv)
     return options;
 }
 
-/* Seconds for one copy and the sync after it. */
+/* Seconds for one cuMemcpyHtoDAsync or cuMemcpyDtoHAsync on a non-blocking
+ * stream and the cuStreamSynchronize after it, timed with CLOCK_MONOTONIC
+ * around both: the figure a script sees from "copy, then sync", as gpurun's
+ * side times it. */
 static double time_copy(CUdeviceptr device, void *host, size_t bytes, int to_device, CUstream stream)
 {
     double start = now_seconds();
@@ -100,6 +92,11 @@ static double time_copy(CUdeviceptr device, void *host, size_t bytes, int to_dev
 
 static int printed_results;
 
+/* Without --json, a line per size, memory and direction with the median GB/s
+ * (10^9 bytes per second). With it, one object: { "device": name, "reps": R,
+ * "results": [ { "bytes": n, "memory": "pinned" | "pageable", "direction":
+ * "h2d" | "d2h", "seconds": [ ... one per rep ... ] } ... ] }, of which this
+ * prints one result. */
 static void report(const struct options *options, size_t bytes, const char *memory, int to_device,
                    const double *seconds)
 {
@@ -133,6 +130,8 @@ int main(int argc, char **argv)
     }
     for (int s = 0; s < options.size_count; s++) {
         size_t bytes = options.sizes[s];
+        /* One device buffer, one page-locked host buffer and one pageable one
+         * (malloc, every page touched) per size. */
         CUdeviceptr buffer;
         CU(cuMemAlloc, &buffer, bytes);
         void *pinned = NULL;

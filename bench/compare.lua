@@ -1,22 +1,10 @@
--- bench/compare.lua: gpurun's Lua loops against the same loops in pure C.
---
--- The pipeline is scripts/cudagraphs.lua's: r1 = a + b, r2 = r1 * c,
--- r3 = r2 - a over float32 buffers. For each size, reps of the C reference
--- (bench/cudagraphs_c, one process per rep) alternate with reps of the same
--- pipeline driven from Lua in this process, so both see the same machine
--- noise. Three gpurun paths are timed:
---   launch  gpurun.launch(stream, config, kernel, ...) three times per iteration
---   plan    kernel:bind(config, ...) once, plan:launch(stream) three times per iteration
---   graph   graph:launch(stream) once per iteration
--- launch and plan stand against C's three cuLaunchKernel calls, graph against
--- C's cuGraphLaunch. Every figure is microseconds per iteration, timed from a
--- stream sync to a stream sync after 5 warm-up iterations, as in the C program.
+-- bench/compare.lua: gpurun's Lua loops against the same loops in pure C
+-- (bench/cudagraphs_c) on scripts/cudagraphs.lua's pipeline, r1 = a + b,
+-- r2 = r1 * c, r3 = r2 - a over float32 buffers, rep for rep, in one table
+-- of medians; docs/benchmark.md says how it times and what each row is.
 --
 --   build/gpurun bench/compare.lua [--sizes 4096,65536,1048576,16777216]
 --       [--reps 15] [--iters 5000] [--json] [--c-bench PATH]
--- (Individual launches at small sizes vary by 20-30% between reps on a
--- shared machine; 15 reps of 5000 iterations keep their medians steady.)
--- On a terminal, and without --json, a progress line on stderr counts the reps.
 --   build/gpurun bench/compare.lua --startup [bench/startup.lua's options]
 
 local gpurun = require("gpurun")
@@ -167,7 +155,18 @@ local function check_result(stream, r3, elements, path)
 end
 
 -- Times one size; returns the per-rep figures of both sides. `line` (a
--- gpurun.progress line) moves on after each rep.
+-- gpurun.progress line) moves on after each rep. Reps of the C reference
+-- (one process per rep) alternate with reps of the same pipeline driven
+-- from Lua in this process, so both see the same machine noise. Three
+-- gpurun paths are timed:
+--   launch  gpurun.launch(stream, config, kernel, ...) three times per iteration
+--   plan    kernel:bind(config, ...) once, plan:launch(stream) three times per iteration
+--   graph   graph:launch(stream) once per iteration
+-- launch and plan stand against C's three cuLaunchKernel calls, graph against
+-- C's cuGraphLaunch. Every figure is microseconds per iteration, timed from a
+-- stream sync to a stream sync after 5 warm-up iterations, as in the C
+-- program. (Individual launches at small sizes vary by 20-30% between reps
+-- on a shared machine; 15 reps of 5000 iterations keep their medians steady.)
 local function measure_size(gpu, elements, options, line)
   local stream, kernels = gpu.stream, gpu.kernels
   local add, mul, sub = kernels.add, kernels.mul, kernels.sub
@@ -516,6 +515,7 @@ local gpu = {
   },
 }
 
+-- On a terminal, and without --json, a progress line on stderr counts the reps.
 local rep_sizes = {} -- one entry per rep, for the progress line's estimate
 for _, elements in ipairs(options.sizes) do
   for _ = 1, options.reps do

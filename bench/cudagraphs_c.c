@@ -1,17 +1,11 @@
-/* cudagraphs_c: the pure-C reference that bench/compare.lua holds gpurun to.
- *
- * The pipeline of scripts/cudagraphs.lua, r1 = a + b, r2 = r1 * c,
- * r3 = r2 - a (float32), straight on the CUDA Driver API and NVRTC, timed two
- * ways: three cuLaunchKernel calls per iteration, and one cuGraphLaunch of a
- * graph captured from those three launches. Each path is timed with
- * CLOCK_MONOTONIC from a cuStreamSynchronize to a cuStreamSynchronize, so the
- * figure is host-side launch cost plus GPU time, as gpurun's Lua loops see it.
+/* cudagraphs_c: the pure-C reference that bench/compare.lua holds gpurun to:
+ * the pipeline of scripts/cudagraphs.lua, r1 = a + b, r2 = r1 * c,
+ * r3 = r2 - a (float32), straight on the CUDA Driver API and NVRTC, timed as
+ * three cuLaunchKernel calls per iteration and as one cuGraphLaunch of a
+ * graph captured from them; docs/benchmark.md says how.
  *
  *   cudagraphs_c [--elements N] [--iters N] [--reps R] [--json] [--library]
- *
- * --library loads the cubin with cuLibraryLoadData and launches the CUkernel
- * handle, the way gpurun does, instead of cuModuleLoadData + CUfunction; it
- * tells a cost of that launch path apart from a cost of the Lua layer.
+ *                [--cpu-launch N] [--per-graph K,...]
  *
  * Exit codes: 0 success, 1 a CUDA/NVRTC failure or a wrong result, 2 usage. */
 #define _POSIX_C_SOURCE 200809L  /* clock_gettime under a strict -std=c11 too */
@@ -205,6 +199,10 @@ static void load_pdl(CUdevice device, struct kernels *kernels)
     free(cubin);
 }
 
+/* With --library, the cubin loaded with cuLibraryLoadData and the CUkernel
+ * handles launched, the way gpurun does, instead of cuModuleLoadData and
+ * CUfunction: it tells a cost of that launch path apart from a cost of the
+ * Lua layer. */
 static struct kernels load_kernels(const char *cubin, int library)
 {
     struct kernels kernels = {0};
@@ -281,6 +279,9 @@ static void launch_three_pdl(struct pipeline *p)
     CU(cuLaunchKernelEx, &config, p->kernels.pdl_sub, p->sub_args, NULL);
 }
 
+/* Each path is timed with CLOCK_MONOTONIC from a cuStreamSynchronize to a
+ * cuStreamSynchronize after WARMUP_ITERATIONS, so the figure is host-side
+ * launch cost plus GPU time, as gpurun's Lua loops see it: us per iteration. */
 static double time_individual(struct pipeline *p, unsigned long iters)
 {
     for (int i = 0; i < WARMUP_ITERATIONS; i++)

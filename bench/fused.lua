@@ -1,18 +1,7 @@
 -- bench/fused.lua: gpurun's generated kernels for r3 = (a + b) * c - a at
 -- several sizes, and the device's copy bandwidth, for bench/fused_compare.sh
--- (which runs CuPy and torch.compile on the same machine next).
---
--- Paths, each timed by bench.measure: from a stream sync to a stream sync
--- after warm-up, the median over --reps repetitions of enough iterations
--- for about --seconds, from 10 to 5000:
---   fused launch      pipe(stream, a, b, c, r3): one fused kernel, argument checks in Lua
---   fused plan        the same kernel bound once (pipe:bind), plan:launch per iteration
---   fused graph       a graph of that one kernel, graph:launch per iteration
---   fused streaming graph  the same with cache = "streaming": its 16-byte loads
---                     and stores carry the evict-first hint (ld/st.global.cs)
---   generated launch  three generated kernels (r1, r2, r3 all written), launched
---   generated graph   the same three in one graph
---   copy              one device-to-device copy of --copy-mib MiB (read + write)
+-- (which runs CuPy and torch.compile on the same machine next);
+-- docs/elementwise.md has the figures.
 --
 --   build/gpurun bench/fused.lua [--sizes 4096,65536,1048576,16777216,67108864]
 --       [--reps 15] [--seconds 0.1] [--copy-mib 1024] [--unroll N] [--block N]
@@ -51,6 +40,16 @@ local function check(stream, buffer, what, n)
   end
 end
 
+-- The paths at n elements, each timed by bench.measure (from a stream sync
+-- to a stream sync after warm-up, the median over --reps repetitions of
+-- enough iterations for about --seconds, from 10 to 5000) and checked:
+--   fused launch      pipe(stream, a, b, c, r3): one fused kernel, argument checks in Lua
+--   fused plan        the same kernel bound once (pipe:bind), plan:launch per iteration
+--   fused graph       a graph of that one kernel, graph:launch per iteration
+--   fused streaming graph  the same with cache = "streaming": its 16-byte loads
+--                     and stores carry the evict-first hint (ld/st.global.cs)
+--   generated launch  three generated kernels (r1, r2, r3 all written), launched
+--   generated graph   the same three in one graph
 local function measure_size(stream, n, fused, generated, streaming)
   local a <close> = gpurun.full(n, A, "float32")
   local b <close> = gpurun.full(n, B, "float32")
@@ -94,6 +93,7 @@ local function measure_size(stream, n, fused, generated, streaming)
   return figures
 end
 
+-- One device-to-device copy of --copy-mib MiB (read + write counted).
 local function measure_copy(stream)
   local n = options.copy_mib * (1 << 20) // 4
   local source <close> = gpurun.full(n, 1.0, "float32")

@@ -3,22 +3,6 @@
 PyTorch, timed as bench/fused.lua times gpurun, and the device's copy
 bandwidth; with --gpurun FILE (bench/fused.lua --json) one table of both.
 
-Paths, each timed by bench/common.py's measure as gpurun.bench.measure
-times: from a device synchronisation to another after warm-up
-(time.perf_counter), the median over --reps repetitions of enough
-iterations for about --seconds (10 to 5000):
-
-  cupy elementwise        cupy.ElementwiseKernel, output passed in
-  cupy elementwise graph  the same call captured in a CUDA graph (cupy.cuda.Stream.begin_capture)
-  torch eager             torch.add, torch.mul, torch.sub with out=: three kernels
-  torch eager graph       the same three captured in a torch.cuda.CUDAGraph
-  torch.compile           torch.compile(dynamic=False) of the expression: one Triton kernel
-  torch.compile graphs    torch.compile(mode="reduce-overhead"): the same under CUDA graphs
-  copy                    one device-to-device copy (read + write counted)
-
-    python3 bench/fused_compare.py [--sizes 4096,65536,...] [--reps 15]
-        [--seconds 0.1] [--copy-mib 1024] [--gpurun gpurun.json] [--json]
-
 bench/fused_compare.sh runs bench/fused.lua and then this, in one command.
 """
 import sys
@@ -37,6 +21,12 @@ def check(result, what, n):
 
 
 def cupy_paths(n, seconds, reps):
+    """At n elements, each timed by common.measure as gpurun.bench.measure
+    times (from a device synchronisation to another after warm-up, the median
+    over reps repetitions of enough iterations for about seconds, 10 to 5000):
+    cupy elementwise        cupy.ElementwiseKernel, output passed in
+    cupy elementwise graph  the same call captured in a CUDA graph (cupy.cuda.Stream.begin_capture)
+    """
     import cupy
     kernel = cupy.ElementwiseKernel("float32 a, float32 b, float32 c", "float32 r", EXPRESSION, "fused")
     a, b, c = (cupy.full(n, v, dtype=cupy.float32) for v in (A, B, C))
@@ -61,6 +51,12 @@ def cupy_paths(n, seconds, reps):
 
 
 def torch_paths(n, seconds, reps):
+    """At n elements, timed as cupy_paths times:
+    torch eager            torch.add, torch.mul, torch.sub with out=: three kernels
+    torch eager graph      the same three captured in a torch.cuda.CUDAGraph
+    torch.compile          torch.compile(dynamic=False) of the expression: one Triton kernel
+    torch.compile graphs   torch.compile(mode="reduce-overhead"): the same under CUDA graphs
+    """
     import torch
     a, b, c = (torch.full((n,), v, dtype=torch.float32, device="cuda") for v in (A, B, C))
     r1, r2, r3 = (torch.zeros(n, dtype=torch.float32, device="cuda") for _ in range(3))
@@ -104,6 +100,7 @@ def torch_paths(n, seconds, reps):
 
 
 def copy_bandwidth(mib, seconds, reps):
+    """One device-to-device copy of mib MiB (read + write counted)."""
     import torch
     n = mib * (1 << 20) // 4
     source = torch.ones(n, dtype=torch.float32, device="cuda")

@@ -1,21 +1,9 @@
 -- bench/method_call.lua: what a method call and a field read cost from Lua,
--- in ns per call (medians), on the calls that run in loops.
+-- in ns per call (medians), on the calls that run in loops: one line per
+-- case, `name: N ns/call`; docs/benchmark.md has the cases and figures.
 --
 --   build/gpurun bench/method_call.lua [--reps 31] [--calls 200] [--lookups 200000]
 --
--- Prints one line per case, `name: N ns/call`:
---   lua table:method()       an empty method of a plain Lua object (methods
---                            table as __index): the reference for a call
---   graph:launch(stream)     a one-kernel graph replayed: lookup, call, cuGraphLaunch
---   plan:launch(stream)      a bound one-kernel launch: lookup, call, cuLaunchKernel
---   lua table.method         the method looked up only (no call)
---   graph.launch             the same for the Graph's method
---   plan.launch              the same for the LaunchPlan's method
---   buf.size                 a field of a Buffer (its getter runs)
---   empty loop               the loop alone, included in every figure above
--- The launch cases time --calls launches between two syncs, outside the
--- timed interval (so the GPU's queue never fills); the lookups time
--- --lookups reads. Each case is timed --reps times and the median printed.
 -- To compare two builds, run the same file with each gpurun in one command.
 -- Without a GPU it says so and exits 1.
 
@@ -84,6 +72,19 @@ local function loop(body, o)
   return assert(load(chunk, "=" .. body))(o, stream)
 end
 
+-- The cases:
+--   lua table:method()       an empty method of a plain Lua object (methods
+--                            table as __index): the reference for a call
+--   graph:launch(stream)     a one-kernel graph replayed: lookup, call, cuGraphLaunch
+--   plan:launch(stream)      a bound one-kernel launch: lookup, call, cuLaunchKernel
+--   lua table.method         the method looked up only (no call)
+--   graph.launch             the same for the Graph's method
+--   plan.launch              the same for the LaunchPlan's method
+--   buf.size                 a field of a Buffer (its getter runs)
+--   empty loop               the loop alone, included in every figure above
+-- The launch cases time --calls launches between two syncs, outside the
+-- timed interval (so the GPU's queue never fills); the lookups time
+-- --lookups reads. Each case is timed --reps times and the median printed.
 for _, case in ipairs({
   { "lua table:method()", "o:method()", object, options.lookups },
   { "graph:launch(stream)", "o:launch(s)", graph, options.calls, sync },

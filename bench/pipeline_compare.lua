@@ -1,27 +1,11 @@
 -- bench/pipeline_compare.lua: what declaring a pipeline by its data costs
 -- against building its graph by hand, in one run, medians, one table:
---
---   1. replay: the graph gpurun.pipeline captures for scripts/dag.lua's DAG
---      (two branches, a copy node, a join) and for the cudagraphs sample's
---      chain (add -> mul -> sub, raw kernels), against the hand-built graph
---      of the same stages (target: within 3%), and what pipeline:graph()
---      adds per replay over Graph:launch; the fused declaration of the
---      chain (elementwise kernels, r1 and r2 in registers) for reference;
---      the DAG, which has two branches, as the best and the median of
---      --instances graphs of each side, since the driver's mapping of
---      branches to hardware queues differs from one instance to the next;
---   2. overlap: two independent branches of equal work (busy.cu kernels)
---      against one branch (target: within 10% of one branch's time), with
---      the event timeline of a run stage by stage;
---   3. one scalar changed in a captured pipeline (pipeline:set: Graph:set_arg
---      in place) against capturing anew (target: under 2 us, at least 25x
---      cheaper), and a buffer pointed elsewhere (capture + Graph:update);
---   4. planning a 1,000-stage pipeline on the CPU (target: under 10 ms).
+-- replay (1), two overlapping branches (2), one scalar changed (3) and
+-- planning on the CPU (4), each against its target; docs/pipelines.md has
+-- the figures.
 --
 --   build/gpurun bench/pipeline_compare.lua [--elements N] [--iters N]
 --        [--repeats N] [--instances N] [--cycles N] [--plan-only] [--json]
---
--- --plan-only runs the planning rows alone (no GPU needed).
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -49,6 +33,9 @@ local rows = {}
 local function row(entry) rows[#rows + 1] = entry end
 
 -- ---- 4. planning (CPU) ------------------------------------------------------------------
+
+-- 4. Planning a 1,000-stage pipeline (--stages) on the CPU (target: under
+-- 10 ms); --plan-only runs these rows alone (no GPU needed).
 
 -- A yardstick for the planning rows: milliseconds of CPU for 10^7 Lua
 -- additions on this machine (about 25 on a fast desktop core).
@@ -111,6 +98,22 @@ local function planning_rows()
 end
 
 -- ---- 1..3. on the GPU ----------------------------------------------------------------------
+
+-- 1. Replay: the graph gpurun.pipeline captures for scripts/dag.lua's DAG
+--    (two branches, a copy node, a join) and for the cudagraphs sample's
+--    chain (add -> mul -> sub, raw kernels), against the hand-built graph
+--    of the same stages (target: within 3%), and what pipeline:graph()
+--    adds per replay over Graph:launch; the fused declaration of the chain
+--    (elementwise kernels, r1 and r2 in registers) for reference; the DAG,
+--    which has two branches, as the best and the median of --instances
+--    graphs of each side, since the driver's mapping of branches to
+--    hardware queues differs from one instance to the next.
+-- 2. Overlap: two independent branches of equal work (busy.cu kernels)
+--    against one branch (target: within 10% of one branch's time), with the
+--    event timeline of a run stage by stage.
+-- 3. One scalar changed in a captured pipeline (pipeline:set: Graph:set_arg
+--    in place) against capturing anew (target: under 2 us, at least 25x
+--    cheaper), and a buffer pointed elsewhere (capture + Graph:update).
 
 local function replay_us(stream, step)
   local result = bench.run(stream, step, { iters = options.iters, warmup = 20,

@@ -1,21 +1,8 @@
 -- bench/reduce.lua: gpurun's generated reductions and scans at several
 -- sizes, each captured into a graph and the graph launched, with the
 -- device's copy and read bandwidth, for bench/reduce_compare.sh (which runs
--- CUB, CuPy and torch on the same machine next and prints one table).
---
--- Paths (float32; each timed by bench.measure: from a stream sync to a
--- stream sync after warm-up, the median over --reps repetitions of enough
--- iterations for about --seconds, from 10 to 5000):
---   sum          gpurun.sum into one float32 (accumulating in float32)
---   sum_f64      the same accumulating in float64, into one float64
---   argmax       gpurun.argmax into one int64
---   fused        sum(((a + b) * c - a)^2): an elementwise pipeline ending in
---                a reduction stage, one kernel reading a, b and c once
---   scan         gpurun.inclusive_scan into float32 (decoupled look-back)
---   sum_launch   gpurun.sum called directly each iteration (no graph)
---   copy         a device-to-device copy of --copy-mib MiB (read + write)
---   read         a kernel that only reads --copy-mib MiB with 16-byte loads
--- Bytes each must move: sum, sum_f64, argmax 4 per element, fused 12, scan 8.
+-- CUB, CuPy and torch on the same machine next and prints one table);
+-- docs/reductions.md has the figures.
 --
 --   build/gpurun bench/reduce.lua [--sizes 4096,65536,1048576,16777216,67108864]
 --       [--reps 15] [--seconds 0.1] [--copy-mib 1024] [--device ID] [--json]
@@ -59,6 +46,17 @@ local function expect(what, n, got, want, rtol)
   end
 end
 
+-- The paths at n float32 elements, each timed by bench.measure (from a
+-- stream sync to a stream sync after warm-up, the median over --reps
+-- repetitions of enough iterations for about --seconds, from 10 to 5000)
+-- and checked:
+--   sum          gpurun.sum into one float32 (accumulating in float32)
+--   sum_f64      the same accumulating in float64, into one float64
+--   argmax       gpurun.argmax into one int64
+--   fused        sum(((a + b) * c - a)^2): an elementwise pipeline ending in
+--                a reduction stage, one kernel reading a, b and c once
+--   scan         gpurun.inclusive_scan into float32 (decoupled look-back)
+--   sum_launch   gpurun.sum called directly each iteration (no graph)
 local function measure_size(stream, n, pipeline)
   local x <close> = gpurun.full(n, 1.0, "float32")
   x:set(math.max(1, n - 3), 2.0) -- argmax's answer
@@ -102,6 +100,9 @@ local function measure_size(stream, n, pipeline)
   return figures
 end
 
+-- The limits the paths are set against, on --copy-mib MiB:
+--   copy         a device-to-device copy (read + write)
+--   read         a kernel that only reads, with 16-byte loads
 local function measure_copy(stream, device)
   local n = options.copy_mib * (1 << 20) // 4
   local source <close> = gpurun.full(n, 1.0, "float32")
@@ -121,6 +122,7 @@ local function measure_copy(stream, device)
   }
 end
 
+-- Bytes each path must move per element.
 local BYTES = { sum = 4, sum_f64 = 4, argmax = 4, fused = 12, scan = 8, sum_launch = 4 }
 local PATHS = { "sum", "sum_f64", "argmax", "fused", "scan", "sum_launch" }
 

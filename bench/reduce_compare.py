@@ -6,22 +6,6 @@ times gpurun; with --gpurun FILE (bench/reduce.lua --json) and --cub FILE
 (build/bench/reduce_cub) one table of every side, in us and GB/s against the
 measured copy bandwidth.
 
-Paths (graph replays; each timed by bench/common.py's measure as
-gpurun.bench.measure times: from a device synchronisation to another after
-warm-up, the median over --reps repetitions of enough iterations for about
---seconds, 10 to 5000):
-
-  cupy.sum, cupy.argmax, cupy.cumsum      with out= where CuPy takes it
-  cupy ReductionKernel                    the sum, and the fused map-reduce
-  torch.sum, torch.argmax, torch.cumsum   eager calls captured in a torch.cuda.CUDAGraph
-  torch.compile                           of the fused map-reduce (one Triton kernel),
-                                          mode="reduce-overhead" (CUDA graphs)
-
-A module that is missing (cupy, torch) is reported and its rows show '-'.
-
-    python3 bench/reduce_compare.py [--sizes 4096,65536,...] [--reps 15]
-        [--seconds 0.1] [--gpurun gpurun.json] [--cub cub.json] [--json]
-
 bench/reduce_compare.sh runs all three sides in one command.
 """
 import common
@@ -37,6 +21,12 @@ def inputs(xp, n, dtype):
 
 
 def cupy_paths(n, seconds, reps):
+    """cupy.sum, cupy.argmax, cupy.cumsum (with out= where CuPy takes it) and
+    cupy ReductionKernel (the sum, and the fused map-reduce) at n elements,
+    each captured into a graph and its replays timed by common.measure (as
+    gpurun.bench.measure times: from a device synchronisation to another
+    after warm-up, the median over reps repetitions of enough iterations for
+    about seconds, 10 to 5000)."""
     import cupy
     figures = {}
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -71,6 +61,10 @@ def cupy_paths(n, seconds, reps):
 
 
 def torch_paths(n, seconds, reps):
+    """torch.sum, torch.argmax, torch.cumsum and the fused map-reduce, eager
+    calls captured in a torch.cuda.CUDAGraph, and torch.compile of the fused
+    map-reduce (one Triton kernel, mode="reduce-overhead": CUDA graphs), timed
+    as cupy_paths times."""
     import torch
     x = inputs(torch, n, torch.float32).cuda()
     a, b, c = (torch.full((n,), v, dtype=torch.float32, device="cuda") for v in (A, B, C))
@@ -191,6 +185,8 @@ def print_table(device, sizes, gpurun, cub, python, reps):
 
 
 def main():
+    """The table, or --json. A module that is missing (cupy, torch) is
+    reported and its rows show '-'."""
     parser = common.parser(__doc__, "4096,65536,1048576,16777216,67108864", reps=15, seconds=0.1)
     parser.add_argument("--gpurun", help="bench/reduce.lua --json output")
     parser.add_argument("--cub", help="build/bench/reduce_cub output")

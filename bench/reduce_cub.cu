@@ -1,17 +1,7 @@
 /* reduce_cub: CUB's device-wide algorithms on the operations of
  * bench/reduce.lua, as a plain CUDA C++ user would call them, each
  * captured into a CUDA graph and the graph launched, for
- * bench/reduce_compare.sh:
- *
- *   sum      cub::DeviceReduce::Sum of float32 into one float32
- *   argmax   cub::DeviceReduce::ArgMax of float32 (the value and its index)
- *   fused    cub::DeviceReduce::TransformReduce of ((a + b) * c - a)^2 over
- *            a counting iterator (a, b and c read once), into one float32
- *   scan     cub::DeviceScan::InclusiveSum of float32
- *
- * Every path is timed from a stream synchronisation to another after
- * warm-up, the median over --reps repetitions of enough iterations for about
- * --seconds (10 to 5000), and printed as one JSON object.
+ * bench/reduce_compare.sh (which builds it with nvcc); one JSON object out.
  *
  *   build/bench/reduce_cub [--sizes 4096,65536,...] [--reps 15] [--seconds 0.1]
  */
@@ -64,7 +54,9 @@ __global__ void fill(float *x, long long n, float value, float step)
         x[i] = value + step * (float)(i % 1024);
 }
 
-// The median us per launch of `graph`, as bench/reduce.lua times gpurun's.
+// The median us per launch of `graph`, as bench/reduce.lua times gpurun's:
+// from a stream synchronisation to another after warm-up, the median over
+// --reps repetitions of enough iterations for about --seconds (10 to 5000).
 double time_graph(cudaGraphExec_t graph, cudaStream_t stream, const Options &options)
 {
     for (int i = 0; i < WARMUP; i++)
@@ -150,6 +142,12 @@ Options parse(int argc, char **argv)
 
 } // namespace
 
+// The paths at each size:
+//   sum      cub::DeviceReduce::Sum of float32 into one float32
+//   argmax   cub::DeviceReduce::ArgMax of float32 (the value and its index)
+//   fused    cub::DeviceReduce::TransformReduce of ((a + b) * c - a)^2 over
+//            a counting iterator (a, b and c read once), into one float32
+//   scan     cub::DeviceScan::InclusiveSum of float32
 int main(int argc, char **argv)
 {
     Options options = parse(argc, argv);

@@ -1,29 +1,10 @@
--- bench/startup.lua: where a short gpurun run spends its wall time.
---
--- Runs `gpurun SCRIPT ARGS` (default: scripts/cudagraphs.lua --iters 10) as a
--- fresh process, --reps times plain for the total, and --reps times with this
--- file loaded first as a probe (through -e) that times, inside the process:
---   driver init          gpurun.device_count() + Device(0):set_current(), made
---                        before the script starts: dlopen of libcuda, cuInit,
---                        the primary context. The script's own calls then
---                        find all of it done.
---   compile/cache load   the script's gpurun.Program(...) and Program:compile(...),
---                        with the kernel cache warm (one unmeasured run first
---                        fills it; gpurun.cache_info() says whether it hit).
---   rest                 total - driver init - compile/cache load: process and
---                        Lua start, module loading (get_kernel, shown apart),
---                        allocation, the script's own work, exit (with the
---                        primary context's release).
--- A process that only makes device 0 current gives the driver's whole cost,
--- init and teardown; the script's total minus it is what gpurun adds.
--- Figures are medians over the reps; plain, probed and empty-process runs
--- alternate so that they share machine noise. Each run goes through /bin/sh
--- (os.execute), whose start is part of every total, the empty one included.
+-- bench/startup.lua: where a short gpurun run spends its wall time (driver
+-- init, compile/cache load, the rest), from fresh processes of `gpurun
+-- SCRIPT ARGS`, some with this file loaded first as a probe (install_probe
+-- below); docs/benchmark.md says how.
 --
 --   build/gpurun bench/startup.lua [--reps 7] [--script PATH]
 --       [--script-args='--iters 10'] [--json]
--- (--script-args takes its value after '=': a separate word starting with
--- "--" would be read as an option.)
 --   build/gpurun bench/compare.lua --startup [the same options]
 
 local gpurun = require("gpurun")
@@ -42,6 +23,15 @@ end
 -- The probe, run inside the measured process before the script. It writes
 -- "<kind> <value>" lines to report_path as it goes, so nothing depends on
 -- how the script ends.
+-- It times, inside the process:
+--   driver init          gpurun.device_count() + Device(0):set_current(), made
+--                        before the script starts: dlopen of libcuda, cuInit,
+--                        the primary context. The script's own calls then
+--                        find all of it done.
+--   compile/cache load   the script's gpurun.Program(...) and Program:compile(...),
+--                        with the kernel cache warm (one unmeasured run first
+--                        fills it; gpurun.cache_info() says whether it hit).
+--   module load          the script's ObjectCode:get_kernel(...) calls.
 local function install_probe(report_path)
   local now = gpurun.perf_counter
   local report = assert(io.open(report_path, "w"))
@@ -127,6 +117,8 @@ end
 local cli = args.new(PROGRAM, "Where a short gpurun run spends its wall time.")
 cli:integer_option("--reps", "Runs of each kind; the figures are medians.", 7)
 cli.parser:option("--script", "The script to start (default: scripts/cudagraphs.lua).")
+-- --script-args takes its value after '=': a separate word starting with
+-- "--" would be read as an option.
 cli.parser:option("--script-args", "Its arguments, as shell words (write --script-args='--iters 100').",
                   "--iters 10")
 cli:flag("--json", "Print one JSON object with every figure instead of the summary.")
@@ -170,6 +162,17 @@ local function read_probe_report(path)
   return sums, { timed_calls = compiles, reported = reported, hits = hits }
 end
 
+-- Runs `gpurun SCRIPT ARGS` (default: scripts/cudagraphs.lua --iters 10)
+-- as a fresh process, --reps times plain for the total, and --reps times
+-- with the probe; the rest is total - driver init - compile/cache load:
+-- process and Lua start, module loading (get_kernel, shown apart),
+-- allocation, the script's own work, exit (with the primary context's
+-- release). A process that only makes device 0 current gives the driver's
+-- whole cost, init and teardown; the script's total minus it is what gpurun
+-- adds. Figures are medians over the reps; plain, probed, empty-process and
+-- driver-only runs alternate so that they share machine noise. Each run goes
+-- through /bin/sh (os.execute), whose start is part of every total, the
+-- empty one included.
 local function main(...)
   local options = cli:parse({ ... })
   options.script = options.script or (repository_root() .. "/scripts/cudagraphs.lua")

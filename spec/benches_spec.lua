@@ -2,7 +2,8 @@
 -- prints the usage and exits 0, and a bad option or value is one line
 -- "<name>: error: <reason>" and exit 2, before any GPU work. The Python
 -- peers share bench/common.py: its options, and measure timing as
--- bench.measure does. No GPU, CuPy or PyTorch needed.
+-- bench.measure does; the shell scripts that run every side print their
+-- usage for --help. No GPU, CuPy or PyTorch needed.
 local process = require("spec.support.process")
 
 -- A bad value each bench refuses, and what the refusal names.
@@ -57,6 +58,26 @@ describe("the benches' command lines", function()
     local result = process.gpurun("bench/compare.lua --startup --reps 0")
     assert.are.equal(2, result.code)
     assert.are.equal("startup.lua: error: --reps: expected a positive integer, got '0'\n", result.stderr)
+  end)
+end)
+
+describe("the benches' shell scripts", function()
+  -- A side that ran would find no gpurun, C side or python here.
+  local NOTHING = { GPURUN_BIN = "/nonexistent/gpurun", ALLOC_C = "/nonexistent/alloc_compare_c",
+                    BUILD = "/nonexistent", PYTHON = "/nonexistent/python3" }
+
+  it("print their usage for --help and -h, and run no side", function()
+    local scripts = listed("bench/*.sh")
+    assert.are.equal(3, #scripts)
+    for _, path in ipairs(scripts) do
+      for _, flag in ipairs({ "--help", "-h" }) do
+        local result = process.run("sh " .. path .. " " .. flag, { env = NOTHING })
+        assert.are.equal(0, result.code, path .. " " .. flag .. ": " .. result.stderr)
+        assert.matches("^" .. path:gsub("%p", "%%%0") .. " — ", result.stdout)
+        assert.matches("\n  " .. path:gsub("%p", "%%%0") .. "[^\n]*\n", result.stdout)
+        assert.are.equal("", result.stderr)
+      end
+    end
   end)
 end)
 

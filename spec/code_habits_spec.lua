@@ -8,7 +8,7 @@ local TOP_FILES = { "CMakeLists.txt", "README.md", "CONTRIBUTING.md" }
 local HISTORY = { "[Ii]ssues? #?%d+", "%f[%w][Tt]urn[- ]%d+%f[^%w]" }
 -- The folders whose files open with at most HEADER_LINES lines of comment
 -- (CONTRIBUTING.md's "a few lines"); a folder joins by its name here.
-local HEADED = { "src", "lua", "scripts", "spec", "tools", "tests" }
+local HEADED = { "src", "lua", "bench", "scripts", "spec", "tools", "tests" }
 local HEADER_LINES = 10
 
 -- How a file writes a comment, told by its name: "c" (// and /* */), "lua"
