@@ -126,6 +126,13 @@ describe("the fuzzer", function()
   -- given a fake object in each argument (self included), by each of the
   -- object-faking strategies, the other arguments plausible: every error is
   -- one of gpurun's one-line messages, never an internal Lua error.
+  it("tells Lua's own 'attempt to' errors from gpurun's closed-object message", function()
+    local fakes = require("spec.support.fake_objects")
+    assert.is_nil(fakes.internal("pipeline 'p': launch: attempt to use a closed gpurun.Kernel"))
+    assert.are.equal("an internal Lua error", fakes.internal("x.lua:3: attempt to index a nil value"))
+    assert.are.equal("an internal Lua error", fakes.internal("attempt to use a closed file"))
+  end)
+
   it("refuses fake objects in every argument of every function with its own messages, with no driver", function()
     local command = ("GPURUN_CUDA_DRIVER=%s %s%s tools/fuzz.lua --fakes --calls 10 --seed %d")
       :format(process.quote(NO_DRIVER), TIMEOUT, process.quote(process.gpurun_bin()), BASE_SEED)

@@ -32,6 +32,14 @@ describe("method lookup", function()
     assert.matches("^gpurun%.Program", tostring(p))
   end)
 
+  it("names an object by its type in messages after it has a metatable of its own", function()
+    local p <close> = program()
+    for _ = 1, 5 do local _ = p.compile end -- past the look-ups that give it its own
+    local ok, err = pcall(gpurun.Device, p)
+    assert.is_false(ok)
+    assert.matches("number expected, got gpurun.Program)", err, 1, true)
+  end)
+
   it("reads fields through their getters, each time anew", function()
     local p <close> = program()
     assert.are.equal(SOURCE, p.source)

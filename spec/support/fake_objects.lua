@@ -74,6 +74,8 @@ end
 -- else which.
 function fakes.internal(message)
   if type(message) ~= "string" then return "raised a " .. type(message) .. " instead of a message" end
+  -- gpurun's own word for a closed object, not one of Lua's "attempt to".
+  if message:find("attempt to use a closed gpurun%.%a+") then return nil end
   return first_match(message, fakes.INTERNAL)
 end
 

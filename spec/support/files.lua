@@ -16,11 +16,18 @@ function files.read(path)
 end
 
 -- The files git tracks under the folders (paths from the repository's
--- root); {} outside a git checkout.
+-- root) that are there; {} outside a git checkout. (A copy of the tree
+-- beside an older checkout's .git lists files since moved or removed.)
 function files.tracked(folders)
   local list = {}
   local pipe = assert(io.popen("git ls-files -- " .. table.concat(folders, " ") .. " 2>/dev/null"))
-  for line in pipe:lines() do list[#list + 1] = line end
+  for line in pipe:lines() do
+    local file = io.open(line, "rb")
+    if file then
+      file:close()
+      list[#list + 1] = line
+    end
+  end
   pipe:close()
   return list
 end

@@ -147,6 +147,14 @@ static int has_registered_metatable(lua_State *L, int index)
         return 0;
     lua_getfield(L, LUA_REGISTRYINDEX, lua_tostring(L, -2));
     int same = lua_rawequal(L, -1, -2);
+    if (!same) {
+        /* An object with a metatable of its own (runtime/object.c: one
+         * that has looked methods up often) names its type's in
+         * __metatable. */
+        lua_getfield(L, -2, "__metatable");
+        same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 1);
+    }
     lua_pop(L, 2);
     return same;
 }
