@@ -77,13 +77,9 @@ __device__ __forceinline__ T _gr_warp_reduce(T value, Op op)
 }
 // Thread 0 gets the block's values combined: warps first, then the warps'
 // results in warp order. Every thread of the block must call it.
-// The warp reconverges first: lanes that left the element loops at
-// different steps would otherwise reach the barrier below still diverged
-// after the shuffles' divergent path, which synccheck reports.
 template <int BLOCK, typename T, typename Op>
 __device__ __forceinline__ T _gr_block_reduce(T value, Op op, T identity, T *scratch)
 {
-    __syncwarp();
     value = _gr_warp_reduce(value, op);
     if (BLOCK > 32) {
         const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
