@@ -157,6 +157,30 @@ describe("tools/gpu-check.sh sanitizers", function()
       result.stdout:match("([^\n]*)\n$"))
   end)
 
+  it("takes a listed exit status as the reason a run has no summary, and only that one", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local function log(name, tool, program, status)
+      local file = assert(io.open(dir .. "/" .. name .. ".log", "w"))
+      file:write("# " .. tool .. " " .. program .. ": gpurun " .. program .. "\n========= COMPUTE-SANITIZER\n"
+        .. "# exit " .. status .. "\n")
+      file:close()
+    end
+    log("stopped", "racecheck", "scripts/converge.lua", 124)
+    log("synccheck", "synccheck", "scripts/converge.lua", 124)
+    log("other", "racecheck", "scripts/dag.lua", 124)
+    local result = with_functions("count_errors " .. q(dir))
+    os.execute("rm -rf " .. q(dir))
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("ERROR: racecheck scripts/dag.lua: exit status 124", result.stdout, 1, true)
+    assert.matches("ERROR: synccheck scripts/converge.lua: exit status 124", result.stdout, 1, true)
+    assert.no.matches("ERROR: racecheck scripts/converge.lua", result.stdout, 1, true)
+    assert.are.equal("compute-sanitizer: 5 error(s), 1 listed in tools/compute-sanitizer-expected.txt "
+      .. "(0 of them past the print limit of runs whose printed errors are all listed), 4 unlisted",
+      result.stdout:match("([^\n]*)\n$"))
+  end)
+
   it("compiles tests/sanitizer/copy_streams's kernels (dag.lua's) with NVRTC", function()
     local result = process.run(q(BUILD .. "/tests/copy_streams") .. " --compile-only")
     assert.are.equal(0, result.code, result.stderr)
