@@ -789,6 +789,66 @@ row("ObjectCode:get_kernel", A(R.code, "nope"), "kernel 'nope' not found in the 
 row("ObjectCode:get_kernel", A(R.code, ""), "kernel '' not found in the cubin of vec_add.cu")
 row("ObjectCode:get_kernel", A(R.code, "vec_add "), "kernel 'vec_add ' not found")
 
+-- ---- device code from elsewhere: ObjectCode.from_<type> and save -----------------------
+
+local CODE_INPUT = "string of code or { path = } table expected, got "
+local PTX_TEXT = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n"
+for _, kind in ipairs({ "cubin", "ptx", "ltoir", "fatbin", "object", "library" }) do
+  local label, short = "gpurun.ObjectCode.from_" .. kind, "from_" .. kind
+  row(label, A(), arg_error(1, short, CODE_INPUT .. "no value"))
+  row(label, A(5), arg_error(1, short, CODE_INPUT .. "number"))
+  row(label, A(R.ptx), arg_error(1, short, CODE_INPUT .. "gpurun.ObjectCode"))
+  row(label, A(""), arg_error(1, short, "the " .. kind .. " given as bytes is empty"))
+  row(label, A({}), arg_error(1, short, '{ path = "..." } needs a non-empty string path'))
+  row(label, A({ path = 5 }), arg_error(1, short, '{ path = "..." } needs a non-empty string path'))
+  row(label, A({ path = "a\0b" }), arg_error(1, short, "path contains a NUL byte"))
+  row(label, A({ file = "k.cubin" }), arg_error(1, short, "unknown option 'file' (known: path)"))
+  row(label, A({ path = "/nonexistent/k." .. kind }),
+    "cannot read device code from /nonexistent/k." .. kind .. ": No such file or directory")
+  row(label, A({ path = "spec" }), "cannot read device code from spec: it is a directory, not a regular file")
+end
+for _, case in ipairs({
+  { "cubin", "is not a cubin: it does not start with ELF's magic number" },
+  { "ptx", "is not PTX: it has no .version directive" },
+  { "ltoir", "is not LTO-IR: it does not start with the LTO-IR magic number 0x7F4E43ED" },
+  { "fatbin", "is not a fatbin: it does not start with the fatbin magic number 0xBA55ED50" },
+  { "object", "is not a host object: it does not start with ELF's magic number" },
+  { "library", "is not a library: it does not start with an ar archive's \"!<arch>\"" },
+}) do
+  local label = "gpurun.ObjectCode.from_" .. case[1]
+  row(label, A({ path = "CMakeLists.txt" }), "CMakeLists.txt " .. case[2])
+  row(label, A("hello"), arg_error(1, "from_" .. case[1], "the " .. case[1] .. " given as bytes " .. case[2]))
+end
+local PTX_LABEL = "gpurun.ObjectCode.from_ptx"
+row(PTX_LABEL, A("\127ELF" .. string.rep("\0", 60)), arg_error(1, "from_ptx",
+  "the ptx given as bytes is not PTX text: it is an ELF file (a cubin?)"))
+row(PTX_LABEL, A(".version 8.0\0.target sm_90"), arg_error(1, "from_ptx",
+  "the ptx given as bytes is not PTX text: it holds a NUL byte at offset 12"))
+row("gpurun.ObjectCode.from_cubin", A("\127ELF"), arg_error(1, "from_cubin",
+  "the cubin given as bytes is truncated: 4 bytes, less than an ELF header"))
+row(PTX_LABEL, A(PTX_TEXT, 5), arg_error(2, "from_ptx", "table of options expected, got number"))
+row(PTX_LABEL, A(PTX_TEXT, { nope = 1 }), arg_error(2, "from_ptx", "unknown option 'nope' (known: name, symbol_mapping)"))
+row(PTX_LABEL, A(PTX_TEXT, { name = 5 }), arg_error(2, "from_ptx", "name must be a string without NUL bytes, got number"))
+row(PTX_LABEL, A(PTX_TEXT, { name = "a\0b" }), arg_error(2, "from_ptx", "name must be a string without NUL bytes, got string"))
+row(PTX_LABEL, A(PTX_TEXT, { symbol_mapping = "k" }), arg_error(2, "from_ptx",
+  "symbol_mapping must be a table of names, got string"))
+row(PTX_LABEL, A(PTX_TEXT, { symbol_mapping = { k = 5 } }), arg_error(2, "from_ptx",
+  "symbol_mapping must map names to non-empty strings without NUL bytes"))
+row(PTX_LABEL, A(PTX_TEXT, { symbol_mapping = { k = "" } }), arg_error(2, "from_ptx",
+  "symbol_mapping must map names to non-empty strings without NUL bytes"))
+row(PTX_LABEL, A(PTX_TEXT, { symbol_mapping = { [1] = "k" } }), arg_error(2, "from_ptx",
+  "symbol_mapping must map names to non-empty strings without NUL bytes"))
+row("ObjectCode:save", A(R.ptx), arg_error(1, "save", "path string expected, got no value"))
+row("ObjectCode:save", A(R.ptx, 5), arg_error(1, "save", "path string expected, got number"))
+row("ObjectCode:save", A(R.ptx, {}), arg_error(1, "save", "path string expected, got table"))
+row("ObjectCode:save", A(R.ptx, ""), arg_error(1, "save", "path is empty"))
+row("ObjectCode:save", A(R.ptx, "a\0b"), arg_error(1, "save", "path contains a NUL byte"))
+row("ObjectCode:save", A(R.ptx, "/nonexistent/dir/k.ptx"),
+  "ObjectCode:save: cannot write /nonexistent/dir/k.ptx: No such file or directory")
+row("ObjectCode:save", A(R.ptx, "spec"), "ObjectCode:save: cannot write spec: Is a directory")
+row("ObjectCode:get_kernel", A(R.ltoir, "k"), "the ltoir given as bytes cannot be loaded into the driver: "
+  .. "link it into a cubin first (gpurun.Linker)")
+
 -- ---- LaunchConfig ----------------------------------------------------------------------
 
 local CONFIG = "LaunchConfig: "

@@ -142,6 +142,22 @@ catalog.functions = {
   guard = { args = { "any" } },
 }
 
+-- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's
+-- constructors other than the type itself), by type, as the module
+-- functions above are described. Their labels are "gpurun.ObjectCode.from_cubin".
+--   code_input  what the from_<type> functions take: a string of code or
+--               { path = "file" }      code_options  their { name =, symbol_mapping = }
+catalog.type_functions = {
+  ObjectCode = {
+    from_cubin = { args = { "code_input", "code_options" } },
+    from_ptx = { args = { "code_input", "code_options" } },
+    from_ltoir = { args = { "code_input", "code_options" } },
+    from_fatbin = { args = { "code_input", "code_options" } },
+    from_object = { args = { "code_input", "code_options" } },
+    from_library = { args = { "code_input", "code_options" } },
+  },
+}
+
 -- Methods, by type; self comes first and is not listed.
 catalog.methods = {
   Device = {
@@ -181,6 +197,7 @@ catalog.methods = {
   },
   ObjectCode = {
     get_kernel = { args = { "kernel_name" } },
+    save = { args = { "output_path" }, writes = 1 },
     close = { args = {} },
   },
   Kernel = {
@@ -409,6 +426,12 @@ function catalog.entries()
     list[#list + 1] = { kind = "function", name = name, label = "gpurun." .. name,
       spec = catalog.functions[name] }
   end
+  for _, type_name in ipairs(sorted_keys(catalog.type_functions)) do
+    for _, name in ipairs(sorted_keys(catalog.type_functions[type_name])) do
+      list[#list + 1] = { kind = "function", name = type_name .. "." .. name,
+        label = "gpurun." .. type_name .. "." .. name, spec = catalog.type_functions[type_name][name] }
+    end
+  end
   for _, type_name in ipairs(catalog.types) do
     for _, name in ipairs(sorted_keys(catalog.methods[type_name])) do
       list[#list + 1] = { kind = "method", type = type_name, name = name,
@@ -429,7 +452,11 @@ end
 
 -- The function an entry names, looked up in the live module and registry.
 function catalog.resolve(gpurun, entry)
-  if entry.kind == "function" then return gpurun[entry.name] end
+  if entry.kind == "function" then
+    local type_name, name = entry.name:match("^(%u%w*)%.([%w_]+)$")
+    if type_name then return type(gpurun[type_name]) == "table" and gpurun[type_name][name] or nil end
+    return gpurun[entry.name]
+  end
   local metatable = catalog.metatable(entry.type)
   if not metatable then return nil end
   if entry.kind == "method" then return metatable.methods and metatable.methods[entry.name] end
@@ -463,6 +490,24 @@ function catalog.differences(gpurun)
   for _, name in ipairs(sorted_keys(catalog.functions)) do
     if type(gpurun[name]) ~= "function" then
       problem("the catalog lists gpurun.%s, which the module does not have", name)
+    end
+  end
+  for _, type_name in ipairs(sorted_keys(gpurun)) do
+    local functions = gpurun[type_name]
+    if type(functions) == "table" and type_name:match("^%u") then
+      local listed = catalog.type_functions[type_name] or {}
+      for _, name in ipairs(sorted_keys(functions)) do
+        if type(functions[name]) == "function" and not listed[name] then
+          problem("gpurun.%s.%s is not in spec/support/api_catalog.lua", type_name, name)
+        end
+      end
+    end
+  end
+  for _, type_name in ipairs(sorted_keys(catalog.type_functions)) do
+    for _, name in ipairs(sorted_keys(catalog.type_functions[type_name])) do
+      if type(gpurun[type_name]) ~= "table" or type(gpurun[type_name][name]) ~= "function" then
+        problem("the catalog lists gpurun.%s.%s, which the module does not have", type_name, name)
+      end
     end
   end
   local known = {}

@@ -91,6 +91,9 @@ function factories.program() return gpurun.Program(SOURCE, "c++") end
 function factories.closed_program() return closed(gpurun.Program(SOURCE, "c++")) end
 function factories.ptx() return gpurun.Program(SOURCE, "c++"):compile("ptx") end
 function factories.closed_ptx() return closed(gpurun.Program(SOURCE, "c++"):compile("ptx")) end
+function factories.ltoir() -- LTO-IR's magic number and nothing a linker could use
+  return gpurun.ObjectCode.from_ltoir("\237\67\78\127" .. string.rep("\0", 12))
+end
 function factories.rng() return gpurun.default_rng(1) end
 function factories.closed_rng() return closed(gpurun.default_rng(1)) end
 function factories.config() return gpurun.LaunchConfig({ grid = 1, block = 16 }) end
@@ -387,7 +390,7 @@ local callers = {}
 local function caller(label, any_self)
   local key = label .. (any_self and "/any" or "")
   if callers[key] then return callers[key] end
-  local module_function = label:match("^gpurun%.([%w_]+)$")
+  local module_function = label:match("^gpurun%.([%w_]+)$") or label:match("^gpurun%.(%u%w*%.[%w_]+)$")
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
   local dist_function = label:match("^dist%.([%w_]+)$")

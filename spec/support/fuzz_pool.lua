@@ -454,6 +454,15 @@ draws = {
   copy_destination = function(p)
     return p:typed(p:chance(0.6) and "Buffer" or "PinnedBuffer")
   end,
+  -- What ObjectCode.from_<type> takes: code as bytes (PTX, a truncated ELF,
+  -- magic numbers with nothing after them, junk) or { path = } of files
+  -- that are not device code, devices, folders and missing files.
+  code_input = from({ ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n",
+    "\127ELF\2\1\1" .. string.rep("\0", 57), "\80\237\85\186\1\0\16\0" .. string.rep("\255", 8),
+    "\237\67\78\127", "!<arch>\n", { path = "README.md" }, { path = "/dev/null" }, { path = "spec" },
+    { path = "/nonexistent/k.cubin" } }, 0.7, { "", "\0", {}, { path = 5 }, { path = "" }, { nope = 1 }, 5 }),
+  code_options = from({ nil, {}, { name = "fuzz" }, { symbol_mapping = { k = "k" } } }, 0.7,
+    { { name = 5 }, { symbol_mapping = "k" }, { symbol_mapping = { k = 5 } }, { nope = 1 }, 5 }),
   path = from({ "README.md", "/nonexistent/x.npy", "", "a\0b", "spec", "/tmp" }, 0.5, STRINGS),
   shape = from({ {}, { 16 }, { 4, 4 }, { 2, 8 }, { 0 }, { 1.5 }, { -1 }, { 1 << 62, 4 } }, 0.8, { 16, "16" }),
   host_source = function(p)

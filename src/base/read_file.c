@@ -1,13 +1,15 @@
-/* Reading a whole file into memory. No Lua. */
+/* Reading a whole file into memory, and writing one out. No Lua. */
 #include "base/read_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int read_whole_file(const char *path, int open_flags, unsigned char **data, size_t *size)
+int read_whole_file(const char *path, int open_flags, size_t max_size, unsigned char **data,
+                    size_t *size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | open_flags);
     if (fd < 0)
@@ -20,6 +22,9 @@ int read_whole_file(const char *path, int open_flags, unsigned char **data, size
         error = errno;
     } else if (!S_ISREG(st.st_mode)) {
         error = READ_FILE_NOT_REGULAR;
+    } else if ((uint64_t)st.st_size > max_size) {
+        error = READ_FILE_TOO_LARGE;
+        *size = (size_t)st.st_size;
     } else if (!(buffer = malloc((size_t)st.st_size + 1))) {
         error = ENOMEM;
     } else {
@@ -45,6 +50,34 @@ int read_whole_file(const char *path, int open_flags, unsigned char **data, size
     *data = buffer;
     *size = done;
     return 0;
+}
+
+int write_whole_file(const char *path, const void *data, size_t size)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return errno == ENXIO ? READ_FILE_NOT_REGULAR : errno; /* a FIFO nobody reads */
+    struct stat st;
+    int error = 0;
+    if (fstat(fd, &st) != 0)
+        error = errno;
+    else if (!S_ISREG(st.st_mode))
+        error = READ_FILE_NOT_REGULAR;
+    const unsigned char *bytes = data;
+    for (size_t done = 0; !error && done < size;) {
+        ssize_t n = write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            error = errno;
+        else
+            done += (size_t)n;
+    }
+    if (close(fd) != 0 && !error)
+        error = errno;
+    if (error && error != READ_FILE_NOT_REGULAR)
+        unlink(path);
+    return error;
 }
 
 const char *file_kind(const char *path)

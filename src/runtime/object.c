@@ -273,3 +273,11 @@ void gpurun_set_functions(lua_State *L, const luaL_Reg *functions)
 {
     set_named(L, functions, "gpurun", ".");
 }
+
+void gpurun_set_type_functions(lua_State *L, const struct gpurun_tag *tag,
+                               const luaL_Reg *functions)
+{
+    luaL_getsubtable(L, -1, short_name(tag));
+    set_named(L, functions, tag->type_name, ".");
+    lua_pop(L, 1);
+}

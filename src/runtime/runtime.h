@@ -97,6 +97,12 @@ void gpurun_add_methods(lua_State *L, const struct gpurun_tag *tag, const luaL_R
 /* Sets functions in the table at the top of the stack, named "gpurun.<name>". */
 void gpurun_set_functions(lua_State *L, const luaL_Reg *functions);
 
+/* Sets the functions in the table gpurun.<Type> of the module table at the
+ * top (made when missing), named "gpurun.<Type>.<name>" in their errors:
+ * a type's constructors other than itself (gpurun.ObjectCode.from_cubin). */
+void gpurun_set_type_functions(lua_State *L, const struct gpurun_tag *tag,
+                               const luaL_Reg *functions);
+
 /* ---- errors (runtime/error.c) ------------------------------------------- */
 
 /* Every error gpurun raises ends every capture in progress first (so the

@@ -1,29 +1,35 @@
-/* gpurun.ObjectCode: the PTX or CUBIN a Program compiled, and the kernels in
- * it. The code is loaded into the driver (as a CUlibrary) on the first
- * get_kernel(), the only step that needs a GPU. */
+/* gpurun.ObjectCode: device code and the kernels in it: what a Program
+ * compiled, what a Linker linked, or code brought from elsewhere
+ * (ObjectCode.from_cubin, from_ptx, from_fatbin, from_ltoir). The code is
+ * loaded into the driver (as a CUlibrary) on the first get_kernel(), the
+ * only step that needs a GPU. */
 #include "types/object_code.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "types/kernel.h"
 #include "base/ptx_params.h"
+#include "base/read_file.h"
 
 const struct gpurun_tag gpurun_object_code_tag = {"gpurun.ObjectCode"};
 
-/* Uservalues: 1 = the code, 2 = name expression -> lowered name, 3 = the
- * program's name, 4 = NVRTC's log, 5 = the program's source, 6 = the
+/* Uservalues: 1 = the code, 2 = name expression -> lowered name (the
+ * symbol mapping), 3 = the code's name, 4 = the compiler's or linker's
+ * log, 5 = the program's source (nil when not compiled here), 6 = the
  * memory of the kernels' signatures. */
 struct object_code {
     struct gpurun_object header;
     CUlibrary library; /* NULL until the first get_kernel loads it */
-    enum nvrtc_target target;
+    enum device_code_type code_type;
     int from_cache;
     /* The kernels' parameter types from the PTX (kernel_count 0 when the
-     * compile could not give them: the driver's sizes are used then). Their
-     * memory is uservalue 6: Lua's, so that code made by a finalizer while
-     * the state closes (when no new finalizer is set) leaks nothing. */
+     * code carries no PTX to read them from: the driver's sizes are used
+     * then). Their memory is uservalue 6: Lua's, so that code made by a
+     * finalizer while the state closes (when no new finalizer is set)
+     * leaks nothing. */
     struct ptx_signatures signatures;
 };
 
@@ -32,22 +38,32 @@ static struct object_code *check_object_code(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_object_code_tag);
 }
 
+static int push_bytes(lua_State *L)
+{
+    lua_pushlstring(L, lua_touserdata(L, 1), (size_t)lua_tointeger(L, 2));
+    return 1;
+}
+
 static int new_memory(lua_State *L)
 {
     lua_newuserdatauv(L, (size_t)lua_tointeger(L, 1), 0);
     return 1;
 }
 
-void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char *name,
-                             const char *const *expressions, const struct nvrtc_output *output,
-                             int from_cache, int source_index)
+/* Pushes a new ObjectCode of `type` for the code string at code_index,
+ * with the kernels' signatures read from `ptx` (PTX or its compact text;
+ * NULL: none), and the name mapping table at names_index (0: an empty one),
+ * the name, the log and the source (source_index 0: nil). */
+static void push_code(lua_State *L, enum device_code_type type, const char *name,
+                      const char *log, int code_index, int names_index, int source_index,
+                      const char *ptx, size_t ptx_size, int from_cache)
 {
-    source_index = lua_absindex(L, source_index);
+    code_index = lua_absindex(L, code_index);
+    names_index = names_index ? lua_absindex(L, names_index) : 0;
+    source_index = source_index ? lua_absindex(L, source_index) : 0;
     struct ptx_signatures signatures = {0};
     char why[256];
-    if (output->signatures
-        && !ptx_signatures_parse(output->signatures, output->signatures_size, &signatures, why,
-                                 sizeof why))
+    if (ptx && !ptx_signatures_parse(ptx, ptx_size, &signatures, why, sizeof why))
         memset(&signatures, 0, sizeof signatures); /* typed by size alone */
     /* Allocated under protection: a memory error here would lose the
      * parsed block. */
@@ -60,27 +76,52 @@ void gpurun_push_object_code(lua_State *L, enum nvrtc_target target, const char 
     ptx_signatures_move(&signatures, lua_touserdata(L, -1));
     int memory = lua_gettop(L);
     struct object_code *code = gpurun_new_object(L, sizeof *code, 6, &gpurun_object_code_tag);
-    code->target = target;
+    code->code_type = type;
     code->from_cache = from_cache;
     code->signatures = signatures;
     lua_pushvalue(L, memory);
     lua_setiuservalue(L, -2, 6);
     lua_remove(L, memory);
-    lua_pushlstring(L, output->code, output->code_size);
+    lua_pushvalue(L, code_index);
     lua_setiuservalue(L, -2, 1);
+    if (names_index)
+        lua_pushvalue(L, names_index);
+    else
+        lua_newtable(L);
+    lua_setiuservalue(L, -2, 2);
+    lua_pushstring(L, name);
+    lua_setiuservalue(L, -2, 3);
+    lua_pushstring(L, log);
+    lua_setiuservalue(L, -2, 4);
+    if (source_index)
+        lua_pushvalue(L, source_index);
+    else
+        lua_pushnil(L);
+    lua_setiuservalue(L, -2, 5);
+    code->header.closed = 0;
+}
+
+void gpurun_push_object_code(lua_State *L, enum device_code_type type, const char *name,
+                             const char *const *expressions, const struct nvrtc_output *output,
+                             int from_cache, int source_index)
+{
+    source_index = lua_absindex(L, source_index);
+    lua_pushlstring(L, output->code, output->code_size);
     lua_createtable(L, 0, (int)output->lowered_name_count);
     for (size_t i = 0; i < output->lowered_name_count; i++) {
         lua_pushstring(L, output->lowered_names[i]);
         lua_setfield(L, -2, expressions[i]);
     }
-    lua_setiuservalue(L, -2, 2);
-    lua_pushstring(L, name);
-    lua_setiuservalue(L, -2, 3);
-    lua_pushstring(L, output->log);
-    lua_setiuservalue(L, -2, 4);
-    lua_pushvalue(L, source_index);
-    lua_setiuservalue(L, -2, 5);
-    code->header.closed = 0;
+    push_code(L, type, name, output->log, -2, -1, source_index, output->signatures,
+              output->signatures_size, from_cache);
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+}
+
+void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const char *name,
+                             const char *log, int code_index, const char *ptx, size_t ptx_size)
+{
+    push_code(L, type, name, log, code_index, 0, 0, ptx, ptx_size, 0);
 }
 
 /* qsort comparison of C strings, so that lists never depend on the order
@@ -90,13 +131,17 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* "the cubin of program.cu", for messages. */
+/* "the cubin of program.cu", for messages ("the cubin given as bytes"
+ * for code without a name). */
 static const char *push_code_description(lua_State *L, int index)
 {
     struct object_code *code = lua_touserdata(L, index);
     lua_getiuservalue(L, index, 3);
-    const char *description = lua_pushfstring(L, "the %s of %s", nvrtc_target_name(code->target),
-                                              lua_tostring(L, -1));
+    const char *name = lua_tostring(L, -1);
+    const char *type = device_code_type_name(code->code_type);
+    const char *description = name && name[0]
+                                  ? lua_pushfstring(L, "the %s of %s", type, name)
+                                  : lua_pushfstring(L, "the %s given as bytes", type);
     lua_remove(L, -2);
     return description;
 }
@@ -150,6 +195,34 @@ static int kernel_not_found(lua_State *L, int index, const char *name)
     return gpurun_error(L, "%s", lua_tostring(L, -1));
 }
 
+/* The driver's JIT log of a failed load is kept to this many bytes. */
+#define JIT_LOG_SIZE 4096
+
+/* Loads the code of the ObjectCode at index into the driver. PTX is
+ * compiled there: its error log (a PTX syntax error) goes into the message. */
+static void load_library(lua_State *L, int index, struct object_code *code)
+{
+    char *log = gpurun_push_staging(L, JIT_LOG_SIZE);
+    log[0] = '\0';
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, (void *)(uintptr_t)JIT_LOG_SIZE};
+    lua_getiuservalue(L, index, 1);
+    /* A Lua string is NUL-terminated, as PTX must be; the driver keeps its
+     * own copy of the code. */
+    CUlibrary library = NULL;
+    if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), options, values, 2, NULL,
+                  NULL, 0) != CUDA_SUCCESS) {
+        log[JIT_LOG_SIZE - 1] = '\0';
+        size_t length = strlen(log);
+        while (length > 0 && (log[length - 1] == '\n' || log[length - 1] == '\r'))
+            log[--length] = '\0';
+        gpurun_cuda_error(L, "loading %s%s%s", push_code_description(L, index),
+                          length ? ": " : "", log);
+    }
+    code->library = library;
+    lua_pop(L, 2);
+}
+
 /* get_kernel(name) -> Kernel. name is a kernel's name in the code or one of
  * the name expressions given to compile() ("scale<float>"). */
 static int object_code_get_kernel(lua_State *L)
@@ -161,19 +234,14 @@ static int object_code_get_kernel(lua_State *L)
         gpurun_arg_error(L, 2, "kernel name contains a NUL byte");
     /* After the name: a number made into one can run finalizers. */
     struct object_code *code = check_object_code(L, 1);
+    if (code->code_type != DEVICE_CODE_PTX && code->code_type != DEVICE_CODE_CUBIN
+        && code->code_type != DEVICE_CODE_FATBIN)
+        return gpurun_error(L, "%s cannot be loaded into the driver: link it into a cubin "
+                               "first (gpurun.Linker)", push_code_description(L, 1));
     gpurun_require_driver(L);
     gpurun_require_context(L);
-    if (code->library == NULL) {
-        lua_getiuservalue(L, 1, 1);
-        /* A Lua string is NUL-terminated, as PTX must be; the driver keeps
-         * its own copy of the code. */
-        CUlibrary library = NULL;
-        if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), NULL, NULL, 0,
-                      NULL, NULL, 0) != CUDA_SUCCESS)
-            return gpurun_cuda_error(L, "loading %s", push_code_description(L, 1));
-        code->library = library;
-        lua_pop(L, 1);
-    }
+    if (code->library == NULL)
+        load_library(L, 1, code);
     lua_getiuservalue(L, 1, 2);
     const char *symbol = lua_getfield(L, -1, name) == LUA_TSTRING ? lua_tostring(L, -1) : name;
     CUkernel kernel = NULL;
@@ -186,6 +254,157 @@ static int object_code_get_kernel(lua_State *L)
     gpurun_push_kernel(L, 1, kernel, name, ptx_signatures_find(&code->signatures, symbol));
     lua_getiuservalue(L, 1, 5);
     gpurun_set_kernel_source(L, -2);
+    return 1;
+}
+
+/* ---- code from elsewhere ------------------------------------------------ */
+
+/* Reads the file of the { path = "..." } table at arg, refusing what is
+ * not a regular file or is larger than DEVICE_CODE_MAX_FILE_SIZE before
+ * reading any of it; pushes its bytes and returns the path (anchored in
+ * the table). */
+static const char *push_file(lua_State *L, int arg)
+{
+    static const char *const known[] = {"path", NULL};
+    gpurun_check_options(L, arg, known);
+    lua_pushliteral(L, "path");
+    if (lua_rawget(L, arg) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+        gpurun_arg_error(L, arg, "{ path = \"...\" } needs a non-empty string path");
+    size_t length;
+    const char *path = lua_tolstring(L, -1, &length);
+    if (strlen(path) != length)
+        gpurun_arg_error(L, arg, "path contains a NUL byte");
+    lua_pop(L, 1); /* anchored in the table */
+    unsigned char *data = NULL;
+    size_t size = 0;
+    int error = read_whole_file(path, 0, DEVICE_CODE_MAX_FILE_SIZE, &data, &size);
+    if (error == READ_FILE_NOT_REGULAR)
+        gpurun_error(L, "cannot read device code from %s: it is %s, not a regular file", path,
+                     file_kind(path));
+    if (error == READ_FILE_TOO_LARGE) {
+        char have[32], limit[32];
+        gpurun_error(L, "cannot read device code from %s: it is %s, more than the %s gpurun "
+                        "reads as device code", path, gpurun_format_size(have, sizeof have, size),
+                     gpurun_format_size(limit, sizeof limit, DEVICE_CODE_MAX_FILE_SIZE));
+    }
+    if (error)
+        gpurun_error(L, "cannot read device code from %s: %s", path, strerror(error));
+    /* Copied under protection: a memory error must not lose the buffer. */
+    lua_pushcfunction(L, push_bytes);
+    lua_pushlightuserdata(L, data);
+    lua_pushinteger(L, (lua_Integer)size);
+    int status = lua_pcall(L, 2, 1, 0);
+    free(data);
+    if (status != LUA_OK)
+        gpurun_error_at(L, 0, "not enough memory for the device code read from the file");
+    return path;
+}
+
+/* The { name =, symbol_mapping = } table at arg: the name (or fallback)
+ * and the mapping, a fresh table of strings, pushed. */
+static const char *check_code_options(lua_State *L, int arg, const char *fallback)
+{
+    static const char *const known[] = {"name", "symbol_mapping", NULL};
+    gpurun_check_options(L, arg, known);
+    const char *name = fallback;
+    lua_newtable(L);
+    int mapping = lua_gettop(L);
+    if (lua_isnoneornil(L, arg))
+        return name;
+    lua_pushliteral(L, "name");
+    int type = lua_rawget(L, arg);
+    if (type == LUA_TSTRING && strlen(lua_tostring(L, -1)) == lua_rawlen(L, -1))
+        name = lua_tostring(L, -1); /* anchored in the options table */
+    else if (type != LUA_TNIL)
+        gpurun_arg_error(L, arg, "name must be a string without NUL bytes, got %s",
+                         gpurun_type_name(L, -1));
+    lua_pop(L, 1);
+    lua_pushliteral(L, "symbol_mapping");
+    type = lua_rawget(L, arg);
+    if (type == LUA_TNIL) {
+        lua_pop(L, 1);
+        return name;
+    }
+    if (type != LUA_TTABLE)
+        gpurun_arg_error(L, arg, "symbol_mapping must be a table of names, got %s",
+                         gpurun_type_name(L, -1));
+    for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING
+            || lua_rawlen(L, -1) == 0 || strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+            gpurun_arg_error(L, arg, "symbol_mapping must map names to non-empty strings "
+                                     "without NUL bytes");
+        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, mapping);
+    }
+    lua_pop(L, 1);
+    return name;
+}
+
+/* from_<type>(code [, { name =, symbol_mapping = }]) -> ObjectCode. code is
+ * the code itself, a string of its bytes, or { path = "file" }: in Lua
+ * both bytes and paths are strings, so a path must say it is one. */
+static int from_code(lua_State *L, enum device_code_type type)
+{
+    if (lua_type(L, 1) != LUA_TTABLE && lua_type(L, 1) != LUA_TSTRING)
+        return gpurun_type_error(L, 1, "string of code or { path = } table");
+    lua_settop(L, 2);
+    const char *path = NULL;
+    if (lua_type(L, 1) == LUA_TTABLE)
+        path = push_file(L, 1);
+    else
+        lua_pushvalue(L, 1);
+    int code = lua_gettop(L);
+    size_t size;
+    const unsigned char *bytes = (const unsigned char *)lua_tolstring(L, code, &size);
+    char why[256];
+    if (!device_code_check(type, bytes, size, why, sizeof why)) {
+        if (path)
+            return gpurun_error(L, "%s %s", path, why);
+        return gpurun_arg_error(L, 1, "the %s given as bytes %s", device_code_type_name(type),
+                                why);
+    }
+    if (type == DEVICE_CODE_PTX && size > 0 && bytes[size - 1] == '\0') {
+        lua_pushlstring(L, (const char *)bytes, size - 1); /* the text, as NVRTC's */
+        lua_replace(L, code);
+        bytes = (const unsigned char *)lua_tolstring(L, code, &size);
+    }
+    const char *name = check_code_options(L, 2, path ? path : "");
+    int names = lua_gettop(L);
+    push_code(L, type, name, "", code, names, 0,
+              type == DEVICE_CODE_PTX ? (const char *)bytes : NULL, size, 0);
+    return 1;
+}
+
+static int from_cubin(lua_State *L) { return from_code(L, DEVICE_CODE_CUBIN); }
+static int from_ptx(lua_State *L) { return from_code(L, DEVICE_CODE_PTX); }
+static int from_ltoir(lua_State *L) { return from_code(L, DEVICE_CODE_LTOIR); }
+static int from_fatbin(lua_State *L) { return from_code(L, DEVICE_CODE_FATBIN); }
+static int from_object(lua_State *L) { return from_code(L, DEVICE_CODE_OBJECT); }
+static int from_library(lua_State *L) { return from_code(L, DEVICE_CODE_LIBRARY); }
+
+/* save(path) -> self: writes the code, as it would be given to from_<type>. */
+static int object_code_save(lua_State *L)
+{
+    check_object_code(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return gpurun_type_error(L, 2, "path string");
+    size_t length;
+    const char *path = lua_tolstring(L, 2, &length);
+    if (length == 0)
+        gpurun_arg_error(L, 2, "path is empty");
+    if (strlen(path) != length)
+        gpurun_arg_error(L, 2, "path contains a NUL byte");
+    lua_getiuservalue(L, 1, 1);
+    size_t size;
+    const char *code = lua_tolstring(L, -1, &size);
+    int error = write_whole_file(path, code, size);
+    if (error == READ_FILE_NOT_REGULAR)
+        return gpurun_error(L, "ObjectCode:save: cannot write %s: it is %s, not a regular file",
+                            path, file_kind(path));
+    if (error)
+        return gpurun_error(L, "ObjectCode:save: cannot write %s: %s", path, strerror(error));
+    lua_settop(L, 1);
     return 1;
 }
 
@@ -230,7 +449,7 @@ static int object_code_code(lua_State *L)
 
 static int object_code_code_type(lua_State *L)
 {
-    lua_pushstring(L, nvrtc_target_name(self(L)->target));
+    lua_pushstring(L, device_code_type_name(self(L)->code_type));
     return 1;
 }
 
@@ -280,7 +499,8 @@ static int object_code_tostring(lua_State *L)
         lua_pushliteral(L, "gpurun.ObjectCode(closed)");
     } else {
         lua_getiuservalue(L, 1, 1);
-        lua_pushfstring(L, "gpurun.ObjectCode(%s, %d bytes%s)", nvrtc_target_name(code->target),
+        lua_pushfstring(L, "gpurun.ObjectCode(%s, %d bytes%s)",
+                        device_code_type_name(code->code_type),
                         (int)lua_rawlen(L, -1), code->from_cache ? ", from the cache" : "");
     }
     return 1;
@@ -288,6 +508,7 @@ static int object_code_tostring(lua_State *L)
 
 static const luaL_Reg object_code_methods[] = {
     {"get_kernel", object_code_get_kernel},
+    {"save", object_code_save},
     {"close", object_code_close},
     {NULL, NULL}
 };
@@ -315,7 +536,19 @@ static const struct gpurun_type object_code_type = {
     NULL,
 };
 
+/* gpurun.ObjectCode.from_cubin and the rest, cuda.core's constructors. */
+static const luaL_Reg object_code_constructors[] = {
+    {"from_cubin", from_cubin},
+    {"from_ptx", from_ptx},
+    {"from_ltoir", from_ltoir},
+    {"from_fatbin", from_fatbin},
+    {"from_object", from_object},
+    {"from_library", from_library},
+    {NULL, NULL}
+};
+
 void gpurun_open_object_code(lua_State *L)
 {
     gpurun_register_type(L, &object_code_type);
+    gpurun_set_type_functions(L, &gpurun_object_code_tag, object_code_constructors);
 }

@@ -153,6 +153,11 @@ static void check_compile_arguments(lua_State *L, int index)
     gpurun_check_options(L, index, known);
 }
 
+static enum device_code_type code_type_of(enum nvrtc_target target)
+{
+    return target == NVRTC_TARGET_CUBIN ? DEVICE_CODE_CUBIN : DEVICE_CODE_PTX;
+}
+
 static int output_gc(lua_State *L)
 {
     nvrtc_output_free(lua_touserdata(L, 1));
@@ -218,8 +223,8 @@ static int program_compile(lua_State *L)
         nvrtc_output_free(output);
         return gpurun_error(L, "%s", lua_tostring(L, -1));
     }
-    gpurun_push_object_code(L, target, name, request.name_expressions, output, from_cache,
-                            source_index);
+    gpurun_push_object_code(L, code_type_of(target), name, request.name_expressions, output,
+                            from_cache, source_index);
     nvrtc_output_free(output);
     return 1;
 }
