@@ -84,6 +84,7 @@ local CLOSED = {
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
   Condition = "closed_condition",
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
+  LinkerOptions = "closed_linker_options", Linker = "closed_linker",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
@@ -91,7 +92,7 @@ local FIELD = {
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
-  MemoryPool = "device",
+  MemoryPool = "device", LinkerOptions = "arch",
 }
 
 local SETTOP_FIRST = {
@@ -119,8 +120,8 @@ for _, type_name in ipairs(catalog.types) do
         -- These set the stack's size before checking: a missing self reads as nil.
         expected = ANY(expected, arg_error(1, name, expected_type .. " expected, got nil"))
       end
-      if label == "ProgramOptions.__newindex" then
-        expected = "gpurun.ProgramOptions is read-only"
+      if label == "ProgramOptions.__newindex" or label == "LinkerOptions.__newindex" then
+        expected = "gpurun." .. type_name .. " is read-only"
       end
       row(label, args, expected, { self = "any" })
     end
@@ -739,11 +740,16 @@ row("gpurun.Program", A(SOURCE, "c++", R.closed_options), "attempt to use a clos
 row("gpurun.Program", A(SOURCE, "c++", { std = 11 }), OPTION .. "'std' must be a C++ standard")
 row("gpurun.Program", A(SOURCE, "c++", { nope = true }), OPTION .. "unknown option 'nope'")
 
+row("Program:compile", A(R.program, "cubin", nil), "link_time_optimization makes LTO-IR, not cubin: "
+  .. "compile(\"ltoir\") and link it with gpurun.Linker", { call = function()
+    return gpurun.Program(SOURCE, "c++", { arch = "sm_90", link_time_optimization = true }):compile("cubin")
+  end })
+row("Program:compile", A(R.compute_program, "ltoir"), "ltoir needs a real architecture: compute_90 makes only PTX")
 row("Program:compile", A(R.program), arg_error(1, "compile", "string expected, got no value"))
 row("Program:compile", A(R.program, {}), arg_error(1, "compile", "string expected, got table"))
-row("Program:compile", A(R.program, "PTX"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"PTX\""))
-row("Program:compile", A(R.program, "sass"), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"sass\""))
-row("Program:compile", A(R.program, 5), arg_error(1, "compile", "\"ptx\" or \"cubin\" expected, got \"5\""))
+row("Program:compile", A(R.program, "PTX"), arg_error(1, "compile", "\"ptx\", \"cubin\" or \"ltoir\" expected, got \"PTX\""))
+row("Program:compile", A(R.program, "sass"), arg_error(1, "compile", "\"ptx\", \"cubin\" or \"ltoir\" expected, got \"sass\""))
+row("Program:compile", A(R.program, 5), arg_error(1, "compile", "\"ptx\", \"cubin\" or \"ltoir\" expected, got \"5\""))
 row("Program:compile", A(R.program, "ptx", 5), arg_error(2, "compile", "table of options expected, got number"))
 row("Program:compile", A(R.program, "ptx", "x.cu"), arg_error(2, "compile", "table of options expected, got string"))
 row("Program:compile", A(R.program, "ptx", { foo = 1 }),
@@ -848,6 +854,58 @@ row("ObjectCode:save", A(R.ptx, "/nonexistent/dir/k.ptx"),
 row("ObjectCode:save", A(R.ptx, "spec"), "ObjectCode:save: cannot write spec: Is a directory")
 row("ObjectCode:get_kernel", A(R.ltoir, "k"), "the ltoir given as bytes cannot be loaded into the driver: "
   .. "link it into a cubin first (gpurun.Linker)")
+
+-- ---- LinkerOptions and Linker ------------------------------------------------------------
+
+local LINKER_OPTION = "gpurun.LinkerOptions: "
+local linker_option_cases = {
+  { "sm_90", arg_error(1, "LinkerOptions", "table expected, got string") },
+  { R.linker_options, arg_error(1, "LinkerOptions", "table expected, got gpurun.LinkerOptions") },
+  { { nope = 1 }, LINKER_OPTION .. "unknown option 'nope' (known: name, arch, max_register_count" },
+  { { [1] = true }, LINKER_OPTION .. "unknown option: a number key" },
+  { { name = "" }, LINKER_OPTION .. "'name' must be a non-empty string without NUL bytes, got \"\"" },
+  { { name = "a\0b" }, LINKER_OPTION .. "'name' must be a non-empty string without NUL bytes" },
+  { { name = 5 }, LINKER_OPTION .. "'name' must be a non-empty string without NUL bytes, got number" },
+  { { arch = "x" }, LINKER_OPTION .. "'arch' must be an architecture such as \"sm_90\", \"90\" or \"compute_90\", got \"x\"" },
+  { { arch = NAN }, LINKER_OPTION .. "'arch' must be an architecture" },
+  { { optimization_level = 2 }, LINKER_OPTION .. "'optimization_level' must be 0 or 3 (what nvJitLink accepts), got number" },
+  { { optimization_level = "3" }, LINKER_OPTION .. "'optimization_level' must be 0 or 3" },
+  { { ftz = 1 }, LINKER_OPTION .. "'ftz' must be a boolean, got number" },
+  { { link_time_optimization = "yes" }, LINKER_OPTION .. "'link_time_optimization' must be a boolean, got \"yes\"" },
+  { { kernels_used = 5 }, LINKER_OPTION .. "'kernels_used' must be a string or a list of strings, got number" },
+  { { kernels_used = { "" } }, LINKER_OPTION .. "'kernels_used[1]' must be a non-empty string, got string" },
+  { { ptxas_options = { "-v\0-O0" } }, LINKER_OPTION .. "'ptxas_options[1]' contains a NUL byte" },
+  { { variables_used = { true } }, LINKER_OPTION .. "'variables_used[1]' must be a non-empty string, got boolean" },
+}
+for _, value in ipairs({ 0, 256, -1, 1.5, NAN, INF, BIG_FLOAT, "32" }) do
+  linker_option_cases[#linker_option_cases + 1] = { { max_register_count = value },
+    LINKER_OPTION .. "'max_register_count' must be an integer from 1 to 255, got " }
+end
+for _, value in ipairs({ -1, 1025, 1.5, NAN, "0" }) do
+  linker_option_cases[#linker_option_cases + 1] = { { split_compile = value },
+    LINKER_OPTION .. "'split_compile' must be an integer from 0 to 1024, got " }
+end
+for _, case in ipairs(linker_option_cases) do row("gpurun.LinkerOptions", A(case[1]), case[2]) end
+
+local LINKER_FIRST = "gpurun.ObjectCode expected, got "
+row("gpurun.Linker", A(), arg_error(1, "Linker", LINKER_FIRST .. "no value: a Linker links one or more ObjectCodes"))
+row("gpurun.Linker", A({ arch = "sm_90" }), arg_error(1, "Linker", LINKER_FIRST .. "table: a Linker links one or more ObjectCodes"))
+row("gpurun.Linker", A(5), arg_error(1, "Linker", LINKER_FIRST .. "number"))
+row("gpurun.Linker", A(R.ptx, "cubin"), arg_error(2, "Linker", LINKER_FIRST .. "string"))
+row("gpurun.Linker", A(R.ptx, R.program), arg_error(2, "Linker", LINKER_FIRST .. "gpurun.Program"))
+row("gpurun.Linker", A(R.closed_ptx, R.ptx), "attempt to use a closed gpurun.ObjectCode")
+row("gpurun.Linker", A(R.ptx, R.closed_linker_options), "attempt to use a closed gpurun.LinkerOptions")
+row("gpurun.Linker", A(R.ptx, { arch = 5 }), LINKER_OPTION .. "'arch' must be an architecture")
+row("gpurun.Linker", A(R.ptx, R.options), arg_error(2, "Linker",
+  "gpurun.LinkerOptions or table expected, got gpurun.ProgramOptions"))
+row("Linker:link", A(R.linker), arg_error(1, "link", "string expected, got no value"))
+row("Linker:link", A(R.linker, "sass"), arg_error(1, "link", "\"cubin\" or \"ptx\" expected, got \"sass\""))
+row("Linker:link", A(R.linker, {}), arg_error(1, "link", "string expected, got table"))
+row("Linker:link", A(R.linker, "ptx"), "link(\"ptx\") needs link_time_optimization = true")
+row("Linker:link", A(R.compute_linker, "cubin"), "a cubin needs a real architecture: compute_90 makes only PTX")
+row("Linker:link", A(R.ltoir_linker, "cubin"), "nvJitLink link of 'bad' failed: adding input 1 'input 1 (ltoir)' "
+  .. "(ltoir): NVJITLINK_ERROR_")
+row("Linker:link", A(R.linker_closed_code, "cubin"), "attempt to use a closed gpurun.ObjectCode")
 
 -- ---- LaunchConfig ----------------------------------------------------------------------
 

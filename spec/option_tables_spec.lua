@@ -25,9 +25,20 @@ local function plain(text) return (text:gsub("%p", "%%%0")) end
 local ROWS = {
   { "gpurun.ProgramOptions", function(bad) gpurun.ProgramOptions(bad) end, "gpurun.ProgramOptions:",
     "std, arch, defines, include_paths, line_info, debug, use_fast_math, max_register_count, "
-      .. "relocatable_device_code, extra" },
+      .. "relocatable_device_code, link_time_optimization, extra" },
   { "Program:compile", function(bad) gpurun.Program(SOURCE, "c++"):compile("ptx", bad) end,
     "bad argument #2 to 'Program:compile'", "name_expressions, name" },
+  { "gpurun.LinkerOptions", function(bad) gpurun.LinkerOptions(bad) end, "gpurun.LinkerOptions:",
+    "name, arch, max_register_count, time, verbose, link_time_optimization, optimization_level, debug, "
+      .. "lineinfo, ftz, prec_div, prec_sqrt, fma, kernels_used, variables_used, optimize_unused_variables, "
+      .. "ptxas_options, split_compile, no_cache" },
+  { "gpurun.ObjectCode.from_cubin", function(bad)
+      local file = { path = "README.md" }
+      for k, v in pairs(bad) do file[k] = v end
+      gpurun.ObjectCode.from_cubin(file)
+    end, "bad argument #1 to 'gpurun.ObjectCode.from_cubin'", "path" },
+  { "gpurun.ObjectCode.from_ptx", function(bad) gpurun.ObjectCode.from_ptx(".version 8.0", bad) end,
+    "bad argument #2 to 'gpurun.ObjectCode.from_ptx'", "name, symbol_mapping" },
   { "gpurun.LaunchConfig", function(bad)
       local t = { grid = 1, block = 1 }
       for k, v in pairs(bad) do t[k] = v end

@@ -114,7 +114,7 @@ describe("gpurun.Program", function()
 
   it("checks compile's arguments", function()
     local program = gpurun.Program(VEC, "c++", { arch = "90" })
-    assert.matches("bad argument #1 to 'Program:compile' %(\"ptx\" or \"cubin\" expected, got \"elf\"%)",
+    assert.matches("bad argument #1 to 'Program:compile' %(\"ptx\", \"cubin\" or \"ltoir\" expected, got \"elf\"%)",
       error_of(function() return program:compile("elf") end))
     assert.matches("bad argument #2 to 'Program:compile' %(unknown option 'names' %(known: name_expressions, name%)",
       error_of(function() return program:compile("ptx", { names = {} }) end))

@@ -11,12 +11,13 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
+  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
 catalog.internal_types = {
   CompileOutput = "NVRTC's output during a compile, freed by the collector",
+  LinkOutput = "nvJitLink's output during a link, freed by the collector",
   Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
 }
 
@@ -90,6 +91,8 @@ catalog.functions = {
   Device = { args = { "integer" }, needs = "driver" },
   ProgramOptions = { args = { "options_table" } },
   Program = { args = { "source", "code_type", "options" } },
+  LinkerOptions = { args = { "linker_options_table" } },
+  Linker = { args = { "object_code", "object_code", "linker_options" } },
   LaunchConfig = { args = { "config_table" } },
   launch = { args = { "launch_target", "config", "kernel", "kernel_arg", "..." }, launches = true },
   i32 = { args = { "integer" } },
@@ -145,6 +148,8 @@ catalog.functions = {
 -- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's
 -- constructors other than the type itself), by type, as the module
 -- functions above are described. Their labels are "gpurun.ObjectCode.from_cubin".
+--   object_code an ObjectCode          link_target "cubin" / "ptx"
+--   linker_options  LinkerOptions or table   linker_options_table  LinkerOptions{...} input
 --   code_input  what the from_<type> functions take: a string of code or
 --               { path = "file" }      code_options  their { name =, symbol_mapping = }
 catalog.type_functions = {
@@ -198,6 +203,16 @@ catalog.methods = {
   ObjectCode = {
     get_kernel = { args = { "kernel_name" } },
     save = { args = { "output_path" }, writes = 1 },
+    close = { args = {} },
+  },
+  LinkerOptions = {
+    as_list = { args = {} },
+    close = { args = {} },
+  },
+  Linker = {
+    link = { args = { "link_target" }, compiles = true },
+    get_info_log = { args = {} },
+    get_error_log = { args = {} },
     close = { args = {} },
   },
   Kernel = {
@@ -307,6 +322,8 @@ catalog.metamethods = {
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
   HostCallback = { "__index", "__tostring", "__close" },
   MemoryPool = { "__index", "__tostring", "__close" },
+  LinkerOptions = { "__index", "__newindex", "__tostring", "__close" },
+  Linker = { "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -94,6 +94,20 @@ function factories.closed_ptx() return closed(gpurun.Program(SOURCE, "c++"):comp
 function factories.ltoir() -- LTO-IR's magic number and nothing a linker could use
   return gpurun.ObjectCode.from_ltoir("\237\67\78\127" .. string.rep("\0", 12))
 end
+function factories.linker_options() return gpurun.LinkerOptions({ arch = "sm_90" }) end
+function factories.closed_linker_options() return closed(gpurun.LinkerOptions({})) end
+function factories.linker() return gpurun.Linker(factories.ptx(), { arch = "sm_90" }) end
+function factories.closed_linker() return closed(factories.linker()) end
+function factories.compute_linker() return gpurun.Linker(factories.ptx(), { arch = "compute_90" }) end
+function factories.ltoir_linker() -- LTO-IR nvJitLink refuses
+  return gpurun.Linker(factories.ltoir(), { arch = "sm_90", name = "bad", link_time_optimization = true })
+end
+function factories.linker_closed_code() -- an input closed after the Linker was made
+  local code = factories.ptx()
+  local linker = gpurun.Linker(code, { arch = "sm_90" })
+  code:close()
+  return linker
+end
 function factories.rng() return gpurun.default_rng(1) end
 function factories.closed_rng() return closed(gpurun.default_rng(1)) end
 function factories.config() return gpurun.LaunchConfig({ grid = 1, block = 16 }) end

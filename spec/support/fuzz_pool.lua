@@ -163,6 +163,19 @@ function Pool:make_tables()
     self:label({ nope = 1 }, "{nope=1}"),
     self:label(hostile_index(), "hostile __index"),
   }
+  self.linker_option_tables = {
+    self:label({ arch = "sm_90" }, "{arch=sm_90}"),
+    self:label({ arch = "sm_90", link_time_optimization = true }, "{arch,lto}"),
+    self:label({ arch = "compute_90", link_time_optimization = true }, "{compute_90,lto}"),
+    self:label({ arch = "sm_90", verbose = true, optimization_level = 0, ftz = true }, "{verbose,O0,ftz}"),
+    self:label({ arch = "sm_90", kernels_used = { "k" }, name = "fuzz" }, "{kernels_used}"),
+    self:label({}, "{}"),
+    self:label({ arch = "sm_9" }, "{arch=sm_9}"),
+    self:label({ optimization_level = 2 }, "{O2}"),
+    self:label({ ptxas_options = { "-v\0" } }, "{ptxas NUL}"),
+    self:label({ nope = 1 }, "{nope=1}"),
+    self:label(hostile_index(), "hostile __index"),
+  }
   self.config_tables = {
     self:label({ grid = 1, block = 1 }, "{grid=1,block=1}"),
     self:label({ grid = 4, block = 256 }, "{grid=4,block=256}"),
@@ -454,6 +467,13 @@ draws = {
   copy_destination = function(p)
     return p:typed(p:chance(0.6) and "Buffer" or "PinnedBuffer")
   end,
+  object_code = function(p) return p:typed("ObjectCode") end,
+  link_target = from({ "cubin", "ptx" }, 0.8, { "", "CUBIN", "ltoir", "ptx\0", 5 }),
+  linker_options = function(p)
+    if p:chance(0.4) then return p:typed("LinkerOptions") end
+    return p:pick(p.linker_option_tables)
+  end,
+  linker_options_table = function(p) return p:pick(p.linker_option_tables) end,
   -- What ObjectCode.from_<type> takes: code as bytes (PTX, a truncated ELF,
   -- magic numbers with nothing after them, junk) or { path = } of files
   -- that are not device code, devices, folders and missing files.

@@ -3,6 +3,7 @@
  * cleanup path, so an NVRTC program is never leaked. */
 #define _GNU_SOURCE /* dladdr */
 #include "base/nvrtc_compile.h"
+#include "base/log_cap.h"
 #include "base/nvrtc_inputs.h"
 #include "base/ptx_params.h"
 
@@ -48,6 +49,23 @@ const char *nvrtc_compile_identity(void)
     return identity;
 }
 
+const char *nvrtc_compile_folder(void)
+{
+    static char folder[PATH_MAX];
+    static int found;
+    if (found)
+        return folder;
+    found = 1;
+    Dl_info info;
+    if (dladdr((void *)nvrtcCompileProgram, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash && (size_t)(slash - info.dli_fname) < sizeof folder)
+            snprintf(folder, sizeof folder, "%.*s", (int)(slash - info.dli_fname),
+                     info.dli_fname);
+    }
+    return folder;
+}
+
 /* NVRTC opens libnvrtc-builtins.so.<major>.<minor> itself, by soname, on its
  * first compile, and that dlopen searches only the loader's own paths
  * (LD_LIBRARY_PATH, ld.so.cache, /lib, /usr/lib): not the RUNPATH through
@@ -75,14 +93,10 @@ static const char *load_builtins(void)
     char soname[64];
     snprintf(soname, sizeof soname, "libnvrtc-builtins.so.%d.%d", major, minor);
 
-    char beside[PATH_MAX] = "";
-    Dl_info info;
-    if (dladdr((void *)nvrtcCompileProgram, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        if (slash && (size_t)(slash - info.dli_fname) + 1 + strlen(soname) < sizeof beside)
-            snprintf(beside, sizeof beside, "%.*s/%s", (int)(slash - info.dli_fname),
-                     info.dli_fname, soname);
-    }
+    char beside[PATH_MAX + 64] = "";
+    const char *folder = nvrtc_compile_folder();
+    if (folder[0])
+        snprintf(beside, sizeof beside, "%s/%s", folder, soname);
     char beside_error[PATH_MAX + 128] = "libnvrtc's folder is unknown (dladdr failed)";
     if (beside[0]) {
         if (dlopen(beside, RTLD_NOW | RTLD_LOCAL))
@@ -104,7 +118,7 @@ void nvrtc_compile_prepare(void)
 
 const char *nvrtc_target_name(enum nvrtc_target target)
 {
-    return target == NVRTC_TARGET_CUBIN ? "cubin" : "ptx";
+    return target == NVRTC_TARGET_CUBIN ? "cubin" : target == NVRTC_TARGET_LTOIR ? "ltoir" : "ptx";
 }
 
 static int fail(struct nvrtc_output *output, const char *call, nvrtcResult result,
@@ -121,42 +135,6 @@ static int out_of_memory(struct nvrtc_output *output, const char *what)
     return 0;
 }
 
-/* How much of NVRTC's log is kept: its first and its last lines, with the
- * number of bytes left out between them. One diagnostic per token of a
- * long line can make a log of gigabytes that nobody reads whole. */
-#define LOG_HEAD (48 * 1024)
-#define LOG_TAIL (16 * 1024)
-
-/* Cuts log (size bytes, NUL-terminated, malloc'd) to its head and tail,
- * at line ends where there are any near the cut. */
-static char *cap_log(char *log, size_t size)
-{
-    if (size <= LOG_HEAD + LOG_TAIL + 128)
-        return log;
-    size_t head = LOG_HEAD;
-    while (head > LOG_HEAD / 2 && log[head - 1] != '\n')
-        head--;
-    if (log[head - 1] != '\n')
-        head = LOG_HEAD;
-    size_t tail = size - LOG_TAIL;
-    while (tail < size - LOG_TAIL / 2 && log[tail - 1] != '\n')
-        tail++;
-    if (log[tail - 1] != '\n')
-        tail = size - LOG_TAIL;
-    char marker[96];
-    int marker_size = snprintf(marker, sizeof marker,
-                               "%s[gpurun: %zu bytes of NVRTC's log left out here]\n",
-                               log[head - 1] == '\n' ? "" : "\n", tail - head);
-    char *capped = malloc(head + (size_t)marker_size + (size - tail) + 1);
-    if (!capped)
-        return log;
-    memcpy(capped, log, head);
-    memcpy(capped + head, marker, (size_t)marker_size);
-    memcpy(capped + head + marker_size, log + tail, size - tail + 1);
-    free(log);
-    return capped;
-}
-
 static int read_log(nvrtcProgram program, struct nvrtc_output *output)
 {
     size_t size = 0;
@@ -169,36 +147,49 @@ static int read_log(nvrtcProgram program, struct nvrtc_output *output)
     rc = nvrtcGetProgramLog(program, output->log);
     if (rc != NVRTC_SUCCESS)
         return fail(output, "nvrtcGetProgramLog", rc, NULL);
-    output->log = cap_log(output->log, strlen(output->log));
+    output->log = log_cap(output->log, strlen(output->log), "NVRTC's log");
     return 1;
 }
 
 static int read_code(nvrtcProgram program, enum nvrtc_target target,
                      struct nvrtc_output *output)
 {
-    int cubin = target == NVRTC_TARGET_CUBIN;
+    static const struct {
+        const char *size_call, *code_call;
+        nvrtcResult (*size)(nvrtcProgram, size_t *);
+        nvrtcResult (*code)(nvrtcProgram, char *);
+    } readers[] = {
+        [NVRTC_TARGET_PTX] = {"nvrtcGetPTXSize", "nvrtcGetPTX", nvrtcGetPTXSize, nvrtcGetPTX},
+        [NVRTC_TARGET_CUBIN] = {"nvrtcGetCUBINSize", "nvrtcGetCUBIN", nvrtcGetCUBINSize,
+                                nvrtcGetCUBIN},
+        [NVRTC_TARGET_LTOIR] = {"nvrtcGetLTOIRSize", "nvrtcGetLTOIR", nvrtcGetLTOIRSize,
+                                nvrtcGetLTOIR},
+    };
     size_t size = 0;
-    nvrtcResult rc = cubin ? nvrtcGetCUBINSize(program, &size)
-                           : nvrtcGetPTXSize(program, &size);
+    nvrtcResult rc = readers[target].size(program, &size);
     if (rc != NVRTC_SUCCESS)
-        return fail(output, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", rc, NULL);
+        return fail(output, readers[target].size_call, rc, NULL);
     /* NVRTC reports success with no CUBIN when the architecture was a
-     * virtual one: only PTX exists for compute_XX. */
+     * virtual one (only PTX exists for compute_XX), and with no LTO-IR
+     * without -dlto. */
     if (size == 0) {
-        snprintf(output->error, sizeof output->error,
-                 "no %s was produced (a cubin needs a real architecture such as "
-                 "sm_90, not a virtual compute_90)", nvrtc_target_name(target));
+        snprintf(output->error, sizeof output->error, "%s",
+                 target == NVRTC_TARGET_LTOIR
+                     ? "no ltoir was produced (LTO-IR needs the -dlto option: "
+                       "ProgramOptions{ link_time_optimization = true })"
+                     : "no cubin was produced (a cubin needs a real architecture such as "
+                       "sm_90, not a virtual compute_90)");
         return 0;
     }
     output->code = malloc(size + 1);
     if (!output->code)
         return out_of_memory(output, "the compiled code");
-    rc = cubin ? nvrtcGetCUBIN(program, output->code) : nvrtcGetPTX(program, output->code);
+    rc = readers[target].code(program, output->code);
     if (rc != NVRTC_SUCCESS)
-        return fail(output, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", rc, NULL);
+        return fail(output, readers[target].code_call, rc, NULL);
     output->code[size] = '\0';
     /* PTX comes NUL-terminated; the text is what callers want. */
-    output->code_size = cubin ? size : strnlen(output->code, size);
+    output->code_size = target == NVRTC_TARGET_PTX ? strnlen(output->code, size) : size;
     return 1;
 }
 
@@ -229,6 +220,10 @@ static void read_signatures(nvrtcProgram program, enum nvrtc_target target,
                             struct nvrtc_output *output)
 {
     /* With -dlto NVRTC makes NVVM IR and its PTX is one NUL byte. */
+    if (target == NVRTC_TARGET_LTOIR) {
+        no_ptx(output, "LTO-IR comes with none");
+        return;
+    }
     if (target == NVRTC_TARGET_PTX) {
         if (output->code_size == 0)
             no_ptx(output, "empty PTX");

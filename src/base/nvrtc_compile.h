@@ -1,4 +1,4 @@
-/* NVRTC: CUDA C++ source -> PTX or CUBIN. No Lua, no GPU needed. */
+/* NVRTC: CUDA C++ source -> PTX, CUBIN or LTO-IR. No Lua, no GPU needed. */
 #ifndef GPURUN_BASE_NVRTC_COMPILE_H
 #define GPURUN_BASE_NVRTC_COMPILE_H
 
@@ -14,15 +14,22 @@ int nvrtc_compile_version(int *major, int *minor);
  * kernel cache keys on it, so a toolkit update never serves stale code. */
 const char *nvrtc_compile_identity(void);
 
+/* The folder the NVRTC library in use was loaded from ("" when unknown):
+ * the toolkit's library folder, where its other libraries (NVRTC's
+ * builtins, nvJitLink) are looked for first. */
+const char *nvrtc_compile_folder(void);
+
 /* Loads what NVRTC needs before its first compile (its builtins library,
  * from libnvrtc's own folder). nvrtc_compile() does it; the kernel cache
  * does it before asking NVRTC's questions again, so that they find NVRTC's
  * libraries as a compile would. */
 void nvrtc_compile_prepare(void);
 
-enum nvrtc_target { NVRTC_TARGET_PTX, NVRTC_TARGET_CUBIN };
+/* LTOIR: NVVM's IR for a link with link-time optimization (nvJitLink);
+ * the compile needs -dlto. */
+enum nvrtc_target { NVRTC_TARGET_PTX, NVRTC_TARGET_CUBIN, NVRTC_TARGET_LTOIR };
 
-/* "ptx" or "cubin". */
+/* "ptx", "cubin" or "ltoir". */
 const char *nvrtc_target_name(enum nvrtc_target target);
 
 struct nvrtc_request {
@@ -38,7 +45,7 @@ struct nvrtc_request {
 /* Everything a compile produces, all heap-owned: release with
  * nvrtc_output_free(). */
 struct nvrtc_output {
-    char *code;             /* PTX text (no trailing NUL counted) or CUBIN bytes */
+    char *code;             /* PTX text (no trailing NUL counted), CUBIN or LTO-IR bytes */
     size_t code_size;
     char *log;              /* NVRTC's log, NUL-terminated; "" when it said nothing. A
                              * long one keeps its first 48 KiB and last 16 KiB of
@@ -46,9 +53,9 @@ struct nvrtc_output {
     char **lowered_names;   /* one per name expression, same order */
     size_t lowered_name_count;
     /* The kernels' parameter lists as ptx_signatures_format() text, read
-     * from the PTX for either target (NVRTC gives PTX after a CUBIN compile
+     * from the PTX for PTX and CUBIN (NVRTC gives PTX after a CUBIN compile
      * too); parse it with ptx_signatures_parse(). NULL when they could not
-     * be read, with signatures_error saying why: a compile never fails
+     * be read (always for LTO-IR, which comes with no PTX), with signatures_error saying why: a compile never fails
      * for want of them. */
     char *signatures;
     size_t signatures_size;

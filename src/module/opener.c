@@ -20,6 +20,7 @@
 #include "types/launch.h"
 #include "types/launch_config.h"
 #include "types/launch_plan.h"
+#include "types/linker.h"
 #include "types/memory_pool.h"
 #include "types/object_code.h"
 #include "types/program.h"
@@ -54,6 +55,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_kernel,        /* gpurun.Kernel */
     gpurun_open_object_code,   /* gpurun.ObjectCode */
     gpurun_open_program,       /* gpurun.Program, cache_info */
+    gpurun_open_linker,        /* gpurun.Linker */
     gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */
@@ -66,6 +68,7 @@ static void (*const openers[])(lua_State *L) = {
  * this order by module/lua_parts.c. */
 static const char *const lua_parts[] = {
     "program_options", /* gpurun.ProgramOptions */
+    "linker_options",  /* gpurun.LinkerOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
     "npy_files",       /* gpurun.load, Buffer:save */

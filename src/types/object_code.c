@@ -124,6 +124,15 @@ void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const cha
     push_code(L, type, name, log, code_index, 0, 0, ptx, ptx_size, 0);
 }
 
+enum device_code_type gpurun_push_code_of(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    struct object_code *code = check_object_code(L, index);
+    lua_getiuservalue(L, index, 1);
+    lua_getiuservalue(L, index, 3);
+    return code->code_type;
+}
+
 /* qsort comparison of C strings, so that lists never depend on the order
  * of the driver's enumeration. */
 static int compare_strings(const void *a, const void *b)

@@ -23,6 +23,10 @@ void gpurun_push_object_code(lua_State *L, enum device_code_type type, const cha
 void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const char *name,
                              const char *log, int code_index, const char *ptx, size_t ptx_size);
 
+/* Pushes the code (a string) and the name of the ObjectCode at index,
+ * which must be open, and returns its type: what a link takes of it. */
+enum device_code_type gpurun_push_code_of(lua_State *L, int index);
+
 void gpurun_open_object_code(lua_State *L);
 
 #endif

@@ -28,14 +28,33 @@ static struct program *check_program(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_program_tag);
 }
 
-/* Pushes ProgramOptions' function `name` (program_options.lua's builtin). */
-static void push_options_function(lua_State *L, const char *name)
+void gpurun_push_options_function(lua_State *L, const char *type_name, const char *name)
 {
-    luaL_getmetatable(L, "gpurun.ProgramOptions");
+    luaL_getmetatable(L, type_name);
     lua_getfield(L, -1, "builtin");
     lua_getfield(L, -1, name);
     lua_replace(L, -3);
     lua_pop(L, 1);
+}
+
+/* Pushes ProgramOptions' function `name` (program_options.lua's builtin). */
+static void push_options_function(lua_State *L, const char *name)
+{
+    gpurun_push_options_function(L, "gpurun.ProgramOptions", name);
+}
+
+const char **gpurun_option_strings(lua_State *L, int list, size_t *count)
+{
+    list = lua_absindex(L, list);
+    size_t n = (size_t)lua_rawlen(L, list);
+    const char **options = gpurun_push_staging(L, (n + 1) * sizeof *options);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, list, (lua_Integer)i + 1);
+        options[i] = lua_tostring(L, -1); /* anchored in `list` */
+        lua_pop(L, 1);
+    }
+    *count = n;
+    return options;
 }
 
 /* Program(source, "c++" [, options]) -- options: a ProgramOptions, a table
@@ -65,8 +84,7 @@ static int program_new(lua_State *L)
     return 1;
 }
 
-/* Pushes the current device's arch ("90"), or nil with no current device. */
-static void push_current_arch(lua_State *L)
+void gpurun_push_current_arch(lua_State *L)
 {
     if (gpurun_runtime.current_device < 0) {
         lua_pushnil(L);
@@ -103,20 +121,11 @@ static const char **collect_options(lua_State *L, int options_index, enum nvrtc_
     push_options_function(L, "compile_options");
     lua_pushvalue(L, options_index);
     lua_pushstring(L, nvrtc_target_name(target));
-    push_current_arch(L);
+    gpurun_push_current_arch(L);
     push_cuda_include_dir(L);
     lua_pushvalue(L, source_index);
     lua_call(L, 5, 1);
-    int list = lua_gettop(L);
-    size_t n = (size_t)lua_rawlen(L, list);
-    const char **options = gpurun_push_staging(L, (n + 1) * sizeof *options);
-    for (size_t i = 0; i < n; i++) {
-        lua_rawgeti(L, list, (lua_Integer)i + 1);
-        options[i] = lua_tostring(L, -1); /* anchored in `list` */
-        lua_pop(L, 1);
-    }
-    *count = n;
-    return options;
+    return gpurun_option_strings(L, -1, count);
 }
 
 /* The {name_expressions = {...}, name = "x.cu"} table at `index`. */
@@ -155,7 +164,9 @@ static void check_compile_arguments(lua_State *L, int index)
 
 static enum device_code_type code_type_of(enum nvrtc_target target)
 {
-    return target == NVRTC_TARGET_CUBIN ? DEVICE_CODE_CUBIN : DEVICE_CODE_PTX;
+    return target == NVRTC_TARGET_CUBIN   ? DEVICE_CODE_CUBIN
+           : target == NVRTC_TARGET_LTOIR ? DEVICE_CODE_LTOIR
+                                          : DEVICE_CODE_PTX;
 }
 
 static int output_gc(lua_State *L)
@@ -164,7 +175,7 @@ static int output_gc(lua_State *L)
     return 0;
 }
 
-/* compile("ptx" | "cubin" [, {name_expressions = {...}, name = "x.cu"}])
+/* compile("ptx" | "cubin" | "ltoir" [, {name_expressions = {...}, name = "x.cu"}])
  * -> ObjectCode, from the kernel cache when it has it. Without a name the
  * program is called after its first kernel ("vec_add.cu"). */
 static int program_compile(lua_State *L)
@@ -176,8 +187,11 @@ static int program_compile(lua_State *L)
         target = NVRTC_TARGET_PTX;
     else if (strcmp(target_name, "cubin") == 0)
         target = NVRTC_TARGET_CUBIN;
+    else if (strcmp(target_name, "ltoir") == 0)
+        target = NVRTC_TARGET_LTOIR;
     else
-        return gpurun_arg_error(L, 2, "\"ptx\" or \"cubin\" expected, got \"%s\"", target_name);
+        return gpurun_arg_error(L, 2, "\"ptx\", \"cubin\" or \"ltoir\" expected, got \"%s\"",
+                                target_name);
     check_compile_arguments(L, 3);
     lua_settop(L, 3);
     /* Raw reads of the options table: a metamethod there could run Lua code

@@ -16,30 +16,83 @@ return function(internal)
   -- option strings are built once, in this fixed order, so that equal
   -- options always give the same list, and so the same kernel cache key.
   local KEYS = { "std", "arch", "defines", "include_paths", "line_info", "debug",
-                 "use_fast_math", "max_register_count", "relocatable_device_code", "extra" }
+                 "use_fast_math", "max_register_count", "relocatable_device_code",
+                 "link_time_optimization", "extra" }
 
   local PREFIX = "gpurun.ProgramOptions: "
 
-  -- The value a message shows: strings quoted, everything else by its type.
-  local function shown(value)
-    if type(value) == "string" then return '"' .. value .. '"' end
-    return type(value)
-  end
-
-  local function bad(key, expected, value)
-    raise(("%s'%s' must be %s, got %s"):format(PREFIX, key, expected, shown(value)))
-  end
-
-  local function is_name(value)
-    return type(value) == "string" and value ~= ""
-  end
-
-  -- NVRTC takes C strings: a NUL would silently cut the option short.
-  local function refuse_nul(value, what)
-    if type(value) == "string" and value:find("\0", 1, true) then
-      raise(("%s%s contains a NUL byte, which would cut the option short"):format(PREFIX, what))
+  -- The checks every options type's readers share, raising with `prefix`
+  -- ("gpurun.ProgramOptions: "): bad(key, expected, value),
+  -- refuse_nul(value, what), and makers of readers for flags and for
+  -- strings or lists of strings.
+  local function helpers(prefix)
+    -- The value a message shows: strings quoted, everything else by its type.
+    local function shown(value)
+      if type(value) == "string" then return '"' .. value .. '"' end
+      return type(value)
     end
+
+    local function bad(key, expected, value)
+      raise(("%s'%s' must be %s, got %s"):format(prefix, key, expected, shown(value)))
+    end
+
+    local function is_name(value)
+      return type(value) == "string" and value ~= ""
+    end
+
+    -- NVRTC and nvJitLink take C strings: a NUL would silently cut the
+    -- option short.
+    local function refuse_nul(value, what)
+      if type(value) == "string" and value:find("\0", 1, true) then
+        raise(("%s%s contains a NUL byte, which would cut the option short"):format(prefix, what))
+      end
+    end
+
+    -- A string or a list of strings, each becoming prefix .. string.
+    local function string_list(key, option_prefix)
+      return function(value, list)
+        if type(value) == "string" then value = { value } end
+        if type(value) ~= "table" then bad(key, "a string or a list of strings", value) end
+        local copy = {}
+        for i = 1, #value do
+          local item = rawget(value, i)
+          if not is_name(item) then
+            raise(("%s'%s[%d]' must be a non-empty string, got %s")
+              :format(prefix, key, i, type(item)))
+          end
+          refuse_nul(item, ("'%s[%d]'"):format(key, i))
+          list[#list + 1] = option_prefix .. item
+          copy[i] = item
+        end
+        return copy
+      end
+    end
+
+    local function flag(key, option)
+      return function(value, list)
+        if type(value) ~= "boolean" then bad(key, "a boolean", value) end
+        if value then list[#list + 1] = option end
+        return value
+      end
+    end
+
+    -- An integer from low to high, becoming option .. value.
+    local function integer(key, option, low, high)
+      return function(value, list)
+        if math.type(value) ~= "integer" or value < low or value > high then
+          bad(key, ("an integer from %d to %d"):format(low, high), value)
+        end
+        list[#list + 1] = option .. value
+        return value
+      end
+    end
+
+    return { bad = bad, is_name = is_name, refuse_nul = refuse_nul, string_list = string_list, flag = flag,
+             integer = integer }
   end
+  local checks = helpers(PREFIX)
+  local bad, is_name, refuse_nul = checks.bad, checks.is_name, checks.refuse_nul
+  local string_list, flag = checks.string_list, checks.flag
 
   -- Each reader takes the input value, appends options to `list` and returns
   -- the field's normalised value.
@@ -54,17 +107,27 @@ return function(internal)
   end
 
   -- "sm_90", "90" (meaning sm_90), "compute_90"; a letter suffix ("sm_90a") is
-  -- kept. An integer 90 is read as "90".
-  function readers.arch(value, list)
+  -- kept. An integer 90 is read as "90". nil for anything else.
+  local function parse_arch(value)
     if math.type(value) == "integer" then value = tostring(value) end
     local text = type(value) == "string" and value or ""
     local prefix, digits = text:match("^(sm_)(%d%d+%l?)$")
     if not prefix then prefix, digits = text:match("^(compute_)(%d%d+%l?)$") end
     if not prefix and text:match("^%d%d+%l?$") then prefix, digits = "sm_", text end
-    if not prefix then
-      bad("arch", 'an architecture such as "sm_90", "90" or "compute_90"', value)
+    return prefix and prefix .. digits
+  end
+  -- The arch `value` names, or bad("arch", ...) (a type's own `bad`).
+  local function read_arch(type_bad, value)
+    local arch = parse_arch(value)
+    if not arch then
+      if math.type(value) == "integer" then value = tostring(value) end
+      type_bad("arch", 'an architecture such as "sm_90", "90" or "compute_90"', value)
     end
-    local arch = prefix .. digits
+    return arch
+  end
+
+  function readers.arch(value, list)
+    local arch = read_arch(bad, value)
     list[#list + 1] = "--gpu-architecture=" .. arch
     return arch
   end
@@ -117,79 +180,21 @@ return function(internal)
     return copy
   end
 
-  -- A string or a list of strings, each becoming prefix .. string.
-  local function string_list(key, option_prefix)
-    return function(value, list)
-      if type(value) == "string" then value = { value } end
-      if type(value) ~= "table" then bad(key, "a string or a list of strings", value) end
-      local copy = {}
-      for i = 1, #value do
-        local item = rawget(value, i)
-        if not is_name(item) then
-          raise(("%s'%s[%d]' must be a non-empty string, got %s")
-            :format(PREFIX, key, i, type(item)))
-        end
-        refuse_nul(item, ("'%s[%d]'"):format(key, i))
-        list[#list + 1] = option_prefix .. item
-        copy[i] = item
-      end
-      return copy
-    end
-  end
   readers.include_paths = string_list("include_paths", "--include-path=")
   readers.extra = string_list("extra", "")
 
-  local function flag(key, option)
-    return function(value, list)
-      if type(value) ~= "boolean" then bad(key, "a boolean", value) end
-      if value then list[#list + 1] = option end
-      return value
-    end
-  end
   readers.line_info = flag("line_info", "--generate-line-info")
   readers.debug = flag("debug", "--device-debug")
   readers.use_fast_math = flag("use_fast_math", "--use_fast_math")
   readers.relocatable_device_code = flag("relocatable_device_code",
                                          "--relocatable-device-code=true")
+  local LTO_OPTION = "--dlink-time-opt"
+  readers.link_time_optimization = flag("link_time_optimization", LTO_OPTION)
 
-  function readers.max_register_count(value, list)
-    if math.type(value) ~= "integer" or value < 1 or value > 255 then
-      bad("max_register_count", "an integer from 1 to 255", value)
-    end
-    list[#list + 1] = "--maxrregcount=" .. value
-    return value
-  end
-
-  -- The object is an empty proxy; what it holds lives here, out of reach.
-  local state = setmetatable({}, { __mode = "k" })
-  local ProgramOptions = { __name = "gpurun.ProgramOptions" }
-  local methods = {}
+  readers.max_register_count = checks.integer("max_register_count", "--maxrregcount=", 1, 255)
 
   -- What a message calls a value: its type's __name, or its Lua type.
   local type_name = internal.type_name
-
-  local function open_state(options)
-    local held = state[options]
-    if held.closed then
-      raise("attempt to use a closed gpurun.ProgramOptions")
-    end
-    return held
-  end
-
-  -- The ProgramOptions a method ("as_list") or a metamethod ("__index") was
-  -- called on, or the error a C type would give.
-  local function self_of(method, count, options)
-    if state[options] == nil then
-      local got = type_name(count, options)
-      if method:sub(1, 2) == "__" then
-        raise(("bad argument #1 to 'ProgramOptions.%s' (gpurun.ProgramOptions expected, got %s)")
-          :format(method, got))
-      end
-      raise(("calling 'ProgramOptions:%s' on bad self (gpurun.ProgramOptions expected, got %s)")
-        :format(method, got))
-    end
-    return options
-  end
 
   local function copy(t)
     local result = {}
@@ -197,79 +202,135 @@ return function(internal)
     return result
   end
 
-  -- as_list() -> the NVRTC option strings, in order (a fresh table).
-  function methods.as_list(...)
-    local options = self_of("as_list", select("#", ...), ...)
-    return copy(open_state(options).list)
-  end
+  -- A read-only options type written in Lua ("ProgramOptions",
+  -- "LinkerOptions"): Type{...} checks a table against `keys` (in the order
+  -- their option strings are listed) with readers[key](value, list), which
+  -- appends the key's option strings to `list` and returns the field's
+  -- value. Returns new, the metatable (its `builtin` table for C and the
+  -- module's other parts to fill), open_state(options) -> what it holds,
+  -- and coerce(value, arg, caller): nil, a table or an open object of the
+  -- type, as a constructor's argument `arg` takes them.
+  local function options_type(short, keys, type_readers)
+    local full = "gpurun." .. short
+    local prefix = full .. ": "
+    -- The object is an empty proxy; what it holds lives here, out of reach.
+    local state = setmetatable({}, { __mode = "k" })
+    local metatable = { __name = full }
+    local methods = {}
 
-  function methods.close(...)
-    local options = self_of("close", select("#", ...), ...)
-    state[options].closed = true
-  end
+    local function open_state(options)
+      local held = state[options]
+      if held.closed then
+        raise("attempt to use a closed " .. full)
+      end
+      return held
+    end
 
-  function ProgramOptions.__index(...)
-    local options, key = ...
-    local method = methods[key]
-    if method then return method end
-    local value = open_state(self_of("__index", select("#", ...), options)).fields[key]
-    if type(value) == "table" then return copy(value) end -- fields are read-only
-    return value
-  end
+    -- The object a method ("as_list") or a metamethod ("__index") was
+    -- called on, or the error a C type would give.
+    local function self_of(method, count, options)
+      if state[options] == nil then
+        local got = type_name(count, options)
+        if method:sub(1, 2) == "__" then
+          raise(("bad argument #1 to '%s.%s' (%s expected, got %s)"):format(short, method, full, got))
+        end
+        raise(("calling '%s:%s' on bad self (%s expected, got %s)"):format(short, method, full, got))
+      end
+      return options
+    end
 
-  function ProgramOptions.__newindex()
-    raise("gpurun.ProgramOptions is read-only: make a new one with the options you want")
-  end
+    -- as_list() -> the option strings, in order (a fresh table).
+    function methods.as_list(...)
+      local options = self_of("as_list", select("#", ...), ...)
+      return copy(open_state(options).list)
+    end
 
-  function ProgramOptions.__tostring(...)
-    local options = self_of("__tostring", select("#", ...), ...)
-    local held = state[options]
-    if held.closed then return "gpurun.ProgramOptions(closed)" end
-    return "gpurun.ProgramOptions(" .. table.concat(held.list, " ") .. ")"
-  end
+    function methods.close(...)
+      local options = self_of("close", select("#", ...), ...)
+      state[options].closed = true
+    end
 
-  function ProgramOptions.__close(...)
-    local options = self_of("__close", select("#", ...), ...)
-    state[options].closed = true
+    function metatable.__index(...)
+      local options, key = ...
+      local method = methods[key]
+      if method then return method end
+      local value = open_state(self_of("__index", select("#", ...), options)).fields[key]
+      if type(value) == "table" then return copy(value) end -- fields are read-only
+      return value
+    end
+
+    function metatable.__newindex()
+      raise(full .. " is read-only: make a new one with the options you want")
+    end
+
+    function metatable.__tostring(...)
+      local options = self_of("__tostring", select("#", ...), ...)
+      local held = state[options]
+      if held.closed then return full .. "(closed)" end
+      return full .. "(" .. table.concat(held.list, " ") .. ")"
+    end
+
+    function metatable.__close(...)
+      local options = self_of("__close", select("#", ...), ...)
+      state[options].closed = true
+    end
+    metatable.methods = methods
+    metatable.builtin = {}
+
+    local function new(input)
+      if input == nil then input = {} end
+      if type(input) ~= "table" or getmetatable(input) == metatable then
+        raise(("bad argument #1 to '%s' (table expected, got %s)"):format(full, type_name(1, input)))
+      end
+      -- lazy: the module opens without the Lua library's files
+      local unknown = require("gpurun.options").unknown(input, keys)
+      if unknown then raise(prefix .. unknown) end
+      local list, fields = {}, {}
+      for _, key in ipairs(keys) do
+        local value = rawget(input, key)
+        if value ~= nil then fields[key] = type_readers[key](value, list) end
+      end
+      local options = setmetatable({}, metatable)
+      state[options] = { list = list, fields = fields, closed = false }
+      return options
+    end
+
+    -- An object of another gpurun type (a ProgramOptions for a
+    -- LinkerOptions) is not a table of options, whatever it holds.
+    local function foreign(value)
+      local other = getmetatable(value)
+      local name = type(other) == "table" and rawget(other, "__name")
+      return other ~= metatable and type(name) == "string" and name:find("^gpurun%.") ~= nil
+    end
+
+    local function coerce(value, arg, caller)
+      if value == nil or (type(value) == "table" and getmetatable(value) ~= metatable
+          and not foreign(value)) then
+        return new(value)
+      end
+      if getmetatable(value) ~= metatable then
+        raise(("bad argument #%d to '%s' (%s or table expected, got %s)")
+          :format(arg, caller, full, type_name(1, value)))
+      end
+      open_state(value)
+      return value
+    end
+
+    return new, metatable, open_state, coerce
   end
-  ProgramOptions.methods = methods
 
   -- ProgramOptions{...} -> a read-only set of NVRTC options.
-  local function new(input)
-    if input == nil then input = {} end
-    if type(input) ~= "table" or getmetatable(input) == ProgramOptions then
-      raise(("bad argument #1 to 'gpurun.ProgramOptions' (table expected, got %s)")
-        :format(type_name(1, input)))
-    end
-    -- lazy: the module opens without the Lua library's files
-    local unknown = require("gpurun.options").unknown(input, KEYS)
-    if unknown then raise(PREFIX .. unknown) end
-    local list, fields = {}, {}
-    for _, key in ipairs(KEYS) do
-      local value = rawget(input, key)
-      if value ~= nil then fields[key] = readers[key](value, list) end
-    end
-    local options = setmetatable({}, ProgramOptions)
-    state[options] = { list = list, fields = fields, closed = false }
-    return options
-  end
+  local new, ProgramOptions, open_state, coerce = options_type("ProgramOptions", KEYS, readers)
 
   -- What Program() accepts as options: nil, a table of them, or a
   -- ProgramOptions (open); anything else is argument `arg` of `caller`.
-  local builtin = {}
-  ProgramOptions.builtin = builtin
+  local builtin = ProgramOptions.builtin
+  builtin.coerce = coerce
 
-  function builtin.coerce(value, arg, caller)
-    if value == nil or (type(value) == "table" and getmetatable(value) ~= ProgramOptions) then
-      return new(value)
-    end
-    if getmetatable(value) ~= ProgramOptions then
-      raise(("bad argument #%d to '%s' (gpurun.ProgramOptions or table expected, got %s)")
-        :format(arg, caller, type_name(1, value)))
-    end
-    open_state(value)
-    return value
-  end
+  -- For the module's other options types (linker_options.lua).
+  builtin.options_type = options_type
+  builtin.helpers = helpers
+  builtin.read_arch = read_arch
 
   local function names_an_arch(option)
     return option:find("^%-%-gpu%-architecture") or option:find("^%-arch")
@@ -288,30 +349,38 @@ return function(internal)
     return false
   end
 
-  -- The options a compile for `target` ("ptx" or "cubin") passes: the
-  -- ProgramOptions' own, with the current device's arch ("90") added when
-  -- they name none, --brief-diagnostics=true when the source has a line
+  -- The options a compile for `target` ("ptx", "cubin" or "ltoir") passes:
+  -- the ProgramOptions' own, with the current device's arch ("90") added
+  -- when they name none, -dlto for "ltoir" (and link_time_optimization
+  -- refused for the others, where NVRTC would make nothing), --brief-diagnostics=true when the source has a line
   -- too long to repeat with each diagnostic (unless the options say
   -- otherwise), and the CUDA toolkit's include folder last, so that
   -- <cuda_device_runtime_api.h> (cudaGraphSetConditional,
   -- cudaGridDependencySynchronize) and the toolkit's other headers are found.
   function builtin.compile_options(options, target, device_arch, cuda_include_dir, source)
     local list = copy(open_state(options).list)
-    local arch, brief
+    local arch, brief, lto
     for _, option in ipairs(list) do
       if names_an_arch(option) then arch = option end
       if option:find("^%-%-?brief%-diag") then brief = option end
+      if option == LTO_OPTION or option == "-dlto" then lto = option end
+    end
+    if lto and target ~= "ltoir" then
+      raise(("link_time_optimization makes LTO-IR, not %s: compile(\"ltoir\") and link it with "
+        .. "gpurun.Linker"):format(target))
+    elseif target == "ltoir" and not lto then
+      list[#list + 1] = LTO_OPTION
     end
     if not brief and source and has_long_line(source) then
       list[#list + 1] = "--brief-diagnostics=true"
     end
     if not arch and device_arch then
       list[#list + 1] = "--gpu-architecture=sm_" .. device_arch
-    elseif not arch and target == "cubin" then
-      raise("cubin needs an arch: give ProgramOptions{arch=...} or make a device current")
-    elseif arch and target == "cubin" and arch:find("compute_", 1, true) then
-      raise(("cubin needs a real architecture: %s makes only PTX; use sm_XX")
-        :format(arch:match("=(.*)$") or arch))
+    elseif not arch and target ~= "ptx" then
+      raise(("%s needs an arch: give ProgramOptions{arch=...} or make a device current"):format(target))
+    elseif arch and target ~= "ptx" and arch:find("compute_", 1, true) then
+      raise(("%s needs a real architecture: %s makes only PTX; use sm_XX")
+        :format(target, arch:match("=(.*)$") or arch))
     end
     if cuda_include_dir then
       list[#list + 1] = "--include-path=" .. cuda_include_dir
