@@ -136,6 +136,44 @@ describe("gpurun.Linker", function()
       .. "the CUDA toolkit's nvJitLink", result.stdout, 1, true)
   end)
 
+  it("keeps linked code in the kernel cache, keyed by every input's bytes and every option", function()
+    local folder = os.tmpname()
+    os.remove(folder)
+    local result = process.gpurun("-e " .. process.quote([[
+      local g = require("gpurun")
+      local rdc = { arch = "sm_90", relocatable_device_code = true }
+      local caller = g.Program(']] .. CALLER:gsub("\n", " ") .. [[', "c++", rdc):compile("ltoir")
+      local callee = g.Program(']] .. CALLEE .. [[', "c++", rdc):compile("ltoir")
+      local other = g.Program(']] .. CALLEE:gsub("2.0f", "3.0f") .. [[', "c++", rdc):compile("ltoir")
+      local function link(b, options)
+        local code = g.Linker(caller, b, options):link("cubin")
+        return code.from_cache and "hit" or "miss"
+      end
+      local lto = { arch = "sm_90", link_time_optimization = true }
+      print(link(callee, lto), link(callee, lto), link(other, lto),
+        link(callee, { arch = "sm_90", link_time_optimization = true, optimization_level = 0 }),
+        link(callee, { arch = "sm_90", link_time_optimization = true, name = "named" }))
+    ]]), { env = { GPURUN_CACHE_DIR = folder } })
+    assert.are.equal(0, result.code, result.stderr)
+    -- The name is the ObjectCode's, not nvJitLink's: the same link.
+    assert.are.equal("miss\thit\tmiss\tmiss\thit\n", result.stdout)
+    -- A damaged entry is said, removed and linked again.
+    local chunk = "-e " .. process.quote([[
+      local g = require("gpurun")
+      local code = g.ObjectCode.from_ptx(".version 8.0\n.target sm_90\n.address_size 64\n")
+      print(g.Linker(code, { arch = "sm_90" }):link("cubin").from_cache)
+    ]])
+    local stored = process.gpurun(chunk, { env = { GPURUN_CACHE_DIR = folder } })
+    assert(os.execute("for f in " .. process.quote(folder) .. "/*.entry; do printf junk > \"$f\"; done"))
+    local again = process.gpurun(chunk, { env = { GPURUN_CACHE_DIR = folder } })
+    local third = process.gpurun(chunk, { env = { GPURUN_CACHE_DIR = folder } })
+    os.execute("rm -rf " .. process.quote(folder))
+    assert.are.equal("false\n", stored.stdout, stored.stderr)
+    assert.are.equal("false\n", again.stdout, again.stderr)
+    assert.matches("kernel cache entry [^\n]+ is corrupt %(truncated: 4 bytes", again.stderr)
+    assert.are.equal("true\n", third.stdout, third.stderr)
+  end)
+
   it("closes twice, and refuses to be used after", function()
     local caller = compiled("ptx")
     local linker = gpurun.Linker(caller, { arch = "sm_90" })

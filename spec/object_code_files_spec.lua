@@ -131,7 +131,8 @@ describe("gpurun.ObjectCode from bytes and files", function()
       gpurun.launch(stream, config, kernel, a, b, c, gpurun.u64(n))
       stream:sync()
       assert.is_true(gpurun.allclose(c, 3.5))
-      assert.matches("3 argument", error_of(gpurun.launch, stream, config, kernel, a, b, c))
+      assert.matches("kernel 'vec_add' takes 4 parameters, got 3",
+        error_of(gpurun.launch, stream, config, kernel, a, b, c), 1, true)
     end)
 
     it("types a PTX kernel's parameters from its text, and finds it through the mapping #gpu", function()
@@ -147,8 +148,9 @@ describe("gpurun.ObjectCode from bytes and files", function()
         .. ".visible .entry k() { this is not an instruction; }\n"
       local code = gpurun.ObjectCode.from_ptx(broken, { name = "broken.ptx" })
       local message = error_of(code.get_kernel, code, "k")
-      assert.matches("while loading the ptx of broken.ptx: ", message, 1, true)
       assert.matches("CUDA_ERROR_INVALID_PTX", message, 1, true)
+      -- The driver's JIT log follows: what ptxas said, and where.
+      assert.matches("while loading the ptx of broken.ptx: .+", message)
     end)
 
     it("names a cubin built for another GPU #gpu", function()

@@ -8,6 +8,7 @@
 
 #include "base/kernel_cache_dir.h"
 #include "base/kernel_cache_entry.h"
+#include "base/nvjitlink_loader.h"
 #include "base/read_file.h"
 
 #include <errno.h>
@@ -341,6 +342,58 @@ int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_v
     int ok = nvrtc_compile(request, output);
     if (ok && cacheable && cache.enabled && found != ENTRY_IN_THE_WAY)
         store_compiled(path, key, request, output);
+    return ok;
+}
+
+/* A link's entry is read and written as a compile's: this is the request
+ * its header and payload are checked against. */
+static struct nvrtc_request link_as_compile(const struct link_request *request)
+{
+    return (struct nvrtc_request){.target = request->ptx ? NVRTC_TARGET_PTX : NVRTC_TARGET_CUBIN,
+                                  .name = "", .source = ""};
+}
+
+int kernel_cache_link(const struct link_request *request, const char *tool_version,
+                      struct link_output *output, int *from_cache)
+{
+    *from_cache = 0;
+    cache_init();
+    unsigned char key[KEY_SIZE];
+    char path[PATH_MAX];
+    /* The key names the nvJitLink in use: a link that cannot load it fails
+     * below, saying why. */
+    int cacheable = cache.enabled && nvjitlink_loader_load() == 0;
+    if (cacheable) {
+        kernel_cache_entry_link_key(request, tool_version, nvjitlink_loader_identity(), key);
+        if (!entry_path(path, sizeof path, key)) {
+            directory_failed("is too deep for an entry path", ENAMETOOLONG);
+            cacheable = 0;
+        }
+    }
+    struct nvrtc_request as_compile = link_as_compile(request);
+    struct nvrtc_output entry;
+    enum lookup found = cacheable ? load_entry(path, key, &as_compile, &entry) : ENTRY_MISS;
+    if (found == ENTRY_HIT) {
+        memset(output, 0, sizeof *output);
+        output->code = entry.code;
+        output->code_size = entry.code_size;
+        output->info_log = entry.log;
+        output->error_log = calloc(1, 1);
+        entry.code = entry.log = NULL;
+        nvrtc_output_free(&entry);
+        cache.hits++;
+        *from_cache = 1;
+        return 1;
+    }
+    if (cache.enabled)
+        cache.misses++;
+    int ok = nvjitlink_link(request, output);
+    if (ok && cacheable && cache.enabled && found != ENTRY_IN_THE_WAY) {
+        /* Borrowed for the encoding: nothing of it is freed here. */
+        struct nvrtc_output linked = {.code = output->code, .code_size = output->code_size,
+                                      .log = output->info_log ? output->info_log : ""};
+        store_entry(path, key, &as_compile, &linked);
+    }
     return ok;
 }
 

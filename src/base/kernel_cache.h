@@ -1,10 +1,11 @@
-/* The persistent kernel cache: compiled code on disk, keyed by a hash of
- * everything that changes NVRTC's output. No Lua. See docs/kernel-cache.md. */
+/* The persistent kernel cache: compiled and linked code on disk, keyed by a
+ * hash of everything that changes NVRTC's or nvJitLink's output. No Lua. See docs/kernel-cache.md. */
 #ifndef GPURUN_BASE_KERNEL_CACHE_H
 #define GPURUN_BASE_KERNEL_CACHE_H
 
 #include <stdint.h>
 
+#include "base/nvjitlink_link.h"
 #include "base/nvrtc_compile.h"
 
 /* Compiles `request` or fetches it from the cache. tool_version (gpurun's
@@ -23,6 +24,14 @@
  * and the cache stays on. */
 int kernel_cache_compile(const struct nvrtc_request *request, const char *tool_version,
                          struct nvrtc_output *output, int *from_cache);
+
+/* Links `request` through nvJitLink or fetches its result from the same
+ * cache, by the same rules: its key covers every input's bytes, every
+ * option, the target, gpurun and the nvJitLink in use. Returns
+ * nvjitlink_link()'s result and sets *from_cache (a hit has an empty error
+ * log); output must be freed with link_output_free either way. */
+int kernel_cache_link(const struct link_request *request, const char *tool_version,
+                      struct link_output *output, int *from_cache);
 
 /* Process-wide counts since start (or the last reset). A corrupt entry
  * counts as corrupt and as a miss; errors are failed reads and writes. */

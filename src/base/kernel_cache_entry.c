@@ -21,7 +21,9 @@
  *
  * The key covers what a compile is given (source, name, options, target,
  * name expressions, NVRTC and gpurun, the working directory); what NVRTC
- * read from outside while compiling is in the entry. The checksum catches
+ * read from outside while compiling is in the entry. A link's entry is of
+ * the same layout (its info log as the log, no names, no signatures, no
+ * records: nvJitLink reads nothing but its inputs), under a key of its own. The checksum catches
  * a truncated copy or a flipped bit; a reader checks the header and the
  * file's size before reading further. */
 #define ENTRY_MAGIC "GPURUNKC"
@@ -99,6 +101,29 @@ int kernel_cache_entry_key(const struct nvrtc_request *request, const char *tool
         key_string(&hash, request->name_expressions[i]);
     content_hash_digest(&hash, key);
     return 1;
+}
+
+void kernel_cache_entry_link_key(const struct link_request *request, const char *tool_version,
+                                 const char *linker_identity,
+                                 unsigned char key[KERNEL_CACHE_KEY_SIZE])
+{
+    struct content_hash hash;
+    content_hash_init(&hash);
+    key_string(&hash, "gpurun link cache");
+    key_count(&hash, ENTRY_FORMAT);
+    key_string(&hash, tool_version);
+    key_string(&hash, linker_identity);
+    key_string(&hash, request->ptx ? "ptx" : "cubin");
+    key_count(&hash, request->option_count);
+    for (size_t i = 0; i < request->option_count; i++)
+        key_string(&hash, request->options[i]);
+    key_count(&hash, request->input_count);
+    for (size_t i = 0; i < request->input_count; i++) {
+        key_string(&hash, device_code_type_name(request->inputs[i].type));
+        key_string(&hash, request->inputs[i].name);
+        content_hash_field(&hash, request->inputs[i].data, request->inputs[i].size);
+    }
+    content_hash_digest(&hash, key);
 }
 
 /* ---- the bytes ---------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/nvjitlink_link.h"
 #include "base/nvrtc_compile.h"
 
 #define KERNEL_CACHE_KEY_SIZE 16
@@ -16,6 +17,13 @@
  * included. Returns 0 when it cannot be made (no working directory). */
 int kernel_cache_entry_key(const struct nvrtc_request *request, const char *tool_version,
                            unsigned char key[KERNEL_CACHE_KEY_SIZE]);
+
+/* The key of a link: a hash of every input's type, name and bytes, every
+ * option, the target, gpurun and the nvJitLink in use (linker_identity).
+ * Nothing outside the request is read by a link. */
+void kernel_cache_entry_link_key(const struct link_request *request, const char *tool_version,
+                                 const char *linker_identity,
+                                 unsigned char key[KERNEL_CACHE_KEY_SIZE]);
 
 /* The whole entry file for a compile (malloc'd, *size bytes), or NULL when
  * out of memory or larger than any entry is allowed to be. */

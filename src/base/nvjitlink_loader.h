@@ -47,6 +47,11 @@ extern struct nvjitlink_library nvjitlink;
 int nvjitlink_loader_load(void);
 const char *nvjitlink_loader_error(void);
 
+/* A string that changes whenever the nvJitLink in use changes: its
+ * version, the file it was loaded from, that file's size and time (the
+ * kernel cache keys linked code on it). Valid once loaded. */
+const char *nvjitlink_loader_identity(void);
+
 /* "NVJITLINK_ERROR_MISSING_ARCH" for a result (nvJitLink has no function
  * that says). */
 const char *nvjitlink_result_name(nvJitLinkResult result);

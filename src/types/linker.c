@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "base/kernel_cache.h"
 #include "base/nvjitlink_link.h"
 #include "types/object_code.h"
 #include "types/program.h"
@@ -136,7 +137,7 @@ static size_t trimmed_length(const char *log)
     return length;
 }
 
-/* link("cubin" | "ptx") -> ObjectCode. */
+/* link("cubin" | "ptx") -> ObjectCode, from the kernel cache when it has it. */
 static int linker_link(lua_State *L)
 {
     check_linker(L, 1);
@@ -155,7 +156,8 @@ static int linker_link(lua_State *L)
     struct link_output *output = lua_newuserdatauv(L, sizeof *output, 0);
     memset(output, 0, sizeof *output);
     luaL_setmetatable(L, LINK_OUTPUT);
-    int ok = nvjitlink_link(&request, output);
+    int from_cache = 0;
+    int ok = kernel_cache_link(&request, GPURUN_VERSION, output, &from_cache);
     lua_pushstring(L, output->info_log ? output->info_log : "");
     lua_setiuservalue(L, 1, 3);
     lua_pushstring(L, output->error_log ? output->error_log : "");
@@ -172,7 +174,7 @@ static int linker_link(lua_State *L)
     lua_pushlstring(L, output->code, output->code_size);
     gpurun_push_linked_code(L, ptx ? DEVICE_CODE_PTX : DEVICE_CODE_CUBIN, name,
                             output->info_log ? output->info_log : "", -1,
-                            ptx ? output->code : NULL, output->code_size);
+                            ptx ? output->code : NULL, output->code_size, from_cache);
     link_output_free(output);
     return 1;
 }

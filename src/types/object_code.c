@@ -119,9 +119,10 @@ void gpurun_push_object_code(lua_State *L, enum device_code_type type, const cha
 }
 
 void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const char *name,
-                             const char *log, int code_index, const char *ptx, size_t ptx_size)
+                             const char *log, int code_index, const char *ptx, size_t ptx_size,
+                             int from_cache)
 {
-    push_code(L, type, name, log, code_index, 0, 0, ptx, ptx_size, 0);
+    push_code(L, type, name, log, code_index, 0, 0, ptx, ptx_size, from_cache);
 }
 
 enum device_code_type gpurun_push_code_of(lua_State *L, int index)

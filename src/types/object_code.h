@@ -18,10 +18,12 @@ void gpurun_push_object_code(lua_State *L, enum device_code_type type, const cha
                              int from_cache, int source_index);
 
 /* Pushes an ObjectCode of `type` holding the string at code_index, the
- * output of a link named `name` with its log; the kernels' signatures are
- * read from ptx (ptx_size bytes; NULL when the code carries none). */
+ * output of a link named `name` with its log (from the kernel cache when
+ * from_cache); the kernels' signatures are read from ptx (ptx_size bytes;
+ * NULL when the code carries none). */
 void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const char *name,
-                             const char *log, int code_index, const char *ptx, size_t ptx_size);
+                             const char *log, int code_index, const char *ptx, size_t ptx_size,
+                             int from_cache);
 
 /* Pushes the code (a string) and the name of the ObjectCode at index,
  * which must be open, and returns its type: what a link takes of it. */
