@@ -42,13 +42,13 @@ fi
 #  detect_stack_use_after_return, strict_string_checks   stricter checks
 #  print_stacktrace               UBSan reports say where they came from
 #  log_path                       each report to a file of its own
-# No suppressions: neither liblua nor NVRTC leaks in the suite (the CUDA
-# driver, which does by design, is kept out: see below). With the driver
-# loaded (gpu, hammer), two more:
+# Neither liblua nor NVRTC leaks in the suite (the CUDA driver, which does
+# by design, is kept out: see below); nvJitLink does, on a failed link:
+#  suppressions=lsan-cuda.supp    the CUDA libraries' own allocations they
+#      never free (each entry says why); gpurun's stay reported
+# With the driver loaded (gpu, hammer), one more:
 #  protect_shadow_gap=0           the driver maps memory where ASan keeps
 #      its shadow gap, and cuInit fails without it
-#  suppressions=lsan-cuda.supp    the driver's own allocations it never
-#      frees (each entry says why); gpurun's stay reported
 asan_options=(halt_on_error=1 abort_on_error=1 detect_leaks=1 allocator_may_return_null=1
               detect_stack_use_after_return=1 strict_string_checks=1)
 ubsan_options=(halt_on_error=1 abort_on_error=1 print_stacktrace=1)
@@ -104,6 +104,7 @@ suite() {
     # (docs/reliability.md); the gpu part runs with it.
     echo "== sanitize: the spec suite under -fsanitize=$sanitizers (CUDA driver not loaded)"
     ASAN_OPTIONS=$(join "${asan_options[@]}" "log_path=$reports/asan") \
+    LSAN_OPTIONS=$(join "${lsan_options[@]}") \
     UBSAN_OPTIONS=$(join "${ubsan_options[@]}" "log_path=$reports/ubsan") \
     GPURUN_CUDA_DRIVER=/nonexistent/libcuda.so.1 \
     GPURUN_BUILD_DIR=$dir \
