@@ -271,8 +271,9 @@ static int object_code_get_kernel(lua_State *L)
 
 /* Reads the file of the { path = "..." } table at arg, refusing what is
  * not a regular file or is larger than DEVICE_CODE_MAX_FILE_SIZE before
- * reading any of it; pushes its bytes and returns the path (anchored in
- * the table). */
+ * reading any of it; pushes the path and then its bytes, and returns the
+ * path. (On the stack, not only in the table: a finalizer run by an
+ * allocation could take it out of the table.) */
 static const char *push_file(lua_State *L, int arg)
 {
     static const char *const known[] = {"path", NULL};
@@ -284,7 +285,6 @@ static const char *push_file(lua_State *L, int arg)
     const char *path = lua_tolstring(L, -1, &length);
     if (strlen(path) != length)
         gpurun_arg_error(L, arg, "path contains a NUL byte");
-    lua_pop(L, 1); /* anchored in the table */
     unsigned char *data = NULL;
     size_t size = 0;
     int error = read_whole_file(path, 0, DEVICE_CODE_MAX_FILE_SIZE, &data, &size);
@@ -310,27 +310,32 @@ static const char *push_file(lua_State *L, int arg)
     return path;
 }
 
-/* The { name =, symbol_mapping = } table at arg: the name (or fallback)
- * and the mapping, a fresh table of strings, pushed. */
+/* The { name =, symbol_mapping = } table at arg: pushes the name (or
+ * fallback) and then the mapping, a fresh table of strings, and returns
+ * the name. */
 static const char *check_code_options(lua_State *L, int arg, const char *fallback)
 {
     static const char *const known[] = {"name", "symbol_mapping", NULL};
     gpurun_check_options(L, arg, known);
-    const char *name = fallback;
+    lua_pushstring(L, fallback);
+    if (!lua_isnoneornil(L, arg)) {
+        lua_pushliteral(L, "name");
+        int type = lua_rawget(L, arg);
+        if (type == LUA_TNIL)
+            lua_pop(L, 1);
+        else if (type == LUA_TSTRING && strlen(lua_tostring(L, -1)) == lua_rawlen(L, -1))
+            lua_replace(L, -2);
+        else
+            gpurun_arg_error(L, arg, "name must be a string without NUL bytes, got %s",
+                             gpurun_type_name(L, -1));
+    }
+    const char *name = lua_tostring(L, -1); /* stays on the stack */
     lua_newtable(L);
     int mapping = lua_gettop(L);
     if (lua_isnoneornil(L, arg))
         return name;
-    lua_pushliteral(L, "name");
-    int type = lua_rawget(L, arg);
-    if (type == LUA_TSTRING && strlen(lua_tostring(L, -1)) == lua_rawlen(L, -1))
-        name = lua_tostring(L, -1); /* anchored in the options table */
-    else if (type != LUA_TNIL)
-        gpurun_arg_error(L, arg, "name must be a string without NUL bytes, got %s",
-                         gpurun_type_name(L, -1));
-    lua_pop(L, 1);
     lua_pushliteral(L, "symbol_mapping");
-    type = lua_rawget(L, arg);
+    int type = lua_rawget(L, arg);
     if (type == LUA_TNIL) {
         lua_pop(L, 1);
         return name;
