@@ -128,6 +128,25 @@ static struct link_input *collect_inputs(lua_State *L, size_t *count)
     return inputs;
 }
 
+/* Pushes the signatures of every input's kernels (ObjectCodes that carry
+ * PTX, or were compiled from it), one text after another: the parser
+ * reads them as one list. */
+static void push_input_signatures(lua_State *L)
+{
+    lua_getiuservalue(L, 1, 1);
+    int codes = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, codes); i++) {
+        lua_rawgeti(L, codes, i);
+        gpurun_push_signatures_of(L, -1);
+        lua_remove(L, -2);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    lua_remove(L, codes);
+}
+
 /* Drops a log's trailing line ends, for the end of a message. */
 static size_t trimmed_length(const char *log)
 {
@@ -172,9 +191,18 @@ static int linker_link(lua_State *L)
         return gpurun_error(L, "%s", lua_tostring(L, -1));
     }
     lua_pushlstring(L, output->code, output->code_size);
+    int code = lua_gettop(L);
+    /* Linked PTX declares its kernels; a linked cubin's are those its
+     * inputs declared. */
+    if (ptx)
+        lua_pushvalue(L, code);
+    else
+        push_input_signatures(L);
+    size_t signatures_size;
+    const char *signatures = lua_tolstring(L, -1, &signatures_size);
     gpurun_push_linked_code(L, ptx ? DEVICE_CODE_PTX : DEVICE_CODE_CUBIN, name,
-                            output->info_log ? output->info_log : "", -1,
-                            ptx ? output->code : NULL, output->code_size, from_cache);
+                            output->info_log ? output->info_log : "", code,
+                            signatures_size ? signatures : NULL, signatures_size, from_cache);
     link_output_free(output);
     return 1;
 }

@@ -125,6 +125,27 @@ void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const cha
     push_code(L, type, name, log, code_index, 0, 0, ptx, ptx_size, from_cache);
 }
 
+void gpurun_push_signatures_of(lua_State *L, int index)
+{
+    struct object_code *code = check_object_code(L, lua_absindex(L, index));
+    if (code->signatures.kernel_count == 0) {
+        lua_pushliteral(L, "");
+        return;
+    }
+    size_t size = 0;
+    char *text = ptx_signatures_format(&code->signatures, &size);
+    if (!text)
+        gpurun_error(L, "not enough memory for the kernels' signatures");
+    /* Copied under protection: a memory error must not lose the text. */
+    lua_pushcfunction(L, push_bytes);
+    lua_pushlightuserdata(L, text);
+    lua_pushinteger(L, (lua_Integer)size);
+    int status = lua_pcall(L, 2, 1, 0);
+    free(text);
+    if (status != LUA_OK)
+        gpurun_error_at(L, 0, "not enough memory for the kernels' signatures");
+}
+
 enum device_code_type gpurun_push_code_of(lua_State *L, int index)
 {
     index = lua_absindex(L, index);

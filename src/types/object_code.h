@@ -29,6 +29,11 @@ void gpurun_push_linked_code(lua_State *L, enum device_code_type type, const cha
  * which must be open, and returns its type: what a link takes of it. */
 enum device_code_type gpurun_push_code_of(lua_State *L, int index);
 
+/* Pushes the signatures of the kernels of the ObjectCode at index, which
+ * must be open, as ptx_signatures_format's text ("" when its code carries
+ * none): what a cubin linked from it types its kernels by. */
+void gpurun_push_signatures_of(lua_State *L, int index);
+
 void gpurun_open_object_code(lua_State *L);
 
 #endif
