@@ -268,7 +268,7 @@ describe("struct arguments", function()
     return { out:to_table(stream), count:to_table(stream)[1] }
   end
 
-  it("pass in a launch and a capture, as their bytes were when launched #gpu", function()
+  it("pass in a launch, a capture, set_args and set_arg, as their bytes were then #gpu", function()
     local kernel = code:get_kernel("read_params")
     local value = Params{ x = 1.5, n = 1 << 40, v = { 1, 2, 3, 4 } }
     gpurun.launch(stream, config, kernel, value, out, count)
@@ -290,6 +290,13 @@ describe("struct arguments", function()
     graph:set_args(node.index, value, out, count)
     graph:launch(stream)
     assert.are.same({ { 9, 1, 2, 3, 4 }, 3 }, read_back())
+    -- and set_arg that one argument alone
+    value.v = { 5, 6, 7, 8 }
+    graph:set_arg(node.index, 1, value)
+    graph:launch(stream)
+    assert.are.same({ { 9, 5, 6, 7, 8 }, 3 }, read_back())
+    assert.matches("parameter 1 %(%.align 8 %.b8%[32%]%): a 32%-byte struct, but the gpurun.Struct is 4 bytes",
+      error_of(graph.set_arg, graph, node.index, 1, gpurun.struct{ { "x", "float32" } }:new()))
   end)
 
   it("pass in a LaunchPlan, bound once #gpu", function()
