@@ -8,16 +8,6 @@
 
 const struct gpurun_tag gpurun_struct_tag = {"gpurun.Struct"};
 
-static const luaL_Reg struct_fields[];
-
-int gpurun_struct_member(const char *name)
-{
-    for (const luaL_Reg *field = struct_fields; field->name; field++)
-        if (strcmp(name, field->name) == 0)
-            return 1;
-    return 0;
-}
-
 /* Pushes the names table of the value at index's layout. */
 static void push_names(lua_State *L, int index)
 {
@@ -154,6 +144,14 @@ static const luaL_Reg struct_fields[] = {
     {"bytes", struct_bytes},
     {NULL, NULL}
 };
+
+int gpurun_struct_member(const char *name)
+{
+    for (const luaL_Reg *field = struct_fields; field->name; field++)
+        if (strcmp(name, field->name) == 0)
+            return 1;
+    return 0;
+}
 
 /* value.name -> the field's number (a sequence for an array field), or
  * one of the value's own members. */
