@@ -230,6 +230,26 @@ describe("gpurun.Struct values", function()
   end)
 end)
 
+describe("a Struct in a declared pipeline, without a GPU", function()
+  it("is a constant of its stage, in the plan, explain and the picture", function()
+    local fake = require("spec.support.fake_gpu")
+    local Params = gpurun.struct{ { "x", "float32" }, { "n", "uint64" } }
+    local kernel = fake.kernel("read_params",
+      'extern "C" __global__ void read_params(Params p, float *out) {}', {
+        { offset = 0, size = 16, type = ".align 8 .b8[16]", kind = "aggregate", pointer = false },
+        { offset = 16, size = 8, type = ".u64", kind = "integer", pointer = "maybe" },
+      })
+    local p <close> = gpurun.pipeline{ name = "structs", quiet = true }
+    p:temporary("out", 8)
+    local value = Params{ x = 2, n = 8 }
+    p:launch(kernel, gpurun.LaunchConfig{ grid = 1, block = 32 }, value, "out")
+    local plan = p:plan()
+    assert.are.equal(1, #plan.stages)
+    assert.truthy(p:explain():find("read_params", 1, true))
+    assert.truthy(p:to_dot():find("read_params", 1, true))
+  end)
+end)
+
 -- ---- on a GPU: struct arguments wherever a kernel takes arguments -----------------
 
 local SOURCE = [[
