@@ -363,6 +363,12 @@ describe("struct arguments", function()
 
   it("are refused before launch when size or alignment differ, naming the parameter #gpu", function()
     local kernel, same = code:get_kernel("read_params"), code:get_kernel("read_same")
+    -- params() tells the size and alignment a Struct must have
+    local param = kernel:params()[1]
+    assert.are.same({ "aggregate", 32, 8 }, { param.kind, param.size, param.align })
+    assert.are.same({ Params.size, Params.align }, { param.size, param.align })
+    assert.are.equal(4, same:params()[1].align)
+    assert.is_nil(kernel:params()[2].align)
     local value = Params:new()
     local Float8 = gpurun.struct{ { "a", "float32", 8 } } -- 32 bytes, aligned to 4
     local Over = gpurun.struct({ { "a", "float32", 8 } }, { align = 8 }) -- 32 bytes, aligned to 8

@@ -165,14 +165,15 @@ static int kernel_close(lua_State *L)
 
 static const char *const kind_names[] = {"untyped", "integer", "float", "aggregate"};
 
-/* params() -> { {offset=, size=, type=, kind=, pointer=}, ... }: offsets and
- * sizes as cuKernelGetParamInfo reports, the type as the PTX declares it. */
+/* params() -> { {offset=, size=, type=, kind=, pointer= [, align=]}, ... }:
+ * offsets and sizes as cuKernelGetParamInfo reports, the type (and a
+ * struct's alignment) as the PTX declares it. */
 static int kernel_params(lua_State *L)
 {
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 1);
     lua_createtable(L, kernel->param_count, 0);
     for (int i = 0; i < kernel->param_count; i++) {
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 6);
         lua_pushinteger(L, (lua_Integer)kernel->param_offsets[i]);
         lua_setfield(L, -2, "offset");
         lua_pushinteger(L, (lua_Integer)kernel->param_sizes[i]);
@@ -183,6 +184,11 @@ static int kernel_params(lua_State *L)
         }
         lua_pushstring(L, kind_names[kernel->param_kinds[i]]);
         lua_setfield(L, -2, "kind");
+        /* What a gpurun.Struct's layout must match (types/launch.c). */
+        if (kernel->param_kinds[i] == GPURUN_PARAM_AGGREGATE) {
+            lua_pushinteger(L, (lua_Integer)kernel->param_aligns[i]);
+            lua_setfield(L, -2, "align");
+        }
         /* true, false, or "maybe" where the PTX does not mark pointers */
         if (kernel->param_pointer[i] == GPURUN_POINTER_MAYBE)
             lua_pushliteral(L, "maybe");
