@@ -346,6 +346,7 @@ describe("struct arguments", function()
     local kernel = code:get_kernel("read_params")
     local value = Params{ x = 1, n = 2 }
     local launch = gpurun.launch
+    value.n = 3
     launch(stream, config, kernel, value, out, count)
     stream:sync()
     collectgarbage("collect")
