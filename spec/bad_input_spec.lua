@@ -92,7 +92,7 @@ local FIELD = {
   ObjectCode = "code", Kernel = "name", Buffer = "size", GraphBuilder = "state",
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
-  MemoryPool = "device", LinkerOptions = "arch",
+  MemoryPool = "device", LinkerOptions = "arch", StructLayout = "size", Struct = "x",
 }
 
 local SETTOP_FIRST = {
@@ -413,6 +413,57 @@ row("gpurun.f16", A(-1e5), arg_error(1, "f16", "-100000.0 out of range for float
 row("gpurun.bf16", A(0x1.ffp127), arg_error(1, "bf16", "3.3961775292305e+38 out of range for bfloat16"))
 row("gpurun.bf16", A(1e39), arg_error(1, "bf16", "1e+39 out of range for bfloat16"))
 
+-- ---- structs ---------------------------------------------------------------------------
+
+local FIELDS = "list of fields { {name, dtype [, count]}, ... }"
+local XN = { { "x", "float32" }, { "n", "uint64" } }
+row("gpurun.struct", A(), arg_error(1, "struct", FIELDS .. " expected, got no value"))
+row("gpurun.struct", A("x float32"), arg_error(1, "struct", FIELDS .. " expected, got string"))
+row("gpurun.struct", A({}), arg_error(1, "struct", "a list of 1 to 1024 fields { {name, dtype [, count]}, ... } expected, got 0"))
+row("gpurun.struct", A({ x = "float32" }), "(a list of 1 to 1024 fields")
+row("gpurun.struct", A({ 5 }), arg_error(1, "struct", "field 1: { name, dtype [, count] } expected, got number"))
+row("gpurun.struct", A({ { "x" } }), arg_error(1, "struct", "field 1: { name, dtype [, count] } expected, got another table"))
+row("gpurun.struct", A({ { "x", "float32", 1, 2 } }), "(field 1: { name, dtype [, count] } expected")
+row("gpurun.struct", A({ { 1, "float32" } }), arg_error(1, "struct", "field 1: a name expected first, got number"))
+row("gpurun.struct", A({ { "x", "float8" } }), "(field 1 ('x'): unknown dtype 'float8' (expected one of: float32,")
+row("gpurun.struct", A({ { "x", {} } }), arg_error(1, "struct", "field 1 ('x'): a dtype name expected second, got table"))
+row("gpurun.struct", A({ { "x", "int8" }, { "x", "int8" } }), arg_error(1, "struct", "field 2: 'x' is field 1's name too"))
+row("gpurun.struct", A({ { "", "int8" } }), "(field 1: name '' is not an identifier")
+row("gpurun.struct", A({ { "a.b", "int8" } }), "(field 1: name 'a.b' is not an identifier")
+row("gpurun.struct", A({ { "bytes", "int8" } }), "(field 1: 'bytes' is a gpurun.Struct's own member")
+row("gpurun.struct", A({ { "v", "int8", 0 } }), arg_error(1, "struct", "field 1 ('v'): count must be an integer from 1 to 32764, got 0"))
+row("gpurun.struct", A({ { "v", "int8", NAN } }), P("field 1 %('v'%): count must be an integer from 1 to 32764, got " .. NAN_TEXT))
+row("gpurun.struct", A({ { "v", "int8", INF } }), arg_error(1, "struct", "field 1 ('v'): count must be an integer from 1 to 32764, got inf"))
+row("gpurun.struct", A({ { "v", "float64", 4095 }, { "c", "int32" }, { "d", "int8" } }),
+  arg_error(1, "struct", "field 3 ('d') ends at byte 32765, past the 32764 bytes a kernel's parameters may take"))
+row("gpurun.struct", A(XN, 5), arg_error(2, "struct", "table of options expected, got number"))
+row("gpurun.struct", A(XN, { alignment = 8 }), arg_error(2, "struct", "unknown option 'alignment' (known: align)"))
+row("gpurun.struct", A(XN, { align = 4 }), arg_error(2, "struct", "option 'align' must be a power of two from 8 (the fields' own alignment) to 4096, got 4"))
+row("gpurun.struct", A(XN, { align = 12 }), "(option 'align' must be a power of two from 8")
+row("gpurun.struct", A(XN, { align = NAN }), P("option 'align' must be a power of two, got " .. NAN_TEXT))
+row("gpurun.struct", A({ { "v", "uint8", 32764 } }, { align = 4096 }),
+  "(aligned to 4096, the struct is 32768 bytes, past the 32764 bytes")
+local FIELD_VALUES = "table of field values { name = value, ... } expected"
+row("StructLayout:new", A(R.struct_layout, 5), arg_error(1, "new", FIELD_VALUES .. ", got number"))
+row("StructLayout:new", A(R.struct_layout, { y = 1 }), "gpurun.Struct has no field 'y' (its fields: x, n)")
+row("StructLayout:new", A(R.struct_layout, { 1.5 }), "gpurun.Struct fields are set by name ({ x = 1.5 }), got a number key")
+row("StructLayout:new", A(R.struct_layout, { x = 1e39 }), "gpurun.Struct field 'x': 1e+39 out of range for float32")
+row("StructLayout.__call", A(R.struct_layout, "x"), arg_error(2, "__call", FIELD_VALUES .. ", got string"))
+row("StructLayout.__call", A(R.struct_layout, { n = -1 }), "gpurun.Struct field 'n': -1 out of range for uint64 (0..18446744073709551615)")
+row("StructLayout:offsetof", A(R.struct_layout), arg_error(1, "offsetof", "field name expected, got no value"))
+row("StructLayout:offsetof", A(R.struct_layout, "y"), arg_error(1, "offsetof", "field name expected, got 'y', which names no field"))
+row("StructLayout:offsetof", A(R.struct_layout, 1), arg_error(1, "offsetof", "field name expected, got number"))
+row("Struct.__index", A(R.struct_value, "y"), "gpurun.Struct has no field 'y' (its fields: x, n)")
+row("Struct.__index", A(R.struct_value, 1), "gpurun.Struct fields are named by strings, got number")
+row("Struct.__newindex", A(R.struct_value, "x", 1e39), "gpurun.Struct field 'x': 1e+39 out of range for float32")
+row("Struct.__newindex", A(R.struct_value, "n", 1.5), "gpurun.Struct field 'n': integer expected for uint64, got 1.5")
+row("Struct.__newindex", A(R.struct_value, "n", NAN), P("gpurun.Struct field 'n': integer expected for uint64, got " .. NAN_TEXT))
+row("Struct.__newindex", A(R.struct_value, "x", "1"), "gpurun.Struct field 'x': number expected, got string")
+row("Struct.__newindex", A(R.struct_value, "y", 1), "gpurun.Struct has no field 'y' (its fields: x, n)")
+row("Struct.__newindex", A(R.struct_value, "layout", 1), "gpurun.Struct has no field 'layout'")
+row("Kernel:check_argument", A(R.add, 4, R.struct_value),
+  "kernel 'vec_add' parameter 4 (.u64): not a struct: a gpurun.Struct passes only as a struct parameter")
+
 -- ---- elementwise kernels (Lua parts of the module: their own messages) ----------------
 
 local EW = "elementwise kernel 'k'"
@@ -634,7 +685,7 @@ row("pipeline:launch", A(R.pipe, R.add, 5), BAD .. "launch of 'vec_add': a gpuru
 row("pipeline:launch", A(R.pipe, R.add, R.config, "t"), BAD .. "stage 'vec_add': kernel 'vec_add' takes 4 arguments, got 1")
 row("pipeline:launch", A(R.pipe, R.add, R.config, R.named_buffer, "t", "u", 16), BAD .. "stage 'vec_add': argument 1: " .. NAMED)
 row("pipeline:launch", A(R.pipe, R.add, R.config, "t", "t", "u", print), BAD .. "stage 'vec_add': argument 4: kernel "
-  .. "'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
+  .. "'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got function")
 row("pipeline:launch", A(R.pipe, R.scale, R.config, "t", 1e39, 1, 1), BAD .. "stage 'scale_shift': argument 2: kernel "
   .. "'scale_shift' parameter 2 (.f32): 1e+39 is out of range for float32")
 row("pipeline:launch", A(R.pipe, R.scale, R.config, "t", "s", 1.5, 1), BAD .. "stage 'scale_shift': argument 3: kernel "
@@ -1027,11 +1078,11 @@ local function kernel_arg_rows(label, call)
   row(label, args(R.add, b, b, b, gpurun.u32(16)), ADD .. "4 (.u64): takes 8 bytes but gpurun.u32 is 4")
   row(label, args(R.add, gpurun.i32(0), b, b, 16), ADD .. "1 (.u64): takes 8 bytes but gpurun.i32 is 4")
   row(label, args(R.add, b, b, b, "16"),
-    ADD .. "4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
-  row(label, args(R.add, b, b, {}, 16), ADD .. "3 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got table")
-  row(label, args(R.add, b, b, b, nil), ADD .. "4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
-  row(label, args(R.add, R.stream, b, b, 16), ADD .. "1 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected")
-  row(label, args(R.add, b, print, b, 16), ADD .. "2 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got function")
+    ADD .. "4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got string")
+  row(label, args(R.add, b, b, {}, 16), ADD .. "3 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got table")
+  row(label, args(R.add, b, b, b, nil), ADD .. "4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got nil")
+  row(label, args(R.add, R.stream, b, b, 16), ADD .. "1 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected")
+  row(label, args(R.add, b, print, b, 16), ADD .. "2 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got function")
   row(label, args(R.add, R.closed_buffer, b, b, 16), ADD .. "1 (.u64): attempt to use a closed gpurun.Buffer")
   row(label, args(R.add, b, b, b, true), ADD .. "4 (.u64): a boolean passes as a 1-byte integer; this parameter is 8 bytes")
   row(label, args(R.byte_flag, R.buffer_u8, true, 300), FLAG .. "3 (.u8): integer 300 does not fit a 1-byte parameter")
@@ -1063,9 +1114,9 @@ row("Kernel:check_argument", A(R.scale, 2, 1e39),
 row("Kernel:check_argument", A(R.scale, 2, gpurun.i32(1)),
   "kernel 'scale_shift' parameter 2 (.f32): floating-point, but gpurun.i32 is an integer")
 row("Kernel:check_argument", A(R.add, 4, "16"),
-  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got string")
+  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got string")
 row("Kernel:check_argument", A(R.add, 4),
-  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer or gpurun scalar expected, got nil")
+  "kernel 'vec_add' parameter 4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got nil")
 row("Kernel:check_argument", A(R.add, 1, R.closed_buffer),
   "kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.Buffer")
 row("Kernel:check_argument", A(R.byte_flag, 3, 300),

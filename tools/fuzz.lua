@@ -193,6 +193,13 @@ local function setup_common()
       gpurun.i32(-7), gpurun.f32(1.5), gpurun.f64(2.5), gpurun.u64(1 << 40) }) do
     pool:add(scalar)
   end
+  for _, made in ipairs({
+      { gpurun.struct({ { "x", "float32" }, { "n", "uint64" }, { "v", "float32", 4 } }), { x = 1.5, n = 7 } },
+      { gpurun.struct({ { "h", "float16" }, { "b", "uint8", 3 } }, { align = 16 }), { b = { 1, 2, 3 } } } }) do
+    pool:add(made[1])
+    pool:add(made[1]:new())
+    pool:add(made[1](made[2]))
+  end
   pool.max_per_type = 8
 end
 

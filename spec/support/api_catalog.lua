@@ -12,6 +12,7 @@ catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
+  "StructLayout", "Struct",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -51,7 +52,7 @@ catalog.device_types = {
 --   path       a file path             shape      a sequence of dimensions
 --   and the types: device, stream, event, buffer, config, kernel, launch_target
 --   (Stream or GraphBuilder), buffer_or_table, buffer_or_number,
---   kernel_arg (what a launch passes: Buffer, scalar, number, boolean),
+--   kernel_arg (what a launch passes: Buffer, scalar, Struct, number, boolean),
 --   builder, condition, event_or_builder (GraphBuilder:wait),
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
@@ -65,6 +66,9 @@ catalog.device_types = {
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
 --   reduce_options (the prebuilt reductions'), scan_op, scan_options,
 --   predicate (select's).
+--   For structs: struct_fields (gpurun.struct's field list), struct_options
+--   (its { align = }), struct_values (a value's { name = number, ... }),
+--   struct_field_name (a field's name, or anything).
 -- reduces = the call generates and compiles a kernel for its arguments'
 -- dtypes (NVRTC's time, once per dtype: the fuzzer's draws stay few).
 -- writes = the argument position of a path the call writes (the fuzzer
@@ -143,6 +147,7 @@ catalog.functions = {
   HostCallback = { args = { "host_function" } },
   pipeline = { args = { "pipeline_options" } },
   guard = { args = { "any" } },
+  struct = { args = { "struct_fields", "struct_options" } },
 }
 
 -- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's
@@ -298,6 +303,11 @@ catalog.methods = {
     reset_peaks = { args = {} },
     close = { args = {} },
   },
+  StructLayout = {
+    new = { args = { "struct_values" } },
+    offsetof = { args = { "struct_field_name" } },
+  },
+  Struct = {},
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -324,6 +334,8 @@ catalog.metamethods = {
   MemoryPool = { "__index", "__tostring", "__close" },
   LinkerOptions = { "__index", "__newindex", "__tostring", "__close" },
   Linker = { "__tostring", "__close" },
+  StructLayout = { "__index", "__call", "__tostring" },
+  Struct = { "__index", "__newindex", "__tostring" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -116,6 +116,8 @@ function factories.config_big_shmem()
   return gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 })
 end
 function factories.scalar() return gpurun.u64(16) end
+function factories.struct_layout() return gpurun.struct({ { "x", "float32" }, { "n", "uint64" } }) end
+function factories.struct_value() return factories.struct_layout()({ x = 1.5 }) end
 function factories.callback() return gpurun.HostCallback(function() end) end
 function factories.closed_callback() return closed(gpurun.HostCallback(function() end)) end
 function factories.broken_program() return gpurun.Program("this is not C++ {", "c++") end
@@ -319,7 +321,9 @@ local function new_env()
       end
       for i = #made, 1, -1 do
         local object = made[i]
-        local close = catalog.type_of(object) and object.close
+        -- From the type's methods: a Struct's keys are its fields.
+        local type_name = catalog.type_of(object)
+        local close = type_name and catalog.metatable(type_name).methods.close
         if close then pcall(close, object) end
       end
     end,

@@ -149,6 +149,8 @@ local function packed(value, size)
     if value.type == "f64" then return (string.unpack("<i8", string.pack("<d", number))) end
     return packed(number, size) or number
   end
+  -- Anything else is refused: a Struct passes only to a struct parameter,
+  -- which none of these kernels has.
   return nil
 end
 

@@ -342,6 +342,7 @@ function Pool:kernel_arg()
   if roll < 0.80 then return self.random(1, 64) end
   if roll < 0.88 then return self:pick(FLOATS) end
   if roll < 0.93 then return self.random(2) == 1 end
+  if roll < 0.96 then return self:object("Struct") end
   return self:any()
 end
 
@@ -508,6 +509,18 @@ draws = {
   scan_options = from({ {}, { identity = 0 }, { deterministic = true }, { block = 64, items = 7 } },
     0.8, { { items = 0 }, { identity = NAN }, { nope = true }, { block = 1024, items = 32 }, "x" }),
   predicate = from({ "x > 0.5f", "x != 0", "i % 2 == 0" }, 0.8, { "", "nope(", 5 }),
+  -- Structs (tools/fuzz.lua's layouts have fields x float32, n uint64, v
+  -- float32[4], h float16, b uint8[3]).
+  struct_fields = from({ { { "x", "float32" } }, { { "x", "float32" }, { "n", "uint64" } },
+    { { "v", "float64", 4 }, { "c", "int8" } }, { { "h", "float16" }, { "b", "bfloat16", 3 } } }, 0.7,
+    { {}, { {} }, { "x" }, { { "x", "float8" } }, { { "x", "int8" }, { "x", "int8" } }, { { "1x", "int8" } },
+      { { "bytes", "int8" } }, { { "v", "float64", 1 << 20 } }, { { "v", "int8", 0 } },
+      { { "v", "int8", NAN } }, { { string.rep("n", 300), "int8" } }, "x", 5 }),
+  struct_options = from({ nil, {}, { align = 16 }, { align = 8 } }, 0.8,
+    { { align = 3 }, { align = 1 << 20 }, { align = NAN }, { nope = 1 }, 5 }),
+  struct_values = from({ nil, {}, { x = 1.5 }, { n = 7, v = { 1, 2, 3, 4 } }, { h = 0.5, b = { 1, 2, 3 } } },
+    0.7, { { x = 1e39 }, { n = -1 }, { n = NAN }, { v = { 1 } }, { y = 1 }, { 1.5 }, { x = "1" }, 5, "x" }),
+  struct_field_name = from({ "x", "n", "v", "h", "b", "layout", "bytes" }, 0.8, { "y", "", 1, NAN, {}, "a\0b" }),
   -- A pipeline's methods (tools/fuzz.lua's pipelines hold data t, u (16
   -- float32), i8 (16 int8) and scalars s, f32s (float32)).
   pipeline_name = from({ "t", "u", "i8", "s", "f32s", "x", "y", "v1", "t2" }, 0.8,

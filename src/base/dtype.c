@@ -5,14 +5,16 @@
 #include <math.h>
 #include <string.h>
 
+/* Each type is aligned to its size in C and CUDA C (__half and
+ * __nv_bfloat16 are declared __align__(2)). */
 #define INTEGER(name_, c, short_, numpy_, bytes, kind_, lo, hi, flo, fhi, text) \
     {.name = name_, .c_type = c, .compute_type = c, .short_name = short_, .numpy = numpy_, \
-     .size = bytes, .kind = kind_, .min = lo, .max = hi, .float_low = flo, .float_high = fhi, \
-     .range = text}
+     .size = bytes, .align = bytes, .kind = kind_, .min = lo, .max = hi, .float_low = flo, \
+     .float_high = fhi, .range = text}
 #define FLOAT(name_, c, header, compute, short_, numpy_, bytes, digits_, largest_, overflow_) \
     {.name = name_, .c_type = c, .c_header = header, .compute_type = compute, \
-     .short_name = short_, .numpy = numpy_, .size = bytes, .kind = GPURUN_KIND_FLOAT, \
-     .digits = digits_, .largest = largest_, .overflow = overflow_}
+     .short_name = short_, .numpy = numpy_, .size = bytes, .align = bytes, \
+     .kind = GPURUN_KIND_FLOAT, .digits = digits_, .largest = largest_, .overflow = overflow_}
 
 const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
     /* The overflow threshold of a binary format is its largest finite value

@@ -29,6 +29,7 @@ struct gpurun_dtype_info {
     const char *short_name;   /* "f32": the typed scalar constructor's name */
     const char *numpy;        /* NumPy's little-endian descr ("<f4"), or NULL: none */
     size_t size;
+    size_t align;             /* C's alignof: where a struct field of it goes */
     enum gpurun_dtype_kind kind;
     /* Integer kinds: the range as int64 (uint64's upper half has no int64, so
      * its max is INT64_MAX: larger values come as floats), the floats that

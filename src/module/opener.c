@@ -27,6 +27,8 @@
 #include "types/generator.h"
 #include "types/scalar.h"
 #include "types/stream.h"
+#include "types/struct.h"
+#include "types/struct_layout.h"
 #include "types/system.h"
 #include "module/entry.h"
 #include "module/lua_parts.h"
@@ -51,6 +53,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_rng,           /* gpurun.Generator, default_rng */
     gpurun_open_compare,       /* compare, allclose */
     gpurun_open_scalar,        /* gpurun.Scalar, u64, f32, ... */
+    gpurun_open_struct,        /* gpurun.Struct */
+    gpurun_open_struct_layout, /* gpurun.StructLayout, struct */
     gpurun_open_launch_config, /* gpurun.LaunchConfig */
     gpurun_open_kernel,        /* gpurun.Kernel */
     gpurun_open_object_code,   /* gpurun.ObjectCode */

@@ -81,7 +81,7 @@ static void set_integer(lua_State *L, const char *key, lua_Integer value)
 static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
 {
     static const char *const kinds[] = {"float", "signed", "unsigned"};
-    lua_createtable(L, 0, 14);
+    lua_createtable(L, 0, 15);
     set_string(L, "name", info->name);
     set_string(L, "c_type", info->c_type);
     set_string(L, "header", info->c_header);
@@ -89,6 +89,7 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
     set_string(L, "scalar", info->short_name);
     set_string(L, "numpy", info->numpy);
     set_integer(L, "size", (lua_Integer)info->size);
+    set_integer(L, "align", (lua_Integer)info->align);
     set_string(L, "kind", kinds[info->kind]);
     lua_pushboolean(L, info->kind == GPURUN_KIND_FLOAT);
     lua_setfield(L, -2, "float");
@@ -113,7 +114,7 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
  *
  *   gpurun.dtypes[1].name, #gpurun.dtypes       --> "float32", 12
  *   gpurun.dtypes.float16                       --> { name = "float16", size = 2,
- *       c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
+ *       align = 2, c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
  *       scalar = "f16", numpy = "<f2", kind = "float", float = true, digits = 11,
  *       min = -65504.0, max = 65504.0, overflow = 65520.0 } */
 void gpurun_open_dtypes(lua_State *L)

@@ -76,6 +76,7 @@ static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx
     kernel->param_pointer[i] = param->pointer == PTX_POINTER_YES ? GPURUN_POINTER_YES
                                : param->pointer == PTX_POINTER_UNKNOWN ? GPURUN_POINTER_MAYBE
                                : GPURUN_POINTER_NO;
+    kernel->param_aligns[i] = param->align;
     ptx_param_describe(param, kernel->param_types[i], GPURUN_PARAM_TYPE_SIZE);
 }
 
@@ -88,9 +89,9 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     size_t storage_size = 0;
     int count = signature ? (int)signature->param_count : count_params(L, handle, &storage_size);
     size_t name_length = strlen(name) + 1;
-    size_t per_param = 2 * sizeof(size_t) + sizeof(void *) + 2 + GPURUN_PARAM_TYPE_SIZE;
+    size_t per_param = 3 * sizeof(size_t) + sizeof(void *) + 2 + GPURUN_PARAM_TYPE_SIZE;
     size_t arrays = align_up(sizeof(struct gpurun_kernel), 16);
-    size_t types_at = arrays + (size_t)count * (2 * sizeof(size_t) + sizeof(void *));
+    size_t types_at = arrays + (size_t)count * (3 * sizeof(size_t) + sizeof(void *));
     size_t storage_at = align_up(arrays + (size_t)count * per_param, 16);
     /* With a signature the storage size is known only once the driver gave
      * the offsets: reserve what the PTX layout says, which is the same. */
@@ -115,7 +116,8 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     kernel->storage_size = storage_size;
     kernel->param_offsets = (size_t *)(block + arrays);
     kernel->param_sizes = kernel->param_offsets + count;
-    kernel->param_pointers = (void **)(kernel->param_sizes + count);
+    kernel->param_aligns = kernel->param_sizes + count;
+    kernel->param_pointers = (void **)(kernel->param_aligns + count);
     kernel->param_types = (char (*)[GPURUN_PARAM_TYPE_SIZE])(block + types_at);
     kernel->param_kinds = (unsigned char *)(kernel->param_types + count);
     kernel->param_pointer = kernel->param_kinds + count;
@@ -163,14 +165,15 @@ static int kernel_close(lua_State *L)
 
 static const char *const kind_names[] = {"untyped", "integer", "float", "aggregate"};
 
-/* params() -> { {offset=, size=, type=, kind=, pointer=}, ... }: offsets and
- * sizes as cuKernelGetParamInfo reports, the type as the PTX declares it. */
+/* params() -> { {offset=, size=, type=, kind=, pointer= [, align=]}, ... }:
+ * offsets and sizes as cuKernelGetParamInfo reports, the type (and a
+ * struct's alignment) as the PTX declares it. */
 static int kernel_params(lua_State *L)
 {
     struct gpurun_kernel *kernel = gpurun_check_kernel(L, 1);
     lua_createtable(L, kernel->param_count, 0);
     for (int i = 0; i < kernel->param_count; i++) {
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 6);
         lua_pushinteger(L, (lua_Integer)kernel->param_offsets[i]);
         lua_setfield(L, -2, "offset");
         lua_pushinteger(L, (lua_Integer)kernel->param_sizes[i]);
@@ -181,6 +184,11 @@ static int kernel_params(lua_State *L)
         }
         lua_pushstring(L, kind_names[kernel->param_kinds[i]]);
         lua_setfield(L, -2, "kind");
+        /* What a gpurun.Struct's layout must match (types/launch.c). */
+        if (kernel->param_kinds[i] == GPURUN_PARAM_AGGREGATE) {
+            lua_pushinteger(L, (lua_Integer)kernel->param_aligns[i]);
+            lua_setfield(L, -2, "align");
+        }
         /* true, false, or "maybe" where the PTX does not mark pointers */
         if (kernel->param_pointer[i] == GPURUN_POINTER_MAYBE)
             lua_pushliteral(L, "maybe");

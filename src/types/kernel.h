@@ -34,6 +34,7 @@ struct gpurun_kernel {
     size_t storage_size;
     size_t *param_offsets;
     size_t *param_sizes;
+    size_t *param_aligns;         /* the PTX's .align (a scalar's size); 0 when unknown */
     unsigned char *param_kinds;   /* enum gpurun_param_kind */
     unsigned char *param_pointer; /* enum gpurun_param_pointer */
     char (*param_types)[GPURUN_PARAM_TYPE_SIZE]; /* ".f32", ".u64", "" when untyped */

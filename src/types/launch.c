@@ -14,6 +14,7 @@
 #include "types/condition.h"
 #include "types/graph_builder.h"
 #include "types/scalar.h"
+#include "types/struct.h"
 
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture)
 {
@@ -167,8 +168,9 @@ static void pack_number(lua_State *L, const struct gpurun_kernel *kernel, int i,
     case GPURUN_PARAM_INTEGER: pack_integer(L, kernel, i, index, slot); break;
     case GPURUN_PARAM_FLOAT: pack_real(L, kernel, i, index, slot); break;
     case GPURUN_PARAM_AGGREGATE:
-        param_error(L, kernel, i, "a %d-byte struct or vector takes no number: pass its bytes as a "
-                                  "string of that length", (int)kernel->param_sizes[i]);
+        param_error(L, kernel, i, "a %d-byte struct or vector takes no number: pass a "
+                                  "gpurun.Struct of its layout, or its bytes as a string of "
+                                  "that length", (int)kernel->param_sizes[i]);
         break;
     default: pack_untyped(L, kernel, i, index, slot); break;
     }
@@ -210,6 +212,31 @@ static void pack_condition(lua_State *L, const struct gpurun_kernel *kernel, int
         param_error(L, kernel, i, "a gpurun.Condition is set by kernels of the graph it was made "
                                   "for: launch on a builder of that capture");
     memcpy(slot, &condition->handle, sizeof condition->handle);
+}
+
+/* A struct passes where the PTX declares a byte array of its size and
+ * alignment; where the PTX is unknown, into an untyped parameter of its
+ * size whose offset its alignment divides. */
+static void pack_struct(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                        const struct gpurun_struct *value, unsigned char *slot)
+{
+    const struct gpurun_struct_layout *layout = value->layout;
+    size_t size = kernel->param_sizes[i], align = kernel->param_aligns[i];
+    int kind = kernel->param_kinds[i];
+    if (kind != GPURUN_PARAM_AGGREGATE && kind != GPURUN_PARAM_UNTYPED)
+        param_error(L, kernel, i, "not a struct: a gpurun.Struct passes only as a struct "
+                                  "parameter (.align A .b8 name[N])");
+    if (layout->size != size)
+        param_error(L, kernel, i, "a %d-byte struct, but the gpurun.Struct is %d bytes",
+                    (int)size, (int)layout->size);
+    if (align != 0 && align != layout->align)
+        param_error(L, kernel, i, "a struct aligned to %d bytes, but the gpurun.Struct's layout "
+                                  "is aligned to %d", (int)align, (int)layout->align);
+    if (align == 0 && kernel->param_offsets[i] % layout->align != 0)
+        param_error(L, kernel, i, "at offset %d, which the gpurun.Struct's %d-byte alignment "
+                                  "does not divide", (int)kernel->param_offsets[i],
+                    (int)layout->align);
+    memcpy(slot, value->bytes, size);
 }
 
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
@@ -264,6 +291,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
             pack_scalar(L, kernel, i, scalar, slot);
             return NULL;
         }
+        const struct gpurun_struct *value = gpurun_to_tagged(L, index, &gpurun_struct_tag);
+        if (value) {
+            pack_struct(L, kernel, i, value, slot);
+            return NULL;
+        }
         const struct gpurun_condition *condition = gpurun_to_tagged(L, index, &gpurun_condition_tag);
         if (condition) {
             pack_condition(L, kernel, i, condition, slot, capture);
@@ -275,8 +307,8 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
         break;
     }
     const char *got = gpurun_type_name(L, index);
-    param_error(L, kernel, i, "number, boolean, gpurun.Buffer or gpurun scalar expected, got %s",
-                got);
+    param_error(L, kernel, i, "number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct "
+                              "expected, got %s", got);
     return NULL;
 }
 
