@@ -11,7 +11,7 @@ local catalog = {}
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
-  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool",
+  "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "TensorMap",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -25,7 +25,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
-  MemoryPool = true,
+  MemoryPool = true, TensorMap = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -58,7 +58,8 @@ catalog.device_types = {
 --   clears its condition replays forever), host_function (HostCallback's
 --   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
 --   placement (a constructor's { pool =, stream = }), pool_options
---   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
+--   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's),
+--   tensor_map_options (Buffer:as_tensor_map's), tensor_map (a TensorMap).
 --   For reductions and scans: params_text (a parameter list), c_expression
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
@@ -140,6 +141,7 @@ catalog.functions = {
   HostCallback = { args = { "host_function" } },
   pipeline = { args = { "pipeline_options" } },
   guard = { args = { "any" } },
+  check_tensor_map = { args = { "tensor_map_options", "dtype", "count", "integer" } },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -205,6 +207,7 @@ catalog.methods = {
     to_table = { args = { "first", "range_count", "stream" } },
     to_bytes = { args = { "first", "range_count", "stream" } },
     view = { args = { "first", "range_count" } },
+    as_tensor_map = { args = { "tensor_map_options" } },
     save = { args = { "path", "shape" }, writes = 1 },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
@@ -266,6 +269,10 @@ catalog.methods = {
     reset_peaks = { args = {} },
     close = { args = {} },
   },
+  TensorMap = {
+    replace_address = { args = { "buffer" } },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -290,6 +297,7 @@ catalog.metamethods = {
   PinnedBuffer = { "__index", "__newindex", "__len", "__tostring", "__close" },
   HostCallback = { "__index", "__tostring", "__close" },
   MemoryPool = { "__index", "__tostring", "__close" },
+  TensorMap = { "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with
