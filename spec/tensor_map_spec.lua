@@ -336,3 +336,34 @@ describe("TensorMap", function()
     end)
   end)
 end)
+
+describe("samples/2_CoreConcepts/tmaTensorMap.lua", function()
+  local process = require("spec.support.process")
+  local SAMPLE = "samples/2_CoreConcepts/tmaTensorMap.lua"
+  local function run(...)
+    local words = { process.quote(SAMPLE) }
+    for _, word in ipairs({ ... }) do words[#words + 1] = process.quote(word) end
+    return process.gpurun(table.concat(words, " "))
+  end
+
+  it("refuses a size that is not whole tiles before any GPU work", function()
+    local result = run("--elements", "100")
+    assert.are.equal(2, result.code)
+    assert.are.equal("tmaTensorMap.lua: error: --elements must be a multiple of 128, got 100\n", result.stderr)
+    result = run("--elements", "0")
+    assert.are.equal(2, result.code)
+    assert.matches("^tmaTensorMap%.lua: error: [^\n]*elements[^\n]*\n$", result.stderr)
+  end)
+
+  it("copies through a tensor map, then through the same map after replace_address #gpu", function()
+    local result = run("--elements", "2048")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    assert.matches("^GPU 0: [^\n]+ %(compute capability %d+%.%d+%)\n", result.stdout)
+    if not result.stdout:find("TMA needs compute capability 9.0", 1, true) then
+      assert.truthy(result.stdout:find("TMA copy verified: 2048 elements across 16 tiles\n", 1, true))
+      assert.truthy(result.stdout:find("replace_address verified: the descriptor reused with a new source buffer\n",
+        1, true))
+    end
+  end)
+end)
