@@ -249,8 +249,9 @@ static size_t check_layout(lua_State *L, int arg, const struct layout *layout, u
                          (LUAI_UACINT)layout->box_dim[rank - 1], (LUAI_UACINT)inner);
     if (!interleaved && layout->swizzle != CU_TENSOR_MAP_SWIZZLE_NONE
         && inner > swizzle_span[layout->swizzle])
-        gpurun_arg_error(L, arg, "box_dim[%d] is %I bytes, more than swizzle '%s' spans (%d "
-                                 "bytes)", rank, (LUAI_UACINT)inner,
+        gpurun_arg_error(L, arg, "box_dim[%d] is %I elements = %I bytes, more than swizzle "
+                                 "'%s' spans (%d bytes)", rank,
+                         (LUAI_UACINT)layout->box_dim[rank - 1], (LUAI_UACINT)inner,
                          swizzle_names[layout->swizzle], (int)swizzle_span[layout->swizzle]);
     if (layout->oob_fill != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
         && gpurun_dtypes[layout->data_type].kind != GPURUN_KIND_FLOAT)
