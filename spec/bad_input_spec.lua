@@ -85,6 +85,7 @@ local CLOSED = {
   Condition = "closed_condition",
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
   LinkerOptions = "closed_linker_options", Linker = "closed_linker",
+  TensorMap = "closed_tensor_map",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
@@ -1127,6 +1128,63 @@ row("LaunchPlan:launch", A(R.plan, 1), arg_error(1, "launch", TARGET .. "number"
 row("LaunchPlan:launch", A(R.plan, R.graph), arg_error(1, "launch", TARGET .. "gpurun.Graph"))
 row("LaunchPlan:launch", A(R.plan, R.closed_stream), "attempt to use a closed gpurun.Stream")
 row("LaunchPlan:launch", A(R.plan, R.builder), "GraphBuilder is not building (it is idle)")
+
+-- ---- TMA descriptors ---------------------------------------------------------------------
+
+local TMA = "check_tensor_map"
+row("gpurun.check_tensor_map", A(), arg_error(2, TMA, "dtype name expected, got no value"))
+row("gpurun.check_tensor_map", A({ box_dim = { 16 } }, "double", 16),
+  "bad argument #2 to 'gpurun.check_tensor_map' (unknown dtype 'double' (expected one of: float32,")
+row("gpurun.check_tensor_map", A({ box_dim = { 16 } }, "float32", -1),
+  arg_error(3, TMA, "positive element count expected, got -1"))
+row("gpurun.check_tensor_map", A({ box_dim = { 16 } }, "float32", 16, 1.5),
+  arg_error(4, TMA, "a non-negative integer address expected, got 1.5"))
+row("gpurun.check_tensor_map", A(nil, "float32", 16), arg_error(1, TMA, "table of options expected (box_dim at least)"))
+row("gpurun.check_tensor_map", A("box", "float32", 16), arg_error(1, TMA, "table of options expected, got string"))
+row("gpurun.check_tensor_map", A({}, "float32", 16), "bad argument #1 to 'gpurun.check_tensor_map' (box_dim is required: the tile one copy moves")
+row("gpurun.check_tensor_map", A({ box_dim = 16 }, "float32", 16),
+  arg_error(1, TMA, "box_dim: a sequence of integers expected, got number"))
+row("gpurun.check_tensor_map", A({ box_dim = { NAN } }, "float32", 16), P"box_dim%[1%]: an integer expected, got %-?nan")
+row("gpurun.check_tensor_map", A({ box_dim = { 16 }, [1] = 16 }, "float32", 16),
+  "bad argument #1 to 'gpurun.check_tensor_map' (unknown option: a number key (known: shape, strides, box_dim,")
+row("gpurun.check_tensor_map", A({ box_dim = { 16 }, swizzle = "swizzle_16b" }, "float32", 16),
+  arg_error(1, TMA, "swizzle: one of none, swizzle_32b, swizzle_64b, swizzle_128b expected, got 'swizzle_16b'"))
+row("gpurun.check_tensor_map", A({ box_dim = { 16 } }, "int16", 16),
+  "bad argument #1 to 'gpurun.check_tensor_map' (data_type int16 has no TMA element type (TMA moves float32,")
+row("gpurun.check_tensor_map", A({ box_dim = { 16 }, data_type = "uint32" }, "uint8", 6),
+  arg_error(1, TMA, "shape is required: the buffer's 6 bytes are no whole number of uint32 elements"))
+row("gpurun.check_tensor_map", A({ shape = { 4, 4 }, box_dim = { 4, 4 } }, "float32", 15),
+  arg_error(1, TMA, "the layout reaches 64 bytes but the buffer holds 60"))
+
+local AS = "as_tensor_map"
+row("Buffer:as_tensor_map", A(R.buffer), arg_error(1, AS, "table of options expected (box_dim at least)"))
+row("Buffer:as_tensor_map", A(R.buffer, 16), arg_error(1, AS, "table of options expected, got number"))
+row("Buffer:as_tensor_map", A(R.buffer, { box_dim = { 16 }, shape = { 8, 8 } }),
+  arg_error(1, AS, "box_dim has 1 entries; shape has 2"))
+row("Buffer:as_tensor_map", A(R.buffer, { shape = { 8, 8 }, box_dim = { 4, 4 } }),
+  arg_error(1, AS, "the layout reaches 256 bytes but the buffer holds 64"))
+row("Buffer:as_tensor_map", A(R.buffer_i16, { box_dim = { 8 } }), "bad argument #1 to 'as_tensor_map' (data_type int16 has no TMA element type")
+row("Buffer:as_tensor_map", A(R.buffer_u8, { box_dim = { 4 } }),
+  arg_error(1, AS, "box_dim[1] is 4 elements = 4 bytes: the innermost box dimension must be a multiple of 16 bytes"))
+row("Buffer:as_tensor_map", A(R.orphan_view, { box_dim = { 4 } }),
+  "attempt to use a closed gpurun.Buffer (the buffer this is a view of was closed)")
+row("TensorMap:replace_address", A(R.tensor_map), arg_error(1, "replace_address", "gpurun.Buffer expected, got no value"))
+row("TensorMap:replace_address", A(R.tensor_map, R.pinned),
+  arg_error(1, "replace_address", "gpurun.Buffer expected, got gpurun.PinnedBuffer"))
+row("TensorMap:replace_address", A(R.tensor_map, R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+row("TensorMap:replace_address", A(R.tensor_map, R.buffer_i32),
+  arg_error(1, "replace_address", "a float32 buffer expected, as the map was made over; got int32"))
+row("TensorMap:replace_address", A(R.tensor_map, R.buffer8),
+  arg_error(1, "replace_address", "the map's layout reaches 64 bytes but the buffer holds 32"))
+row("gpurun.launch", A(R.stream, R.config, R.add, R.tensor_map, R.buffer, R.buffer, 16),
+  "kernel 'vec_add' parameter 1 (.u64): a gpurun.TensorMap passes only as a `const __grid_constant__ " ..
+  "CUtensorMap` (.align 64 .b8[128])")
+row("gpurun.launch", A(R.stream, R.config, R.add, R.closed_tensor_map, R.buffer, R.buffer, 16),
+  "kernel 'vec_add' parameter 1 (.u64): attempt to use a closed gpurun.TensorMap")
+row("Kernel:bind", A(R.add, R.config, R.buffer, R.tensor_map, R.buffer, 16),
+  "kernel 'vec_add' parameter 2 (.u64): a gpurun.TensorMap passes only as a")
+row("Kernel:check_argument", A(R.add, 3, R.tensor_map_closed_buffer),
+  "kernel 'vec_add' parameter 3 (.u64): a gpurun.TensorMap passes only as a")
 
 -- ---- devices, streams, events ---------------------------------------------------------
 

@@ -17,6 +17,7 @@ local BAD_VALUE = {
   ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },
   ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
   ["bench/startup.lua"] = { "--reps -1", "--reps: expected a positive integer, got '-1'" },
+  ["bench/tensor_map_launch.lua"] = { "--seconds 0", "--seconds: expected a positive number" },
 }
 
 local function listed(glob)

@@ -250,6 +250,9 @@ local function gpu_factories()
     return factory.code:get_kernel("vec_add"):bind(factory.config, a, a, a, gpurun.u64(16))
   end
   function fresh.GraphBuilder() return fresh.Stream():create_graph_builder() end
+  function fresh.TensorMap()
+    return gpurun.zeros(64, next_of({ "float32", "int32" })):as_tensor_map({ box_dim = { 16 } })
+  end
   -- Graphs of plain launches, and graphs with allocation and free nodes: a
   -- temporary freed inside, and a buffer the graph keeps making (auto-free
   -- or not), so that launches of both kinds are drawn.
@@ -283,7 +286,7 @@ local function setup_gpu()
 
   pool:add(device)
   for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan",
-      "MemoryPool" }) do
+      "MemoryPool", "TensorMap" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end

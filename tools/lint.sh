@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/lint.sh — luacheck (Debian's lua-check) over gpurun's Lua: lua/,
-# scripts/, bench/, spec/ and tools/, with the repository's .luacheckrc.
+# scripts/, samples/, bench/, spec/ and tools/, with the repository's .luacheckrc.
 #
 # Prints each file with a warning and its warnings (with their codes, for an
 # inline ignore where the code is right as it is), then ".ci/run"'s closing
@@ -21,7 +21,7 @@ if ! command -v luacheck >/dev/null 2>&1; then
   exit 0
 fi
 
-report=$(luacheck --no-color --codes --config .luacheckrc lua scripts bench spec tools 2>&1)
+report=$(luacheck --no-color --codes --config .luacheckrc lua scripts samples bench spec tools 2>&1)
 status=$?
 # One "Checking FILE  OK" (or "N warnings", "N errors") line per file.
 passed=$(printf '%s\n' "$report" | grep -cE '^Checking .* OK$')

@@ -13,6 +13,7 @@ catalog.types = {
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
   "StructLayout", "Struct",
+  "TensorMap",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -27,7 +28,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
-  MemoryPool = true,
+  MemoryPool = true, TensorMap = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -60,7 +61,8 @@ catalog.device_types = {
 --   clears its condition replays forever), host_function (HostCallback's
 --   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
 --   placement (a constructor's { pool =, stream = }), pool_options
---   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's).
+--   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's),
+--   tensor_map_options (Buffer:as_tensor_map's), tensor_map (a TensorMap).
 --   For reductions and scans: params_text (a parameter list), c_expression
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
@@ -148,6 +150,7 @@ catalog.functions = {
   pipeline = { args = { "pipeline_options" } },
   guard = { args = { "any" } },
   struct = { args = { "struct_fields", "struct_options" } },
+  check_tensor_map = { args = { "tensor_map_options", "dtype", "count", "integer" } },
 }
 
 -- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's
@@ -242,6 +245,7 @@ catalog.methods = {
     to_table = { args = { "first", "range_count", "stream" } },
     to_bytes = { args = { "first", "range_count", "stream" } },
     view = { args = { "first", "range_count" } },
+    as_tensor_map = { args = { "tensor_map_options" } },
     save = { args = { "path", "shape" }, writes = 1 },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
@@ -308,6 +312,10 @@ catalog.methods = {
     offsetof = { args = { "struct_field_name" } },
   },
   Struct = {},
+  TensorMap = {
+    replace_address = { args = { "buffer" } },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -336,6 +344,7 @@ catalog.metamethods = {
   Linker = { "__tostring", "__close" },
   StructLayout = { "__index", "__call", "__tostring" },
   Struct = { "__index", "__newindex", "__tostring" },
+  TensorMap = { "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

@@ -289,6 +289,15 @@ GPU_FACTORIES = {
   end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
+  tensor_map = function(env) return env.buffer:as_tensor_map({ box_dim = { 16 } }) end,
+  closed_tensor_map = function(env) return closed(env.buffer:as_tensor_map({ box_dim = { 16 } })) end,
+  tensor_map_closed_buffer = function() -- the buffer it points at was closed under it
+    current_device()
+    local gone = gpurun.zeros(16, "float32")
+    local map = gone:as_tensor_map({ box_dim = { 16 } })
+    gone:close()
+    return map
+  end,
   pool = function() current_device(); return gpurun.MemoryPool() end,
   closed_pool = function() current_device(); return closed(gpurun.MemoryPool()) end,
   small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 64 << 20 }) end, -- the driver rounds a maximum up to its granularity (32 MiB on an H200)

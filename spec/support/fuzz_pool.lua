@@ -342,7 +342,8 @@ function Pool:kernel_arg()
   if roll < 0.80 then return self.random(1, 64) end
   if roll < 0.88 then return self:pick(FLOATS) end
   if roll < 0.93 then return self.random(2) == 1 end
-  if roll < 0.96 then return self:object("Struct") end
+  if roll < 0.945 then return self:object("Struct") end
+  if roll < 0.96 then return self:object("TensorMap") end
   return self:any()
 end
 
@@ -449,6 +450,12 @@ draws = {
   pool_options = from({ nil, {}, { max_size = 1 << 21 }, { max_size = 1 << 20 }, { release_threshold = 0 },
     { release_threshold = math.huge }, { device = 0 }, { max_size = 0, release_threshold = 1 << 20 } }, 0.8,
     { { max_size = -1 }, { release_threshold = -1 }, { device = 99 }, { device = "x" }, { nope = 1 }, 5 }),
+  tensor_map_options = from({ { box_dim = { 16 } }, { box_dim = { 4 } }, { shape = { 4, 4 }, box_dim = { 4, 4 } },
+    { box_dim = { 16 }, swizzle = "swizzle_64b" }, { box_dim = { 256 }, oob_fill = "nan_request_zero_fma" },
+    { shape = { 2, 8 }, strides = { 8, 1 }, box_dim = { 1, 8 } }, { box_dim = { 8 }, data_type = "uint32" } }, 0.8,
+    { nil, {}, { box_dim = { 0 } }, { box_dim = { 257 } }, { box_dim = { 16 }, swizzle = "x" },
+      { shape = { 1 << 32, 1 << 32 }, box_dim = { 1, 16 } }, { box_dim = { 16 }, nope = 1 }, 5, "x" }),
+  tensor_map = function(p) return p:typed("TensorMap") end,
   complete_options = from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false } }, 0.8,
     { { auto_free_on_launch = 1 }, { nope = true }, 5 }),
   -- Never a positive default: see api_catalog.lua.

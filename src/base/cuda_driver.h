@@ -64,7 +64,8 @@
     X(cuMemAllocFromPoolAsync, 11020) X(cuMemFreeAsync, 11020) \
     X(cuDeviceGetGraphMemAttribute, 11040) X(cuDeviceSetGraphMemAttribute, 11040) \
     X(cuDeviceGraphMemTrim, 11040) X(cuGraphMemAllocNodeGetParams, 11040) \
-    X(cuGraphMemFreeNodeGetParams, 11040)
+    X(cuGraphMemFreeNodeGetParams, 11040) \
+    X(cuTensorMapEncodeTiled, 12000) X(cuTensorMapReplaceAddress, 12000)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

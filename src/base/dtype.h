@@ -42,6 +42,9 @@ struct gpurun_dtype_info {
      * for float64: every finite double is a float64). */
     int digits;
     double largest, overflow;
+    /* The CUtensorMapDataType a TMA descriptor of these elements has, or -1
+     * (int8 and int16 have none). */
+    int tensor_map_type;
 };
 
 extern const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT];

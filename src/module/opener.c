@@ -30,6 +30,7 @@
 #include "types/struct.h"
 #include "types/struct_layout.h"
 #include "types/system.h"
+#include "types/tensor_map.h"
 #include "module/entry.h"
 #include "module/lua_parts.h"
 
@@ -60,6 +61,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_object_code,   /* gpurun.ObjectCode */
     gpurun_open_program,       /* gpurun.Program, cache_info */
     gpurun_open_linker,        /* gpurun.Linker */
+    gpurun_open_tensor_map,    /* gpurun.TensorMap, Buffer:as_tensor_map, check_tensor_map */
     gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */

@@ -93,6 +93,8 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
     set_string(L, "kind", kinds[info->kind]);
     lua_pushboolean(L, info->kind == GPURUN_KIND_FLOAT);
     lua_setfield(L, -2, "float");
+    lua_pushboolean(L, info->tensor_map_type >= 0);
+    lua_setfield(L, -2, "tensor_map");
     if (info->kind == GPURUN_KIND_FLOAT) {
         set_integer(L, "digits", info->digits);
         set_number(L, "min", -info->largest);
@@ -115,7 +117,8 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
  *   gpurun.dtypes[1].name, #gpurun.dtypes       --> "float32", 12
  *   gpurun.dtypes.float16                       --> { name = "float16", size = 2,
  *       align = 2, c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
- *       scalar = "f16", numpy = "<f2", kind = "float", float = true, digits = 11,
+ *       scalar = "f16", numpy = "<f2", kind = "float", float = true, tensor_map = true,
+ *       digits = 11,
  *       min = -65504.0, max = 65504.0, overflow = 65520.0 } */
 void gpurun_open_dtypes(lua_State *L)
 {

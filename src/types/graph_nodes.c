@@ -11,6 +11,7 @@
 #include "types/graph.h"
 #include "types/kernel.h"
 #include "types/launch.h"
+#include "types/tensor_map.h"
 
 static const char *node_kind(CUgraphNodeType type)
 {
@@ -278,8 +279,10 @@ static int graph_set_args(lua_State *L)
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 3 + i, packed + kernel->param_offsets[i], NULL);
     for (int i = 0; i < given; i++)
-        if (gpurun_to_tagged(L, 3 + i, &gpurun_buffer_tag))
-            keep(L, 3 + i);
+        if (gpurun_push_argument_memory(L, 3 + i)) {
+            keep(L, lua_gettop(L));
+            lua_pop(L, 1);
+        }
     /* Keeping grows the kept list, which can run a finalizer too. */
     graph = gpurun_check_graph(L, 1);
     launch = check_kernel_node(L, graph, 2, &kernel);
@@ -318,8 +321,9 @@ static int graph_set_arg(lua_State *L)
         gpurun_check_kernel_open(L, kernel);
     }
     gpurun_pack_argument(L, kernel, i, 4, slot, NULL);
-    if (gpurun_to_tagged(L, 4, &gpurun_buffer_tag)) {
-        keep(L, 4);
+    if (gpurun_push_argument_memory(L, 4)) {
+        keep(L, lua_gettop(L));
+        lua_pop(L, 1);
         /* Keeping grows the kept list, which can run a finalizer too. */
         graph = gpurun_check_graph(L, 1);
         launch = check_kernel_node(L, graph, 2, &kernel);

@@ -15,6 +15,7 @@
 #include "types/graph_builder.h"
 #include "types/scalar.h"
 #include "types/struct.h"
+#include "types/tensor_map.h"
 
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture)
 {
@@ -239,6 +240,38 @@ static void pack_struct(lua_State *L, const struct gpurun_kernel *kernel, int i,
     memcpy(slot, value->bytes, size);
 }
 
+/* A TensorMap passes its 128 bytes to the parameter NVRTC declares for a
+ * `const __grid_constant__ CUtensorMap` (or, with no signature, to a
+ * 128-byte one at a 64-byte offset), and nowhere else. */
+static struct gpurun_buffer *pack_tensor_map(lua_State *L, const struct gpurun_kernel *kernel,
+                                             int i, const struct gpurun_tensor_map *map,
+                                             unsigned char *slot,
+                                             const struct gpurun_capture *capture)
+{
+    if (map->header.closed)
+        param_error(L, kernel, i, "attempt to use a closed gpurun.TensorMap");
+    size_t size = kernel->param_sizes[i];
+    int kind = kernel->param_kinds[i];
+    if (size != sizeof(CUtensorMap)
+        || (kind == GPURUN_PARAM_AGGREGATE
+                ? strcmp(kernel->param_types[i], GPURUN_TENSOR_MAP_PARAM) != 0
+                : kind != GPURUN_PARAM_UNTYPED
+                      || kernel->param_offsets[i] % GPURUN_TENSOR_MAP_ALIGN != 0))
+        param_error(L, kernel, i, "a gpurun.TensorMap passes only as a `const __grid_constant__ "
+                                  "CUtensorMap` (" GPURUN_TENSOR_MAP_PARAM ")");
+    struct gpurun_buffer *buffer = map->buffer;
+    if (buffer->header.closed)
+        param_error(L, kernel, i, "the gpurun.TensorMap points at a closed gpurun.Buffer");
+    if (gpurun_buffer_owner(buffer)->unallocated)
+        gpurun_check_buffer_memory(L, buffer, capture);
+    if (!gpurun_peer_enabled(kernel->device, buffer->device))
+        param_error(L, kernel, i, "the gpurun.TensorMap's buffer lives on device %d, which the "
+                                  "kernel's device %d cannot reach", buffer->device,
+                    kernel->device);
+    memcpy(slot, map->map, sizeof(CUtensorMap));
+    return gpurun_buffer_owner(buffer);
+}
+
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
                                            int i, int index, unsigned char *slot,
                                            const struct gpurun_capture *capture)
@@ -301,6 +334,9 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
             pack_condition(L, kernel, i, condition, slot, capture);
             return NULL;
         }
+        const struct gpurun_tensor_map *map = gpurun_to_tagged(L, index, &gpurun_tensor_map_tag);
+        if (map)
+            return pack_tensor_map(L, kernel, i, map, slot, capture);
         break;
     }
     default:
@@ -419,8 +455,10 @@ static int module_launch(lua_State *L)
          * that allocation must not close a buffer already packed. */
         gpurun_capture_keep(L, capture, 3);
         for (int i = 0; i < given; i++)
-            if (gpurun_to_tagged(L, 4 + i, &gpurun_buffer_tag))
-                gpurun_capture_keep(L, capture, 4 + i);
+            if (gpurun_push_argument_memory(L, 4 + i)) {
+                gpurun_capture_keep(L, capture, -1);
+                lua_pop(L, 1);
+            }
     }
     for (int i = 0; i < given; i++) {
         struct gpurun_buffer *buffer = gpurun_pack_argument(

@@ -25,7 +25,8 @@ void gpurun_check_launch(lua_State *L, const struct gpurun_kernel *kernel,
                          const struct gpurun_launch_config *config, int given);
 
 /* Writes the Lua value at index as parameter i of the kernel into slot;
- * returns the Buffer it passed, or NULL for other values. `capture` is the
+ * returns the Buffer whose memory it passed (a TensorMap's: the owner of
+ * the buffer it points at), or NULL for other values. `capture` is the
  * one the launch records into (NULL: none, or a plan being bound): a
  * Condition passes only into its own. */
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,

@@ -5,6 +5,7 @@
 #include "types/launch_plan.h"
 
 #include "types/launch.h"
+#include "types/tensor_map.h"
 
 #include <string.h>
 
@@ -53,9 +54,8 @@ static int kernel_bind(lua_State *L)
         unsigned char *slot = plan->storage + kernel->param_offsets[i];
         plan->param_pointers[i] = slot;
         struct gpurun_buffer *buffer = gpurun_pack_argument(L, kernel, i, 3 + i, slot, NULL);
-        if (buffer) {
+        if (buffer && gpurun_push_argument_memory(L, 3 + i)) {
             plan->buffers[plan->buffer_count++] = buffer;
-            lua_pushvalue(L, 3 + i);
             lua_rawseti(L, -2, plan->buffer_count);
         }
     }
