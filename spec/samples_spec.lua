@@ -1,0 +1,103 @@
+-- The ports of NVIDIA's cuda-samples under samples/, as a user runs them:
+-- each opens with a comment naming its original, answers --help, and
+-- without a GPU ends with gpurun's one-line message; on a GPU each runs
+-- with small arguments, exits 0 and says it passed.
+
+local gpurun = require("gpurun")
+local files = require("spec.support.files")
+local process = require("spec.support.process")
+
+-- Every port, with arguments that keep it short and the line its output
+-- must hold when its checks pass.
+local SMALL = {
+  ["samples/1_GettingStarted/deviceQuery.lua"] = { args = {}, passed = "\nDone\n" },
+  ["samples/1_GettingStarted/vectorAdd.lua"] = { args = { "--elements", "1000" }, passed = "\nTest PASSED\n" },
+  ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { args = { "--elements", "256" }, passed = "\nreplace_address verified" },
+}
+
+local function run(path, argv)
+  local words = { process.quote(path) }
+  for _, word in ipairs(argv) do words[#words + 1] = process.quote(word) end
+  return process.gpurun(table.concat(words, " "))
+end
+
+-- The ports: the samples/ files git tracks, else those in the table.
+local function ports()
+  local list = files.tracked({ "samples" })
+  if #list == 0 then
+    for path in pairs(SMALL) do list[#list + 1] = path end
+    table.sort(list)
+  end
+  return list
+end
+
+-- The opening comment's text, its lines joined ("python/2_CoreConcepts/"
+-- at a line's end runs on into the next line's word).
+local function header(text)
+  local lines = {}
+  for line in text:gmatch("([^\n]*)\n") do
+    local comment = line:match("^%-%-%s?(.*)$")
+    if not comment then break end
+    lines[#lines + 1] = comment
+  end
+  return (table.concat(lines, " "):gsub("/ ", "/"))
+end
+
+describe("samples/", function()
+  it("has small arguments in this spec for every port", function()
+    local missing = {}
+    for _, path in ipairs(ports()) do
+      if not SMALL[path] then missing[#missing + 1] = path end
+    end
+    assert.are.same({}, missing)
+  end)
+
+  for _, path in ipairs(ports()) do
+    local name = path:match("([^/]+)%.lua$")
+    local category = path:match("^samples/([^/]+)/")
+    describe(path, function()
+      it("opens with a comment naming its original and what it shows", function()
+        local text = assert(files.read(path))
+        local opening = header(text)
+        assert.matches("^" .. name .. "%.lua: a port of NVIDIA cuda%-samples' ", opening)
+        assert.truthy(opening:find(category .. "/" .. name, 1, true),
+                      "the header names " .. category .. "/" .. name .. ": " .. opening)
+        assert.is_true(#opening > 120, "the header says what the sample shows: " .. opening)
+      end)
+
+      it("prints its usage for --help and exits 0", function()
+        local result = run(path, { "--help" })
+        assert.are.equal(0, result.code, result.stderr)
+        assert.are.equal("", result.stderr)
+        assert.matches("^Usage: " .. name .. "%.lua ", result.stdout)
+      end)
+
+      it("refuses an unknown option with exit status 2 before any GPU work", function()
+        local result = run(path, { "--no-such-option" })
+        assert.are.equal(2, result.code)
+        assert.are.equal("", result.stdout)
+        assert.are.equal(name .. ".lua: error: unknown option '--no-such-option'\n", result.stderr)
+      end)
+
+      if gpurun.device_count() > 0 then
+        pending("says plainly that there is no GPU #nogpu (this machine has one)")
+      else
+        it("says plainly that there is no GPU #nogpu", function()
+          local result = run(path, (SMALL[path] or { args = {} }).args)
+          assert.are.equal(1, result.code)
+          assert.are.equal("", result.stdout)
+          local reason = gpurun.driver_error() or "no device"
+          assert.are.equal(name .. ".lua: no CUDA GPU available: " .. reason .. "\n", result.stderr)
+        end)
+      end
+
+      it("runs with small arguments, exits 0 and passes its checks #gpu", function()
+        local small = assert(SMALL[path], "no small arguments for " .. path)
+        local result = run(path, small.args)
+        assert.are.equal(0, result.code, result.stdout .. result.stderr)
+        assert.are.equal("", result.stderr)
+        assert.truthy(result.stdout:find(small.passed, 1, true), result.stdout)
+      end)
+    end)
+  end
+end)
