@@ -12,6 +12,7 @@ local process = require("spec.support.process")
 local SMALL = {
   ["samples/1_GettingStarted/deviceQuery.lua"] = { args = {}, passed = "\nDone\n" },
   ["samples/1_GettingStarted/vectorAdd.lua"] = { args = { "--elements", "1000" }, passed = "\nTest PASSED\n" },
+  ["samples/2_CoreConcepts/blockwiseSum.lua"] = { args = {}, passed = "\nBlock-wise sum:  Test PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { args = { "--elements", "256" }, passed = "\nreplace_address verified" },
 }
 
