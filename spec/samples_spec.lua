@@ -7,13 +7,20 @@ local gpurun = require("gpurun")
 local files = require("spec.support.files")
 local process = require("spec.support.process")
 
--- Every port, with arguments that keep it short and the line its output
--- must hold when its checks pass.
+-- Every port, with the argument lists that keep it short (one run each)
+-- and the text its output must hold when its checks pass.
 local SMALL = {
-  ["samples/1_GettingStarted/deviceQuery.lua"] = { args = {}, passed = "\nDone\n" },
-  ["samples/1_GettingStarted/vectorAdd.lua"] = { args = { "--elements", "1000" }, passed = "\nTest PASSED\n" },
-  ["samples/2_CoreConcepts/blockwiseSum.lua"] = { args = {}, passed = "\nBlock-wise sum:  Test PASSED\n" },
-  ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { args = { "--elements", "256" }, passed = "\nreplace_address verified" },
+  ["samples/1_GettingStarted/deviceQuery.lua"] = { runs = { {} }, passed = "\nDone\n" },
+  ["samples/1_GettingStarted/vectorAdd.lua"] = { runs = { { "--elements", "1000" } }, passed = "\nTest PASSED\n" },
+  ["samples/2_CoreConcepts/blockwiseSum.lua"] = { runs = { {} }, passed = "\nBlock-wise sum:  Test PASSED\n" },
+  ["samples/2_CoreConcepts/reduction.lua"] = {
+    runs = { { "--n", "100000", "--iterations", "3" },
+             { "--n", "1000", "--threads", "32", "--type", "int", "--iterations", "2" },
+             { "--n", "4097", "--threads", "1024", "--type", "double", "--iterations", "2" } },
+    passed = "\nTest PASSED\n",
+  },
+  ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
+                                                  passed = "\nreplace_address verified" },
 }
 
 local function run(path, argv)
@@ -84,7 +91,7 @@ describe("samples/", function()
         pending("says plainly that there is no GPU #nogpu (this machine has one)")
       else
         it("says plainly that there is no GPU #nogpu", function()
-          local result = run(path, (SMALL[path] or { args = {} }).args)
+          local result = run(path, SMALL[path] and SMALL[path].runs[1] or {})
           assert.are.equal(1, result.code)
           assert.are.equal("", result.stdout)
           local reason = gpurun.driver_error() or "no device"
@@ -94,10 +101,13 @@ describe("samples/", function()
 
       it("runs with small arguments, exits 0 and passes its checks #gpu", function()
         local small = assert(SMALL[path], "no small arguments for " .. path)
-        local result = run(path, small.args)
-        assert.are.equal(0, result.code, result.stdout .. result.stderr)
-        assert.are.equal("", result.stderr)
-        assert.truthy(result.stdout:find(small.passed, 1, true), result.stdout)
+        for _, argv in ipairs(small.runs) do
+          local result = run(path, argv)
+          local command = path .. " " .. table.concat(argv, " ")
+          assert.are.equal(0, result.code, command .. "\n" .. result.stdout .. result.stderr)
+          assert.are.equal("", result.stderr, command)
+          assert.truthy(result.stdout:find(small.passed, 1, true), command .. "\n" .. result.stdout)
+        end
       end)
     end)
   end
