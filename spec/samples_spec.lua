@@ -22,6 +22,8 @@ local SMALL = {
              { "--n", "4097", "--threads", "1024", "--type", "double", "--iterations", "2" } },
     passed = "\nTest PASSED\n",
   },
+  ["samples/2_CoreConcepts/streamingCopyComputeOverlap.lua"] = { runs = { {} },
+                                                                 passed = "\nVerification: PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
                                                   passed = "\nreplace_address verified" },
 }
