@@ -18,26 +18,8 @@ local BLOCK = 256
 local RUNS = 10
 local RULE = string.rep("=", 70)
 
-local KERNEL = [[
-extern "C" __global__ void reduce_sum(const float *__restrict__ in, float *__restrict__ out, int n)
-{
-  extern __shared__ float partial[];
-  const unsigned int t = threadIdx.x;
-  const unsigned int step = gridDim.x * blockDim.x;
-  float sum = 0.0f;
-  for (unsigned int i = blockIdx.x * blockDim.x + t; i < (unsigned int)n; i += step)
-    sum += in[i];
-  partial[t] = sum;
-  __syncthreads();
-  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (t < half)
-      partial[t] += partial[t + half];
-    __syncthreads();
-  }
-  if (t == 0)
-    out[blockIdx.x] = partial[0];
-}
-]]
+-- reduce_sum, the reduction tree (lua/gpurun/samples/kernels/reduce_sum.cu).
+local KERNEL = require("gpurun.samples.kernels").source("reduce_sum")
 
 local cli = args.new("parallelReduction.lua",
   "Parallel reduction: a hand-written reduction tree against gpurun.sum.")
