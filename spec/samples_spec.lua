@@ -13,6 +13,8 @@ local SMALL = {
   ["samples/1_GettingStarted/deviceQuery.lua"] = { runs = { {} }, passed = "\nDone\n" },
   ["samples/1_GettingStarted/vectorAdd.lua"] = { runs = { { "--elements", "1000" } }, passed = "\nTest PASSED\n" },
   ["samples/2_CoreConcepts/blockwiseSum.lua"] = { runs = { {} }, passed = "\nBlock-wise sum:  Test PASSED\n" },
+  ["samples/2_CoreConcepts/cudaComputeLambdas.lua"] = { runs = { { "--device", "0" } },
+                                                        passed = "  expected = [0, 2, 2, 6, 6, 12]  OK\n\nDone\n" },
   ["samples/2_CoreConcepts/launchConfigTuning.lua"] = { runs = { {} }, passed = "\n✓ Results verified correct!\n" },
   ["samples/2_CoreConcepts/parallelHistogram.lua"] = { runs = { {} }, passed = "\nTest PASSED\n" },
   ["samples/2_CoreConcepts/parallelReduction.lua"] = { runs = { {} }, passed = "\nTest PASSED!\n" },
