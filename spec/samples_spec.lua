@@ -25,6 +25,11 @@ local SMALL = {
              { "--n", "4097", "--threads", "1024", "--type", "double", "--iterations", "2" } },
     passed = "\nTest PASSED\n",
   },
+  ["samples/2_CoreConcepts/reductionMultiBlockCG.lua"] = {
+    runs = { { "--n", "100000", "--iterations", "3" },
+             { "--n", "5000", "--threads", "64", "--maxblocks", "4", "--iterations", "2" } },
+    passed = "\nTest PASSED\n",
+  },
   ["samples/2_CoreConcepts/streamingCopyComputeOverlap.lua"] = { runs = { {} },
                                                                  passed = "\nVerification: PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
