@@ -10,7 +10,9 @@ local process = require("spec.support.process")
 -- Every port, with the argument lists that keep it short (one run each)
 -- and the text its output must hold when its checks pass.
 local SMALL = {
+  ["samples/1_GettingStarted/copyImageArraytoGPU.lua"] = { runs = { {} }, passed = "\nTest PASSED\n" },
   ["samples/1_GettingStarted/deviceQuery.lua"] = { runs = { {} }, passed = "\nDone\n" },
+  ["samples/1_GettingStarted/simplePrint.lua"] = { runs = { {} }, passed = "\n[3, 7]:\t\tValue is: 10\n" },
   ["samples/1_GettingStarted/vectorAdd.lua"] = { runs = { { "--elements", "1000" } }, passed = "\nTest PASSED\n" },
   ["samples/2_CoreConcepts/blockwiseSum.lua"] = { runs = { {} }, passed = "\nBlock-wise sum:  Test PASSED\n" },
   ["samples/2_CoreConcepts/cudaComputeLambdas.lua"] = { runs = { { "--device", "0" } },
