@@ -75,6 +75,19 @@ describe("samples/", function()
     assert.are.same({}, missing)
   end)
 
+  it("has a row in docs/samples.md for each of the forty, with each port's length", function()
+    local doc = assert(files.read("docs/samples.md"))
+    local rows = 0
+    for _ in doc:gmatch("\n| [%w+ ]*%d_[%w_]+/%w+ |") do rows = rows + 1 end
+    assert.are.equal(40, rows)
+    for _, path in ipairs(ports()) do
+      local row = doc:match("\n(|[^\n]*%(%.%./" .. path:gsub("%p", "%%%0") .. "%)[^\n]*)")
+      assert.truthy(row, "no row links " .. path)
+      local lines = #files.lines_of(assert(files.read(path)))
+      assert.truthy(row:find("| " .. lines .. " / ", 1, true), ("%s has %d lines: %s"):format(path, lines, row))
+    end
+  end)
+
   for _, path in ipairs(ports()) do
     local name = path:match("([^/]+)%.lua$")
     local category = path:match("^samples/([^/]+)/")
