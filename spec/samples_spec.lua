@@ -36,6 +36,7 @@ local SMALL = {
                                                                  passed = "\nVerification: PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
                                                   passed = "\nreplace_address verified" },
+  ["samples/3_CUDA_Features/simpleCudaGraphs.lua"] = { runs = { {} }, passed = "\nTest PASSED: all 12 replays" },
 }
 
 local function run(path, argv)
