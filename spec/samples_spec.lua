@@ -36,6 +36,8 @@ local SMALL = {
                                                                  passed = "\nVerification: PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
                                                   passed = "\nreplace_address verified" },
+  ["samples/3_CUDA_Features/graphConditionalNodes.lua"] = { runs = { {} },
+                                                           passed = "\nTest PASSED: every launch ran" },
   ["samples/3_CUDA_Features/jacobiCudaGraphs.lua"] = {
     runs = { { "--gpumethod", "0" }, { "--gpumethod", "1" }, { "--gpumethod", "2" } },
     passed = "\n&&&& jacobiCudaGraphs PASSED\n",
