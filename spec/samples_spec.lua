@@ -38,6 +38,9 @@ local SMALL = {
                                                   passed = "\nreplace_address verified" },
   ["samples/3_CUDA_Features/graphConditionalNodes.lua"] = { runs = { {} },
                                                            passed = "\nTest PASSED: every launch ran" },
+  ["samples/3_CUDA_Features/graphMemoryFootprint.lua"] = {
+    runs = { {} }, passed = "\nCheck confirms all graphs use a different virtual address.\n",
+  },
   ["samples/3_CUDA_Features/jacobiCudaGraphs.lua"] = {
     runs = { { "--gpumethod", "0" }, { "--gpumethod", "1" }, { "--gpumethod", "2" } },
     passed = "\n&&&& jacobiCudaGraphs PASSED\n",
