@@ -150,3 +150,58 @@ describe("samples/", function()
     end)
   end
 end)
+
+describe("tools/samples.sh", function()
+  local function harness(argv, env)
+    return process.run("tools/samples.sh " .. argv, { env = env })
+  end
+
+  it("lists every port with its sample, cudaGraphs' in scripts/", function()
+    local result = harness("--list")
+    assert.are.equal(0, result.code, result.stderr)
+    local expected = { "2_CoreConcepts/cudaGraphs scripts/cudagraphs.lua" }
+    for _, path in ipairs(ports()) do
+      expected[#expected + 1] = path:match("^samples/(.-)%.lua$") .. " " .. path
+    end
+    table.sort(expected)
+    assert.are.same(expected, files.lines_of(result.stdout))
+  end)
+
+  it("refuses an unknown option with exit status 2", function()
+    local result = harness("--no-such-option")
+    assert.are.equal(2, result.code)
+    assert.matches("^samples.sh: unknown option '%-%-no%-such%-option'\n", result.stderr)
+  end)
+
+  it("runs each port, says PASS or FAIL and ends with the counts", function()
+    local fake = os.tmpname()
+    local file = assert(io.open(fake, "w"))
+    file:write([[#!/bin/sh
+[ "$1" = "-e" ] && exit 0
+echo "  Average time: 1.250 ms"
+case $1 in *vectorAdd*) exit 3;; esac
+]])
+    file:close()
+    os.execute("chmod +x " .. process.quote(fake))
+    local result = harness("--originals /nonexistent", { GPURUN_BIN = fake })
+    os.remove(fake)
+    local count = #ports() + 1
+    assert.are.equal(1, result.code, result.stdout .. result.stderr)
+    assert.truthy(result.stdout:find("\n== 1_GettingStarted/vectorAdd: FAIL (exit 3); original not run", 1, true),
+                  result.stdout)
+    assert.truthy(result.stdout:find("\n== 2_CoreConcepts/cudaGraphs: PASS; original not run", 1, true))
+    assert.truthy(result.stdout:find("\n   Average time: 1.250 ms ", 1, true))
+    assert.truthy(result.stdout:find(("\n%d passed, 1 failed, 0 skipped\n$"):format(count - 1)), result.stdout)
+  end)
+
+  if gpurun.device_count() > 0 then
+    pending("says plainly that there is no GPU #nogpu (this machine has one)")
+  else
+    it("says plainly that there is no GPU #nogpu", function()
+      local result = harness("")
+      assert.are.equal(1, result.code)
+      assert.are.equal("samples.sh: no CUDA GPU available: " .. (gpurun.driver_error() or "no device") .. "\n",
+                       result.stderr)
+    end)
+  end
+end)
