@@ -172,16 +172,15 @@ end
 
 -- The three ways to run step k (from 0) and wait for it; a method with a
 -- graph keeps it in `graph`.
-local graph
+local graph, kernel_node
 local methods = {
   [0] = function(k)
     if not graph then
       local builder <close> = capture(x, x_new)
       graph = builder:complete()
-    end
-    local kernel_node
-    for _, node in ipairs(graph:nodes()) do
-      if node.kind == "kernel" then kernel_node = node.index end
+      for _, node in ipairs(graph:nodes()) do
+        if node.kind == "kernel" then kernel_node = node.index end
+      end
     end
     if k % 2 == 0 then
       graph:set_args(kernel_node, A, b, threshold, x, x_new, change)
