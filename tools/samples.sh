@@ -106,7 +106,13 @@ while read -r sample path; do
   elif [ ! -f "$original" ]; then
     note="original not run: no $original"
   else
-    (cd "$(dirname "$original")" && timeout "$seconds" "$python" "$name.py") >"$work/original" 2>&1
+    original_args=()
+    if [ "$name" = reductionMultiBlockCG ]; then # the one original with a required option
+      cuda=${CUDA_HOME:-/usr/local/cuda}
+      original_args=(--cuda-include-dir "$cuda/include/cccl:$cuda/include")
+    fi
+    (cd "$(dirname "$original")" && timeout "$seconds" "$python" "$name.py" "${original_args[@]}") \
+      >"$work/original" 2>&1
     original_code=$?
     if grep -q "Required package not found\|pip install" "$work/original" && [ "$original_code" -ne 0 ]; then
       note="original stopped: $(grep -m1 'not found' "$work/original")"
