@@ -132,6 +132,19 @@ describe("gpurun.args", function()
     assert.are.equal(2.5, options.alpha)
   end)
 
+  it("names an option with a short alias by its long name, negative values included", function()
+    local cli = args.new("t.lua", "test")
+    cli:integer_option("-n --array-size", "Array size.", 50000)
+    local ok, options = cli:try_parse{ "-n", "7" }
+    assert.is_true(ok)
+    assert.are.equal(7, options.array_size)
+    for _, argv in ipairs{ { "-n", "-5" }, { "--array-size", "-5" }, { "--array-size=-5" } } do
+      local refused, message = cli:try_parse(argv)
+      assert.is_false(refused, table.concat(argv, " "))
+      assert.are.equal("--array-size: expected a positive integer, got '-5'", message)
+    end
+  end)
+
   it("gives the help text for -h and --help, and never exits", function()
     -- In a child: a try_parse that exits would end the spec run.
     local script = [[

@@ -58,16 +58,20 @@ function args.new(name, description)
 end
 
 -- Defaults go to argparse as text so that they pass the same conversion as
--- a typed value and show in --help.
+-- a typed value and show in --help. `flag` may list aliases ("-n --size");
+-- messages name the last, and each takes a negative-looking value.
 local function add_option(cli, flag, description, default, convert)
+  local name = flag:match("(%S+)%s*$")
   local function convert_naming_flag(text)
     local value, why = convert(text)
     if value == nil then
-      return nil, flag .. ": " .. why
+      return nil, name .. ": " .. why
     end
     return value
   end
-  cli.value_options[flag] = true
+  for alias in flag:gmatch("%S+") do
+    cli.value_options[alias] = true
+  end
   return cli.parser:option(flag, description, default ~= nil and tostring(default) or nil,
                            convert_naming_flag)
 end
@@ -109,7 +113,8 @@ local function join_negative_values(cli, argv)
     local item = argv[i]
     local following = argv[i + 1]
     if cli.value_options[item] and following and following:match("^%-[%d.]") then
-      joined[#joined + 1] = item .. "=" .. following
+      -- "--size=-3", and "-n-3" for a short option, which takes no "="
+      joined[#joined + 1] = item .. (item:match("^%-%-") and "=" or "") .. following
       i = i + 2
     else
       joined[#joined + 1] = item

@@ -1,0 +1,161 @@
+-- kernelNsysProfile.lua: a port of NVIDIA cuda-samples' python/1_GettingStarted/
+-- kernelNsysProfile (cuda.core). Three template kernels (vector add, SAXPY,
+-- sqrt(x^2 + 1) + sin(x)) compiled by name and launched inside named NVTX
+-- ranges, for Nsight Systems to show (nsys profile gpurun ...), then checked
+-- against the same operations on the host. gpurun's generator draws
+-- uniform numbers, so the two normal input arrays are made from them on
+-- the host (Box-Muller) where the original draws them on the GPU with CuPy.
+--
+--   gpurun samples/1_GettingStarted/kernelNsysProfile.lua [-n N | --array-size N]
+
+local gpurun = require("gpurun")
+local args = require("gpurun.args")
+local check = require("gpurun.check")
+local nvtx = require("gpurun.nvtx")
+
+local ALPHA = 2.5
+local BLOCK = 256
+local KERNELS = [[
+template <typename T>
+__global__ void vector_add(const T *a, const T *b, T *c, size_t n)
+{
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    c[i] = a[i] + b[i];
+}
+
+template <typename T>
+__global__ void saxpy(const T alpha, const T *x, T *y, size_t n)
+{
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    y[i] = alpha * x[i] + y[i];
+}
+
+template <typename T>
+__global__ void vector_transform(const T *a, T *b, size_t n)
+{
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    b[i] = sqrt(a[i] * a[i] + T(1.0)) + sin(a[i]);
+}
+]]
+local NAMES = { "vector_add<float>", "saxpy<float>", "vector_transform<float>" }
+
+local cli = args.new("kernelNsysProfile.lua", "Custom CUDA C++ kernels in NVTX ranges, for Nsight Systems.")
+cli:integer_option("-n --array-size", "Array size.", 50000, 1)
+local options = cli:parse(arg)
+local n = options.array_size
+
+-- 1234567 -> "1,234,567", as Python's "{:,}" writes it.
+local function with_commas(value)
+  return (tostring(value):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+-- n standard normal draws from the generator's uniforms (Box-Muller), and
+-- their mean and standard deviation.
+local function normal_draws(rng)
+  local uniform = rng:random_table(n + n % 2)
+  local values, sum, squares = {}, 0.0, 0.0
+  for i = 1, n, 2 do
+    local radius = math.sqrt(-2 * math.log(1 - uniform[i])) -- 1 - u is in (0, 1]
+    local angle = 2 * math.pi * uniform[i + 1]
+    values[i], values[i + 1] = radius * math.cos(angle), radius * math.sin(angle)
+  end
+  values[n + 1] = nil
+  for i = 1, n do
+    values[i] = string.unpack("f", string.pack("f", values[i])) -- as float32 holds it
+    sum = sum + values[i]
+  end
+  local mean = sum / n
+  for i = 1, n do squares = squares + (values[i] - mean) ^ 2 end
+  return values, mean, math.sqrt(squares / n)
+end
+
+local device = nvtx.with_range("Device Initialization", function()
+  local opened = cli:open_device(0)
+  print()
+  print("Device: " .. opened.name)
+  print("Compute Capability: sm_" .. opened.arch)
+  print()
+  opened:sync()
+  return opened
+end)
+print("Profiling gpurun Custom Kernels")
+print(("Array size: %s\n"):format(with_commas(n)))
+
+local stream <close> = device:create_stream()
+gpurun.set_current_stream(stream)
+local rng <close> = gpurun.default_rng(42)
+local a_values, b_values
+nvtx.with_range("Create GPU Arrays", function()
+  local a_mean, a_std, b_mean, b_std
+  a_values, a_mean, a_std = normal_draws(rng)
+  b_values, b_mean, b_std = normal_draws(rng)
+  print("Phase 1: Created arrays on GPU (normal draws made on the host)")
+  print(("  Array shape: (%d,)"):format(n))
+  print("  Array dtype: float32")
+  print(("  Array a - Mean: %.4f, Std: %.4f"):format(a_mean, a_std))
+  print(("  Array b - Mean: %.4f, Std: %.4f\n"):format(b_mean, b_std))
+end)
+local a <close> = gpurun.array(a_values, "float32")
+local b <close> = gpurun.array(b_values, "float32")
+
+local c <close> = gpurun.empty(n, "float32")
+local y <close> = gpurun.array(b_values, "float32")
+local transformed <close> = gpurun.empty(n, "float32")
+nvtx.with_range("gpurun Custom Kernels", function()
+  print("Phase 2: gpurun custom CUDA C++ kernels on GPU")
+  local program <close> = gpurun.Program(KERNELS, "c++",
+    gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch })
+  local code <close> = nvtx.with_range("Compile Kernels", program.compile, program, "cubin",
+                                       { name_expressions = NAMES })
+  print("Compiled custom CUDA C++ kernels")
+  local config = gpurun.LaunchConfig{ grid = (n + BLOCK - 1) // BLOCK, block = BLOCK }
+  local size = gpurun.u64(n)
+  nvtx.with_range("Vector Add (gpurun)", function()
+    gpurun.launch(stream, config, code:get_kernel("vector_add<float>"), a, b, c, size)
+    stream:sync()
+  end)
+  nvtx.with_range("SAXPY (gpurun)", function()
+    gpurun.launch(stream, config, code:get_kernel("saxpy<float>"), ALPHA, a, y, size)
+    stream:sync()
+  end)
+  nvtx.with_range("Vector Transform (gpurun)", function()
+    gpurun.launch(stream, config, code:get_kernel("vector_transform<float>"), a, transformed, size)
+    stream:sync()
+  end)
+  print("Vector Addition (custom kernel)")
+  print("SAXPY (custom kernel)")
+  print("Vector Transform (custom kernel)\n")
+end)
+
+local reference = nvtx.with_range("Generate Reference Results", function()
+  print("Phase 3: Generate reference results for verification")
+  local sums, saxpys, transforms = {}, {}, {}
+  for i = 1, n do
+    local x = a_values[i]
+    sums[i] = x + b_values[i]
+    saxpys[i] = ALPHA * x + b_values[i]
+    transforms[i] = math.sqrt(x * x + 1.0) + math.sin(x)
+  end
+  print("Reference results generated (on the host)\n")
+  return { add = sums, saxpy = saxpys, transform = transforms }
+end)
+
+local passed = nvtx.with_range("Verification", function()
+  print("Phase 4: Verify kernel correctness")
+  print("  Validating gpurun kernels:")
+  local checks = check.new(cli.name)
+  for _, case in ipairs{ { "    Vector Add: ", "vector add", c, reference.add },
+                         { "    SAXPY:      ", "SAXPY", y, reference.saxpy },
+                         { "    Transform:  ", "transform", transformed, reference.transform } } do
+    io.write(case[1])
+    print(checks:tables(case[2], case[3]:to_table(), case[4], 1e-5, 1e-6) and "Test PASSED" or "Test FAILED")
+  end
+  return checks:passed()
+end)
+if not passed then
+  print("\n  ERROR: Kernel verification failed!")
+  os.exit(1, true)
+end
+print()
+device:sync()
+print("The sample is complete PASSED!")
