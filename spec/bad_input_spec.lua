@@ -1947,8 +1947,8 @@ row("GraphBuilder:complete", nil, "GraphBuilder:complete: a graph for device lau
     builder:begin_building()
     return builder:end_building():complete({ device_launch = true })
   end })
-row("GraphBuilder:complete", nil, "GraphBuilder:complete: a graph for device launch holds only kernel, "
-  .. "memcpy and memset nodes; node 2 is a host node", { gpu = true, call = function(env)
+row("GraphBuilder:complete", nil, P("GraphBuilder:complete: a graph for device launch holds only kernel, "
+  .. "memcpy and memset nodes; node %d is a host node"), { gpu = true, call = function(env)
     local buffer, callback = env.buffer, gpurun.HostCallback(function() end)
     local builder = env.stream:create_graph_builder()
     builder:begin_building()
@@ -1988,8 +1988,9 @@ row("Kernel:check_argument", A(R.add, 4, R.device_graph),
   LAUNCHED_GRAPH .. "a gpurun.Graph passes only in a launch on a GraphBuilder")
 row("Graph:close", nil, "cannot close a gpurun.Graph while 1 graph(s) or graph builder(s) launch it from "
   .. "the device: close them first", { gpu = true, call = function(env)
-    local graph, builder = env.device_graph, env.building
-    gpurun.launch(builder, env.config, env.add, env.buffer, env.buffer, env.buffer, graph)
+    local graph, config, add, buffer = env.device_graph, env.config, env.add, env.buffer
+    local builder = env.building
+    gpurun.launch(builder, config, add, buffer, buffer, buffer, graph)
     builder:end_building()
     return graph:close()
   end })
