@@ -8,10 +8,10 @@
 
 extern const struct gpurun_tag gpurun_graph_tag;
 
-/* Its user values. A graph holds every Buffer and Kernel its capture used
- * (KEPT, a sequence) and counts as their user, so the collector cannot free
- * memory a replay touches and an explicit close is refused. It keeps a
- * clone of the captured graph, whose nodes name the executable's (NODES
+/* Its user values. A graph holds every Buffer and Kernel its capture used,
+ * and the Graphs its kernels launch (KEPT, a sequence), and counts as their
+ * user, so the collector cannot free memory a replay touches and an
+ * explicit close is refused. It keeps a clone of the captured graph, whose nodes name the executable's (NODES
  * lists them), and for each kernel node whose Kernel it knows, that node's
  * launch as it now stands (KERNEL_NODES: node index -> { kernel, launch }),
  * and the HostCallbacks its host nodes run (HOST_CALLBACKS, a sequence):
