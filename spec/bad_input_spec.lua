@@ -1925,9 +1925,75 @@ row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+,
 
 row("GraphBuilder:complete", A(R.built, 5), arg_error(1, "complete", "table of options expected, got number"))
 row("GraphBuilder:complete", A(R.built, { nope = 1 }),
-  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch)"))
+  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch, device_launch, upload_stream)"))
 row("GraphBuilder:complete", A(R.built, { auto_free_on_launch = 1 }),
   arg_error(1, "complete", "option 'auto_free_on_launch' must be a boolean, got number"))
+row("GraphBuilder:complete", A(R.built, { device_launch = "yes" }),
+  arg_error(1, "complete", "option 'device_launch' must be a boolean, got string"))
+row("GraphBuilder:complete", A(R.built, { upload_stream = 5 }),
+  arg_error(1, "complete", "option 'upload_stream' must be a gpurun.Stream, got number"))
+row("GraphBuilder:complete", A(R.built, { device_launch = true, auto_free_on_launch = true }),
+  "GraphBuilder:complete: device_launch and auto_free_on_launch cannot be combined")
+row("GraphBuilder:complete", nil, "attempt to use a closed gpurun.Stream", { gpu = true,
+  call = function(env) return env.built:complete({ upload_stream = env.closed_stream }) end })
+row("GraphBuilder:complete", nil, "the stream is being captured by a GraphBuilder", { gpu = true,
+  call = function(env)
+    local built = env.built
+    return built:complete({ upload_stream = env.building.stream })
+  end })
+row("GraphBuilder:complete", nil, "GraphBuilder:complete: a graph for device launch needs a kernel, memcpy "
+  .. "or memset node; this one has none", { gpu = true, call = function(env)
+    local builder = env.stream:create_graph_builder()
+    builder:begin_building()
+    return builder:end_building():complete({ device_launch = true })
+  end })
+row("GraphBuilder:complete", nil, P("GraphBuilder:complete: a graph for device launch holds only kernel, "
+  .. "memcpy and memset nodes; node %d is a host node"), { gpu = true, call = function(env)
+    local buffer, callback = env.buffer, gpurun.HostCallback(function() end)
+    local builder = env.stream:create_graph_builder()
+    builder:begin_building()
+    buffer:fill(1, builder)
+    callback:launch(builder)
+    return builder:end_building():complete({ device_launch = true })
+  end })
+row("GraphBuilder:complete", nil, "GraphBuilder:complete: a graph for device launch cannot hold conditional "
+  .. "nodes", { gpu = true, call = function(env)
+    local buffer = env.buffer
+    local builder = env.stream:create_graph_builder()
+    builder:begin_building()
+    local body = builder:if_then(builder:create_condition(1))
+    body:begin_building()
+    buffer:fill(1, body)
+    body:end_building()
+    return builder:end_building():complete({ device_launch = true })
+  end })
+
+-- A Graph as a kernel argument: vec_add's parameter 4 is an 8-byte integer.
+local LAUNCHED_GRAPH = "kernel 'vec_add' parameter 4 (.u64): "
+row("gpurun.launch", A(R.stream, R.config, R.add, R.buffer, R.buffer, R.buffer, R.device_graph),
+  LAUNCHED_GRAPH .. "a gpurun.Graph passes only in a launch on a GraphBuilder: a kernel launches a "
+  .. "graph only while it runs in a graph")
+row("gpurun.launch", A(R.building, R.config, R.add, R.buffer, R.buffer, R.buffer, R.graph),
+  LAUNCHED_GRAPH .. "the gpurun.Graph was not completed for device launch: complete it with "
+  .. "{ device_launch = true }")
+row("gpurun.launch", A(R.building, R.config, R.add, R.buffer, R.buffer, R.buffer, R.device_graph_not_uploaded),
+  LAUNCHED_GRAPH .. "the gpurun.Graph is not on the device yet: upload it first")
+row("gpurun.launch", A(R.building, R.config, R.add, R.buffer, R.buffer, R.buffer, R.closed_graph),
+  LAUNCHED_GRAPH .. "attempt to use a closed gpurun.Graph")
+row("gpurun.launch", A(R.building, R.config, R.scale, R.buffer, R.device_graph, 1, 16),
+  "kernel 'scale_shift' parameter 2 (.f32): a gpurun.Graph passes as an 8-byte integer (cudaGraphExec_t)")
+row("gpurun.launch", A(R.building, R.config, R.scale, R.buffer, 1.5, R.device_graph, 16),
+  "kernel 'scale_shift' parameter 3 (.u32): a gpurun.Graph passes as an 8-byte integer (cudaGraphExec_t)")
+row("Kernel:check_argument", A(R.add, 4, R.device_graph),
+  LAUNCHED_GRAPH .. "a gpurun.Graph passes only in a launch on a GraphBuilder")
+row("Graph:close", nil, "cannot close a gpurun.Graph while 1 graph(s) or graph builder(s) launch it from "
+  .. "the device: close them first", { gpu = true, call = function(env)
+    local graph, config, add, buffer = env.device_graph, env.config, env.add, env.buffer
+    local builder = env.building
+    gpurun.launch(builder, config, add, buffer, buffer, buffer, graph)
+    builder:end_building()
+    return graph:close()
+  end })
 
 -- Buffers a graph's allocation node makes.
 local function allocating_graph(env, options)

@@ -161,6 +161,15 @@ still_works()
 ]], "^false\t[^\n]*attempt to use a closed gpurun%.GraphBuilder\nstill works\n$")
     end)
 
+    it("GraphBuilder:complete: the upload stream closed while the graph is made #gpu", function()
+      expect(GPU_SETUP .. [[
+local builder = graph_of(stream:create_graph_builder())
+local other = device:create_stream()
+trapped(other, builder.complete, builder, { device_launch = true, upload_stream = other })
+still_works()
+]], "^false\t[^\n]*attempt to use a closed gpurun%.Stream\nstill works\n$")
+    end)
+
     it("ObjectCode:get_kernel: the library unloaded under the new Kernel #gpu", function()
       expect(GPU_SETUP .. [[
 local other = gpurun.Program(SOURCE, "c++", options):compile("cubin")

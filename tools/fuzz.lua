@@ -255,14 +255,15 @@ local function gpu_factories()
   end
   -- Graphs of plain launches, and graphs with allocation and free nodes: a
   -- temporary freed inside, and a buffer the graph keeps making (auto-free
-  -- or not), so that launches of both kinds are drawn.
+  -- or not), so that launches of both kinds are drawn; and plain ones that
+  -- kernels may launch, uploaded, passed as kernel arguments.
   function fresh.Graph()
-    local kind = next_of({ "plain", "temporary", "keeps", "keeps_auto_free" })
+    local kind = next_of({ "plain", "temporary", "keeps", "keeps_auto_free", "device_launch" })
     local a = gpurun.zeros(16, "float32")
     local kernel = factory.code:get_kernel("vec_add")
     local builder = fresh.Stream():create_graph_builder()
     builder:begin_building()
-    if kind == "plain" then
+    if kind == "plain" or kind == "device_launch" then
       gpurun.launch(builder, factory.config, kernel, a, a, a, gpurun.u64(16))
     else
       local t = gpurun.empty(16, "float32", { stream = builder })
@@ -271,6 +272,9 @@ local function gpu_factories()
       if kind == "temporary" then t:close() else pool:add(t) end
     end
     builder:end_building()
+    if kind == "device_launch" then
+      return builder:complete({ device_launch = true, upload_stream = builder.stream })
+    end
     return builder:complete({ auto_free_on_launch = kind == "keeps_auto_free" })
   end
 end

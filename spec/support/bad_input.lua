@@ -289,6 +289,12 @@ GPU_FACTORIES = {
   end,
   graph = function(env) return env.built:complete() end,
   closed_graph = function(env) return closed(env.built:complete()) end,
+  -- Graphs kernels may launch: uploaded (on other_stream, which no row's
+  -- builder captures), and not.
+  device_graph = function(env)
+    return env.built:complete({ device_launch = true, upload_stream = env.other_stream })
+  end,
+  device_graph_not_uploaded = function(env) return env.built:complete({ device_launch = true }) end,
   tensor_map = function(env) return env.buffer:as_tensor_map({ box_dim = { 16 } }) end,
   closed_tensor_map = function(env) return closed(env.buffer:as_tensor_map({ box_dim = { 16 } })) end,
   tensor_map_closed_buffer = function() -- the buffer it points at was closed under it

@@ -149,6 +149,9 @@ local function packed(value, size)
     if value.type == "f64" then return (string.unpack("<i8", string.pack("<d", number))) end
     return packed(number, size) or number
   end
+  -- A Graph for device launch passes its handle, an address, to an 8-byte
+  -- integer (in a launch on a builder): as a count, out of every buffer.
+  if type_name == "Graph" and size == 8 and field(value, "device_launch") then return -1 end
   -- Anything else is refused: a Struct passes only to a struct parameter,
   -- which none of these kernels has.
   return nil

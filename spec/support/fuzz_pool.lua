@@ -344,6 +344,7 @@ function Pool:kernel_arg()
   if roll < 0.93 then return self.random(2) == 1 end
   if roll < 0.945 then return self:object("Struct") end
   if roll < 0.96 then return self:object("TensorMap") end
+  if roll < 0.97 then return self:object("Graph") end
   return self:any()
 end
 
@@ -456,8 +457,13 @@ draws = {
     { nil, {}, { box_dim = { 0 } }, { box_dim = { 257 } }, { box_dim = { 16 }, swizzle = "x" },
       { shape = { 1 << 32, 1 << 32 }, box_dim = { 1, 16 } }, { box_dim = { 16 }, nope = 1 }, 5, "x" }),
   tensor_map = function(p) return p:typed("TensorMap") end,
-  complete_options = from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false } }, 0.8,
-    { { auto_free_on_launch = 1 }, { nope = true }, 5 }),
+  complete_options = function(p)
+    if p:chance(0.15) then return { device_launch = true, upload_stream = p:typed("Stream") } end
+    return from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false },
+      { device_launch = true }, { device_launch = false } }, 0.8,
+      { { auto_free_on_launch = 1 }, { nope = true }, 5, { device_launch = "yes" }, { upload_stream = 5 },
+        { device_launch = true, auto_free_on_launch = true } })(p)
+  end,
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),
@@ -576,7 +582,7 @@ draws = {
     "num_params", "handle", "id", "arch", "compute_capability", "total_memory",
     "multiprocessor_count", "max_threads_per_block", "max_shared_memory_per_block",
     "used", "reserved", "used_high", "reserved_high", "release_threshold", "max_size", "buffers",
-    "is_default", "pool", "has_memory_nodes", "auto_free_on_launch",
+    "is_default", "pool", "has_memory_nodes", "auto_free_on_launch", "device_launch",
     "nope", 1, 0, -1, 1.5, 4097, true }),
 }
 

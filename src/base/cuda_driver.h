@@ -42,6 +42,7 @@
     X(cuMemcpyDtoDAsync, 3020) X(cuMemsetD8Async, 3020) \
     X(cuMemsetD16Async, 3020) X(cuMemsetD32Async, 3020) \
     X(cuGraphInstantiateWithFlags, 11040) X(cuGraphUpload, 11010) \
+    X(cuGraphInstantiateWithParams, 12000) \
     X(cuGraphLaunch, 10000) X(cuGraphExecDestroy, 10000) \
     X(cuGraphDestroy, 10000) X(cuGraphGetNodes, 10000) \
     X(cuStreamWaitEvent, 3020) X(cuStreamBeginCaptureToGraph, 12030) \

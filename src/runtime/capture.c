@@ -493,8 +493,9 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
 
 /* cuMemFree is not allowed while a graph is being captured (it would break
  * the capture), so memory freed then waits; page-locked host memory too
- * (host != NULL, with the event of its last queued copy). A full list frees
- * at once rather than leak. */
+ * (host != NULL, with the event of its last queued copy), and graphs that
+ * kernels launch, whose destruction waits for the context (exec != NULL).
+ * A full list frees at once rather than leak. */
 #define MAX_PENDING_FREES 1024
 static struct {
     CUdeviceptr pointer;
@@ -502,6 +503,7 @@ static struct {
     int after_device; /* stream-ordered memory: wait for the context's work first */
     void *host;
     CUevent last_use;
+    CUgraphExec exec; /* a graph kernels may launch: destroyed after the context's work */
 } pending[MAX_PENDING_FREES];
 static size_t pending_count;
 
@@ -529,7 +531,17 @@ static CUresult free_now(CUdeviceptr pointer, int after_device)
     return result != CUDA_SUCCESS ? result : freed;
 }
 
-static CUresult free_in_context(CUdeviceptr pointer, CUcontext context, int after_device)
+/* A graph that kernels launch from the device is destroyed once no work
+ * queued before can launch it any more. */
+static CUresult destroy_exec_now(CUgraphExec exec)
+{
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    CUresult destroyed = CUDA_CALL(cuGraphExecDestroy, exec);
+    return result != CUDA_SUCCESS ? result : destroyed;
+}
+
+static CUresult free_in_context(CUdeviceptr pointer, CUgraphExec exec, CUcontext context,
+                                int after_device)
 {
     CUcontext current = gpurun_runtime.current_context;
     /* No current context means the runtime has been closed at exit, and
@@ -538,10 +550,10 @@ static CUresult free_in_context(CUdeviceptr pointer, CUcontext context, int afte
     if (current == NULL || gpurun_runtime.abandoned)
         return CUDA_SUCCESS;
     if (context == current)
-        return free_now(pointer, after_device);
+        return exec ? destroy_exec_now(exec) : free_now(pointer, after_device);
     CUresult result = CUDA_CALL(cuCtxSetCurrent, context);
     if (result == CUDA_SUCCESS)
-        result = free_now(pointer, after_device);
+        result = exec ? destroy_exec_now(exec) : free_now(pointer, after_device);
     CUresult restored = CUDA_CALL(cuCtxSetCurrent, current);
     return result != CUDA_SUCCESS ? result : restored;
 }
@@ -563,7 +575,8 @@ void gpurun_flush_frees(void)
         if (pending[pending_count].host)
             (void)free_host(pending[pending_count].host, pending[pending_count].last_use);
         else
-            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].context,
+            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].exec,
+                                  pending[pending_count].context,
                                   pending[pending_count].after_device);
     }
 }
@@ -576,6 +589,7 @@ static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int a
         pending[pending_count].after_device = after_device;
         pending[pending_count].host = NULL;
         pending[pending_count].last_use = NULL;
+        pending[pending_count].exec = NULL;
         pending_count++;
         return CUDA_SUCCESS;
     }
@@ -586,7 +600,7 @@ static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int a
      * cuMemFree of cuMemAlloc's memory fails the capture, as before. */
     if (must_defer() && after_device)
         return CUDA_SUCCESS;
-    return free_in_context(pointer, context, after_device);
+    return free_in_context(pointer, NULL, context, after_device);
 }
 
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
@@ -599,6 +613,26 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
     return free_device_memory(pointer, context, 1);
 }
 
+CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
+{
+    if (must_defer() && pending_count < MAX_PENDING_FREES) {
+        pending[pending_count].pointer = 0;
+        pending[pending_count].context = context;
+        pending[pending_count].after_device = 0;
+        pending[pending_count].host = NULL;
+        pending[pending_count].last_use = NULL;
+        pending[pending_count].exec = exec;
+        pending_count++;
+        return CUDA_SUCCESS;
+    }
+    gpurun_flush_frees();
+    /* A full list while a capture runs: the graph stays rather than be
+     * destroyed under a kernel that may still launch it. */
+    if (must_defer())
+        return CUDA_SUCCESS;
+    return free_in_context(0, exec, context, 0);
+}
+
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
 {
     if (must_defer() && pending_count < MAX_PENDING_FREES) {
@@ -607,6 +641,7 @@ CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
         pending[pending_count].after_device = 0;
         pending[pending_count].host = pointer;
         pending[pending_count].last_use = last_use;
+        pending[pending_count].exec = NULL;
         pending_count++;
         return CUDA_SUCCESS;
     }

@@ -532,6 +532,12 @@ CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context);
  * tell by streams (the buffer's stream was closed, or is being captured). */
 CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context);
 
+/* Destroys an executable graph that kernels launch from the device
+ * (cuGraphExecDestroy) after all the work of its context queued so far, so
+ * that no kernel still queued launches it destroyed; while a capture is in
+ * progress, once none is. */
+CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context);
+
 /* Frees page-locked host memory (cuMemFreeHost) once the event of its last
  * queued copy (NULL: none) has completed, destroying the event; while a
  * capture is in progress, once none is. */

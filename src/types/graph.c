@@ -199,15 +199,123 @@ static void take_allocations(lua_State *L, struct gpurun_graph *graph, int graph
     graph->allocation_count = count;
 }
 
-/* builder:complete([{ auto_free_on_launch = false }]) -> Graph */
+/* What the driver lets a graph that kernels launch hold
+ * (CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH), checked before the graph is
+ * copied so that each refusal says which rule it broke. */
+static void check_device_launch(lua_State *L, const struct gpurun_capture *capture, int auto_free)
+{
+    if (auto_free)
+        gpurun_error(L, "GraphBuilder:complete: device_launch and auto_free_on_launch cannot be "
+                        "combined (a graph launched from the device allocates nothing)");
+    if (capture->has_memory_nodes)
+        gpurun_error(L, "GraphBuilder:complete: a graph for device launch cannot allocate or free "
+                        "memory: make its buffers before the capture, not on the builder");
+    if (capture->has_conditional)
+        gpurun_error(L, "GraphBuilder:complete: a graph for device launch cannot hold conditional "
+                        "nodes");
+}
+
+/* Its nodes: kernels, copies, fills (and child graphs), at least one. */
+static void check_device_launch_nodes(lua_State *L, const struct gpurun_graph *graph)
+{
+    int work = 0;
+    for (size_t i = 0; i < graph->node_count; i++) {
+        CUgraphNodeType type;
+        CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, graph->nodes[i], &type);
+        if (type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
+            || type == CU_GRAPH_NODE_TYPE_MEMSET)
+            work = 1;
+        else if (type != CU_GRAPH_NODE_TYPE_GRAPH)
+            gpurun_error(L, "GraphBuilder:complete: a graph for device launch holds only kernel, "
+                            "memcpy and memset nodes; node %d is a %s node", (int)i + 1,
+                         gpurun_graph_node_kind(type));
+    }
+    if (!work)
+        gpurun_error(L, "GraphBuilder:complete: a graph for device launch needs a kernel, memcpy "
+                        "or memset node; this one has none");
+}
+
+static const char *instantiate_failure(CUgraphInstantiateResult result)
+{
+    switch (result) {
+    case CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE:
+        return "its structure is invalid";
+    case CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED:
+        return "a node does what a graph launched from the device cannot (a kernel that "
+               "launches kernels itself, a copy of host memory that is not mapped)";
+    case CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED:
+        return "its nodes belong to more than one context";
+    default:
+        return NULL;
+    }
+}
+
+/* Instantiates graph->source with `flags`, uploading on `upload` (NULL:
+ * not); raises naming the node the driver blames. */
+static void instantiate(lua_State *L, struct gpurun_graph *graph, cuuint64_t flags,
+                        CUstream upload, int moved)
+{
+    CUDA_GRAPH_INSTANTIATE_PARAMS params;
+    memset(&params, 0, sizeof params);
+    params.flags = flags | (upload ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0);
+    params.hUploadStream = upload;
+    CUcontext previous = gpurun_enter_context(graph->context);
+    CUresult result = CUDA_CALL(cuGraphInstantiateWithParams, &graph->exec, graph->source,
+                                &params);
+    gpurun_leave_context(previous);
+    if (result == CUDA_SUCCESS)
+        return;
+    graph->exec = NULL;
+    if (moved) {
+        (void)CUDA_CALL(cuGraphDestroy, graph->source);
+        graph->source = NULL;
+        cuda_last_failed_result = result;
+        cuda_last_failed_call = "cuGraphInstantiateWithParams";
+    }
+    const char *step = flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
+                           ? "instantiating a graph for device launch"
+                           : "instantiating a graph";
+    const char *why = instantiate_failure(params.result_out);
+    size_t blamed = 0;
+    for (size_t i = 0; why && i < graph->node_count && !blamed; i++)
+        if (graph->nodes[i] == params.hErrNode_out)
+            blamed = i + 1;
+    if (why && blamed)
+        gpurun_cuda_error(L, "%s: %s (node %d)", step, why, (int)blamed);
+    if (why)
+        gpurun_cuda_error(L, "%s: %s", step, why);
+    gpurun_cuda_error(L, "%s", step);
+}
+
+static struct gpurun_stream *replay_stream(lua_State *L, const struct gpurun_graph *graph,
+                                           int index);
+
+/* builder:complete([{ auto_free_on_launch = false, device_launch = false,
+ * upload_stream = nil }]) -> Graph */
 static int builder_complete(lua_State *L)
 {
-    static const char *const known[] = {"auto_free_on_launch", NULL};
+    static const char *const known[] = {"auto_free_on_launch", "device_launch", "upload_stream",
+                                        NULL};
     check_built(L);
-    gpurun_check_options(L, 2, known);
+    int has_options = gpurun_check_options(L, 2, known);
     int auto_free = gpurun_opt_boolean_field(L, 2, "auto_free_on_launch", 0);
-    lua_settop(L, 1);
-    check_built(L);
+    int device_launch = gpurun_opt_boolean_field(L, 2, "device_launch", 0);
+    /* The upload stream (or nil) stays at 2. */
+    if (has_options) {
+        lua_pushliteral(L, "upload_stream");
+        lua_rawget(L, 2);
+    } else {
+        lua_pushnil(L);
+    }
+    if (!lua_isnil(L, -1) && !gpurun_to_tagged(L, -1, &gpurun_stream_tag)) {
+        const char *got = gpurun_type_name(L, -1);
+        gpurun_arg_error(L, 2, "option 'upload_stream' must be a gpurun.Stream, got %s", got);
+    }
+    lua_replace(L, 2);
+    lua_settop(L, 2);
+    int upload = !lua_isnil(L, 2);
+    if (device_launch)
+        check_device_launch(L, check_built(L), auto_free);
     struct gpurun_graph *graph =
         gpurun_new_object(L, sizeof *graph, GPURUN_GRAPH_USER_VALUES, &gpurun_graph_tag);
     int graph_index = lua_gettop(L);
@@ -237,20 +345,16 @@ static int builder_complete(lua_State *L)
         CHECK_CUDA(L, "listing graph nodes", cuGraphGetNodes, graph->source, graph->nodes,
                    &count);
     graph->node_count = count;
-    CUcontext previous = gpurun_enter_context(graph->context);
-    CUresult result = CUDA_CALL(cuGraphInstantiateWithFlags, &graph->exec, graph->source,
-                                auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0);
-    gpurun_leave_context(previous);
-    if (result != CUDA_SUCCESS) {
-        graph->exec = NULL;
-        if (moved) {
-            (void)CUDA_CALL(cuGraphDestroy, graph->source);
-            graph->source = NULL;
-            cuda_last_failed_result = result;
-            cuda_last_failed_call = "cuGraphInstantiateWithFlags";
-        }
-        gpurun_cuda_error(L, "instantiating a graph");
-    }
+    if (device_launch)
+        check_device_launch_nodes(L, graph);
+    /* Checked after the allocations above, which may run a finalizer. */
+    CUstream upload_stream = upload ? replay_stream(L, graph, 2)->handle : NULL;
+    instantiate(L, graph,
+                (auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0)
+                    | (device_launch ? CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH : 0),
+                upload_stream, moved);
+    graph->device_launch = device_launch;
+    graph->uploaded = upload;
     /* What the capture kept; a builder closed meanwhile let it go, and a
      * graph that kept nothing would replay memory freed under it. */
     struct gpurun_graph_builder *builder = lua_touserdata(L, 1);
@@ -371,6 +475,7 @@ static int replay(lua_State *L, replay_call call, const char *name, const char *
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "%s", what);
+    graph->uploaded = 1;
     /* A while loop may never end: waits for this stream become interruptible. */
     if (runs) {
         stream->unbounded |= graph->has_loop;
@@ -537,21 +642,33 @@ static int graph_update(lua_State *L)
     lua_pushvalue(L, kept);
     lua_setiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE);
     graph->has_loop = capture->has_loop;
+    /* Kernels launch what was uploaded: the update reaches them once
+     * uploaded again. */
+    graph->uploaded = 0;
     lua_settop(L, 1);
     return 1;
 }
 
-static int graph_close(lua_State *L)
+/* close() and __close refuse while graphs launch this one from the device
+ * (they keep it); the collector closes it when they are gone too. */
+static int close_graph(lua_State *L, int explicit)
 {
     struct gpurun_graph *graph = gpurun_check_tagged(L, 1, &gpurun_graph_tag);
     if (graph->header.closed)
         return 0;
+    if (explicit && graph->header.graph_users > 0)
+        return gpurun_error(L, "cannot close a gpurun.Graph while %d graph(s) or graph "
+                               "builder(s) launch it from the device: close them first",
+                            graph->header.graph_users);
     graph->header.closed = 1;
     /* As for unloading code (types/object_code.c): the collector may close
      * a graph while another is being captured, where the driver can count
      * destroying it as unsafe and end that capture. */
     struct gpurun_relaxed relaxed = gpurun_relax_captures();
-    if (graph->exec) { /* NULL when complete() failed before instantiating */
+    if (graph->exec && graph->device_launch) {
+        /* A kernel queued before may still launch it. */
+        (void)gpurun_destroy_exec_after_device(graph->exec, graph->context);
+    } else if (graph->exec) { /* NULL when complete() failed before instantiating */
         CUcontext previous = gpurun_enter_context(graph->context);
         (void)CUDA_CALL(cuGraphExecDestroy, graph->exec);
         gpurun_leave_context(previous);
@@ -587,6 +704,16 @@ static int graph_close(lua_State *L)
     return 0;
 }
 
+static int graph_close(lua_State *L)
+{
+    return close_graph(L, 1);
+}
+
+static int graph_gc(lua_State *L)
+{
+    return close_graph(L, 0);
+}
+
 static int graph_node_count(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)((struct gpurun_graph *)lua_touserdata(L, 1))->node_count);
@@ -602,6 +729,12 @@ static int graph_has_loop(lua_State *L)
 static int graph_auto_free_on_launch(lua_State *L)
 {
     lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->auto_free);
+    return 1;
+}
+
+static int graph_device_launch(lua_State *L)
+{
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->device_launch);
     return 1;
 }
 
@@ -640,6 +773,7 @@ static const luaL_Reg graph_fields[] = {
     {"has_loop", graph_has_loop},
     {"has_memory_nodes", graph_has_memory_nodes},
     {"auto_free_on_launch", graph_auto_free_on_launch},
+    {"device_launch", graph_device_launch},
     {"device", graph_device},
     {NULL, NULL}
 };
@@ -647,7 +781,7 @@ static const luaL_Reg graph_fields[] = {
 static const luaL_Reg graph_metamethods[] = {
     {"__tostring", graph_tostring},
     {"__close", graph_close},
-    {"__gc", graph_close},
+    {"__gc", graph_gc},
     {NULL, NULL}
 };
 

@@ -8,10 +8,10 @@
 
 extern const struct gpurun_tag gpurun_graph_tag;
 
-/* Its user values. A graph holds every Buffer and Kernel its capture used
- * (KEPT, a sequence) and counts as their user, so the collector cannot free
- * memory a replay touches and an explicit close is refused. It keeps a
- * clone of the captured graph, whose nodes name the executable's (NODES
+/* Its user values. A graph holds every Buffer and Kernel its capture used,
+ * and the Graphs its kernels launch (KEPT, a sequence), and counts as their
+ * user, so the collector cannot free memory a replay touches and an
+ * explicit close is refused. It keeps a clone of the captured graph, whose nodes name the executable's (NODES
  * lists them), and for each kernel node whose Kernel it knows, that node's
  * launch as it now stands (KERNEL_NODES: node index -> { kernel, launch }),
  * and the HostCallbacks its host nodes run (HOST_CALLBACKS, a sequence):
@@ -40,6 +40,8 @@ struct gpurun_graph {
     int device;
     int has_memory_nodes;
     int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+    int device_launch;     /* with CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: kernels launch it */
+    int uploaded;          /* uploaded or launched once: a kernel may launch it */
     size_t allocation_count;
     struct gpurun_graph_allocation *allocations;
     /* It keeps buffers of stream-ordered memory, whose frees must wait for
@@ -58,6 +60,9 @@ struct gpurun_node_launch {
     unsigned char *storage;
 };
 
+
+/* A node kind's name as Graph:nodes() gives it ("kernel", "host", ...). */
+const char *gpurun_graph_node_kind(CUgraphNodeType type);
 
 /* The open Graph at index, or an error. */
 struct gpurun_graph *gpurun_check_graph(lua_State *L, int index);

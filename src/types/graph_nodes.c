@@ -13,7 +13,7 @@
 #include "types/launch.h"
 #include "types/tensor_map.h"
 
-static const char *node_kind(CUgraphNodeType type)
+const char *gpurun_graph_node_kind(CUgraphNodeType type)
 {
     static const char *const kinds[] = {
         [CU_GRAPH_NODE_TYPE_KERNEL] = "kernel", [CU_GRAPH_NODE_TYPE_MEMCPY] = "memcpy",
@@ -166,7 +166,7 @@ static int graph_nodes(lua_State *L)
         lua_setfield(L, -2, "name"); /* nil: no name */
         lua_pushinteger(L, (lua_Integer)i + 1);
         lua_setfield(L, -2, "index");
-        lua_pushstring(L, node_kind(type));
+        lua_pushstring(L, gpurun_graph_node_kind(type));
         lua_setfield(L, -2, "kind");
         if (has_kernel) {
             /* node's { kernel, launch } (below the node's table) lives in
@@ -224,11 +224,14 @@ static struct gpurun_node_launch *check_kernel_node(lua_State *L, const struct g
     return lua_touserdata(L, -1);
 }
 
-static void set_kernel_node(lua_State *L, const struct gpurun_graph *graph, int arg,
+/* A node changed: kernels launch what was uploaded, so a graph for device
+ * launch must be uploaded again. */
+static void set_kernel_node(lua_State *L, struct gpurun_graph *graph, int arg,
                             const struct gpurun_node_launch *launch)
 {
     CHECK_CUDA(L, "setting a kernel node of an executable graph", cuGraphExecKernelNodeSetParams,
                graph->exec, graph->nodes[lua_tointeger(L, arg) - 1], &launch->params);
+    graph->uploaded = 0;
 }
 
 /* Counts the Buffer at index as the graph's (once), so that it lives as
@@ -374,9 +377,10 @@ static int graph_set_enabled(lua_State *L)
     if (type != CU_GRAPH_NODE_TYPE_KERNEL && type != CU_GRAPH_NODE_TYPE_MEMCPY
         && type != CU_GRAPH_NODE_TYPE_MEMSET)
         return gpurun_arg_error(L, 2, "a kernel, memcpy or memset node expected: node %d is %s",
-                                (int)lua_tointeger(L, 2), node_kind(type));
+                                (int)lua_tointeger(L, 2), gpurun_graph_node_kind(type));
     CHECK_CUDA(L, "enabling or disabling a graph node", cuGraphNodeSetEnabled, graph->exec, node,
                lua_toboolean(L, 3) ? 1 : 0);
+    graph->uploaded = 0;
     lua_settop(L, 1);
     return 1;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "types/condition.h"
+#include "types/graph.h"
 #include "types/graph_builder.h"
 #include "types/scalar.h"
 #include "types/struct.h"
@@ -272,6 +273,36 @@ static struct gpurun_buffer *pack_tensor_map(lua_State *L, const struct gpurun_k
     return gpurun_buffer_owner(buffer);
 }
 
+/* A Graph completed for device launch passes its CUgraphExec (a kernel's
+ * cudaGraphExec_t) to an 8-byte integer parameter, only in a launch on a
+ * builder: a kernel launches a graph only while it runs in one itself, and
+ * that graph keeps this one (the launch keeps it before packing). */
+static void pack_graph(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                       const struct gpurun_graph *graph, unsigned char *slot,
+                       const struct gpurun_capture *capture)
+{
+    if (graph->header.closed)
+        param_error(L, kernel, i, "attempt to use a closed gpurun.Graph");
+    int kind = kernel->param_kinds[i];
+    if (kernel->param_sizes[i] != sizeof graph->exec || kind == GPURUN_PARAM_FLOAT
+        || kind == GPURUN_PARAM_AGGREGATE)
+        param_error(L, kernel, i, "a gpurun.Graph passes as an 8-byte integer "
+                                  "(cudaGraphExec_t)");
+    if (capture == NULL)
+        param_error(L, kernel, i, "a gpurun.Graph passes only in a launch on a GraphBuilder: "
+                                  "a kernel launches a graph only while it runs in a graph");
+    if (!graph->device_launch)
+        param_error(L, kernel, i, "the gpurun.Graph was not completed for device launch: "
+                                  "complete it with { device_launch = true }");
+    if (!graph->uploaded)
+        param_error(L, kernel, i, "the gpurun.Graph is not on the device yet: upload it first "
+                                  "(graph:upload(stream), or complete{ upload_stream = stream })");
+    if (graph->device != kernel->device)
+        param_error(L, kernel, i, "the gpurun.Graph replays on device %d, the kernel runs on "
+                                  "device %d", graph->device, kernel->device);
+    memcpy(slot, &graph->exec, sizeof graph->exec);
+}
+
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
                                            int i, int index, unsigned char *slot,
                                            const struct gpurun_capture *capture)
@@ -337,6 +368,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
         const struct gpurun_tensor_map *map = gpurun_to_tagged(L, index, &gpurun_tensor_map_tag);
         if (map)
             return pack_tensor_map(L, kernel, i, map, slot, capture);
+        const struct gpurun_graph *graph = gpurun_to_tagged(L, index, &gpurun_graph_tag);
+        if (graph) {
+            pack_graph(L, kernel, i, graph, slot, capture);
+            return NULL;
+        }
         break;
     }
     default:
@@ -440,6 +476,19 @@ void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfu
         gpurun_cuda_error(L, "launching kernel '%s'", kernel->name);
 }
 
+/* What the graph of a capture keeps for the argument at index: the memory
+ * a Buffer or TensorMap passes, or a Graph the kernel launches. */
+static int push_kept_argument(lua_State *L, int index)
+{
+    if (gpurun_push_argument_memory(L, index))
+        return 1;
+    if (gpurun_to_tagged(L, index, &gpurun_graph_tag)) {
+        lua_pushvalue(L, index);
+        return 1;
+    }
+    return 0;
+}
+
 /* launch(stream | builder, config, kernel, args...) */
 static int module_launch(lua_State *L)
 {
@@ -455,7 +504,7 @@ static int module_launch(lua_State *L)
          * that allocation must not close a buffer already packed. */
         gpurun_capture_keep(L, capture, 3);
         for (int i = 0; i < given; i++)
-            if (gpurun_push_argument_memory(L, 4 + i)) {
+            if (push_kept_argument(L, 4 + i)) {
                 gpurun_capture_keep(L, capture, -1);
                 lua_pop(L, 1);
             }
