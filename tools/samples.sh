@@ -52,7 +52,7 @@ ports() {
       category=${path#samples/}
       echo "${category%%/*}/${name%.lua} $path"
     done
-  } | sort
+  } | LC_ALL=C sort
 }
 
 if [ "$list" = 1 ]; then

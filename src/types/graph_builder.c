@@ -246,7 +246,9 @@ static int builder_wait(lua_State *L)
         if (other->capture.root != builder->capture.root)
             return gpurun_arg_error(L, 2, "a builder of the same capture expected: this one "
                                           "builds another graph");
-        if (gpurun_capture_join(&builder->capture, &other->capture) != CUDA_SUCCESS)
+        /* An order, not a join: the other builder goes on building and is
+         * joined (or not) as before. */
+        if (gpurun_order_after(builder->capture.stream, other->capture.stream) != CUDA_SUCCESS)
             return gpurun_cuda_error(L, "ordering a graph builder after another");
     } else {
         return gpurun_type_error(L, 2, "gpurun.Event or gpurun.GraphBuilder");

@@ -226,32 +226,41 @@ static int kernel_not_found(lua_State *L, int index, const char *name)
     return gpurun_error(L, "%s", lua_tostring(L, -1));
 }
 
-/* The driver's JIT log of a failed load is kept to this many bytes. */
+/* The driver's JIT log. The driver loads lazily: PTX may be compiled at
+ * the first kernel lookup, long after the load that named the buffer, so
+ * the buffer lives as long as the process (one Lua state per process). */
 #define JIT_LOG_SIZE 4096
+static char jit_log[JIT_LOG_SIZE];
+
+/* The JIT log without its trailing newlines, or "" when it is empty. */
+static const char *jit_log_text(void)
+{
+    jit_log[JIT_LOG_SIZE - 1] = '\0';
+    size_t length = strlen(jit_log);
+    while (length > 0 && (jit_log[length - 1] == '\n' || jit_log[length - 1] == '\r'))
+        jit_log[--length] = '\0';
+    return jit_log;
+}
 
 /* Loads the code of the ObjectCode at index into the driver. PTX is
  * compiled there: its error log (a PTX syntax error) goes into the message. */
 static void load_library(lua_State *L, int index, struct object_code *code)
 {
-    char *log = gpurun_push_staging(L, JIT_LOG_SIZE);
-    log[0] = '\0';
+    jit_log[0] = '\0';
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {log, (void *)(uintptr_t)JIT_LOG_SIZE};
+    void *values[] = {jit_log, (void *)(uintptr_t)JIT_LOG_SIZE};
     lua_getiuservalue(L, index, 1);
     /* A Lua string is NUL-terminated, as PTX must be; the driver keeps its
      * own copy of the code. */
     CUlibrary library = NULL;
     if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), options, values, 2, NULL,
                   NULL, 0) != CUDA_SUCCESS) {
-        log[JIT_LOG_SIZE - 1] = '\0';
-        size_t length = strlen(log);
-        while (length > 0 && (log[length - 1] == '\n' || log[length - 1] == '\r'))
-            log[--length] = '\0';
+        const char *log = jit_log_text();
         gpurun_cuda_error(L, "loading %s%s%s", push_code_description(L, index),
-                          length ? ": " : "", log);
+                          *log ? ": " : "", log);
     }
     code->library = library;
-    lua_pop(L, 2);
+    lua_pop(L, 1);
 }
 
 /* get_kernel(name) -> Kernel. name is a kernel's name in the code or one of
@@ -276,12 +285,15 @@ static int object_code_get_kernel(lua_State *L)
     lua_getiuservalue(L, 1, 2);
     const char *symbol = lua_getfield(L, -1, name) == LUA_TSTRING ? lua_tostring(L, -1) : name;
     CUkernel kernel = NULL;
+    jit_log[0] = '\0'; /* what a lazy load writes now, not an older load's log */
     CUresult rc = CUDA_CALL(cuLibraryGetKernel, &kernel, code->library, symbol);
     if (rc == CUDA_ERROR_NOT_FOUND)
         return kernel_not_found(L, 1, name);
-    if (rc != CUDA_SUCCESS)
-        return gpurun_cuda_error(L, "looking up kernel '%s' in %s", name,
-                                 push_code_description(L, 1));
+    if (rc != CUDA_SUCCESS) {
+        const char *log = jit_log_text();
+        return gpurun_cuda_error(L, "looking up kernel '%s' in %s%s%s", name,
+                                 push_code_description(L, 1), *log ? ": " : "", log);
+    }
     gpurun_push_kernel(L, 1, kernel, name, ptx_signatures_find(&code->signatures, symbol));
     lua_getiuservalue(L, 1, 5);
     gpurun_set_kernel_source(L, -2);
