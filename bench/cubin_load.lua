@@ -1,13 +1,9 @@
--- bench/cubin_load.lua: what getting a launchable kernel costs the host,
--- three ways, for the persistentProgramCache sample's kernel (matmul +
--- bias + relu, 16 x 16 tiles): compiling it again (each call a new source,
--- so a kernel-cache miss: NVRTC and the entry's store), a kernel-cache hit
--- (Program:compile finding the entry), and loading a saved cubin
--- (ObjectCode.from_cubin of its path); each with get_kernel and close, ms
--- per call, medians of --reps loops. bench/cubin_load_compare.py times
--- cuda.core on the files --save writes; bench/device_code_compare.sh runs
--- both with a kernel cache of their own (the misses add entries to the
--- cache in use).
+-- bench/cubin_load.lua: ms to a launchable kernel (get_kernel included) for
+-- the persistentProgramCache sample's kernel: compiled again (a new source
+-- each call: a kernel-cache miss and its store), a kernel-cache hit, and a
+-- saved cubin loaded (ObjectCode.from_cubin of its path); medians of --reps
+-- loops. bench/cubin_load_compare.py times cuda.core on what --save writes;
+-- bench/device_code_compare.sh runs both with a kernel cache of their own.
 --
 --   build/gpurun bench/cubin_load.lua [--reps 9] [--seconds 0.5] [--save DIR] [--json]
 

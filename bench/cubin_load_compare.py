@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """bench/cubin_load_compare.py: cuda.core's cost of a launchable kernel for
-the files bench/cubin_load.lua --save wrote, timed as that bench times
-gpurun's, and one table of both sides with gpurun's time over cuda.core's.
-
-Rows: compiling the source again (Program.compile("cubin")), a program-cache
-hit (make_program_cache_key, FileStreamProgramCache.get and
-ObjectCode.from_cubin of the bytes, as cuda.core's persistentProgramCache
-sample does; where cuda.core has no FileStreamProgramCache, the script says
-so and the row compares gpurun's hit with a plain cubin load), and the saved
-cubin (ObjectCode.from_cubin of its path); each with get_kernel.
+the files bench/cubin_load.lua --save wrote, timed as gpurun's are, and one
+table of both sides: compile again (Program.compile), a program-cache hit
+(make_program_cache_key, FileStreamProgramCache.get, from_cubin of the
+bytes, as cuda.core's persistentProgramCache sample does; without
+FileStreamProgramCache it says so and compares a plain cubin load) and the
+saved cubin (ObjectCode.from_cubin of its path), each with get_kernel.
 """
 import shutil
 import tempfile

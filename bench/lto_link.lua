@@ -1,12 +1,9 @@
--- bench/lto_link.lua: a kernel and the device function it calls, two
--- translation units (lua/gpurun/samples/kernels/apply_transform.cu and
--- user_transform.cu), linked by gpurun.Linker from LTO-IR, against the same
--- two built by nvcc -dlto into one cubin (and by nvcc as one source, and
--- linked by gpurun from PTX without LTO): each cubin's SASS instructions
--- (cuobjdump -sass, NOPs left out) and its kernel's us per launch at each
--- size (medians, every cubin's loops interleaved), its output checked
--- against the LTO link's. nvcc and cuobjdump are optional: a row or a
--- column without them says why.
+-- bench/lto_link.lua: the jitLtoLinking sources (kernels/apply_transform.cu
+-- and user_transform.cu) linked by gpurun.Linker from LTO-IR, against nvcc
+-- -dlto's one cubin of them (and nvcc on one source, and gpurun's PTX link):
+-- each cubin's SASS instructions (cuobjdump -sass, no NOPs) and us per
+-- launch at each size, medians of interleaved loops, outputs checked against
+-- the LTO link's. Without nvcc or cuobjdump a row or column says why.
 --
 --   build/gpurun bench/lto_link.lua [--sizes 1048576,16777216] [--reps 9]
 --       [--seconds 0.2] [--nvcc PATH] [--cuobjdump PATH] [--json]
@@ -120,16 +117,28 @@ local outputs = {}
 
 for index, variant in ipairs(variants) do
   local path, why = variant.build(("%s/%d.cubin"):format(work, index))
+  local loaded, kernel
   if path then
+    loaded, why = pcall(gpurun.ObjectCode.from_cubin, { path = path }, { name = variant.name })
+    if loaded then
+      variant.code = why
+      loaded, kernel = pcall(variant.code.get_kernel, variant.code, "apply_transform")
+      why = not loaded and kernel or nil
+    end
+  end
+  if loaded then
     variant.sass, variant.sass_missing = sass_count(path)
-    variant.code = gpurun.ObjectCode.from_cubin({ path = path }, { name = variant.name })
-    variant.kernel = variant.code:get_kernel("apply_transform")
+    variant.kernel = kernel
     variant.runs = {}
     for _, n in ipairs(sizes) do variant.runs[n] = {} end
     outputs[index] = gpurun.zeros(largest, "float32")
   else
-    variant.missing = why
+    variant.missing = tostring(why):match("^[^\n]*")
   end
+end
+
+if not variants[1].kernel then
+  error("lto_link.lua: gpurun's LTO link gave no kernel: " .. variants[1].missing)
 end
 
 -- Inputs from -4 to 4 reach both sides of the max; every built kernel's

@@ -5,6 +5,7 @@
 -- spec/benches_spec.lua's.
 local gpurun = require("gpurun")
 local cjson = require("cjson")
+local files = require("spec.support.files")
 local process = require("spec.support.process")
 
 -- Six instruction lines in cuobjdump -sass's layout, one of them a NOP.
@@ -21,13 +22,6 @@ local LISTING = [[
         /*0050*/                   NOP;                                   /* 0x0000000000007918 */
 ]]
 
-local function temporary_dir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. process.quote(dir)))
-  return dir
-end
-
 describe("bench/lto_link.lua and bench/cubin_load.lua", function()
   it("end with one line and exit 1 where there is no GPU", function()
     if gpurun.device_count() > 0 then return end
@@ -39,7 +33,7 @@ describe("bench/lto_link.lua and bench/cubin_load.lua", function()
   end)
 
   it("time every cubin that builds, and count its SASS from cuobjdump's listing #gpu", function()
-    local dir = temporary_dir()
+    local dir = files.temporary_folder()
     local fake = dir .. "/cuobjdump"
     local file = assert(io.open(fake, "w"))
     file:write("#!/bin/sh\ncat <<'LISTING'\n", LISTING, "LISTING\n")
@@ -47,7 +41,7 @@ describe("bench/lto_link.lua and bench/cubin_load.lua", function()
     assert(os.execute("chmod +x " .. process.quote(fake)))
     local result = process.gpurun("bench/lto_link.lua --sizes 4096 --reps 1 --seconds 0.01 --json --cuobjdump "
       .. process.quote(fake))
-    os.execute("rm -rf " .. process.quote(dir))
+    files.remove_folder(dir)
     assert.are.equal(0, result.code, result.stderr)
     local figures = cjson.decode(result.stdout)
     assert.are.equal("gpurun LTO link", figures.variants[1].name)
@@ -64,7 +58,7 @@ describe("bench/lto_link.lua and bench/cubin_load.lua", function()
   end)
 
   it("time a compile, a kernel-cache hit and a saved cubin, and save both files #gpu", function()
-    local dir = temporary_dir()
+    local dir = files.temporary_folder()
     local result = process.gpurun("bench/cubin_load.lua --reps 1 --seconds 0.01 --json --save "
       .. process.quote(dir .. "/saved"), { env = { GPURUN_CACHE_DIR = dir .. "/kernel-cache" } })
     local source = io.open(dir .. "/saved/matmul_epilogue.cu")
@@ -72,7 +66,7 @@ describe("bench/lto_link.lua and bench/cubin_load.lua", function()
     local cubin_bytes = cubin and cubin:read("a")
     if source then source:close() end
     if cubin then cubin:close() end
-    os.execute("rm -rf " .. process.quote(dir))
+    files.remove_folder(dir)
     assert.are.equal(0, result.code, result.stderr)
     local figures = cjson.decode(result.stdout)
     for _, key in ipairs({ "compile_us", "cache_hit_us", "cubin_load_us" }) do

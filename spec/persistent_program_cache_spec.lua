@@ -4,6 +4,7 @@
 -- in two processes, a miss then a hit, on one (#gpu).
 local gpurun = require("gpurun")
 local kernels = require("gpurun.samples.kernels")
+local files = require("spec.support.files")
 local process = require("spec.support.process")
 
 local SAMPLE = "samples/2_CoreConcepts/persistentProgramCache.lua"
@@ -17,21 +18,12 @@ local function run(...)
   return process.gpurun(table.concat(words, " "))
 end
 
-local function temporary_dir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. process.quote(dir)))
-  return dir
-end
-
 local function field(stdout, name)
   return stdout:match("\n" .. name .. ":%s+([^\n]*)")
 end
 
 describe(SAMPLE, function()
-  local dir
-  before_each(function() dir = temporary_dir() end)
-  after_each(function() os.execute("rm -rf " .. process.quote(dir)) end)
+  local folder = files.folder_per_spec(before_each, after_each)
 
   it("prints its options for --help and refuses bad values before any GPU work", function()
     local result = run({ "--help" })
@@ -55,6 +47,7 @@ describe(SAMPLE, function()
   end)
 
   it("clears the cache's cubins, and only those, then ends with one line without a GPU", function()
+    local dir = folder()
     if gpurun.device_count() > 0 then return end
     for _, name in ipairs({ "0123.cubin", "notes.txt" }) do assert(io.open(dir .. "/" .. name, "w")):close() end
     local result = run({ "--cache-dir", dir, "--clear-cache" })
@@ -65,6 +58,7 @@ describe(SAMPLE, function()
   end)
 
   it("compiles each specialization of its kernel, saved and read back as the same cubin", function()
+    local dir = folder()
     for _, tile in ipairs({ 16, 32 }) do
       for _, epilogue in ipairs({ "(value)", "((value) > 0.0f ? (value) : 0.0f)" }) do
         local source = ("#define TILE_SIZE %d\n#define EPILOGUE(value) %s\n"):format(tile, epilogue)
@@ -81,6 +75,7 @@ describe(SAMPLE, function()
   end)
 
   it("misses and stores, then hits in a second process; a damaged entry is compiled again #gpu", function()
+    local dir = folder()
     local cache = { "--cache-dir", dir }
     local first = run(SMALL, cache, { "--clear-cache" })
     assert.are.equal(0, first.code, first.stderr)
