@@ -111,7 +111,7 @@ local function compile_or_load_kernel(source, device, cache_dir)
     end
     if ok then module:close() end
     io.stderr:write(("persistentProgramCache.lua: cache entry %s refused (%s); compiling again\n")
-      :format(path, tostring(ok and kernel or module)))
+      :format(path, tostring(ok and kernel or module):match("^[^\n]*")))
   end
 
   start = now()
