@@ -1,8 +1,9 @@
 """bench/common.py: what the Python peers of the gpurun benches share
-(fused_compare.py, reduce_compare.py, alloc_compare.py): their options
-(--sizes, --reps, --seconds, --json), the timed loop as gpurun.bench.measure
-runs it, JSON in and out, and notes on stderr. Standard library only: the
-scripts import CuPy and PyTorch themselves, where they use them.
+(fused_compare.py, reduce_compare.py, alloc_compare.py,
+cubin_load_compare.py): their options (--sizes, --reps, --seconds,
+--json), the timed loop as gpurun.bench.measure runs it, JSON in and
+out, and notes on stderr. Standard library only: the scripts import
+cuda.core, CuPy and PyTorch themselves, where they use them.
 """
 import argparse
 import json
@@ -52,10 +53,11 @@ def size_list(text):
 
 def parser(doc, sizes, reps, seconds=None):
     """An ArgumentParser described by the first paragraph of doc, with
-    --sizes (comma-separated, default sizes), --reps, --seconds (where a
-    default is given) and --json."""
+    --sizes (comma-separated, default sizes; none where sizes is None),
+    --reps, --seconds (where a default is given) and --json."""
     result = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    result.add_argument("--sizes", type=size_list, default=sizes, help=f"comma-separated sizes (default {sizes})")
+    if sizes is not None:
+        result.add_argument("--sizes", type=size_list, default=sizes, help=f"comma-separated sizes (default {sizes})")
     result.add_argument("--reps", type=positive_int, default=reps, help=f"repetitions (default {reps})")
     if seconds is not None:
         result.add_argument("--seconds", type=positive_float, default=seconds,

@@ -44,8 +44,10 @@ usage() {
 #                  torch), reductions and scans (bench/reduce_compare.sh:
 #                  CUB, CuPy, torch), declared pipelines against hand-built
 #                  graphs (bench/pipeline_compare.lua), changing a graph's
-#                  scalar (bench/graph_update.lua) and the cost of a method
-#                  call (bench/method_call.lua)
+#                  scalar (bench/graph_update.lua), the cost of a method
+#                  call (bench/method_call.lua) and device code brought in
+#                  (bench/device_code_compare.sh: gpurun's LTO link vs nvcc
+#                  -dlto, saved cubins and cache hits vs cuda.core)
 #   (none)         all four, in that order
 #
 #   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
@@ -374,6 +376,8 @@ part_compare() {
   step "benchmark: a method call and a field read from Lua"
   "$bin" bench/method_call.lua 2>&1 | tee "$logs/method-call.log"
   echo "exit ${PIPESTATUS[0]}"
+  step "benchmark: device code brought in: LTO link vs nvcc -dlto, cubin loads vs cuda.core"
+  BUILD=$build bench/device_code_compare.sh 2>&1 | tee "$logs/device-code-compare.log"
 }
 
 # Sourced (by a spec that tries the error parsing), define only.
