@@ -9,6 +9,10 @@ local process = require("spec.support.process")
 
 -- Every port, with the argument lists that keep it short (one run each)
 -- and the text its output must hold when its checks pass.
+-- persistentProgramCache's saved cubins: beside the suite's kernel cache.
+local PROGRAM_CACHE = (os.getenv("GPURUN_CACHE_DIR") or os.getenv("TMPDIR") or "/tmp")
+  .. "/samples-spec-persistentProgramCache"
+
 local SMALL = {
   ["samples/1_GettingStarted/copyImageArraytoGPU.lua"] = { runs = { {} }, passed = "\nTest PASSED\n" },
   ["samples/1_GettingStarted/deviceQuery.lua"] = { runs = { {} }, passed = "\nDone\n" },
@@ -19,6 +23,16 @@ local SMALL = {
   ["samples/2_CoreConcepts/blockwiseSum.lua"] = { runs = { {} }, passed = "\nBlock-wise sum:  Test PASSED\n" },
   ["samples/2_CoreConcepts/cudaComputeLambdas.lua"] = { runs = { { "--device", "0" } },
                                                         passed = "  expected = [0, 2, 2, 6, 6, 12]  OK\n\nDone\n" },
+  ["samples/2_CoreConcepts/jitLtoLinking.lua"] = { runs = { { "--elements", "4096" } },
+                                                  passed = "\nBoth PTX and LTO linked kernels produced matching results. Done\n" },
+  ["samples/2_CoreConcepts/persistentProgramCache.lua"] = {
+    -- Twice: a miss that saves the cubin, then a hit that loads it.
+    runs = { { "--m", "64", "--n", "48", "--k", "40", "--warmup", "1", "--iterations", "2",
+               "--cache-dir", PROGRAM_CACHE, "--clear-cache" },
+             { "--m", "64", "--n", "48", "--k", "40", "--warmup", "1", "--iterations", "2",
+               "--cache-dir", PROGRAM_CACHE } },
+    passed = "\nValidation:         PASSED\n",
+  },
   ["samples/2_CoreConcepts/launchConfigTuning.lua"] = { runs = { {} }, passed = "\n✓ Results verified correct!\n" },
   ["samples/2_CoreConcepts/parallelHistogram.lua"] = { runs = { {} }, passed = "\nTest PASSED\n" },
   ["samples/2_CoreConcepts/parallelReduction.lua"] = { runs = { {} }, passed = "\nTest PASSED!\n" },
