@@ -56,6 +56,20 @@ static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
     return count;
 }
 
+/* The bytes the driver's layout of `count` parameters spans. */
+static size_t driver_storage_size(lua_State *L, CUkernel handle, int count)
+{
+    size_t storage_size = 0;
+    for (int i = 0; i < count; i++) {
+        size_t offset = 0, size = 0;
+        CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
+                   (size_t)i, &offset, &size);
+        if (offset + size > storage_size)
+            storage_size = offset + size;
+    }
+    return storage_size;
+}
+
 static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx_param *param)
 {
     switch (param->kind) {
@@ -93,10 +107,11 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     size_t arrays = align_up(sizeof(struct gpurun_kernel), 16);
     size_t types_at = arrays + (size_t)count * (3 * sizeof(size_t) + sizeof(void *));
     size_t storage_at = align_up(arrays + (size_t)count * per_param, 16);
-    /* With a signature the storage size is known only once the driver gave
-     * the offsets: reserve what the PTX layout says, which is the same. */
+    /* The driver's offsets, not the PTX layout's: a parameter aligned to
+     * more than the parameter bank's base (a 64-byte CUtensorMap) is
+     * placed after padding that the PTX does not show. */
     if (signature)
-        storage_size = signature->param_bytes;
+        storage_size = driver_storage_size(L, handle, count);
     size_t name_at = storage_at + align_up(storage_size, 16);
 
     /* User values: 1 = the ObjectCode, 2 = the program's source. */
@@ -130,8 +145,8 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
         CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
                    (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
         if (kernel->param_offsets[i] + kernel->param_sizes[i] > storage_size)
-            gpurun_error(L, "kernel '%s': the driver places parameter %d past the %d bytes its "
-                            "PTX signature describes", name, i + 1, (int)storage_size);
+            gpurun_error(L, "kernel '%s': the driver places parameter %d past the %d bytes it "
+                            "gave before", name, i + 1, (int)storage_size);
         kernel->param_pointers[i] = kernel->storage + kernel->param_offsets[i];
         if (signature && signature->params[i].size == kernel->param_sizes[i])
             set_param_type(kernel, i, &signature->params[i]);

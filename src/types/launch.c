@@ -218,7 +218,8 @@ static void pack_condition(lua_State *L, const struct gpurun_kernel *kernel, int
 
 /* A struct passes where the PTX declares a byte array of its size and
  * alignment; where the PTX is unknown, into an untyped parameter of its
- * size whose offset its alignment divides. */
+ * size (the driver's offsets are from a padded base: they say nothing of
+ * the alignment). */
 static void pack_struct(lua_State *L, const struct gpurun_kernel *kernel, int i,
                         const struct gpurun_struct *value, unsigned char *slot)
 {
@@ -234,16 +235,14 @@ static void pack_struct(lua_State *L, const struct gpurun_kernel *kernel, int i,
     if (align != 0 && align != layout->align)
         param_error(L, kernel, i, "a struct aligned to %d bytes, but the gpurun.Struct's layout "
                                   "is aligned to %d", (int)align, (int)layout->align);
-    if (align == 0 && kernel->param_offsets[i] % layout->align != 0)
-        param_error(L, kernel, i, "at offset %d, which the gpurun.Struct's %d-byte alignment "
-                                  "does not divide", (int)kernel->param_offsets[i],
-                    (int)layout->align);
     memcpy(slot, value->bytes, size);
 }
 
 /* A TensorMap passes its 128 bytes to the parameter NVRTC declares for a
  * `const __grid_constant__ CUtensorMap` (or, with no signature, to a
- * 128-byte one at a 64-byte offset), and nowhere else. */
+ * 128-byte one), and nowhere else. The driver's offsets are from the
+ * parameter bank's base, which the compiler pads to the alignment, so an
+ * offset says nothing of it. */
 static struct gpurun_buffer *pack_tensor_map(lua_State *L, const struct gpurun_kernel *kernel,
                                              int i, const struct gpurun_tensor_map *map,
                                              unsigned char *slot,
@@ -256,8 +255,7 @@ static struct gpurun_buffer *pack_tensor_map(lua_State *L, const struct gpurun_k
     if (size != sizeof(CUtensorMap)
         || (kind == GPURUN_PARAM_AGGREGATE
                 ? strcmp(kernel->param_types[i], GPURUN_TENSOR_MAP_PARAM) != 0
-                : kind != GPURUN_PARAM_UNTYPED
-                      || kernel->param_offsets[i] % GPURUN_TENSOR_MAP_ALIGN != 0))
+                : kind != GPURUN_PARAM_UNTYPED))
         param_error(L, kernel, i, "a gpurun.TensorMap passes only as a `const __grid_constant__ "
                                   "CUtensorMap` (" GPURUN_TENSOR_MAP_PARAM ")");
     struct gpurun_buffer *buffer = map->buffer;
