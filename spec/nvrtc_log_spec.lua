@@ -26,11 +26,13 @@ local cases = {
 }
 local source = cases[os.getenv("CASE")]()
 local extra = load("return " .. (os.getenv("EXTRA") or "{}"))()
-local started = g.perf_counter()
+-- CPU seconds (NVRTC's and reading the entry's), which another process
+-- on the machine does not stretch, as it does the wall clock's.
+local started = os.clock()
 local ok, result = pcall(function()
   return g.Program(source, "c++", { std = "c++17", arch = "sm_90", extra = extra }):compile("ptx")
 end)
-local seconds = g.perf_counter() - started
+local seconds = os.clock() - started
 local status = io.open("/proc/self/status")
 local peak_kb = tonumber(status:read("a"):match("VmHWM:%s*(%d+)"))
 status:close()

@@ -313,9 +313,9 @@ describe("gpurun.pipeline plans", function()
       local a, b, r = data[random(32)], data[random(32)], data[random(32)]
       p:call(random(2) == 1 and add or sub, a, b, r)
     end
-    local started = gpurun.perf_counter()
+    local started = os.clock() -- CPU time: a loaded machine does not stretch it
     local plan = p:plan()
-    local seconds = gpurun.perf_counter() - started
+    local seconds = os.clock() - started
     assert.are.equal(1000, #plan.stages)
     assert.is_true(seconds < 1, ("%.3f s"):format(seconds))
   end)
