@@ -448,6 +448,8 @@ row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, R.raising
   "elementwise pipeline 'p': outputs " .. PLAIN_LIST .. "stage names, got a table with a metatable")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, R.biting_fake, "p"),
   "elementwise pipeline 'p': outputs " .. PLAIN_LIST .. "stage names, got a table with a metatable")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, "r", "p", R.table_with_metatable),
+  "elementwise pipeline 'p': options must be a plain table (no metatable), got a table with a metatable")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", R.lying_dtype),
   "elementwise pipeline: the name must be a C identifier not starting with '_', got a table")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "_p"),

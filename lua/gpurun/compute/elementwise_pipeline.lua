@@ -296,6 +296,9 @@ local function constructor(elementwise, kernel_option_names)
             :format(common.quoted(name)))
     end
     local what = ("elementwise pipeline '%s'"):format(name)
+    if type(options) == "table" and not common.is_plain_table(options) then
+      raise(what .. ": options must be a plain table (no metatable)" .. WITH_METATABLE)
+    end
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end
