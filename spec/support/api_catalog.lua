@@ -63,7 +63,9 @@ catalog.device_types = {
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
 --   reduce_options (the prebuilt reductions'), scan_op, scan_options,
---   predicate (select's).
+--   predicate (select's). For elementwise pipelines: stage_list (their stages,
+--   reading params_text's names), stage_names (their outputs),
+--   pipeline_kernel_options (gpurun.elementwise_pipeline's options).
 -- reduces = the call generates and compiles a kernel for its arguments'
 -- dtypes (NVRTC's time, once per dtype: the fuzzer's draws stay few).
 -- writes = the argument position of a path the call writes (the fuzzer
@@ -113,7 +115,8 @@ catalog.functions = {
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
   elementwise = { args = { "string", "string", "string", "string" } },
-  elementwise_pipeline = { args = { "string", "any", "string", "string" } },
+  elementwise_pipeline = { args = { "params_text", "stage_list", "stage_names", "kernel_name",
+                                    "pipeline_kernel_options" } },
   reduction = { args = { "params_text", "params_text", "c_expression", "reduce_op", "c_expression",
                          "identity", "string", "reduction_options" } },
   sum = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
