@@ -469,6 +469,8 @@ draws = {
     { "sum float32 r = x" }, { "float32 r = s", "max float32 q = r" } }, 0.8,
     { {}, { 5 }, { "r = x" }, "float32 r = x", { "float32 r = r" } }),
   stage_names = from({ "r", "q", "r, q", { "r" }, { "r", "q" } }, 0.8, { "", {}, { 5 }, "nope", 5 }),
+  kernel_options = from({ nil, {}, { block = 128 }, { unroll = 2 }, { cache = "streaming" } }, 0.8,
+    { { block = 100 }, { blok = 64 }, 5 }),
   pipeline_kernel_options = from({ nil, {}, { fuse = "never" }, { fuse = "always" }, { block = 128 },
     { accumulate = "float64" } }, 0.8, { { fuse = "x" }, { fusion = "never" }, { block = 100 }, 5 }),
   reduce_op = from({ "sum", "prod", "min", "max", "argmin", "argmax", "any", "all", "a + b" }, 0.85,
