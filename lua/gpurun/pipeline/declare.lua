@@ -43,7 +43,7 @@ function declare.check_options_table(what, given, known, shape)
   if given == nil then
     return {}
   end
-  if type(given) == "table" and getmetatable(given) ~= nil then
+  if type(given) == "table" and not is_plain_table(given) then
     raise(("%s: options must be a plain table%s (no metatable), got a table with a metatable")
           :format(what, shape and " " .. shape or ""))
   end
