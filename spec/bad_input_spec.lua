@@ -491,6 +491,18 @@ row("gpurun.elementwise_pipeline", A("float32 a", "x", "r1", "p"),
   "elementwise pipeline 'p': stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r9", "p"),
   "elementwise pipeline 'p': output 'r9' is not a stage")
+-- Lists read with no metamethod run: a fake's __len or __index never runs.
+local PLAIN_LIST = "must be a plain list (no metatable) of "
+row("gpurun.elementwise_pipeline", A("float32 a", R.biting_fake, "r", "p"),
+  "elementwise pipeline 'p': stages " .. PLAIN_LIST .. "\"<dtype> <name> = <expression>\", got a table with a metatable")
+row("gpurun.elementwise_pipeline", A("float32 a", R.raising_fake, "r", "p"),
+  "elementwise pipeline 'p': stages " .. PLAIN_LIST .. "\"<dtype> <name> = <expression>\", got a table with a metatable")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, R.raising_fake, "p"),
+  "elementwise pipeline 'p': outputs " .. PLAIN_LIST .. "stage names, got a table with a metatable")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, R.biting_fake, "p"),
+  "elementwise pipeline 'p': outputs " .. PLAIN_LIST .. "stage names, got a table with a metatable")
+row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r = a" }, "r", "p", R.table_with_metatable),
+  "elementwise pipeline 'p': options must be a plain table (no metatable), got a table with a metatable")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", R.lying_dtype),
   "elementwise pipeline: the name must be a C identifier not starting with '_', got a table")
 row("gpurun.elementwise_pipeline", A("float32 a", { "float32 r1 = a + 1" }, "r1", "_p"),

@@ -102,6 +102,14 @@ function common.fake_problem(value)
   return ("its %s is %s"):format(key, common.quoted(field))
 end
 
+-- Whether `value` is a table with no metatable: what the Lua parts take
+-- for an option table or a list, reading it with no metamethod run (a
+-- proxy's or a fake's __index, __len or __pairs never runs inside a
+-- check). Other tables are refused as "a table with a metatable".
+function common.is_plain_table(value)
+  return type(value) == "table" and getmetatable(value) == nil
+end
+
 -- What messages call a value's type: a gpurun type's name ("gpurun.Buffer")
 -- or Lua's; "table named gpurun.Buffer" for a table that claims the name
 -- but does not read as one (common.fake_problem says why).

@@ -67,7 +67,10 @@ catalog.device_types = {
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
 --   reduce_options (the prebuilt reductions'), scan_op, scan_options,
---   predicate (select's).
+--   predicate (select's). kernel_options (gpurun.elementwise's). For
+--   elementwise pipelines: stage_list (their stages,
+--   reading params_text's names), stage_names (their outputs),
+--   pipeline_kernel_options (gpurun.elementwise_pipeline's options).
 --   For structs: struct_fields (gpurun.struct's field list), struct_options
 --   (its { align = }), struct_values (a value's { name = number, ... }),
 --   struct_field_name (a field's name, or anything).
@@ -121,10 +124,11 @@ catalog.functions = {
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
-  elementwise = { args = { "string", "string", "string", "string" } },
-  elementwise_pipeline = { args = { "string", "any", "string", "string" } },
+  elementwise = { args = { "params_text", "params_text", "c_expression", "kernel_name", "kernel_options" } },
+  elementwise_pipeline = { args = { "params_text", "stage_list", "stage_names", "kernel_name",
+                                    "pipeline_kernel_options" } },
   reduction = { args = { "params_text", "params_text", "c_expression", "reduce_op", "c_expression",
-                         "identity", "string", "reduction_options" } },
+                         "identity", "kernel_name", "reduction_options" } },
   sum = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
   prod = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },
   min = { args = { "launch_target", "buffer", "buffer", "reduce_options" }, reduces = true },

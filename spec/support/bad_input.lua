@@ -172,6 +172,14 @@ function factories.named_buffer() return setmetatable({}, { __name = "gpurun.Buf
 function factories.named_kernel() return setmetatable({}, { __name = "gpurun.Kernel" }) end
 function factories.lying_dtype() return setmetatable({}, { __tostring = function() return {} end }) end
 function factories.table_with_metatable() return setmetatable({}, {}) end
+-- The fuzzer's fakes (spec/support/fake_objects.lua): one whose __index
+-- raises, and one that lies with every metamethod (__len raising too).
+local fake_strategies = {}
+for _, strategy in ipairs(require("spec.support.fake_objects").STRATEGIES) do
+  fake_strategies[strategy.name] = strategy.make
+end
+function factories.raising_fake() return fake_strategies["raising __index"]() end
+function factories.biting_fake() return fake_strategies["all three"]("Buffer") end
 function factories.coroutine() return coroutine.create(function() end) end
 
 local GPU_FACTORIES

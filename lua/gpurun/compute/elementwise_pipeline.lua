@@ -40,8 +40,15 @@ local function parse_stage(text, what, index)
   return { type = dtype, name = name, expression = expression, variable = params[1].variable }
 end
 
+-- What a message says of a list refused for its metatable.
+local PLAIN_LIST = "must be a plain list (no metatable) of "
+local WITH_METATABLE = ", got a table with a metatable"
+
 local function name_list(value, what)
   local names = {}
+  if type(value) == "table" and not common.is_plain_table(value) then
+    raise(("%s: outputs %sstage names%s"):format(what, PLAIN_LIST, WITH_METATABLE))
+  end
   if type(value) == "string" then
     for name in value:gmatch("[^,%s]+") do
       names[#names + 1] = name
@@ -63,6 +70,9 @@ end
 -- Stages, checked: unique names, known types, reads of inputs and earlier
 -- stages only. Returns the stages and a map name -> stage index.
 local function read_stages(stages, inputs, what)
+  if type(stages) == "table" and not common.is_plain_table(stages) then
+    raise(("%s: stages %s\"<dtype> <name> = <expression>\"%s"):format(what, PLAIN_LIST, WITH_METATABLE))
+  end
   if type(stages) ~= "table" or #stages == 0 then
     raise(what .. ": stages must be a non-empty list of \"<dtype> <name> = <expression>\"")
   end
@@ -286,6 +296,9 @@ local function constructor(elementwise, kernel_option_names)
             :format(common.quoted(name)))
     end
     local what = ("elementwise pipeline '%s'"):format(name)
+    if type(options) == "table" and not common.is_plain_table(options) then
+      raise(what .. ": options must be a plain table (no metatable)" .. WITH_METATABLE)
+    end
     if options ~= nil and type(options) ~= "table" then
       raise(what .. ": options must be a table, got " .. type(options))
     end

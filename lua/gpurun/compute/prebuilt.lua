@@ -111,7 +111,7 @@ local function read_options(fname, n, options, accumulates)
   if options == nil then
     return nil, false, nil
   end
-  if type(options) ~= "table" or getmetatable(options) ~= nil then
+  if not common.is_plain_table(options) then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
   local unknown = options_rule.unknown(options, OPTION_NAMES)
@@ -197,7 +197,7 @@ local function define(name)
   local spec = OPS[name]
   local fname = "gpurun." .. name
   prebuilt[name] = function(target, x, out, options)
-    if options == nil and type(out) == "table" and getmetatable(out) == nil then
+    if options == nil and common.is_plain_table(out) then
       out, options = nil, out
     end
     check_target(fname, target)
@@ -228,7 +228,7 @@ do
   local spec = { map = "(A)a == (A)b ? (A)0 : ((A)a > (A)b ? (A)a - (A)b : (A)b - (A)a)", op = "max",
                  accumulates = true }
   function prebuilt.max_abs_diff(target, a, b, out, options)
-    if options == nil and type(out) == "table" and getmetatable(out) == nil then
+    if options == nil and common.is_plain_table(out) then
       out, options = nil, out
     end
     check_target(fname, target)

@@ -303,7 +303,7 @@ local function read_shape(kernel, shape, n, device)
     return "full", 1
   end
   local what = kernel.what -- "reduction kernel 'name'", made once
-  if type(shape) ~= "table" or getmetatable(shape) ~= nil then
+  if not common.is_plain_table(shape) then
     raise(("%s: the argument after the outputs must be a shape table ({ rows =, cols =, axis = } "
            .. "or { offsets = }), got %s"):format(what, type_name(shape)))
   end

@@ -37,7 +37,7 @@ local function launch_options(fname, n, options, known, value_bytes)
   if options == nil then
     return DEFAULT_BLOCK, DEFAULT_ITEMS
   end
-  if type(options) ~= "table" or getmetatable(options) ~= nil then
+  if not common.is_plain_table(options) then
     bad_argument(fname, n, "options table expected, got %s", type_name(options))
   end
   local unknown = options_rule.unknown(options, known)

@@ -33,9 +33,7 @@ declare.methods = methods
 local OPTIONS = { "name", "max_streams", "fuse", "strict", "timing", "pool", "quiet", "devices" }
 local TIMING = { events = true, nvtx = true }
 
-local function is_plain_table(value)
-  return type(value) == "table" and getmetatable(value) == nil
-end
+local is_plain_table = common.is_plain_table
 declare.is_plain_table = is_plain_table
 
 -- The one rule for option tables (gpurun.options): nil (-> {}) or a plain
@@ -45,7 +43,7 @@ function declare.check_options_table(what, given, known, shape)
   if given == nil then
     return {}
   end
-  if type(given) == "table" and getmetatable(given) ~= nil then
+  if type(given) == "table" and not is_plain_table(given) then
     raise(("%s: options must be a plain table%s (no metatable), got a table with a metatable")
           :format(what, shape and " " .. shape or ""))
   end
