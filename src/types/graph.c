@@ -20,6 +20,25 @@ struct gpurun_graph_allocation {
     CUdeviceptr address;
 };
 
+const char *gpurun_graph_node_kind(CUgraphNodeType type)
+{
+    static const char *const kinds[] = {
+        [CU_GRAPH_NODE_TYPE_KERNEL] = "kernel", [CU_GRAPH_NODE_TYPE_MEMCPY] = "memcpy",
+        [CU_GRAPH_NODE_TYPE_MEMSET] = "memset", [CU_GRAPH_NODE_TYPE_HOST] = "host",
+        [CU_GRAPH_NODE_TYPE_GRAPH] = "graph", [CU_GRAPH_NODE_TYPE_EMPTY] = "empty",
+        [CU_GRAPH_NODE_TYPE_WAIT_EVENT] = "wait_event",
+        [CU_GRAPH_NODE_TYPE_EVENT_RECORD] = "event_record",
+        [CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL] = "semaphore_signal",
+        [CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT] = "semaphore_wait",
+        [CU_GRAPH_NODE_TYPE_MEM_ALLOC] = "mem_alloc", [CU_GRAPH_NODE_TYPE_MEM_FREE] = "mem_free",
+        [CU_GRAPH_NODE_TYPE_BATCH_MEM_OP] = "batch_mem_op",
+        [CU_GRAPH_NODE_TYPE_CONDITIONAL] = "conditional",
+    };
+    if ((size_t)type < sizeof kinds / sizeof kinds[0] && kinds[type])
+        return kinds[type];
+    return "other";
+}
+
 struct gpurun_graph *gpurun_check_graph(lua_State *L, int index)
 {
     return gpurun_check_open(L, index, &gpurun_graph_tag);
