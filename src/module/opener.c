@@ -65,7 +65,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_host_callback, /* gpurun.HostCallback */
-    gpurun_open_graph,         /* gpurun.Graph, GraphBuilder:complete */
+    gpurun_open_graph,         /* gpurun.Graph */
+    gpurun_open_graph_complete, /* GraphBuilder:complete */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
 };

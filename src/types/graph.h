@@ -26,7 +26,10 @@ extern const struct gpurun_tag gpurun_graph_tag;
 #define GPURUN_GRAPH_LAUNCH_STREAMS 4
 #define GPURUN_GRAPH_USER_VALUES (GPURUN_GRAPH_LAUNCHED_ON_VALUE + GPURUN_GRAPH_LAUNCH_STREAMS - 1)
 
-struct gpurun_graph_allocation;
+struct gpurun_graph_allocation {
+    struct gpurun_buffer *buffer; /* kept by GPURUN_GRAPH_ALLOCATIONS_VALUE */
+    CUdeviceptr address;
+};
 
 struct gpurun_graph {
     struct gpurun_object header;
@@ -60,6 +63,28 @@ struct gpurun_node_launch {
     unsigned char *storage;
 };
 
+
+/* What graph.c shares with graph_complete.c, which makes Graphs. */
+
+/* Pushes { node index -> { kernel = Kernel, launch = node_launch } } for the
+ * kernel nodes of `nodes` whose Kernel is in the sequence at kept_index; 0
+ * (nothing pushed) when the builder `capture` no longer holds `source`. */
+int gpurun_graph_push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_t count,
+                                   int kept_index, const struct gpurun_capture *capture,
+                                   CUgraph source);
+
+/* Pushes the HostCallbacks of the sequence at kept_index; returns their count. */
+int gpurun_graph_push_host_callbacks(lua_State *L, int kept_index);
+
+/* Whether the sequence at index holds a Buffer of stream-ordered memory. */
+int gpurun_graph_has_ordered_buffer(lua_State *L, int index);
+
+/* The open Stream at index that `graph` may replay or upload on, or an error. */
+struct gpurun_stream *gpurun_graph_replay_stream(lua_State *L, const struct gpurun_graph *graph,
+                                                 int index);
+
+/* GraphBuilder:complete (graph_complete.c), after gpurun_open_graph. */
+void gpurun_open_graph_complete(lua_State *L);
 
 /* A node kind's name as Graph:nodes() gives it ("kernel", "host", ...). */
 const char *gpurun_graph_node_kind(CUgraphNodeType type);
