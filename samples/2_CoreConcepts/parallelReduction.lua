@@ -10,6 +10,7 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
 
@@ -41,16 +42,7 @@ end
 local function time_runs(stream, run)
   run()
   stream:sync()
-  local start, stop = gpurun.Event{ timing = true }, gpurun.Event{ timing = true }
-  local total_ms = 0.0
-  for _ = 1, RUNS do
-    stream:record(start)
-    run()
-    stream:record(stop)
-    stop:sync()
-    total_ms = total_ms + stop:elapsed_ms(start)
-  end
-  return total_ms / RUNS
+  return bench.event_ms(stream, run, RUNS)
 end
 
 local device = cli:open_device(0)

@@ -10,6 +10,7 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local quoted = require("gpurun.quoted")
 
@@ -151,16 +152,9 @@ print("  Warm-up completed")
 
 print("\n> Benchmarking Stage 1 (GPU block reduction)...")
 print(("  Running %d iterations..."):format(options.iterations))
-local start, stop = gpurun.Event{ timing = true }, gpurun.Event{ timing = true }
-local total_ms = 0.0
-for _ = 1, options.iterations do
-  stream:record(start)
-  gpurun.launch(stream, config, kernel, input, block_sums, n)
-  stream:record(stop)
-  stop:sync()
-  total_ms = total_ms + stop:elapsed_ms(start)
-end
-local stage1_ms = total_ms / options.iterations
+local stage1_ms = bench.event_ms(stream, function(s)
+  gpurun.launch(s, config, kernel, input, block_sums, n)
+end, options.iterations)
 
 print("\n> Running Stage 2 (CPU final reduction)...")
 local partial_sums = block_sums:to_table()
