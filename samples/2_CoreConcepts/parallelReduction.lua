@@ -13,6 +13,7 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
+local with_commas = report.with_commas
 
 local ELEMENTS = 1 << 20
 local BLOCK = 256
@@ -25,11 +26,6 @@ local KERNEL = require("gpurun.samples.kernels").source("reduce_sum")
 local cli = args.new("parallelReduction.lua",
   "Parallel reduction: a hand-written reduction tree against gpurun.sum.")
 cli:parse(arg)
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
 
 local function banner(title)
   print("\n" .. RULE)

@@ -13,6 +13,7 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local quoted = require("gpurun.quoted")
+local with_commas = require("gpurun.report").with_commas
 
 local RULE = string.rep("=", 70)
 local MAX_ELEMENTS = 2147483647 -- the kernel indexes with unsigned int, two blocks' worth past n
@@ -67,11 +68,6 @@ if threads > 1024 or threads & (threads - 1) ~= 0 then
 end
 if options.n > MAX_ELEMENTS then
   cli:usage_error(("--n must be at most %d, got %d"):format(MAX_ELEMENTS, options.n))
-end
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
 
 -- The sum of a sequence by Kahan's compensated summation.

@@ -14,6 +14,7 @@ local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local quoted = require("gpurun.quoted")
+local with_commas = require("gpurun.report").with_commas
 
 local RULE = string.rep("=", 70)
 local MAX_ELEMENTS = 2147483647 -- the kernel's unsigned int index, a grid's stride past n
@@ -87,11 +88,6 @@ if threads and (threads > 1024 or threads & (threads - 1) ~= 0) then
 end
 if options.n > MAX_ELEMENTS then
   cli:usage_error(("--n must be at most %d, got %d"):format(MAX_ELEMENTS, options.n))
-end
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
 
 local device = cli:open_device(0)
