@@ -82,10 +82,7 @@ cli:converted_option("--cuda-include-dir",
   end)
 local options = cli:parse(arg)
 local threads = options.threads
-if threads and (threads > 1024 or threads & (threads - 1) ~= 0) then
-  cli:usage_error(("--threads must be a power of 2 in [1, 1024] (the tree reduction halves it), got %d")
-    :format(threads))
-end
+require("gpurun.samples.tree_reduction").check_threads(cli, threads)
 if options.n > MAX_ELEMENTS then
   cli:usage_error(("--n must be at most %d, got %d"):format(MAX_ELEMENTS, options.n))
 end
