@@ -1,6 +1,7 @@
 -- gpurun.bench: the timed loop (warm-up, sync, time, sync), repeats and
 -- their median, bench.measure's iterations for a time, and the benches'
--- --sizes, --reps and --seconds, with stand-in streams and clocks: no GPU.
+-- --sizes, --reps and --seconds, with stand-in streams and clocks: no GPU;
+-- bench.event_ms on a GPU.
 local gpurun = require("gpurun")
 local bench = require("gpurun.bench")
 
@@ -139,6 +140,27 @@ describe("gpurun.bench", function()
     assert.are.same({ nil, "expected a multiple of 4, got '6'" }, { bench.parse_sizes("8,6", 4) })
     assert.has_error(function() bench.parse_sizes("8", 0) end,
                      "bench.parse_sizes: the multiple must be a positive integer, got 0")
+  end)
+
+  it("times each of the runs between two events, waited for #gpu", function()
+    local device = gpurun.Device(0)
+    device:set_current()
+    local stream <close> = device:create_stream()
+    local program <close> = gpurun.Program(require("gpurun.samples.kernels").source("busy"), "c++",
+                                           gpurun.ProgramOptions{ arch = "sm_" .. device.arch })
+    local code <close> = program:compile("cubin")
+    local busy = code:get_kernel("busy")
+    local one = gpurun.LaunchConfig{ grid = 1, block = 1 }
+    local calls, passed = 0, nil
+    -- 4e6 cycles: at least 1.3 ms at any clock up to 3 GHz.
+    local ms = bench.event_ms(stream, function(s)
+      calls = calls + 1
+      passed = s
+      gpurun.launch(s, one, busy, gpurun.i64(4000000))
+    end, 3)
+    assert.are.equal(3, calls)
+    assert.are.equal(stream, passed)
+    assert.is_true(ms >= 1.3 and ms < 1000, ms)
   end)
 
   describe("options", function()

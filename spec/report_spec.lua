@@ -83,6 +83,12 @@ describe("gpurun.report", function()
     assert.are.same({ ["graph replay"] = false }, figures.checks)
   end)
 
+  it("groups an integer's digits in threes, as Python's \"{:,}\"", function()
+    local cases = { [0] = "0", [999] = "999", [1000] = "1,000", [1048576] = "1,048,576",
+                    [-1000] = "-1,000", [-100000] = "-100,000", [123456789] = "123,456,789" }
+    for n, text in pairs(cases) do assert.are.equal(text, report.with_commas(n)) end
+  end)
+
   it("leaves out a speedup it cannot measure", function()
     local out, written = capture(false)
     out:speedup("Graph speedup: ", individual, { iters = 1000, seconds = 0, us_per_iter = 0 })

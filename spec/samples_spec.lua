@@ -116,6 +116,17 @@ describe("samples/", function()
     assert.are.same({}, missing)
   end)
 
+  it("refuses a --threads the reduction tree cannot halve, before any GPU work", function()
+    for _, path in ipairs{ "samples/2_CoreConcepts/reduction.lua", "samples/2_CoreConcepts/reductionMultiBlockCG.lua" } do
+      for _, threads in ipairs{ "3", "2048" } do
+        local result = run(path, { "--threads", threads })
+        assert.are.equal(2, result.code, path)
+        assert.matches("--threads must be a power of 2 in [1, 1024] (the tree reduction halves it), got "
+          .. threads, result.stderr, 1, true)
+      end
+    end
+  end)
+
   it("has a row in docs/samples.md for each of the forty, with each port's length", function()
     local doc = assert(files.read("docs/samples.md"))
     local rows = 0

@@ -12,6 +12,7 @@ local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local check = require("gpurun.check")
 local nvtx = require("gpurun.nvtx")
+local with_commas = require("gpurun.report").with_commas
 
 local ALPHA = 2.5
 local BLOCK = 256
@@ -43,11 +44,6 @@ local cli = args.new("kernelNsysProfile.lua", "Custom CUDA C++ kernels in NVTX r
 cli:integer_option("-n --array-size", "Array size.", 50000, 1)
 local options = cli:parse(arg)
 local n = options.array_size
-
--- 1234567 -> "1,234,567", as Python's "{:,}" writes it.
-local function with_commas(value)
-  return (tostring(value):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
 
 -- n standard normal draws from the generator's uniforms (Box-Muller), and
 -- their mean and standard deviation.

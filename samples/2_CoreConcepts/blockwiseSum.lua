@@ -9,6 +9,7 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local check = require("gpurun.check")
+local with_commas = require("gpurun.report").with_commas
 
 local ELEMENTS = 1024 * 1024
 local THREADS_PER_BLOCK = 256
@@ -52,11 +53,6 @@ extern "C" __global__ void block_partial_sum(const float *in, float *block_sums,
 local cli = args.new("blockwiseSum.lua",
   "Thread indexing, grid-stride loops and a block-wise sum in shared memory.")
 cli:parse(arg)
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
 
 local device = cli:open_device(0)
 print("Device: " .. device.name)

@@ -10,8 +10,10 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local report = require("gpurun.report")
+local with_commas = report.with_commas
 
 local ELEMENTS = 1 << 20
 local BLOCK = 256
@@ -25,11 +27,6 @@ local cli = args.new("parallelReduction.lua",
   "Parallel reduction: a hand-written reduction tree against gpurun.sum.")
 cli:parse(arg)
 
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
-
 local function banner(title)
   print("\n" .. RULE)
   print(title)
@@ -41,16 +38,7 @@ end
 local function time_runs(stream, run)
   run()
   stream:sync()
-  local start, stop = gpurun.Event{ timing = true }, gpurun.Event{ timing = true }
-  local total_ms = 0.0
-  for _ = 1, RUNS do
-    stream:record(start)
-    run()
-    stream:record(stop)
-    stop:sync()
-    total_ms = total_ms + stop:elapsed_ms(start)
-  end
-  return total_ms / RUNS
+  return bench.event_ms(stream, run, RUNS)
 end
 
 local device = cli:open_device(0)

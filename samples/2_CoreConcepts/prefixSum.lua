@@ -51,23 +51,21 @@ local input <close> = gpurun.array(INPUT, "int32")
 local expected_inclusive <close> = gpurun.array(running, "int32")
 local expected_exclusive <close> = gpurun.array(before, "int32")
 
-section("INCLUSIVE SCAN", "output[i] = input[0] + input[1] + ... + input[i]")
-local inclusive <close> = gpurun.empty(#INPUT, "int32")
-print("\nInput:  " .. list(INPUT))
-gpurun.inclusive_scan(stream, input, inclusive)
-stream:sync()
-print("Output: " .. list(inclusive:to_table()))
-print(checks:buffers("inclusive scan", inclusive, expected_inclusive, 0, 0)
-      and "Test PASSED" or "Test FAILED")
-
-section("EXCLUSIVE SCAN", "output[i] = init_value + input[0] + ... + input[i-1]")
-local exclusive <close> = gpurun.empty(#INPUT, "int32")
-print("\nInput:  " .. list(INPUT))
-gpurun.exclusive_scan(stream, input, exclusive)
-stream:sync()
-print("Output: " .. list(exclusive:to_table()))
-print(checks:buffers("exclusive scan", exclusive, expected_exclusive, 0, 0)
-      and "Test PASSED" or "Test FAILED")
+-- Each scan's section: its name, formula, function and expected output.
+for _, scan in ipairs{
+  { "inclusive scan", "output[i] = input[0] + input[1] + ... + input[i]", gpurun.inclusive_scan, expected_inclusive },
+  { "exclusive scan", "output[i] = init_value + input[0] + ... + input[i-1]", gpurun.exclusive_scan,
+    expected_exclusive },
+} do
+  local name, formula, run, expected = table.unpack(scan)
+  section(name:upper(), formula)
+  local output <close> = gpurun.empty(#INPUT, "int32")
+  print("\nInput:  " .. list(INPUT))
+  run(stream, input, output)
+  stream:sync()
+  print("Output: " .. list(output:to_table()))
+  print(checks:buffers(name, output, expected, 0, 0) and "Test PASSED" or "Test FAILED")
+end
 
 print("\n" .. THIN_RULE)
 print("PERFORMANCE (10M elements)")

@@ -10,8 +10,10 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local quoted = require("gpurun.quoted")
+local with_commas = require("gpurun.report").with_commas
 
 local RULE = string.rep("=", 70)
 local MAX_ELEMENTS = 2147483647 -- the kernel indexes with unsigned int, two blocks' worth past n
@@ -60,17 +62,9 @@ cli:converted_option("--type", "Data type for the reduction: int, float or doubl
 cli:integer_option("--iterations", "Number of timed iterations.", 100, 1)
 local options = cli:parse(arg)
 local threads = options.threads
-if threads > 1024 or threads & (threads - 1) ~= 0 then
-  cli:usage_error(("--threads must be a power of 2 in [1, 1024] (the tree reduction halves it), got %d")
-    :format(threads))
-end
+require("gpurun.samples.tree_reduction").check_threads(cli, threads)
 if options.n > MAX_ELEMENTS then
   cli:usage_error(("--n must be at most %d, got %d"):format(MAX_ELEMENTS, options.n))
-end
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
 
 -- The sum of a sequence by Kahan's compensated summation.
@@ -151,16 +145,9 @@ print("  Warm-up completed")
 
 print("\n> Benchmarking Stage 1 (GPU block reduction)...")
 print(("  Running %d iterations..."):format(options.iterations))
-local start, stop = gpurun.Event{ timing = true }, gpurun.Event{ timing = true }
-local total_ms = 0.0
-for _ = 1, options.iterations do
-  stream:record(start)
-  gpurun.launch(stream, config, kernel, input, block_sums, n)
-  stream:record(stop)
-  stop:sync()
-  total_ms = total_ms + stop:elapsed_ms(start)
-end
-local stage1_ms = total_ms / options.iterations
+local stage1_ms = bench.event_ms(stream, function(s)
+  gpurun.launch(s, config, kernel, input, block_sums, n)
+end, options.iterations)
 
 print("\n> Running Stage 2 (CPU final reduction)...")
 local partial_sums = block_sums:to_table()

@@ -11,8 +11,10 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local bench = require("gpurun.bench")
 local check = require("gpurun.check")
 local quoted = require("gpurun.quoted")
+local with_commas = require("gpurun.report").with_commas
 
 local RULE = string.rep("=", 70)
 local MAX_ELEMENTS = 2147483647 -- the kernel's unsigned int index, a grid's stride past n
@@ -21,6 +23,18 @@ local CUDA_INCLUDE = (os.getenv("CUDA_HOME") or "/usr/local/cuda") .. "/include"
 local KERNEL = [[
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
+
+// Adds the block's partial[] (blockDim.x values, a power of 2) into
+// partial[0], halving the active threads each step.
+__device__ void block_tree_sum(float *partial, cg::thread_block block)
+{
+  const unsigned int t = threadIdx.x;
+  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half)
+      partial[t] += partial[t + half];
+    cg::sync(block);
+  }
+}
 
 extern "C" __global__ void reduceSinglePassMultiBlockCG(const float *__restrict__ in,
                                                         float *__restrict__ out, unsigned int n)
@@ -35,11 +49,7 @@ extern "C" __global__ void reduceSinglePassMultiBlockCG(const float *__restrict_
     sum += in[i];
   partial[t] = sum;
   cg::sync(block);
-  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (t < half)
-      partial[t] += partial[t + half];
-    cg::sync(block);
-  }
+  block_tree_sum(partial, block);
   if (t == 0)
     out[blockIdx.x] = partial[0];
 
@@ -51,11 +61,7 @@ extern "C" __global__ void reduceSinglePassMultiBlockCG(const float *__restrict_
       total += out[b];
     partial[t] = total;
     cg::sync(block);
-    for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-      if (t < half)
-        partial[t] += partial[t + half];
-      cg::sync(block);
-    }
+    block_tree_sum(partial, block);
     if (t == 0)
       out[0] = partial[0];
   }
@@ -76,17 +82,9 @@ cli:converted_option("--cuda-include-dir",
   end)
 local options = cli:parse(arg)
 local threads = options.threads
-if threads and (threads > 1024 or threads & (threads - 1) ~= 0) then
-  cli:usage_error(("--threads must be a power of 2 in [1, 1024] (the tree reduction halves it), got %d")
-    :format(threads))
-end
+require("gpurun.samples.tree_reduction").check_threads(cli, threads)
 if options.n > MAX_ELEMENTS then
   cli:usage_error(("--n must be at most %d, got %d"):format(MAX_ELEMENTS, options.n))
-end
-
--- 1048576 -> "1,048,576", as Python's "{:,}" writes it.
-local function with_commas(n)
-  return (tostring(n):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
 
 local device = cli:open_device(0)
@@ -153,16 +151,9 @@ stream:sync()
 print("  Warm-up successful")
 
 print(("\n> Running benchmark (%d iterations)..."):format(options.iterations))
-local start, stop = gpurun.Event{ timing = true }, gpurun.Event{ timing = true }
-local total_ms = 0.0
-for _ = 1, options.iterations do
-  stream:record(start)
-  gpurun.launch(stream, config, kernel, input, out, n)
-  stream:record(stop)
-  stop:sync()
-  total_ms = total_ms + stop:elapsed_ms(start)
-end
-local gpu_ms = total_ms / options.iterations
+local gpu_ms = bench.event_ms(stream, function(s)
+  gpurun.launch(s, config, kernel, input, out, n)
+end, options.iterations)
 local gpu_result = out:get(1)
 local throughput = n * 4 / (gpu_ms / 1000) / 1e9
 

@@ -85,11 +85,8 @@ local cli = args.new("graphConditionalNodes.lua",
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 local options = cli:parse(arg)
 
-local device = cli:open_device(options.device)
 io.stdout:setvbuf("no") -- the kernels' printf lines come between the script's own
-local cc = device.compute_capability
-print(("GPU Device %d: \"%s\" with compute capability %d.%d\n"):format(options.device, device.name,
-  cc.major, cc.minor))
+local device = require("gpurun.samples.cuda_device").open(cli, options.device)
 local major, minor = gpurun.driver_version()
 print(("Driver version is: %d.%d"):format(major, minor))
 local function driver_at_least(want_major, want_minor)

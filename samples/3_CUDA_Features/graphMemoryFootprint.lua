@@ -38,10 +38,7 @@ local cli = args.new("graphMemoryFootprint.lua",
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 local options = cli:parse(arg)
 
-local device = cli:open_device(options.device)
-local cc = device.compute_capability
-print(("GPU Device %d: \"%s\" with compute capability %d.%d\n"):format(options.device, device.name,
-  cc.major, cc.minor))
+local device = require("gpurun.samples.cuda_device").open(cli, options.device)
 local major, minor = gpurun.driver_version()
 print(("Driver version is: %d.%d"):format(major, minor))
 if major < 11 or (major == 11 and minor < 4) then

@@ -124,10 +124,7 @@ local function jacobi_on_host(b)
   return k, error
 end
 
-local device = cli:open_device(options.device)
-local cc = device.compute_capability
-print(("GPU Device %d: \"%s\" with compute capability %d.%d\n"):format(options.device, device.name,
-  cc.major, cc.minor))
+local device = require("gpurun.samples.cuda_device").open(cli, options.device)
 local A_values, b_values = linear_system()
 
 local cpu_start = gpurun.perf_counter()

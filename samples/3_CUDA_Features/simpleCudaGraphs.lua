@@ -62,10 +62,7 @@ local cli = args.new("simpleCudaGraphs.lua",
 cli:integer_option("--device", "CUDA device id.", 0, 0)
 local options = cli:parse(arg)
 
-local device = cli:open_device(options.device)
-local cc = device.compute_capability
-print(("GPU Device %d: \"%s\" with compute capability %d.%d\n"):format(options.device, device.name,
-  cc.major, cc.minor))
+local device = require("gpurun.samples.cuda_device").open(cli, options.device)
 print(("%d elements"):format(ELEMENTS))
 print(("threads per block  = %d"):format(THREADS))
 print(("Graph Launch iterations = %d"):format(REPLAYS))

@@ -1,9 +1,13 @@
 /* The loaders' shared skeleton (see base/library_loader.h). */
+#define _GNU_SOURCE /* dladdr */
 #include "base/library_loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *library_loader_resolve(struct library_loader *loader, void *table,
                                    const struct library_symbol *symbols, size_t count)
@@ -27,4 +31,21 @@ int library_loader_fail(struct library_loader *loader, void *table, size_t table
     loader->handle = NULL;
     loader->result = -1;
     return -1;
+}
+
+void library_file_identity(void *symbol, char *out, size_t out_size)
+{
+    char library[PATH_MAX] = "unknown";
+    long long size = -1, mtime = -1;
+    Dl_info info;
+    if (dladdr(symbol, &info) && info.dli_fname) {
+        if (!realpath(info.dli_fname, library))
+            snprintf(library, sizeof library, "%s", info.dli_fname);
+        struct stat st;
+        if (stat(library, &st) == 0) {
+            size = (long long)st.st_size;
+            mtime = (long long)st.st_mtime;
+        }
+    }
+    snprintf(out, out_size, "%s %lld %lld", library, size, mtime);
 }

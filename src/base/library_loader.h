@@ -32,4 +32,11 @@ const char *library_loader_resolve(struct library_loader *loader, void *table,
 int library_loader_fail(struct library_loader *loader, void *table, size_t table_size,
                         const char *fmt, const char *detail);
 
+/* Writes "<real path> <size> <mtime>" of the shared library file that
+ * holds `symbol` into out ("unknown -1 -1" where it cannot be found): what
+ * names a library in cache keys, as its version call says only
+ * major.minor; the file's real name usually carries the patch level, and
+ * its size and time catch a reinstall under the same name. */
+void library_file_identity(void *symbol, char *out, size_t out_size);
+
 #endif

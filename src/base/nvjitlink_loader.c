@@ -1,5 +1,4 @@
 /* The nvJitLink loader: dlopen, one table filled by name. */
-#define _GNU_SOURCE /* dladdr */
 #include "base/nvjitlink_loader.h"
 #include "base/library_loader.h"
 #include "base/nvrtc_compile.h"
@@ -9,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 struct nvjitlink_library nvjitlink;
 
@@ -83,20 +81,9 @@ const char *nvjitlink_loader_identity(void)
         return identity;
     unsigned int major = 0, minor = 0;
     nvjitlink.nvJitLinkVersion(&major, &minor);
-    char library[PATH_MAX] = "unknown";
-    long long size = -1, mtime = -1;
-    Dl_info info;
-    if (dladdr((void *)nvjitlink.nvJitLinkCreate, &info) && info.dli_fname) {
-        if (!realpath(info.dli_fname, library))
-            snprintf(library, sizeof library, "%s", info.dli_fname);
-        struct stat st;
-        if (stat(library, &st) == 0) {
-            size = (long long)st.st_size;
-            mtime = (long long)st.st_mtime;
-        }
-    }
-    snprintf(identity, sizeof identity, "nvjitlink %u.%u %s %lld %lld", major, minor, library,
-             size, mtime);
+    char file[PATH_MAX + 64];
+    library_file_identity((void *)nvjitlink.nvJitLinkCreate, file, sizeof file);
+    snprintf(identity, sizeof identity, "nvjitlink %u.%u %s", major, minor, file);
     return identity;
 }
 

@@ -3,6 +3,7 @@
  * cleanup path, so an NVRTC program is never leaked. */
 #define _GNU_SOURCE /* dladdr */
 #include "base/nvrtc_compile.h"
+#include "base/library_loader.h"
 #include "base/log_cap.h"
 #include "base/nvrtc_inputs.h"
 #include "base/ptx_params.h"
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <nvrtc.h>
 
@@ -29,23 +29,9 @@ const char *nvrtc_compile_identity(void)
 
     int major = 0, minor = 0;
     nvrtc_compile_version(&major, &minor);
-    /* nvrtcVersion says only major.minor; the library's real file name
-     * usually carries the patch level, and its size and time catch a
-     * reinstall under the same name. */
-    char library[PATH_MAX] = "unknown";
-    long long size = -1, mtime = -1;
-    Dl_info info;
-    if (dladdr((void *)nvrtcCompileProgram, &info) && info.dli_fname) {
-        if (!realpath(info.dli_fname, library))
-            snprintf(library, sizeof library, "%s", info.dli_fname);
-        struct stat st;
-        if (stat(library, &st) == 0) {
-            size = (long long)st.st_size;
-            mtime = (long long)st.st_mtime;
-        }
-    }
-    snprintf(identity, sizeof identity, "nvrtc %d.%d %s %lld %lld",
-             major, minor, library, size, mtime);
+    char file[PATH_MAX + 64];
+    library_file_identity((void *)nvrtcCompileProgram, file, sizeof file);
+    snprintf(identity, sizeof identity, "nvrtc %d.%d %s", major, minor, file);
     return identity;
 }
 

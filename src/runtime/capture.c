@@ -497,14 +497,15 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
  * kernels launch, whose destruction waits for the context (exec != NULL).
  * A full list frees at once rather than leak. */
 #define MAX_PENDING_FREES 1024
-static struct {
+struct pending_free {
     CUdeviceptr pointer;
     CUcontext context;
     int after_device; /* stream-ordered memory: wait for the context's work first */
     void *host;
     CUevent last_use;
     CUgraphExec exec; /* a graph kernels may launch: destroyed after the context's work */
-} pending[MAX_PENDING_FREES];
+};
+static struct pending_free pending[MAX_PENDING_FREES];
 static size_t pending_count;
 
 /* Waits for the last copy queued on the host memory, then frees it. */
@@ -565,6 +566,16 @@ static int must_defer(void)
     return capturing != NULL;
 }
 
+/* Keeps `entry` for gpurun_flush_frees while frees must wait and the list
+ * has room: 1 when kept. */
+static int defer_free(struct pending_free entry)
+{
+    if (!must_defer() || pending_count >= MAX_PENDING_FREES)
+        return 0;
+    pending[pending_count++] = entry;
+    return 1;
+}
+
 void gpurun_flush_frees(void)
 {
     if (must_defer())
@@ -583,16 +594,9 @@ void gpurun_flush_frees(void)
 
 static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int after_device)
 {
-    if (must_defer() && pending_count < MAX_PENDING_FREES) {
-        pending[pending_count].pointer = pointer;
-        pending[pending_count].context = context;
-        pending[pending_count].after_device = after_device;
-        pending[pending_count].host = NULL;
-        pending[pending_count].last_use = NULL;
-        pending[pending_count].exec = NULL;
-        pending_count++;
+    if (defer_free((struct pending_free){ .pointer = pointer, .context = context,
+                                          .after_device = after_device }))
         return CUDA_SUCCESS;
-    }
     gpurun_flush_frees(); /* nothing while frees must wait */
     /* A full list while frees must wait: a pool's memory leaks rather than be
      * freed under work that may still use it (the wait would break the
@@ -615,16 +619,8 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
 
 CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
 {
-    if (must_defer() && pending_count < MAX_PENDING_FREES) {
-        pending[pending_count].pointer = 0;
-        pending[pending_count].context = context;
-        pending[pending_count].after_device = 0;
-        pending[pending_count].host = NULL;
-        pending[pending_count].last_use = NULL;
-        pending[pending_count].exec = exec;
-        pending_count++;
+    if (defer_free((struct pending_free){ .context = context, .exec = exec }))
         return CUDA_SUCCESS;
-    }
     gpurun_flush_frees();
     /* A full list while a capture runs: the graph stays rather than be
      * destroyed under a kernel that may still launch it. */
@@ -635,16 +631,8 @@ CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
 {
-    if (must_defer() && pending_count < MAX_PENDING_FREES) {
-        pending[pending_count].pointer = 0;
-        pending[pending_count].context = NULL;
-        pending[pending_count].after_device = 0;
-        pending[pending_count].host = pointer;
-        pending[pending_count].last_use = last_use;
-        pending[pending_count].exec = NULL;
-        pending_count++;
+    if (defer_free((struct pending_free){ .host = pointer, .last_use = last_use }))
         return CUDA_SUCCESS;
-    }
     gpurun_flush_frees();
     return free_host(pointer, last_use);
 }

@@ -44,6 +44,20 @@ static int push_bytes(lua_State *L)
     return 1;
 }
 
+/* Pushes the `size` bytes at `data` as a string and frees `data`, whatever
+ * happens: copied under protection, so that a memory error does not lose
+ * the buffer; that error raises `message`. */
+static void push_and_free(lua_State *L, void *data, size_t size, const char *message)
+{
+    lua_pushcfunction(L, push_bytes);
+    lua_pushlightuserdata(L, data);
+    lua_pushinteger(L, (lua_Integer)size);
+    int status = lua_pcall(L, 2, 1, 0);
+    free(data);
+    if (status != LUA_OK)
+        gpurun_error_at(L, 0, message);
+}
+
 static int new_memory(lua_State *L)
 {
     lua_newuserdatauv(L, (size_t)lua_tointeger(L, 1), 0);
@@ -136,14 +150,7 @@ void gpurun_push_signatures_of(lua_State *L, int index)
     char *text = ptx_signatures_format(&code->signatures, &size);
     if (!text)
         gpurun_error(L, "not enough memory for the kernels' signatures");
-    /* Copied under protection: a memory error must not lose the text. */
-    lua_pushcfunction(L, push_bytes);
-    lua_pushlightuserdata(L, text);
-    lua_pushinteger(L, (lua_Integer)size);
-    int status = lua_pcall(L, 2, 1, 0);
-    free(text);
-    if (status != LUA_OK)
-        gpurun_error_at(L, 0, "not enough memory for the kernels' signatures");
+    push_and_free(L, text, size, "not enough memory for the kernels' signatures");
 }
 
 enum device_code_type gpurun_push_code_of(lua_State *L, int index)
@@ -332,14 +339,7 @@ static const char *push_file(lua_State *L, int arg)
     }
     if (error)
         gpurun_error(L, "cannot read device code from %s: %s", path, strerror(error));
-    /* Copied under protection: a memory error must not lose the buffer. */
-    lua_pushcfunction(L, push_bytes);
-    lua_pushlightuserdata(L, data);
-    lua_pushinteger(L, (lua_Integer)size);
-    int status = lua_pcall(L, 2, 1, 0);
-    free(data);
-    if (status != LUA_OK)
-        gpurun_error_at(L, 0, "not enough memory for the device code read from the file");
+    push_and_free(L, data, size, "not enough memory for the device code read from the file");
     return path;
 }
 

@@ -46,15 +46,16 @@ return function(internal)
     return math.tointeger(value)
   end
 
-  readers.time = flag("time", "-time")
-  readers.verbose = flag("verbose", "-verbose")
-  readers.link_time_optimization = flag("link_time_optimization", "-lto")
-  readers.debug = flag("debug", "-g")
-  readers.lineinfo = flag("lineinfo", "-lineinfo")
-  readers.optimize_unused_variables = flag("optimize_unused_variables", "-optimize-unused-variables")
-  readers.no_cache = flag("no_cache", "-no-cache")
+  -- Each key's nvJitLink option, by how its value becomes one: a flag
+  -- passes its option when true; a switch says true or false ("-ftz=1" /
+  -- "-ftz=0"); a list passes its option once per string.
+  local FLAGS = { time = "-time", verbose = "-verbose", link_time_optimization = "-lto", debug = "-g",
+                  lineinfo = "-lineinfo", optimize_unused_variables = "-optimize-unused-variables",
+                  no_cache = "-no-cache" }
+  local SWITCHES = { ftz = "-ftz=", prec_div = "-prec-div=", prec_sqrt = "-prec-sqrt=", fma = "-fma=" }
+  local LISTS = { kernels_used = "-kernels-used=", variables_used = "-variables-used=",
+                  ptxas_options = "-Xptxas=" }
 
-  -- true or false, each said: "-ftz=1" / "-ftz=0".
   local function switch(key, option)
     return function(value, list)
       if type(value) ~= "boolean" then bad(key, "a boolean", value) end
@@ -62,14 +63,10 @@ return function(internal)
       return value
     end
   end
-  readers.ftz = switch("ftz", "-ftz=")
-  readers.prec_div = switch("prec_div", "-prec-div=")
-  readers.prec_sqrt = switch("prec_sqrt", "-prec-sqrt=")
-  readers.fma = switch("fma", "-fma=")
 
-  readers.kernels_used = string_list("kernels_used", "-kernels-used=")
-  readers.variables_used = string_list("variables_used", "-variables-used=")
-  readers.ptxas_options = string_list("ptxas_options", "-Xptxas=")
+  for key, option in pairs(FLAGS) do readers[key] = flag(key, option) end
+  for key, option in pairs(SWITCHES) do readers[key] = switch(key, option) end
+  for key, option in pairs(LISTS) do readers[key] = string_list(key, option) end
 
   local new, LinkerOptions, open_state, coerce = from.options_type("LinkerOptions", KEYS, readers)
   local builtin = LinkerOptions.builtin

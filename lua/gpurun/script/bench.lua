@@ -36,6 +36,23 @@ function bench.time(stream, step, iters)
   return clock() - start
 end
 
+-- Mean milliseconds of step(stream) over `runs` runs, each between two
+-- timing events and waited for, as the cuda.core samples time a kernel:
+-- every run's time is its own, with no launch queued behind it.
+function bench.event_ms(stream, step, runs)
+  local start <close> = gpurun.Event{ timing = true }
+  local stop <close> = gpurun.Event{ timing = true }
+  local total_ms = 0.0
+  for _ = 1, runs do
+    stream:record(start)
+    step(stream)
+    stream:record(stop)
+    stop:sync()
+    total_ms = total_ms + stop:elapsed_ms(start)
+  end
+  return total_ms / runs
+end
+
 -- The median of a list of numbers (the mean of the middle two for an even
 -- count); the list is left as it was.
 function bench.median(values)

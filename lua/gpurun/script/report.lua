@@ -33,6 +33,13 @@ function report.speedup(base, faster)
   return nil
 end
 
+-- 1048576 -> "1,048,576": digits in groups of three, as Python's "{:,}"
+-- writes an integer (the cuda.core samples print counts so).
+function report.with_commas(n)
+  local sign, digits = tostring(n):match("^(-?)(.*)$")
+  return sign .. (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
 local Report = {}
 Report.__index = Report
 
