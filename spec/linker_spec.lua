@@ -98,13 +98,27 @@ describe("gpurun.Linker", function()
       gpurun.Linker(caller, { arch = "sm_90" }), "cubin")
     assert.matches("^nvJitLink link of '<default linker>' failed: nvJitLinkComplete: NVJITLINK_ERROR_", message)
     assert.matches("Undefined reference to 'twice' in 'caller.cu'", message, 1, true)
-    -- Zeros after the magic: nvJitLink 13.0 reads wild addresses taken from
-    -- other bytes there (valgrind: 25 KB away), which only sometimes crash.
     local junk = gpurun.ObjectCode.from_ltoir("\237\67\78\127" .. ("\0"):rep(32), { name = "junk.ltoir" })
     local linker = gpurun.Linker(caller, junk, { arch = "sm_90", link_time_optimization = true })
     assert.matches("adding input 2 'junk.ltoir' (ltoir): NVJITLINK_ERROR_", error_of(linker.link, linker, "cubin"),
       1, true)
     assert.truthy(#linker:get_error_log() > 0, "the error log is kept for get_error_log")
+  end)
+
+  it("survives an LTO-IR that crashes nvJitLink, naming the input it was adding", function()
+    local caller, callee = compiled("ltoir")
+    -- The word at byte 17 of the container is an offset that nvJitLink 13.0
+    -- reads at without checking it against the size: 2 GB away it faults.
+    local damaged = callee.code:sub(1, 18) .. "\127\127" .. callee.code:sub(21)
+    local linker = gpurun.Linker(caller, gpurun.ObjectCode.from_ltoir(damaged, { name = "damaged.ltoir" }),
+      { arch = "sm_90", link_time_optimization = true })
+    local message = error_of(linker.link, linker, "cubin")
+    assert.matches("^nvJitLink link of '<default linker>' failed: [^\n]*'damaged%.ltoir'", message)
+    assert.matches("nvJitLink crashed (signal 11, Segmentation fault) adding input 2 'damaged.ltoir' (ltoir): "
+      .. "the input is damaged, or not ltoir", message, 1, true)
+    -- gpurun goes on, and the intact inputs still link.
+    assert.are.equal("cubin", gpurun.Linker(caller, callee, { arch = "sm_90", link_time_optimization = true })
+      :link("cubin").code_type)
   end)
 
   it("keeps the info log of a verbose link", function()
