@@ -24,8 +24,9 @@ $GPURUN_SAMPLE_SECONDS seconds (default 300). It says which of python3,
 cuda.core, cuda.compute, CuPy and NumPy are installed, and runs an original
 only when its file is there and python3 is: an original that stops for a
 missing package is reported so, not as a failure. The C++ graph samples'
-originals need the cuda-samples build and are not run here. A port passes
-when it exits 0.
+originals need the cuda-samples build and are not run here. The
+distributed ports run under mpirun, one rank per GPU, where the host has two
+GPUs or more, and are skipped otherwise. A port passes when it exits 0.
 USAGE
 }
 
@@ -63,11 +64,12 @@ if [ ! -x "$bin" ]; then
   echo "samples.sh: no gpurun at $bin (tools/dev.sh build, or set GPURUN_BIN)" >&2
   exit 2
 fi
-"$bin" -e 'local g = require("gpurun")
+devices=$("$bin" -e 'local g = require("gpurun")
   if g.device_count() == 0 then
     io.stderr:write("samples.sh: no CUDA GPU available: ", g.driver_error() or "no device", "\n")
     os.exit(1)
-  end' || exit 1
+  end
+  print(g.device_count())') || exit 1
 
 echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
 python=$(command -v python3 || true)
@@ -95,9 +97,23 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
 failed=0
+skipped=0
 while read -r sample path; do
   name=${sample##*/}
-  timeout "$seconds" "$bin" "$path" >"$work/port" 2>&1
+  # The distributed ports run one MPI rank per GPU, and need two at least.
+  command=("$bin" "$path")
+  if [[ $sample == 4_DistributedComputing/* ]]; then
+    if [ "$devices" -lt 2 ] || ! command -v mpirun >/dev/null; then
+      echo
+      echo "== $sample: skipped: one MPI rank per GPU, and this host has $devices GPU$(
+        [ "$devices" = 1 ] || echo s)$(command -v mpirun >/dev/null || echo ' and no mpirun')"
+      skipped=$((skipped + 1))
+      continue
+    fi
+    command=(mpirun --oversubscribe -np "$devices" "$bin" "$path")
+    [ "$(id -u)" = 0 ] && command=(mpirun --allow-run-as-root "${command[@]:1}")
+  fi
+  timeout "$seconds" "${command[@]}" >"$work/port" 2>&1
   code=$?
   original="$originals/$sample/$name.py"
   : >"$work/original"
@@ -119,6 +135,7 @@ while read -r sample path; do
       : >"$work/original"
     else
       note="original exited $original_code"
+      [ "$original_code" -ne 0 ] && note="$note: $(grep -v '^[[:space:]]*$' "$work/original" | tail -n 1)"
     fi
   fi
   if [ "$code" -eq 0 ]; then
@@ -142,5 +159,5 @@ while read -r sample path; do
   fi
 done < <(ports)
 echo
-echo "$passed passed, $failed failed, 0 skipped"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
