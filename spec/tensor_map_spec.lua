@@ -290,8 +290,8 @@ describe("TensorMap", function()
       refuses("kernel 'takes_struct' parameter 1 (.align 64 .b8[128]): a gpurun.Buffer passes as an " ..
         "8-byte pointer; this parameter is 128 bytes",
         gpurun.launch, stream, one, code:get_kernel("takes_struct"), buffer, buffer)
-      assert.are.equal(code:get_kernel("takes_struct"),
-        code:get_kernel("takes_struct"):check_argument(1, map))
+      local takes_struct = code:get_kernel("takes_struct")
+      assert.are.equal(takes_struct, takes_struct:check_argument(1, map))
       buffer:close()
       refuses("kernel 'takes_struct' parameter 1 (.align 64 .b8[128]): the gpurun.TensorMap points at a " ..
         "closed gpurun.Buffer", gpurun.launch, stream, one, code:get_kernel("takes_struct"), map,
