@@ -19,11 +19,15 @@ local type_name = common.type_name
 
 local run = {}
 
-local function check_stream(self, stream, what)
+local function check_is_stream(self, stream, what)
   if type_name(stream) ~= "gpurun.Stream" then
     raise(("pipeline '%s': %s: a gpurun.Stream expected, got %s"):format(self.name, what,
           type_name(stream)))
   end
+end
+
+local function check_stream(self, stream, what)
+  check_is_stream(self, stream, what)
   for _, d in ipairs(self.data) do
     if d.device and d.device ~= stream.device then
       raise(("pipeline '%s': %s: '%s' lives on device %d but the stream on device %d"):format(
@@ -320,6 +324,7 @@ end
 -- graph(stream) -> Graph: captures the schedule into one graph (once, and again
 -- after a change of the schedule) and launches it on the stream.
 function run.graph(self, stream)
+  check_is_stream(self, stream, "graph")
   local current = self.state.graph
   if not current or current.version ~= self.version or current.device ~= stream.device then
     check_stream(self, stream, "graph")
