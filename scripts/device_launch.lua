@@ -66,8 +66,9 @@ local function cudadevrt_path()
     end
     return options.cudadevrt
   end
-  local tried = {}
-  for _, root in ipairs{ os.getenv("CUDA_HOME"), "/usr/local/cuda" } do
+  local tried, roots = {}, { "/usr/local/cuda" }
+  if os.getenv("CUDA_HOME") then table.insert(roots, 1, os.getenv("CUDA_HOME")) end
+  for _, root in ipairs(roots) do
     local path = root .. "/lib64/libcudadevrt.a"
     if readable(path) then return path end
     tried[#tried + 1] = path

@@ -186,6 +186,18 @@ describe("device-side graph launch", function()
 end)
 
 describe("scripts/device_launch.lua", function()
+  it("finds /usr/local/cuda's libcudadevrt.a with CUDA_HOME unset or wrong", function()
+    local file = io.open("/usr/local/cuda/lib64/libcudadevrt.a", "rb")
+    if not file then pending("no /usr/local/cuda/lib64/libcudadevrt.a") return end
+    file:close()
+    local bin = process.quote(process.gpurun_bin())
+    for _, env in ipairs({ "env -u CUDA_HOME ", "CUDA_HOME=/nonexistent " }) do
+      local result = process.run(env .. bin .. " scripts/device_launch.lua --rounds 1")
+      assert.is_nil(result.stderr:find("not found", 1, true), env .. result.stderr)
+      assert.are_not.equal(2, result.code, env .. result.stderr)
+    end
+  end)
+
   for _, extra in ipairs({ "", " --tail" }) do
     it("checks which graph ran for each flag value" .. extra .. " #gpu", function()
       if not have_devrt() then pending("no " .. DEVRT) return end
