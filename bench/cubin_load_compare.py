@@ -5,7 +5,9 @@ table of both sides: compile again (Program.compile), a program-cache hit
 (make_program_cache_key, FileStreamProgramCache.get, from_cubin of the
 bytes, as cuda.core's persistentProgramCache sample does; without
 FileStreamProgramCache it says so and compares a plain cubin load) and the
-saved cubin (ObjectCode.from_cubin of its path), each with get_kernel.
+saved cubin (ObjectCode.from_cubin of its path), each with get_kernel; and
+the saved cubin to the end of its first launch (a 16 x 16 tile), since the
+driver may leave a module's load into the context to that launch.
 """
 import shutil
 import tempfile
@@ -16,6 +18,7 @@ import common
 def cuda_core_steps(gpurun):
     """{row key: step or the reason there is none}, and notes for the table."""
     try:
+        import numpy as np
         import cuda.core as core
         if not hasattr(core, "ObjectCode"):
             import cuda.core.experimental as core
@@ -23,7 +26,7 @@ def cuda_core_steps(gpurun):
         device.set_current()
     except Exception as error:  # noqa: BLE001 - any failure is reported, not raised
         reason = f"no cuda.core: {error}"
-        return {"compile": reason, "cache_hit": reason, "cubin_load": reason}, [], None
+        return {key: reason for key, _ in ROWS}, [], None
     with open(gpurun["source_path"]) as file:
         source = file.read()
     cubin_path, kernel = gpurun["cubin_path"], gpurun["kernel"]
@@ -35,7 +38,20 @@ def cuda_core_steps(gpurun):
     def cubin_load():
         core.ObjectCode.from_cubin(cubin_path).get_kernel(kernel)
 
-    steps = {"compile": compile_again, "cubin_load": cubin_load}
+    # One 16 x 16 tile of C, as gpurun's row launches it.
+    stream = device.create_stream()
+    tile = 16
+    matrix, row = device.allocate(tile * tile * 4), device.allocate(tile * 4)
+    out, other = device.allocate(tile * tile * 4), device.allocate(tile * tile * 4)
+    config = core.LaunchConfig(grid=1, block=(tile, tile))
+    size = np.int32(tile)
+
+    def cubin_launch():
+        code = core.ObjectCode.from_cubin(cubin_path)
+        core.launch(stream, config, code.get_kernel(kernel), matrix, other, row, out, size, size, size)
+        stream.sync()
+
+    steps = {"compile": compile_again, "cubin_load": cubin_load, "cubin_launch": cubin_launch}
     notes = []
     try:
         from cuda.core.utils import FileStreamProgramCache, make_program_cache_key
@@ -64,7 +80,8 @@ def cuda_core_steps(gpurun):
 
 ROWS = (("compile", "compile again + get_kernel"),
         ("cache_hit", "program-cache hit + get_kernel"),
-        ("cubin_load", "saved cubin + get_kernel"))
+        ("cubin_load", "saved cubin + get_kernel"),
+        ("cubin_launch", "saved cubin + first launch"))
 
 
 def main():
