@@ -56,18 +56,16 @@ static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
     return count;
 }
 
-/* The bytes the driver's layout of `count` parameters spans. */
+/* The bytes the driver's layout of `count` parameters spans: it places them
+ * in order, so the last one ends it. */
 static size_t driver_storage_size(lua_State *L, CUkernel handle, int count)
 {
-    size_t storage_size = 0;
-    for (int i = 0; i < count; i++) {
-        size_t offset = 0, size = 0;
-        CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
-                   (size_t)i, &offset, &size);
-        if (offset + size > storage_size)
-            storage_size = offset + size;
-    }
-    return storage_size;
+    if (count == 0)
+        return 0;
+    size_t offset = 0, size = 0;
+    CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
+               (size_t)count - 1, &offset, &size);
+    return offset + size;
 }
 
 static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx_param *param)
