@@ -140,16 +140,62 @@ describe("gpurun.Linker", function()
       1, true)
   end)
 
-  it("says in one line what to install when nvJitLink cannot be opened", function()
-    local result = process.gpurun("-e " .. process.quote([[
-      local g = require("gpurun")
-      local code = g.ObjectCode.from_ptx(".version 8.0\n.target sm_90\n.address_size 64\n")
-      print(select(2, pcall(function() return g.Linker(code, { arch = "sm_90" }):link("cubin") end)))
-    ]]), { env = { GPURUN_NVJITLINK_LIBRARY = "/nonexistent/libnvJitLink.so.13" } })
+  -- A script run with nvJitLink out of reach: each printed line is a link's
+  -- error, or "linked" and what the kernel computed.
+  local function without_nvjitlink(script)
+    local prelude = ("local g = require('gpurun')\nlocal CALLER, CALLEE = %q, %q\n"):format(CALLER, CALLEE)
+    local result = process.gpurun("-e " .. process.quote(prelude .. script),
+      { env = { GPURUN_NVJITLINK_LIBRARY = "/nonexistent/libnvJitLink.so.13" } })
     assert.are.equal(0, result.code, result.stderr)
-    assert.matches("nvJitLink link of '<default linker>' failed: nvJitLink could not be loaded "
-      .. "(/nonexistent/libnvJitLink.so.13: cannot open shared object file: No such file or directory); install "
-      .. "the CUDA toolkit's nvJitLink", result.stdout, 1, true)
+    return result.stdout
+  end
+  local MISSING = "nvJitLink link of '<default linker>' failed: nvJitLink could not be loaded "
+    .. "(/nonexistent/libnvJitLink.so.13: cannot open shared object file: No such file or directory); install "
+    .. "the CUDA toolkit's nvJitLink (libnvJitLink.so beside libnvrtc, NVIDIA's libnvjitlink package) or set "
+    .. "GPURUN_NVJITLINK_LIBRARY to the library's path; the driver's linker (cuLink)"
+
+  it("says in one line what to install when nvJitLink cannot be opened, and why cuLink cannot step in", function()
+    local out = without_nvjitlink([[
+      local ptx = g.ObjectCode.from_ptx(".version 8.0\n.target sm_90\n.address_size 64\n")
+      local ltoir = g.ObjectCode.from_ltoir("\237\67\78\127" .. ("\0"):rep(32), { name = "junk.ltoir" })
+      for _, link in ipairs({
+        function() return g.Linker(ptx, { arch = "sm_90" }):link("cubin") end,
+        function() return g.Linker(ptx, ltoir, { arch = "sm_90" }):link("cubin") end,
+        function() return g.Linker(ptx, { arch = "sm_90", link_time_optimization = true }):link("ptx") end,
+        function() return g.Linker(ptx, { arch = "sm_90", fma = false }):link("cubin") end,
+      }) do print((select(2, pcall(link)))) end
+    ]])
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.are.equal(4, #lines, out)
+    -- No device is current in that process, GPU or not.
+    assert.matches(MISSING .. ", which could make this link instead, needs a current device: ", lines[1], 1, true)
+    assert.matches(MISSING .. " cannot make this link instead: LTO-IR ('junk.ltoir') needs nvJitLink", lines[2],
+      1, true)
+    assert.matches(MISSING .. " cannot make this link instead: it makes no PTX", lines[3], 1, true)
+    assert.matches(MISSING .. " cannot make this link instead: it has no counterpart of nvJitLink's -fma=0",
+      lines[4], 1, true)
+  end)
+
+  it("links PTX through the driver's cuLink where nvJitLink is missing #gpu", function()
+    local out = without_nvjitlink([[
+      g.Device(0):set_current()
+      local arch = "sm_" .. g.Device(0).arch
+      local rdc = { arch = arch, relocatable_device_code = true }
+      local caller = g.Program(CALLER, "c++", rdc):compile("ptx", { name = "caller.cu" })
+      local callee = g.Program(CALLEE, "c++", rdc):compile("ptx", { name = "callee.cu" })
+      local linker = g.Linker(caller, callee, { name = "by-driver", max_register_count = 32 })
+      local code = linker:link("cubin")
+      local stream = g.Device(0):create_stream()
+      local x = g.array({ 1, 2, 3 }, "float32")
+      g.launch(stream, g.LaunchConfig{ grid = 1, block = 32 }, code:get_kernel("double_all"), x, 3)
+      print("linked", code.name, code.code_type, code.from_cache, table.concat(x:to_table(stream), ","))
+      local bad = g.ObjectCode.from_ptx(".version 8.0\n.target " .. arch .. "\nnot ptx", { name = "bad.ptx" })
+      local broken = g.Linker(caller, bad)
+      print((select(2, pcall(broken.link, broken, "cubin"))))
+    ]])
+    assert.matches("^linked\tby%-driver\tcubin\tfalse\t2%.0?,4%.0?,6%.0?\n", out)
+    assert.matches("\ncuLink link of '<default linker>' failed: cuLink[%w]+[^\n]*: CUDA_ERROR_", out)
   end)
 
   it("keeps linked code in the kernel cache, keyed by every input's bytes and every option", function()

@@ -1,16 +1,19 @@
 /* gpurun.Linker: ObjectCodes (PTX, cubin, LTO-IR, fatbin, host objects and
  * libraries) and their LinkerOptions, linked through nvJitLink
  * (base/nvjitlink_link.c, opened at run time) into one ObjectCode by
- * :link("cubin" | "ptx"). LinkerOptions is written in Lua
- * (lua/gpurun/builtin/linker_options.lua): it checks the options and says
- * which nvJitLink option strings a link passes; this file links. Linking
- * needs no GPU. */
+ * :link("cubin" | "ptx"); where nvJitLink is missing, through the driver's
+ * cuLink (base/driver_link.c) when the link needs nothing else. LinkerOptions
+ * is written in Lua (lua/gpurun/builtin/linker_options.lua): it checks the
+ * options and says which nvJitLink option strings a link passes; this file
+ * links. Linking through nvJitLink needs no GPU. */
 #include "types/linker.h"
 
 #include <string.h>
 
+#include "base/driver_link.h"
 #include "base/kernel_cache.h"
 #include "base/nvjitlink_link.h"
+#include "base/nvjitlink_loader.h"
 #include "types/object_code.h"
 #include "types/program.h"
 
@@ -156,7 +159,27 @@ static size_t trimmed_length(const char *log)
     return length;
 }
 
-/* link("cubin" | "ptx") -> ObjectCode, from the kernel cache when it has it. */
+/* Where nvJitLink cannot be opened: returns when the driver's linker can
+ * make the link instead (it needs a current context), else raises with
+ * both reasons. */
+static void without_nvjitlink(lua_State *L, const struct link_request *request, const char *name)
+{
+    char why[256];
+    if (driver_link_refusal(request, why, sizeof why))
+        gpurun_error(L, "nvJitLink link of '%s' failed: %s; the driver's linker (cuLink) cannot "
+                        "make this link instead: %s", name, nvjitlink_loader_error(), why);
+    if (gpurun_runtime.current_context == NULL)
+        gpurun_error(L, "nvJitLink link of '%s' failed: %s; the driver's linker (cuLink), which "
+                        "could make this link instead, needs a current device: %s", name,
+                     nvjitlink_loader_error(),
+                     cuda_driver_load() != CUDA_SUCCESS
+                         ? cuda_driver_load_error()
+                         : "call gpurun.Device(id):set_current() first");
+    gpurun_require_context(L);
+}
+
+/* link("cubin" | "ptx") -> ObjectCode, from the kernel cache when it has it
+ * (links by the driver's linker are not kept there). */
 static int linker_link(lua_State *L)
 {
     check_linker(L, 1);
@@ -176,14 +199,22 @@ static int linker_link(lua_State *L)
     memset(output, 0, sizeof *output);
     luaL_setmetatable(L, LINK_OUTPUT);
     int from_cache = 0;
-    int ok = kernel_cache_link(&request, GPURUN_VERSION, output, &from_cache);
+    const char *linker_name = "nvJitLink";
+    int ok;
+    if (nvjitlink_loader_load() != 0) {
+        without_nvjitlink(L, &request, name);
+        linker_name = "cuLink";
+        ok = driver_link(&request, output);
+    } else {
+        ok = kernel_cache_link(&request, GPURUN_VERSION, output, &from_cache);
+    }
     lua_pushstring(L, output->info_log ? output->info_log : "");
     lua_setiuservalue(L, 1, 3);
     lua_pushstring(L, output->error_log ? output->error_log : "");
     lua_setiuservalue(L, 1, 4);
     if (!ok) {
         size_t length = trimmed_length(output->error_log);
-        lua_pushfstring(L, "nvJitLink link of '%s' failed: %s%s", name, output->error,
+        lua_pushfstring(L, "%s link of '%s' failed: %s%s", linker_name, name, output->error,
                         length ? "\n" : "");
         lua_pushlstring(L, output->error_log ? output->error_log : "", length);
         lua_concat(L, 2);
