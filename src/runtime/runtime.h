@@ -321,8 +321,11 @@ static inline void gpurun_leave_context(CUcontext previous)
         (void)CUDA_CALL(cuCtxSetCurrent, previous);
 }
 
-/* The current context, or a clear error when no device has been made
- * current (or the driver cannot be loaded: that reason first). */
+/* Why no device can be used now (the driver's load error first, else no
+ * current device), or NULL when a context is current. */
+const char *gpurun_no_context_reason(void);
+
+/* The current context, or an error with gpurun_no_context_reason(). */
 CUcontext gpurun_require_context(lua_State *L);
 
 /* Retains (once per process) and returns the primary context of a device;

@@ -21,14 +21,21 @@ static volatile sig_atomic_t interrupt_noted;
 static CUcontext retained_contexts[MAX_DEVICES];
 static CUdevice retained_devices[MAX_DEVICES];
 
+const char *gpurun_no_context_reason(void)
+{
+    if (gpurun_runtime.current_context != NULL)
+        return NULL;
+    if (cuda_driver_load() != CUDA_SUCCESS)
+        return cuda_driver_load_error();
+    return "no current CUDA device: call gpurun.Device(id):set_current() first";
+}
+
 CUcontext gpurun_require_context(lua_State *L)
 {
     gpurun_check_not_in_host_call(L, "using the device");
-    if (gpurun_runtime.current_context == NULL) {
-        if (cuda_driver_load() != CUDA_SUCCESS)
-            gpurun_error(L, "%s", cuda_driver_load_error());
-        gpurun_error(L, "no current CUDA device: call gpurun.Device(id):set_current() first");
-    }
+    const char *reason = gpurun_no_context_reason();
+    if (reason)
+        gpurun_error(L, "%s", reason);
     return gpurun_runtime.current_context;
 }
 

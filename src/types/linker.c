@@ -168,13 +168,11 @@ static void without_nvjitlink(lua_State *L, const struct link_request *request, 
     if (driver_link_refusal(request, why, sizeof why))
         gpurun_error(L, "nvJitLink link of '%s' failed: %s; the driver's linker (cuLink) cannot "
                         "make this link instead: %s", name, nvjitlink_loader_error(), why);
-    if (gpurun_runtime.current_context == NULL)
+    const char *no_context = gpurun_no_context_reason();
+    if (no_context)
         gpurun_error(L, "nvJitLink link of '%s' failed: %s; the driver's linker (cuLink), which "
                         "could make this link instead, needs a current device: %s", name,
-                     nvjitlink_loader_error(),
-                     cuda_driver_load() != CUDA_SUCCESS
-                         ? cuda_driver_load_error()
-                         : "call gpurun.Device(id):set_current() first");
+                     nvjitlink_loader_error(), no_context);
     gpurun_require_context(L);
 }
 
