@@ -28,10 +28,49 @@ void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel
                         "device %d current", kernel->name, kernel->device, device, device);
 }
 
+/* The driver loads a library's code into a context when a function of it
+ * is first asked for, which costs more than the rest of get_kernel: as in
+ * cuda.core, get_kernel leaves that to the first use that needs the
+ * function or its limits (a launch, a bind, a limit or attribute read). */
+static void load_function(lua_State *L, struct gpurun_kernel *kernel, int index)
+{
+    CUcontext previous = gpurun_enter_context(kernel->context);
+    CUdevice device = 0;
+    CUfunction function = NULL;
+    int threads = 0, shared = 0;
+    CUresult result = CUDA_CALL(cuDeviceGet, &device, kernel->device);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuKernelGetAttribute, &threads,
+                           CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel->handle, device);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuKernelGetFunction, &function, kernel->handle);
+    /* From the function, which set_max_dynamic_shared_size_bytes changes
+     * (also for another Kernel of the same code and name). */
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuFuncGetAttribute, &shared,
+                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS) {
+        lua_getiuservalue(L, index, 1);
+        lua_getiuservalue(L, -1, 3);
+        const char *code_name = lua_tostring(L, -1);
+        gpurun_cuda_error(L, "loading kernel '%s' of %s into device %d", kernel->name,
+                          code_name && code_name[0] ? code_name : "code given as bytes",
+                          kernel->device);
+    }
+    kernel->max_threads_per_block = threads;
+    kernel->max_dynamic_shared = shared;
+    /* Launching the context's CUfunction spares the driver from resolving
+     * the context-independent CUkernel at every launch. */
+    kernel->function = function;
+}
+
 struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
 {
     struct gpurun_kernel *kernel = gpurun_check_tagged(L, index, &gpurun_kernel_tag);
     gpurun_check_kernel_open(L, kernel);
+    if (__builtin_expect(kernel->function == NULL, 0))
+        load_function(L, kernel, index);
     return kernel;
 }
 
@@ -152,20 +191,7 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
             kernel->param_pointer[i] = kernel->param_sizes[i] == 8 ? GPURUN_POINTER_MAYBE
                                                                    : GPURUN_POINTER_NO;
     }
-    CUdevice device;
-    CHECK_CUDA(L, "getting the device handle", cuDeviceGet, &device, gpurun_runtime.current_device);
-    CHECK_CUDA(L, "reading the kernel's thread limit", cuKernelGetAttribute,
-               &kernel->max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle,
-               device);
-    /* Launching the context's CUfunction spares the driver from resolving
-     * the context-independent CUkernel at every launch. */
-    CHECK_CUDA(L, "getting the kernel's function for the current device", cuKernelGetFunction,
-               &kernel->function, handle);
-    /* From the function, which set_max_dynamic_shared_size_bytes changes
-     * (also for another Kernel of the same code and name). */
-    CHECK_CUDA(L, "reading the kernel's shared memory limit", cuFuncGetAttribute,
-               &kernel->max_dynamic_shared, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-               kernel->function);
+    kernel->function = NULL; /* loaded at its first use: gpurun_check_kernel */
     kernel->header.closed = 0;
 }
 
@@ -395,13 +421,13 @@ static int kernel_num_params(lua_State *L)
 
 static int kernel_max_threads_per_block(lua_State *L)
 {
-    lua_pushinteger(L, self(L)->max_threads_per_block);
+    lua_pushinteger(L, gpurun_check_kernel(L, 1)->max_threads_per_block);
     return 1;
 }
 
 static int kernel_max_dynamic_shared_size(lua_State *L)
 {
-    lua_pushinteger(L, self(L)->max_dynamic_shared);
+    lua_pushinteger(L, gpurun_check_kernel(L, 1)->max_dynamic_shared);
     return 1;
 }
 
@@ -411,11 +437,11 @@ static int kernel_device(lua_State *L)
     return 1;
 }
 
-#define FUNCTION_ATTRIBUTE_FIELD(field, attribute)                            \
-    static int kernel_##field(lua_State *L)                                   \
-    {                                                                         \
-        lua_pushinteger(L, function_attribute(L, self(L), attribute));        \
-        return 1;                                                             \
+#define FUNCTION_ATTRIBUTE_FIELD(field, attribute)                                     \
+    static int kernel_##field(lua_State *L)                                            \
+    {                                                                                  \
+        lua_pushinteger(L, function_attribute(L, gpurun_check_kernel(L, 1), attribute)); \
+        return 1;                                                                      \
     }
 FUNCTION_ATTRIBUTE_FIELD(num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS)
 FUNCTION_ATTRIBUTE_FIELD(shared_size_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)

@@ -24,7 +24,7 @@ enum gpurun_param_pointer { GPURUN_POINTER_NO, GPURUN_POINTER_YES, GPURUN_POINTE
 struct gpurun_kernel {
     struct gpurun_object header;  /* counts_for: its ObjectCode, whose library holds the code */
     CUkernel handle;
-    CUfunction function;          /* the kernel in the context current at get_kernel */
+    CUfunction function;          /* in `context`; NULL until its first use loads it */
     CUcontext context;            /* that context, made current around a launch from another */
     int device;                   /* its device: launches go on its streams */
     struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
@@ -56,8 +56,8 @@ void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel
 /* Makes a Kernel for `handle` of the ObjectCode at code_index (kept alive
  * by the Kernel), reading its parameter layout once, and pushes it. The
  * signature (NULL when unknown) gives the parameter count and types; the
- * driver gives the offsets and sizes. Needs a current device (for the
- * kernel's launch limits). */
+ * driver gives the offsets and sizes. Needs a current device, whose
+ * context the kernel's function is loaded into at its first use. */
 void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
                         const struct ptx_kernel_signature *signature);
 
