@@ -189,12 +189,33 @@ describe("the kernel cache", function()
     assert.is_true(compile(env).from_cache)
   end)
 
-  -- FNV-1a 64, the entry's payload checksum (Lua's integers wrap as it needs).
-  local function fnv1a(data)
-    local hash = -3750763034362895579 -- 0xcbf29ce484222325
-    for i = 1, #data do hash = (hash ~ data:byte(i)) * 0x100000001b3 end
-    return hash
+  -- CRC-32C, the entry's payload checksum, bit by bit: a reference written
+  -- apart from base/crc32c.c's.
+  local function crc32c(data)
+    local crc = 0xFFFFFFFF
+    for i = 1, #data do
+      crc = crc ~ data:byte(i)
+      for _ = 1, 8 do
+        crc = (crc & 1) == 1 and (crc >> 1) ~ 0x82F63B78 or crc >> 1
+      end
+    end
+    return crc ~ 0xFFFFFFFF
   end
+
+  it("checks entries with CRC-32C, as written apart from gpurun's", function()
+    assert.are.equal(0xE3069283, crc32c("123456789"))
+    local _, stderr, code = compile({ GPURUN_CACHE_DIR = dir })
+    assert.are.equal(0, code, stderr)
+    local checked = 0
+    for _, name in ipairs(entries(dir)) do
+      if name:match("%.entry$") then
+        local entry = read(dir .. "/" .. name)
+        assert.are.equal(crc32c(entry:sub(49)), string.unpack("<I8", entry, 25))
+        checked = checked + 1
+      end
+    end
+    assert.are.equal(1, checked)
+  end)
 
   -- Changes the first record of what NVRTC read (the payload's last field)
   -- and fixes the checksum, so that only the record is wrong.
@@ -216,7 +237,7 @@ describe("the kernel cache", function()
         at, fields_passed = at + 8 + n, fields_passed + 1
       end
     end
-    return data:sub(1, 24) .. string.pack("<i8", fnv1a(payload)) .. data:sub(33, 48) .. payload
+    return data:sub(1, 24) .. string.pack("<I8", crc32c(payload)) .. data:sub(33, 48) .. payload
   end
 
   -- The entry with its record of what NVRTC read (the payload's last
@@ -234,7 +255,7 @@ describe("the kernel cache", function()
       end
     end
     payload = payload:sub(1, at - 1) .. string.pack("<s8", records)
-    return data:sub(1, 16) .. string.pack("<I8i8", #payload, fnv1a(payload)) .. data:sub(33, 48) .. payload
+    return data:sub(1, 16) .. string.pack("<I8I8", #payload, crc32c(payload)) .. data:sub(33, 48) .. payload
   end
 
   it("asks a recorded dlopen again without blocking on a FIFO at its path", function()

@@ -1,5 +1,5 @@
 /* The 128-bit FNV-1a hash the kernel cache names entries by and checks
- * files and payloads with: two 64-bit lanes from different seeds. Small,
+ * the files NVRTC read with: two 64-bit lanes from different seeds. Small,
  * well known, and plenty for naming files and catching changes and damage;
  * nothing here defends against a deliberate collision. No Lua. */
 #ifndef GPURUN_BASE_CONTENT_HASH_H

@@ -3,6 +3,7 @@
 #include "base/kernel_cache_entry.h"
 
 #include "base/content_hash.h"
+#include "base/crc32c.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 /* An entry is one file named by the 128-bit key in hex:
  *
  *   header  "GPURUNKC" | u32 format | u32 target | u64 payload length |
- *           u64 payload checksum | 16-byte key          (48 bytes, little-endian)
+ *           u64 payload CRC-32C | 16-byte key           (48 bytes, little-endian)
  *   payload u64 n, code | u64 n, log | u64 count, then per name expression:
  *           u64 n, expression | u64 n, lowered name |
  *           u64 n, kernel signatures | u64 n, why there are none ("" when there are) |
@@ -27,7 +28,7 @@
  * a truncated copy or a flipped bit; a reader checks the header and the
  * file's size before reading further. */
 #define ENTRY_MAGIC "GPURUNKC"
-#define ENTRY_FORMAT 3u /* 3: what NVRTC read */
+#define ENTRY_FORMAT 4u /* changes with the layout and the checksum */
 /* No compile makes this much; a header saying more is not believed. */
 #define MAX_PAYLOAD ((uint64_t)256 << 20)
 
@@ -171,7 +172,7 @@ unsigned char *kernel_cache_entry_encode(const unsigned char key[KERNEL_CACHE_KE
     put_u32(entry + 8, ENTRY_FORMAT);
     put_u32(entry + 12, (uint32_t)request->target);
     put_u64(entry + 16, payload);
-    put_u64(entry + 24, fnv1a(FNV1A_OFFSET, entry + KERNEL_CACHE_HEADER_SIZE, payload));
+    put_u64(entry + 24, crc32c(entry + KERNEL_CACHE_HEADER_SIZE, payload));
     memcpy(entry + 32, key, KERNEL_CACHE_KEY_SIZE);
     *size = KERNEL_CACHE_HEADER_SIZE + payload;
     return entry;
@@ -241,7 +242,7 @@ const char *kernel_cache_entry_decode(const unsigned char *header, const unsigne
                                       size_t size, const struct nvrtc_request *request,
                                       struct nvrtc_output *output)
 {
-    if (fnv1a(FNV1A_OFFSET, payload, size) != get_u64(header + 24))
+    if (crc32c(payload, size) != get_u64(header + 24))
         return "bad checksum";
     struct reader r = {payload, size};
     memset(output, 0, sizeof *output);
