@@ -342,10 +342,15 @@ return function(internal)
   -- this length a line is no help to a reader anyway.
   local LONGEST_ECHOED_LINE = 512
 
+  -- By the newlines' positions: no string per line, as every compile asks.
   local function has_long_line(source)
-    for line in source:gmatch("[^\n]*") do
-      if #line > LONGEST_ECHOED_LINE then return true end
-    end
+    local start = 1
+    repeat
+      local newline = source:find("\n", start, true)
+      local stop = newline or #source + 1
+      if stop - start > LONGEST_ECHOED_LINE then return true end
+      start = stop + 1
+    until not newline
     return false
   end
 
