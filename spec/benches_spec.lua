@@ -71,7 +71,7 @@ describe("the benches' shell scripts", function()
 
   it("print their usage for --help and -h, and run no side", function()
     local scripts = listed("bench/*.sh")
-    assert.are.equal(4, #scripts)
+    assert.are.equal(5, #scripts)
     for _, path in ipairs(scripts) do
       for _, flag in ipairs({ "--help", "-h" }) do
         local result = process.run("sh " .. path .. " " .. flag, { env = NOTHING })
@@ -80,6 +80,16 @@ describe("the benches' shell scripts", function()
         assert.matches("\n  " .. path:gsub("%p", "%%%0") .. "[^\n]*\n", result.stdout)
         assert.are.equal("", result.stderr)
       end
+    end
+  end)
+end)
+
+describe("bench/jacobi_compare.sh", function()
+  it("refuses a REPS that is not a positive integer before running a side", function()
+    for _, reps in ipairs({ "0", "x", "-1" }) do
+      local result = process.run("sh bench/jacobi_compare.sh", { env = { REPS = reps, GPURUN_BIN = "/nonexistent/gpurun" } })
+      assert.are.equal(2, result.code)
+      assert.are.equal("jacobi_compare.sh: REPS: expected a positive integer, got '" .. reps .. "'\n", result.stderr)
     end
   end)
 end)

@@ -110,13 +110,18 @@ still_works()
 ]], "^false\t[^\n]*attempt to use a closed gpurun%.PinnedBuffer\nstill works\n$")
     end)
 
-    it("Graph:set_args: its kept list and nodes let go while packing #gpu", function()
+    it("Graph:set_args: its kept list and nodes let go while keeping the buffer #gpu", function()
       expect(GPU_SETUP .. [[
 local graph = graph_of(stream:create_graph_builder()):complete()
 local b = gpurun.zeros(64, "float32")
 trapped(graph, graph.set_args, graph, 1, b, b, b, gpurun.u64(64))
+b:close() -- counted for no graph
 still_works()
-]], "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$")
+]], -- A few arguments are packed on the C stack, and keeping a buffer
+    -- (lua_rawseti) does not step the collector, so the graph may close
+    -- just after the call instead, as for set_arg.
+    { "^false\t[^\n]*attempt to use a closed gpurun%.Graph\nstill works\n$",
+      "^true\tgpurun%.Graph%(closed%)\nstill works\n$" })
     end)
 
     it("Graph:set_arg: its kept list let go while keeping the buffer #gpu", function()

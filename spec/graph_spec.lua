@@ -326,6 +326,33 @@ describe("Graph: update, nodes, set_args and its picture", function()
     assert.are.equal(1, values[N])
   end)
 
+  it("sets a kernel node's arguments without making Lua garbage once it keeps them #gpu", function()
+    local scale = kernel("scale_shift")
+    local x = gpurun.full(N, 1, "float32")
+    local y = gpurun.full(N, 1, "float32")
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.launch(builder, config, scale, x, 2, 0, N)
+    builder:end_building()
+    local graph <close> = builder:complete()
+    local node = node_named(graph, "scale_shift").index
+    -- Both buffers kept, and the method lookups settled, before the count.
+    for _ = 1, 4 do
+      graph:set_args(node, y, 1, 0, N)
+      graph:set_args(node, x, 1, 0, N)
+    end
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 1000 do
+      graph:set_args(node, y, 1, 0, N)
+      graph:set_args(node, x, 1, 0, N)
+    end
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    assert.are.equal(before, after)
+  end)
+
   it("sets one argument of a kernel node, the others as the node has them #gpu", function()
     local scale = kernel("scale_shift")
     local x = gpurun.full(N, 1, "float32")

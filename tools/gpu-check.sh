@@ -47,7 +47,10 @@ usage() {
 #                  scalar (bench/graph_update.lua), the cost of a method
 #                  call (bench/method_call.lua) and device code brought in
 #                  (bench/device_code_compare.sh: gpurun's LTO link vs nvcc
-#                  -dlto, saved cubins and cache hits vs cuda.core)
+#                  -dlto, saved cubins and cache hits vs cuda.core), and the
+#                  jacobiCudaGraphs port against NVIDIA's C++ sample
+#                  (bench/jacobi_compare.sh, REPS 3; the sample's sources in
+#                  samples/originals/cpp, else its row says so)
 #   (none)         all four, in that order
 #
 #   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
@@ -378,6 +381,8 @@ part_compare() {
   echo "exit ${PIPESTATUS[0]}"
   step "benchmark: device code brought in: LTO link vs nvcc -dlto, cubin loads vs cuda.core"
   BUILD=$build bench/device_code_compare.sh 2>&1 | tee "$logs/device-code-compare.log"
+  step "benchmark: jacobiCudaGraphs, the port against NVIDIA's C++ sample built with nvcc"
+  REPS=${REPS:-3} BUILD=$build bench/jacobi_compare.sh 2>&1 | tee "$logs/jacobi-compare.log"
 }
 
 # Sourced (by a spec that tries the error parsing), define only.

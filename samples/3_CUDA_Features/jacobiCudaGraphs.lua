@@ -21,43 +21,44 @@ local THRESHOLD = 1.0e-2
 local MAX_ITERATIONS = 4 * N * N
 
 local KERNELS = [[
-// ROWS_PER_BLOCK rows of A per block, one warp per row: each row's
-// residual b[i] - A[i] x, then x_new = x + residual / A[i][i], and the block's
-// summed |change| added to *change.
+// The C++ sample's split of the work, so that both time the same device
+// work: ROWS_PER_BLOCK rows per block, one after another, each row's dot
+// product spread over all the block's threads (warp sums, added into the
+// row's residual in shared memory); then one thread per row moves x_new[i]
+// by residual / A[i][i], and the rows' |change| is added to *change.
 extern "C" __global__ void JacobiMethod(const float *A, const double *b, float conv_threshold,
                                         const double *x, double *x_new, double *change)
 {
   __shared__ double x_shared[N_ROWS];
   __shared__ double residual[ROWS_PER_BLOCK];
   const int first = blockIdx.x * ROWS_PER_BLOCK;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int j = threadIdx.x; j < N_ROWS; j += blockDim.x)
     x_shared[j] = x[j];
-  if (threadIdx.x < ROWS_PER_BLOCK)
-    residual[threadIdx.x] = first + threadIdx.x < N_ROWS ? b[first + threadIdx.x] : 0.0;
+  if (threadIdx.x < ROWS_PER_BLOCK && first + threadIdx.x < N_ROWS)
+    residual[threadIdx.x] = b[first + threadIdx.x];
   __syncthreads();
-  for (int k = warp; k < ROWS_PER_BLOCK && first + k < N_ROWS; k += blockDim.x / 32) {
+  for (int k = 0; k < ROWS_PER_BLOCK && first + k < N_ROWS; k++) {
     const float *row = A + (size_t)(first + k) * N_ROWS;
     double dot = 0.0;
-    for (int j = lane; j < N_ROWS; j += 32)
+    for (int j = threadIdx.x; j < N_ROWS; j += blockDim.x)
       dot += row[j] * x_shared[j];
     for (int offset = 16; offset > 0; offset /= 2)
       dot += __shfl_down_sync(0xffffffffu, dot, offset);
-    if (lane == 0)
-      residual[k] -= dot;
+    if (threadIdx.x % 32 == 0)
+      atomicAdd(&residual[k], -dot);
   }
   __syncthreads();
-  if (warp == 0) {
+  if (threadIdx.x < ROWS_PER_BLOCK) {
+    const int i = first + threadIdx.x;
     double moved = 0.0;
-    const int i = first + lane;
-    if (lane < ROWS_PER_BLOCK && i < N_ROWS) {
-      const double dx = residual[lane] / A[(size_t)i * N_ROWS + i];
+    if (i < N_ROWS) {
+      const double dx = residual[threadIdx.x] / A[(size_t)i * N_ROWS + i];
       x_new[i] = x_shared[i] + dx;
       moved = fabs(dx);
     }
-    for (int offset = 16; offset > 0; offset /= 2)
-      moved += __shfl_down_sync(0xffffffffu, moved, offset);
-    if (lane == 0)
+    for (int offset = ROWS_PER_BLOCK / 2; offset > 0; offset /= 2)
+      moved += __shfl_down_sync((1u << ROWS_PER_BLOCK) - 1, moved, offset, ROWS_PER_BLOCK);
+    if (threadIdx.x == 0)
       atomicAdd(change, moved);
   }
 }
@@ -140,29 +141,45 @@ local program <close> = gpurun.Program(KERNELS, "c++", gpurun.ProgramOptions{ ar
   defines = { N_ROWS = N, ROWS_PER_BLOCK = ROWS_PER_BLOCK } })
 local code <close> = program:compile("cubin")
 local jacobi, final_error = code:get_kernel("JacobiMethod"), code:get_kernel("finalError")
-local A <close> = gpurun.array(A_values, "float32")
-local b <close> = gpurun.array(b_values, "float64")
-local x <close> = gpurun.zeros(N, "float64")
-local x_new <close> = gpurun.zeros(N, "float64")
-local change <close> = gpurun.empty(1, "float64")
+-- As in the C++ sample: A and b staged in pinned memory, uploaded and x and
+-- x_new zeroed on the stream, not waited for; the timer starts with them in
+-- flight, as the original's does.
+local A_host <close> = gpurun.pinned(N * N, "float32"):copy_from(A_values)
+local b_host <close> = gpurun.pinned(N, "float64"):copy_from(b_values)
+local A <close> = gpurun.empty(N * N, "float32")
+local b <close> = gpurun.empty(N, "float64")
+local x <close> = gpurun.empty(N, "float64")
+local x_new <close> = gpurun.empty(N, "float64")
+A:copy_from(A_host, stream)
+b:copy_from(b_host, stream)
+x:fill(0, stream)
+x_new:fill(0, stream)
 local host_change <close> = gpurun.pinned(1, "float64")
 local threshold = gpurun.f32(THRESHOLD) -- the kernel's float, rounded once
 local step_config = gpurun.LaunchConfig{ grid = N // ROWS_PER_BLOCK + 2, block = THREADS }
 local error_config = gpurun.LaunchConfig{ grid = N // THREADS + 1, block = THREADS }
-stream:sync()
 
--- One step from `from` into `to` on a stream or a builder: the change zeroed,
--- the kernel, the change copied to the host.
-local function step(target, from, to)
+-- The GPU time holds what the C++ sample's timer holds: the change's
+-- allocation, the graph's making, every step and the final error.
+local gpu_start = gpurun.perf_counter()
+local change <close> = gpurun.empty(1, "float64")
+-- Even steps read x and write x_new, odd steps the other way round: one
+-- launch checked and packed once for each.
+local forward = jacobi:bind(step_config, A, b, threshold, x, x_new, change)
+local backward = jacobi:bind(step_config, A, b, threshold, x_new, x, change)
+
+-- One step on a stream or a builder: the change zeroed, the kernel, the
+-- change copied to the host.
+local function step(target, plan)
   change:fill(0, target)
-  gpurun.launch(target, step_config, jacobi, A, b, threshold, from, to, change)
+  plan:launch(target)
   change:copy_to(host_change, target)
 end
 
-local function capture(from, to)
+local function capture(plan)
   local builder = stream:create_graph_builder()
   builder:begin_building()
-  step(builder, from, to)
+  step(builder, plan)
   builder:end_building()
   return builder
 end
@@ -173,7 +190,7 @@ local graph, kernel_node
 local methods = {
   [0] = function(k)
     if not graph then
-      local builder <close> = capture(x, x_new)
+      local builder <close> = capture(forward)
       graph = builder:complete()
       for _, node in ipairs(graph:nodes()) do
         if node.kind == "kernel" then kernel_node = node.index end
@@ -188,18 +205,17 @@ local methods = {
     stream:sync()
   end,
   [1] = function(k)
-    local builder <close> = k % 2 == 0 and capture(x, x_new) or capture(x_new, x)
+    local builder <close> = capture(k % 2 == 0 and forward or backward)
     if graph then graph:update(builder) else graph = builder:complete() end
     graph:launch(stream)
     stream:sync()
   end,
+  -- No stream sync: reading host_change waits for the copy queued into it.
   [2] = function(k)
-    if k % 2 == 0 then step(stream, x, x_new) else step(stream, x_new, x) end
-    stream:sync()
+    step(stream, k % 2 == 0 and forward or backward)
   end,
 }
 
-local gpu_start = gpurun.perf_counter()
 local run_step = methods[options.gpumethod]
 local gpu_error
 for k = 0, MAX_ITERATIONS - 1 do

@@ -254,12 +254,18 @@ static int graph_set_args(lua_State *L)
     if (given != kernel->param_count)
         return gpurun_error(L, "kernel '%s' takes %d parameter%s, got %d", kernel->name,
                             kernel->param_count, kernel->param_count == 1 ? "" : "s", given);
-    /* Packed into scratch first: an error leaves the node as it was. */
-    unsigned char *packed = gpurun_push_staging(L, kernel->storage_size + 1);
-    /* The scratch's allocation can run a finalizer that closes the graph
-     * (its kept list and nodes let go) or the kernel's code. */
-    graph = gpurun_check_graph(L, 1);
-    gpurun_check_kernel_open(L, kernel);
+    /* Packed into scratch first: an error leaves the node as it was. The
+     * usual few arguments fit on the C stack, so that setting them again
+     * each step makes no garbage. */
+    unsigned char scratch[256];
+    unsigned char *packed = scratch;
+    if (kernel->storage_size > sizeof scratch) {
+        packed = gpurun_push_staging(L, kernel->storage_size);
+        /* The scratch's allocation can run a finalizer that closes the
+         * graph (its kept list and nodes let go) or the kernel's code. */
+        graph = gpurun_check_graph(L, 1);
+        gpurun_check_kernel_open(L, kernel);
+    }
     for (int i = 0; i < given; i++)
         gpurun_pack_argument(L, kernel, i, 3 + i, packed + kernel->param_offsets[i], NULL);
     for (int i = 0; i < given; i++)
