@@ -257,7 +257,7 @@ static int graph_set_args(lua_State *L)
     /* Packed into scratch first: an error leaves the node as it was. The
      * usual few arguments fit on the C stack, so that setting them again
      * each step makes no garbage. */
-    unsigned char scratch[256];
+    _Alignas(16) unsigned char scratch[256];
     unsigned char *packed = scratch;
     if (kernel->storage_size > sizeof scratch) {
         packed = gpurun_push_staging(L, kernel->storage_size);
