@@ -889,6 +889,10 @@ for _, case in ipairs({
   row(label, A({ path = "CMakeLists.txt" }), "CMakeLists.txt " .. case[2])
   row(label, A("hello"), arg_error(1, "from_" .. case[1], "the " .. case[1] .. " given as bytes " .. case[2]))
 end
+-- A fatbin whose entries run past its bytes is refused; one whose entries
+-- are damaged within them is taken, typed by size (spec/fatbin_ptx_spec.lua).
+row("gpurun.ObjectCode.from_fatbin", A("\80\237\85\186\1\0\16\0" .. string.pack("<I8", 64) .. ("\0"):rep(32)),
+  arg_error(1, "from_fatbin", "the fatbin given as bytes is truncated: its header says it ends at byte 80 of 48"))
 local PTX_LABEL = "gpurun.ObjectCode.from_ptx"
 row(PTX_LABEL, A("\127ELF" .. string.rep("\0", 60)), arg_error(1, "from_ptx",
   "the ptx given as bytes is not PTX text: it is an ELF file (a cubin?)"))

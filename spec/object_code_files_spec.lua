@@ -143,6 +143,39 @@ describe("gpurun.ObjectCode from bytes and files", function()
       assert.are.equal(".f32", kernel:params()[2].type)
     end)
 
+    it("types a fatbin's kernels from the PTX it carries, compressed or not #gpu", function()
+      local nvcc = (os.getenv("CUDA_HOME") or "/usr/local/cuda") .. "/bin/nvcc"
+      if not shell.file_exists(nvcc) then pending("no nvcc at " .. nvcc .. ": no fatbin built") return end
+      local source = folder() .. "/scale.cu"
+      write(source, [[
+extern "C" __global__ void scale(float *x, float factor, unsigned long long n)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= factor;
+}
+]])
+      local arch = device.arch
+      for _, compress in ipairs{ "default", "none" } do
+        local path = ("%s/scale_%s.fatbin"):format(folder(), compress)
+        assert(os.execute(("%s -fatbin --compress-mode=%s -gencode 'arch=compute_%s,code=[compute_%s,sm_%s]' %s -o %s")
+          :format(shell.quote(nvcc), compress, arch, arch, arch, shell.quote(source), shell.quote(path))))
+        local kernel = gpurun.ObjectCode.from_fatbin({ path = path }):get_kernel("scale")
+        local types = {}
+        for i, param in ipairs(kernel:params()) do types[i] = param.type end
+        assert.are.same({ ".u64", ".f32", ".u64" }, types, compress)
+        local n = 300
+        local x = gpurun.full(n, 1.5, "float32")
+        local stream = device:create_stream()
+        local config = gpurun.LaunchConfig({ grid = 2, block = 256 })
+        gpurun.launch(stream, config, kernel, x, 2, gpurun.u64(n))
+        stream:sync()
+        assert.is_true(gpurun.allclose(x, 3.0))
+        -- Typed by size alone, a 4-byte integer would pass for the float.
+        assert.matches("floating-point, but gpurun.i32 is an integer",
+          error_of(gpurun.launch, stream, config, kernel, x, gpurun.i32(2), gpurun.u64(n)), 1, true)
+      end
+    end)
+
     it("names the PTX and the assembler's complaint when PTX does not assemble #gpu", function()
       local broken = ".version 8.0\n.target sm_" .. device.arch .. "\n.address_size 64\n"
         .. ".visible .entry k() { this is not an instruction; }\n"

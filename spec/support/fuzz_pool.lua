@@ -360,6 +360,34 @@ local function from(list, p_valid, invalid)
   end
 end
 
+-- Fatbins of one PTX entry (the layout src/base/fatbin.c reads), sound and
+-- damaged as a hostile file would be: a payload past the end, a huge
+-- uncompressed size, zstd bytes that are not a frame, a frame that says
+-- too little, PTX that is garbage. from_fatbin takes them all, typed by
+-- the driver's sizes where no PTX can be read, and never reads past them.
+local FUZZ_PTX = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .f32 x) { ret; }\n\0"
+local function fatbin_of(flags, payload, options)
+  options = options or {}
+  local entry = string.pack("<I2I2I4I8I4I4I4I4I8I8I8I8", 1, 0x101, 64, options.payload_size or #payload,
+    #payload, 64, 0x90000, 90, 0, flags, 0, options.uncompressed or 0)
+  return string.pack("<I4I2I2I8", 0xBA55ED50, 1, 16, #entry + #payload) .. entry .. payload
+end
+-- A zstd frame of one raw block: what nvcc's zstd would make of short text.
+local function zstd_frame(text, declared)
+  return "\40\181\47\253" .. string.pack("<BBI3", 0x20, declared or #text, 1 | (#text << 3)) .. text
+end
+local FATBINS = {
+  fatbin_of(0x11, FUZZ_PTX),
+  fatbin_of(0x8011, zstd_frame(FUZZ_PTX), { uncompressed = #FUZZ_PTX }),
+  fatbin_of(0x11, FUZZ_PTX, { payload_size = 1 << 40 }),
+  fatbin_of(0x8011, zstd_frame(FUZZ_PTX), { uncompressed = 1 << 40 }),
+  fatbin_of(0x8011, zstd_frame(FUZZ_PTX, 200), { uncompressed = 200 }),
+  fatbin_of(0x8011, "\40\181\47\253" .. string.rep("\255", 60), { uncompressed = 100 }),
+  fatbin_of(0x8011, zstd_frame(string.rep("\1", 90)), { uncompressed = 90 }),
+  fatbin_of(0x2011, string.rep("\19", 64), { uncompressed = 64 }),
+  fatbin_of(0x11, "\1.entry k(.param .f32\255" .. string.rep("(", 200)),
+}
+
 local draws
 draws = {
   count = Pool.count,
@@ -491,7 +519,11 @@ draws = {
   -- What ObjectCode.from_<type> takes: code as bytes (PTX, a truncated ELF,
   -- magic numbers with nothing after them, junk) or { path = } of files
   -- that are not device code, devices, folders and missing files.
-  code_input = from({ ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n",
+  code_input = function(p)
+    if p:chance(0.25) then return p:pick(FATBINS) end
+    return draws.code_input_other(p)
+  end,
+  code_input_other = from({ ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n",
     "\127ELF\2\1\1" .. string.rep("\0", 57), "\80\237\85\186\1\0\16\0" .. string.rep("\255", 8),
     "\237\67\78\127", "!<arch>\n", { path = "README.md" }, { path = "/dev/null" }, { path = "spec" },
     { path = "/nonexistent/k.cubin" } }, 0.7, { "", "\0", {}, { path = 5 }, { path = "" }, { nope = 1 }, 5 }),

@@ -1,6 +1,8 @@
 /* Checks on device code from outside: magic numbers and declared sizes. */
 #define _GNU_SOURCE /* memmem */
 #include "base/device_code.h"
+#include "base/fatbin.h"
+#include "base/little_endian.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -27,28 +29,8 @@ const char *device_code_type_name(enum device_code_type type)
 #define ELF_MACHINE_CUDA 190 /* EM_CUDA */
 #define ELF_SECTION_NOBITS 8 /* SHT_NOBITS: takes no bytes of the file */
 
-/* The fatbin container nvcc's fatbinary tool writes: a 16-byte header (the
- * magic, a version, the header's size, the size of what follows it). */
-#define FATBIN_MAGIC 0xBA55ED50u
-#define FATBIN_HEADER_SIZE 16
-
 /* NVVM's LTO-IR, as NVRTC (-dlto) and nvcc (-dlto -dc) write it. */
 #define LTOIR_MAGIC 0x7F4E43EDu
-
-static uint16_t read16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t read32(const unsigned char *p)
-{
-    return (uint32_t)read16(p) | (uint32_t)read16(p + 2) << 16;
-}
-
-static uint64_t read64(const unsigned char *p)
-{
-    return (uint64_t)read32(p) | (uint64_t)read32(p + 4) << 32;
-}
 
 __attribute__((format(printf, 3, 4)))
 static int refuse(char *why, size_t why_size, const char *fmt, ...)
@@ -79,15 +61,15 @@ static int check_elf(const unsigned char *data, size_t size, int want_cuda, char
         return refuse(why, why_size, "is truncated: %zu bytes, less than an ELF header", size);
     if (data[4] != 2 || data[5] != 1)
         return refuse(why, why_size, "is not %s: not a 64-bit little-endian ELF", what);
-    uint16_t machine = read16(data + 18);
+    uint16_t machine = read_le16(data + 18);
     if (want_cuda && machine != ELF_MACHINE_CUDA)
         return refuse(why, why_size, "is not a cubin: an ELF for machine %u, not for an NVIDIA "
                       "GPU (machine %u)", machine, ELF_MACHINE_CUDA);
     if (!want_cuda && machine == ELF_MACHINE_CUDA)
         return refuse(why, why_size, "is a cubin, not a host object: load it with from_cubin");
-    uint64_t program_headers = read64(data + 32), section_headers = read64(data + 40);
-    uint16_t program_size = read16(data + 54), program_count = read16(data + 56);
-    uint16_t section_size = read16(data + 58), section_count = read16(data + 60);
+    uint64_t program_headers = read_le64(data + 32), section_headers = read_le64(data + 40);
+    uint16_t program_size = read_le16(data + 54), program_count = read_le16(data + 56);
+    uint16_t section_size = read_le16(data + 58), section_count = read_le16(data + 60);
     uint64_t end = 0;
     if (program_count > 0 && (program_size < ELF_PROGRAM_HEADER_SIZE
                               || !table_fits(program_headers, program_count, program_size, size,
@@ -102,9 +84,9 @@ static int check_elf(const unsigned char *data, size_t size, int want_cuda, char
                       (unsigned long long)end, size);
     for (uint16_t i = 0; i < section_count; i++) {
         const unsigned char *section = data + section_headers + (uint64_t)i * section_size;
-        if (read32(section + 4) == ELF_SECTION_NOBITS)
+        if (read_le32(section + 4) == ELF_SECTION_NOBITS)
             continue;
-        uint64_t offset = read64(section + 24), length = read64(section + 32);
+        uint64_t offset = read_le64(section + 24), length = read_le64(section + 32);
         if (!table_fits(offset, 1, length, size, &end))
             return refuse(why, why_size, "is truncated: its section %u ends at byte %llu of %zu",
                           i, (unsigned long long)end, size);
@@ -114,13 +96,13 @@ static int check_elf(const unsigned char *data, size_t size, int want_cuda, char
 
 static int check_fatbin(const unsigned char *data, size_t size, char *why, size_t why_size)
 {
-    if (size < 4 || read32(data) != FATBIN_MAGIC)
+    if (size < 4 || read_le32(data) != FATBIN_MAGIC)
         return refuse(why, why_size, "is not a fatbin: it does not start with the fatbin magic "
                       "number 0x%08X", FATBIN_MAGIC);
     if (size < FATBIN_HEADER_SIZE)
         return refuse(why, why_size, "is truncated: %zu bytes, less than a fatbin header", size);
-    uint16_t header_size = read16(data + 6);
-    uint64_t payload = read64(data + 8), end = 0;
+    uint16_t header_size = read_le16(data + 6);
+    uint64_t payload = read_le64(data + 8), end = 0;
     if (header_size < FATBIN_HEADER_SIZE || !table_fits(header_size, 1, payload, size, &end))
         return refuse(why, why_size, "is truncated: its header says it ends at byte %llu of %zu",
                       (unsigned long long)end, size);
@@ -157,7 +139,7 @@ int device_code_check(enum device_code_type type, const unsigned char *data, siz
     case DEVICE_CODE_FATBIN:
         return check_fatbin(data, size, why, why_size);
     case DEVICE_CODE_LTOIR:
-        if (size < 4 || read32(data) != LTOIR_MAGIC)
+        if (size < 4 || read_le32(data) != LTOIR_MAGIC)
             return refuse(why, why_size, "is not LTO-IR: it does not start with the LTO-IR "
                           "magic number 0x%08X", LTOIR_MAGIC);
         return 1;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "types/kernel.h"
+#include "base/fatbin.h"
 #include "base/ptx_params.h"
 #include "base/read_file.h"
 
@@ -417,10 +418,19 @@ static int from_code(lua_State *L, enum device_code_type type)
         lua_replace(L, code);
         bytes = (const unsigned char *)lua_tolstring(L, code, &size);
     }
+    const char *ptx = type == DEVICE_CODE_PTX ? (const char *)bytes : NULL;
+    size_t ptx_size = size;
+    if (type == DEVICE_CODE_FATBIN) {
+        /* Without PTX that can be read, the driver's sizes type the kernels. */
+        char *text = fatbin_ptx(bytes, size, &ptx_size, why, sizeof why);
+        if (text) {
+            push_and_free(L, text, ptx_size, "not enough memory for the fatbin's PTX");
+            ptx = lua_tostring(L, -1); /* stays on the stack */
+        }
+    }
     const char *name = check_code_options(L, 2, path ? path : "");
     int names = lua_gettop(L);
-    push_code(L, type, name, "", code, names, 0,
-              type == DEVICE_CODE_PTX ? (const char *)bytes : NULL, size, 0);
+    push_code(L, type, name, "", code, names, 0, ptx, ptx_size, 0);
     return 1;
 }
 

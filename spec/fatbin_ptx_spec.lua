@@ -1,0 +1,104 @@
+-- The PTX a fatbin carries (src/base/fatbin.c), which types its kernels'
+-- parameters as PTX given as PTX does. C with no Lua face: tests/fatbin_test
+-- reads fatbins that nvcc builds here (compressed as nvcc does by default,
+-- and not) and damages them (the sanitizer job runs it under ASan); from
+-- Lua, a damaged fatbin is still taken, typed by the driver's sizes.
+local gpurun = require("gpurun")
+local files = require("spec.support.files")
+local process = require("spec.support.process")
+local shell = require("gpurun.shell")
+local q = process.quote
+
+local SOURCE = [[
+extern "C" __global__ void scale(float *x, float factor, unsigned long long n)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= factor;
+}
+extern "C" __global__ void mix(double *y, double d, int k, unsigned short h) { y[k] = h + d; }
+]]
+
+local NVCC = (os.getenv("CUDA_HOME") or "/usr/local/cuda") .. "/bin/nvcc"
+
+local function test_binary()
+  return shell.dirname(process.gpurun_bin()) .. "/tests/fatbin_test"
+end
+
+-- nvcc's outputs for SOURCE, built once: ptx, and fatbins compressed by
+-- default ("zstd"), not at all ("plain") and in the older format ("speed").
+local built
+local function build()
+  if built then return built end
+  local dir = files.temporary_folder()
+  local source = dir .. "/k.cu"
+  local file = assert(io.open(source, "w"))
+  file:write(SOURCE)
+  file:close()
+  local gencode = " -gencode 'arch=compute_90,code=[compute_90,sm_90]' "
+  built = { dir = dir, ptx = dir .. "/k.ptx", zstd = dir .. "/zstd.fatbin",
+            plain = dir .. "/plain.fatbin", speed = dir .. "/speed.fatbin" }
+  for _, step in ipairs{
+    { "-ptx -arch=compute_90", built.ptx }, { "-fatbin" .. gencode, built.zstd },
+    { "-fatbin --compress-mode=none" .. gencode, built.plain },
+    { "-fatbin --compress-mode=speed" .. gencode, built.speed },
+  } do
+    local result = process.run(q(NVCC) .. " " .. step[1] .. " " .. q(source) .. " -o " .. q(step[2]))
+    assert.are.equal(0, result.code, result.stderr)
+  end
+  return built
+end
+
+local function signatures(path)
+  return process.run(q(test_binary()) .. " --signatures " .. q(path))
+end
+
+describe("a fatbin's PTX", function()
+  local has_nvcc = shell.file_exists(NVCC)
+
+  teardown(function()
+    if built then files.remove_folder(built.dir) end
+  end)
+
+  it("gives the same signatures as the PTX of the same source, compressed or not", function()
+    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    local code = build()
+    local from_ptx = signatures(code.ptx)
+    assert.are.equal(0, from_ptx.code, from_ptx.stderr)
+    assert.matches(".entry scale(\n.param .u64 p0,\n.param .f32 p1,\n.param .u64 p2)", from_ptx.stdout, 1, true)
+    assert.matches(".entry mix(\n.param .u64 p0,\n.param .f64 p1,\n.param .u32 p2,\n.param .u16 p3)",
+      from_ptx.stdout, 1, true)
+    for _, kind in ipairs{ "zstd", "plain" } do
+      local from_fatbin = signatures(code[kind])
+      assert.are.equal(0, from_fatbin.code, from_fatbin.stderr)
+      assert.are.equal(from_ptx.stdout, from_fatbin.stdout, kind)
+    end
+    local speed = signatures(code.speed)
+    assert.are.equal(1, speed.code)
+    assert.matches("no PTX: its PTX is compressed in a format gpurun does not read", speed.stderr, 1, true)
+  end)
+
+  it("is read within the bytes and the caps from damaged fatbins (fatbin_test)", function()
+    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    assert.is_true(shell.file_exists(test_binary()), "not built: " .. test_binary())
+    local code = build()
+    local result = process.run(q(test_binary()) .. " " .. q(code.zstd) .. " " .. q(code.plain))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr)
+    local count = result.stdout:match("^fatbin_test: (%d+) checks, 0 failed\n$")
+    assert.is_truthy(count, result.stdout)
+    assert.is_true(tonumber(count) > 1000)
+  end)
+
+  it("leaves a fatbin whose PTX cannot be read to be typed by the driver, not refused", function()
+    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    local code = build()
+    local bytes = files.read(code.zstd)
+    -- The first entry is the PTX: its uncompressed size (at 56) made huge,
+    -- then its zstd frame (after the 80-byte entry header) damaged.
+    local entry = 17
+    local huge = bytes:sub(1, entry + 55) .. string.pack("<I8", 1 << 40) .. bytes:sub(entry + 64)
+    local damaged = bytes:sub(1, entry + 79) .. ("\255"):rep(16) .. bytes:sub(entry + 96)
+    for _, variant in ipairs{ huge, damaged, files.read(code.speed) } do
+      assert.are.equal(#variant, #gpurun.ObjectCode.from_fatbin(variant).code)
+    end
+  end)
+end)

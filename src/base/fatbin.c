@@ -1,0 +1,138 @@
+/* The PTX a fatbin carries: the walk over its entries and the PTX text out
+ * of one, decompressed where nvcc compressed it. */
+#include "base/fatbin.h"
+#include "base/little_endian.h"
+#include "base/zstd_loader.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An entry's header, as nvcc 12 and 13 write it (the offsets measured on
+ * their fatbins): u16 kind, u16 version, u32 the header's size (the payload
+ * follows it), u64 the payload's size (padded; the next entry follows it);
+ * at 16 u32 the compressed size, at 28 u32 the arch (90 for sm_90), at 40
+ * u64 flags, at 56 u64 the uncompressed size (0 when not compressed). */
+#define ENTRY_MIN_HEADER_SIZE 64
+#define ENTRY_KIND_PTX 1
+#define ENTRY_COMPRESSED_SIZE 16
+#define ENTRY_FLAGS 40
+#define ENTRY_UNCOMPRESSED_SIZE 56
+/* Flags: compressed with zstd (nvcc's default since 12.8, and --compress-mode
+ * size), or in the older format that --compress-mode speed still writes,
+ * which gpurun does not read. */
+#define FLAG_ZSTD 0x8000u
+#define FLAG_OTHER_COMPRESSION 0x2000u
+
+static const unsigned char ZSTD_MAGIC[4] = {0x28, 0xB5, 0x2F, 0xFD};
+
+__attribute__((format(printf, 3, 4)))
+static char *none(char *why, size_t why_size, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(why, why_size, fmt, args);
+    va_end(args);
+    return NULL;
+}
+
+/* The text up to its first NUL, copied and NUL-terminated. */
+static char *copy_text(const unsigned char *bytes, size_t size, size_t *text_size, char *why,
+                       size_t why_size)
+{
+    const unsigned char *nul = memchr(bytes, '\0', size);
+    size_t length = nul ? (size_t)(nul - bytes) : size;
+    if (length == 0)
+        return none(why, why_size, "its PTX entry is empty");
+    char *text = malloc(length + 1);
+    if (!text)
+        return none(why, why_size, "not enough memory for its PTX (%zu bytes)", length);
+    memcpy(text, bytes, length);
+    text[length] = '\0';
+    *text_size = length;
+    return text;
+}
+
+/* The compressed PTX entry at `entry`, its payload of payload_size bytes
+ * lying within the file. */
+static char *decompress(const unsigned char *entry, uint32_t header_size, uint64_t payload_size,
+                        size_t *text_size, char *why, size_t why_size)
+{
+    uint32_t compressed = read_le32(entry + ENTRY_COMPRESSED_SIZE);
+    uint64_t declared = read_le64(entry + ENTRY_UNCOMPRESSED_SIZE);
+    const unsigned char *payload = entry + header_size;
+    if (compressed < sizeof ZSTD_MAGIC || compressed > payload_size
+        || memcmp(payload, ZSTD_MAGIC, sizeof ZSTD_MAGIC) != 0)
+        return none(why, why_size, "its compressed PTX is not a zstd frame within the entry");
+    if (declared == 0 || declared > FATBIN_PTX_MAX_SIZE
+        || declared > (uint64_t)compressed * FATBIN_PTX_MAX_RATIO)
+        return none(why, why_size, "its compressed PTX claims %llu bytes uncompressed, from "
+                    "%u: not believed", (unsigned long long)declared, compressed);
+    if (zstd_loader_load() != 0)
+        return none(why, why_size, "its PTX is compressed and %s", zstd_loader_error());
+    if (zstd.ZSTD_getFrameContentSize(payload, compressed) != declared)
+        return none(why, why_size, "its compressed PTX's frame does not say the %llu bytes "
+                    "its entry does", (unsigned long long)declared);
+    unsigned char *text = malloc((size_t)declared);
+    if (!text)
+        return none(why, why_size, "not enough memory for its PTX (%llu bytes)",
+                    (unsigned long long)declared);
+    size_t made = zstd.ZSTD_decompress(text, (size_t)declared, payload, compressed);
+    char *copy = NULL;
+    if (zstd.ZSTD_isError(made) || made != declared)
+        none(why, why_size, "its compressed PTX does not decompress to the %llu bytes it "
+             "declares", (unsigned long long)declared);
+    else
+        copy = copy_text(text, (size_t)declared, text_size, why, why_size);
+    free(text);
+    return copy;
+}
+
+char *fatbin_ptx(const unsigned char *data, size_t size, size_t *ptx_size, char *why,
+                 size_t why_size)
+{
+    if (size < FATBIN_HEADER_SIZE || read_le32(data) != FATBIN_MAGIC)
+        return none(why, why_size, "is not a fatbin");
+    uint16_t header_size = read_le16(data + 6);
+    uint64_t entries = read_le64(data + 8);
+    if (header_size < FATBIN_HEADER_SIZE || header_size > size
+        || entries > size - header_size)
+        return none(why, why_size, "is truncated");
+    const unsigned char *end = data + header_size + entries;
+    const unsigned char *compressed = NULL;
+    int unreadable = 0;
+    uint32_t compressed_header = 0;
+    uint64_t compressed_payload = 0;
+    /* Each step moves on by at least an entry header: the walk ends. */
+    for (const unsigned char *entry = data + header_size;
+         (size_t)(end - entry) >= ENTRY_MIN_HEADER_SIZE;) {
+        size_t left = (size_t)(end - entry);
+        uint32_t entry_header = read_le32(entry + 4);
+        uint64_t payload_size = read_le64(entry + 8);
+        if (entry_header < ENTRY_MIN_HEADER_SIZE || entry_header > left
+            || payload_size > left - entry_header)
+            break; /* damaged from here on: what came before still counts */
+        uint64_t flags = read_le64(entry + ENTRY_FLAGS);
+        if (read_le16(entry) == ENTRY_KIND_PTX && payload_size > 0) {
+            if (!(flags & (FLAG_ZSTD | FLAG_OTHER_COMPRESSION)))
+                return copy_text(entry + entry_header, (size_t)payload_size, ptx_size, why,
+                                 why_size);
+            unreadable |= (flags & FLAG_OTHER_COMPRESSION) != 0;
+            if ((flags & FLAG_ZSTD) && !(flags & FLAG_OTHER_COMPRESSION) && !compressed) {
+                compressed = entry;
+                compressed_header = entry_header;
+                compressed_payload = payload_size;
+            }
+        }
+        entry += entry_header + payload_size;
+    }
+    if (!compressed && unreadable)
+        return none(why, why_size, "its PTX is compressed in a format gpurun does not read "
+                    "(nvcc --compress-mode=speed)");
+    if (!compressed)
+        return none(why, why_size, "carries no PTX");
+    return decompress(compressed, compressed_header, compressed_payload, ptx_size, why,
+                      why_size);
+}

@@ -1,0 +1,33 @@
+/* The PTX a fatbin carries, read so that its kernels get their parameter
+ * types from the PTX as code given as PTX does. nvcc's fatbins hold, after
+ * the 16-byte header, entries back to back: PTX or cubin, for one arch
+ * each, the PTX as text or compressed (nvcc's default: zstd, through
+ * base/zstd_loader). No Lua, no GPU. */
+#ifndef GPURUN_BASE_FATBIN_H
+#define GPURUN_BASE_FATBIN_H
+
+#include <stddef.h>
+
+/* The container's header: u32 magic, u16 version, u16 the header's size,
+ * u64 the size of the entries that follow it. */
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_HEADER_SIZE 16
+
+/* The largest PTX text read out of a fatbin, and the most it may be larger
+ * than its compressed bytes: what the file says past these is not believed,
+ * so that a few damaged bytes never cost a huge allocation. */
+#define FATBIN_PTX_MAX_SIZE ((size_t)64 << 20)
+#define FATBIN_PTX_MAX_RATIO 1024
+
+/* The text of a PTX entry of the size bytes at data (one in plain text if
+ * there is one, else the first compressed one): a malloc'd copy,
+ * NUL-terminated, its length in *ptx_size. NULL where none can be read,
+ * with `why` saying why ("carries no PTX", "its PTX is compressed and
+ * libzstd could not be loaded (...)"): the kernels are then typed by the
+ * driver's sizes, and the fatbin is not refused, since the driver may
+ * still load its cubins. Every size in the file is checked against the
+ * bytes before it is used. */
+char *fatbin_ptx(const unsigned char *data, size_t size, size_t *ptx_size, char *why,
+                 size_t why_size);
+
+#endif
