@@ -171,13 +171,9 @@ void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char *operation,
                                       struct gpurun_capture **capture)
 {
-    *capture = NULL;
-    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
-        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
-        CUstream stream = gpurun_builder_stream(L, builder);
-        *capture = &builder->capture;
-        return stream;
-    }
+    *capture = gpurun_to_building(L, stream_index);
+    if (*capture)
+        return (*capture)->stream->handle;
     return gpurun_begin_transfer(L, stream_index, operation);
 }
 
