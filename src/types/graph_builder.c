@@ -35,12 +35,15 @@ static struct gpurun_graph_builder *check_building(lua_State *L, int index, cons
     return builder;
 }
 
-CUstream gpurun_builder_stream(lua_State *L, struct gpurun_graph_builder *builder)
+struct gpurun_capture *gpurun_to_building(lua_State *L, int index)
 {
+    if (index == 0 || gpurun_to_tagged(L, index, &gpurun_builder_tag) == NULL)
+        return NULL;
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, index);
     if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
         gpurun_error(L, "GraphBuilder is not building (it is %s): call begin_building() first",
                      gpurun_capture_state_name(builder->capture.state));
-    return builder->capture.stream->handle;
+    return &builder->capture;
 }
 
 static struct gpurun_graph_builder *push_builder(lua_State *L, int stream_index)

@@ -15,8 +15,11 @@ struct gpurun_graph_builder {
 /* The open GraphBuilder at index (on an open stream), or an error. */
 struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index);
 
-/* The stream to launch on for a builder that is building, or an error. */
-CUstream gpurun_builder_stream(lua_State *L, struct gpurun_graph_builder *builder);
+/* Where work given a GraphBuilder in place of a stream is recorded: the
+ * capture of the GraphBuilder at index, open and building (else an error),
+ * or NULL when the value there is no GraphBuilder (index 0: none). Its
+ * stream is what the work is queued on. */
+struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
 
 void gpurun_open_graph_builder(lua_State *L);
 

@@ -30,12 +30,10 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
                                                "keeps what it uses");
         return stream->stream.handle;
     }
-    struct gpurun_graph_builder *builder = gpurun_to_tagged(L, index, &gpurun_builder_tag);
-    if (builder == NULL)
+    *capture = gpurun_to_building(L, index);
+    if (*capture == NULL)
         gpurun_type_error(L, index, "gpurun.Stream or gpurun.GraphBuilder");
-    builder = gpurun_check_builder(L, index);
-    *capture = &builder->capture;
-    return gpurun_builder_stream(L, builder);
+    return (*capture)->stream->handle;
 }
 
 void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,

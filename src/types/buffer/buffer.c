@@ -64,9 +64,14 @@ void gpurun_record_buffer_use(lua_State *L, struct gpurun_buffer *owner, int ind
 {
     index = lua_absindex(L, index);
     stream_index = lua_absindex(L, stream_index);
+    struct gpurun_stream *stream =
+        &((struct gpurun_stream_object *)lua_touserdata(L, stream_index))->stream;
+    if (!owner->ordered || owner->stream == stream)
+        return;
     int slot = 0;
-    while (slot < GPURUN_BUFFER_USES && owner->used_on[slot] != NULL)
-        slot++;
+    for (; slot < GPURUN_BUFFER_USES && owner->used_on[slot] != NULL; slot++)
+        if (owner->used_on[slot] == stream)
+            return;
     if (slot == GPURUN_BUFFER_USES) {
         owner->uses_lost = 1;
         return;
@@ -78,26 +83,25 @@ void gpurun_record_buffer_use(lua_State *L, struct gpurun_buffer *owner, int ind
     lua_pushvalue(L, stream_index);
     lua_setiuservalue(L, -2, GPURUN_BUFFER_USES_VALUE + slot);
     lua_pop(L, 1);
-    owner->used_on[slot] =
-        &((struct gpurun_stream_object *)lua_touserdata(L, stream_index))->stream;
+    owner->used_on[slot] = stream;
 }
 
 void gpurun_note_buffer_use_on(lua_State *L, int index, int stream_index)
 {
     struct gpurun_buffer *buffer = lua_touserdata(L, index);
-    if (!gpurun_buffer_owner(buffer)->ordered)
+    struct gpurun_buffer *owner = gpurun_buffer_owner(buffer);
+    if (!owner->ordered)
         return;
     if (stream_index > 0 && !lua_isnoneornil(L, stream_index)) {
-        struct gpurun_stream_object *object = gpurun_to_tagged(L, stream_index, &gpurun_stream_tag);
-        if (object)
-            gpurun_note_buffer_use(L, buffer, index, &object->stream, stream_index);
+        if (gpurun_to_tagged(L, stream_index, &gpurun_stream_tag))
+            gpurun_record_buffer_use(L, owner, index, stream_index);
         return;
     }
     if (gpurun_runtime.current_stream == NULL)
         return; /* no stream: the device was waited for after the work */
     index = lua_absindex(L, index);
     gpurun_push_current_stream(L);
-    gpurun_note_buffer_use(L, buffer, index, gpurun_runtime.current_stream, lua_gettop(L));
+    gpurun_record_buffer_use(L, owner, index, lua_gettop(L));
     lua_pop(L, 1);
 }
 
@@ -171,13 +175,9 @@ void gpurun_end_transfer(lua_State *L, CUstream stream, const char *operation)
 CUstream gpurun_begin_device_transfer(lua_State *L, int stream_index, const char *operation,
                                       struct gpurun_capture **capture)
 {
-    *capture = NULL;
-    if (stream_index > 0 && gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
-        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
-        CUstream stream = gpurun_builder_stream(L, builder);
-        *capture = &builder->capture;
-        return stream;
-    }
+    *capture = gpurun_to_building(L, stream_index);
+    if (*capture)
+        return (*capture)->stream->handle;
     return gpurun_begin_transfer(L, stream_index, operation);
 }
 

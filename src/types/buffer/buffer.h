@@ -80,13 +80,16 @@ static inline struct gpurun_buffer *gpurun_buffer_owner(struct gpurun_buffer *bu
     return buffer->base ? buffer->base : buffer;
 }
 
-/* Records that the Buffer at index is used by work queued on the Stream at
- * stream_index (a new stream into used_on, held by a user value), so that
- * its free waits for that work. Allocates nothing. */
+/* Records that the Buffer at index (whose memory is owner's) is used by
+ * work queued on the Stream at stream_index, so that its free waits for
+ * that work: a new stream goes into used_on, held by a user value; memory
+ * that is not stream-ordered, its own stream and a stream recorded already
+ * need nothing. Allocates nothing. */
 void gpurun_record_buffer_use(lua_State *L, struct gpurun_buffer *owner, int index,
                               int stream_index);
 
-/* The same, for the launch path: a compare or two when nothing is new. */
+/* The same for the launch path, inline: a compare or two when nothing is
+ * new, and the call only when something may be. */
 static inline void gpurun_note_buffer_use(lua_State *L, struct gpurun_buffer *buffer, int index,
                                           const struct gpurun_stream *stream, int stream_index)
 {

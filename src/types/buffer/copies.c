@@ -198,14 +198,14 @@ static void copy_pinned(lua_State *L, struct gpurun_buffer *part, int self_index
                                    "elements", (LUAI_UACINT)part->count,
                          gpurun_dtypes[part->dtype].name, (LUAI_UACINT)pinned->count,
                          gpurun_dtypes[pinned->dtype].name);
-    if (gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
-        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
-        CUstream stream = gpurun_builder_stream(L, builder);
-        gpurun_check_buffer_memory(L, part, &builder->capture);
+    struct gpurun_capture *capture = gpurun_to_building(L, stream_index);
+    if (capture) {
+        CUstream stream = capture->stream->handle;
+        gpurun_check_buffer_memory(L, part, capture);
         /* The graph replays the copy: it keeps both ends, and counts as
          * their user so that closing either is refused. */
-        gpurun_capture_keep(L, &builder->capture, self_index);
-        gpurun_capture_keep(L, &builder->capture, index);
+        gpurun_capture_keep(L, capture, self_index);
+        gpurun_capture_keep(L, capture, index);
         /* Keeping allocates, and a finalizer could have closed either. */
         gpurun_check_live_buffer(L, self_index);
         gpurun_check_pinned(L, index);

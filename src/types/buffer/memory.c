@@ -331,16 +331,13 @@ static struct gpurun_buffer *push_object(lua_State *L, size_t count, int dtype, 
 static struct gpurun_stream *allocation_stream(lua_State *L, int stream_index,
                                                struct gpurun_capture **capture)
 {
-    *capture = NULL;
-    if (gpurun_to_tagged(L, stream_index, &gpurun_builder_tag)) {
-        struct gpurun_graph_builder *builder = gpurun_check_builder(L, stream_index);
-        gpurun_builder_stream(L, builder);
-        if (builder->capture.role == GPURUN_CAPTURE_BODY)
+    *capture = gpurun_to_building(L, stream_index);
+    if (*capture) {
+        if ((*capture)->role == GPURUN_CAPTURE_BODY)
             gpurun_error(L, "a conditional body's graph cannot allocate memory (the driver takes "
                             "no memory nodes there): allocate on the builder it came from, "
                             "before the conditional node (capture abandoned)");
-        *capture = &builder->capture;
-        return builder->capture.stream;
+        return (*capture)->stream;
     }
     struct gpurun_stream *stream = gpurun_check_stream(L, stream_index);
     if (stream->capture)
