@@ -1,9 +1,10 @@
 -- The PTX a fatbin carries (src/base/fatbin.c), which types its kernels'
 -- parameters as PTX given as PTX does. C with no Lua face: tests/fatbin_test
--- reads fatbins that nvcc builds here (compressed as nvcc does by default,
--- and not) and damages them (the sanitizer job runs it under ASan); from
--- Lua, a damaged fatbin is still taken, typed by the driver's sizes.
+-- reads fatbins built here (compressed as nvcc does by default, and not)
+-- and damages them (the sanitizer job runs it under ASan); from Lua, a
+-- damaged fatbin is still taken, typed by the driver's sizes.
 local gpurun = require("gpurun")
+local fatbins = require("spec.support.fatbins")
 local files = require("spec.support.files")
 local process = require("spec.support.process")
 local shell = require("gpurun.shell")
@@ -18,34 +19,20 @@ extern "C" __global__ void scale(float *x, float factor, unsigned long long n)
 extern "C" __global__ void mix(double *y, double d, int k, unsigned short h) { y[k] = h + d; }
 ]]
 
-local NVCC = (os.getenv("CUDA_HOME") or "/usr/local/cuda") .. "/bin/nvcc"
-
-local function test_binary()
-  return shell.dirname(process.gpurun_bin()) .. "/tests/fatbin_test"
-end
-
--- nvcc's outputs for SOURCE, built once: ptx, and fatbins compressed by
--- default ("zstd"), not at all ("plain") and in the older format ("speed").
+-- The PTX (NVRTC's) and fatbins of SOURCE, built once: compressed as nvcc
+-- does by default ("zstd"), not at all ("plain") and in the older format
+-- ("speed").
 local built
 local function build()
   if built then return built end
   local dir = files.temporary_folder()
-  local source = dir .. "/k.cu"
-  local file = assert(io.open(source, "w"))
-  file:write(SOURCE)
-  file:close()
-  local gencode = " -gencode 'arch=compute_90,code=[compute_90,sm_90]' "
-  built = { dir = dir, ptx = dir .. "/k.ptx", zstd = dir .. "/zstd.fatbin",
-            plain = dir .. "/plain.fatbin", speed = dir .. "/speed.fatbin" }
-  for _, step in ipairs{
-    { "-ptx -arch=compute_90", built.ptx }, { "-fatbin" .. gencode, built.zstd },
-    { "-fatbin --compress-mode=none" .. gencode, built.plain },
-    { "-fatbin --compress-mode=speed" .. gencode, built.speed },
-  } do
-    local result = process.run(q(NVCC) .. " " .. step[1] .. " " .. q(source) .. " -o " .. q(step[2]))
-    assert.are.equal(0, result.code, result.stderr)
-  end
+  local made = fatbins.build(dir, SOURCE, "90", { "default", "none", "speed" })
+  built = { dir = dir, ptx = made.ptx, zstd = made.default, plain = made.none, speed = made.speed }
   return built
+end
+
+local function test_binary()
+  return shell.dirname(process.gpurun_bin()) .. "/tests/fatbin_test"
 end
 
 local function signatures(path)
@@ -53,14 +40,14 @@ local function signatures(path)
 end
 
 describe("a fatbin's PTX", function()
-  local has_nvcc = shell.file_exists(NVCC)
+  local missing = fatbins.missing()
 
   teardown(function()
     if built then files.remove_folder(built.dir) end
   end)
 
   it("gives the same signatures as the PTX of the same source, compressed or not", function()
-    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    if missing then pending(missing) return end
     local code = build()
     local from_ptx = signatures(code.ptx)
     assert.are.equal(0, from_ptx.code, from_ptx.stderr)
@@ -78,7 +65,7 @@ describe("a fatbin's PTX", function()
   end)
 
   it("is read within the bytes and the caps from damaged fatbins (fatbin_test)", function()
-    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    if missing then pending(missing) return end
     assert.is_true(shell.file_exists(test_binary()), "not built: " .. test_binary())
     local code = build()
     local result = process.run(q(test_binary()) .. " " .. q(code.zstd) .. " " .. q(code.plain))
@@ -89,7 +76,7 @@ describe("a fatbin's PTX", function()
   end)
 
   it("leaves a fatbin whose PTX cannot be read to be typed by the driver, not refused", function()
-    if not has_nvcc then pending("no nvcc at " .. NVCC .. ": fatbins not built") return end
+    if missing then pending(missing) return end
     local code = build()
     local bytes = files.read(code.zstd)
     -- The first entry is the PTX: its uncompressed size (at 56) made huge,

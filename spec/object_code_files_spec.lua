@@ -3,6 +3,7 @@
 -- bytes or files, hostile files refused by name before anything reads
 -- past them, and kernels found and launched with checked arguments (#gpu).
 local gpurun = require("gpurun")
+local fatbins = require("spec.support.fatbins")
 local files = require("spec.support.files")
 local shell = require("gpurun.shell")
 
@@ -144,21 +145,17 @@ describe("gpurun.ObjectCode from bytes and files", function()
     end)
 
     it("types a fatbin's kernels from the PTX it carries, compressed or not #gpu", function()
-      local nvcc = (os.getenv("CUDA_HOME") or "/usr/local/cuda") .. "/bin/nvcc"
-      if not shell.file_exists(nvcc) then pending("no nvcc at " .. nvcc .. ": no fatbin built") return end
-      local source = folder() .. "/scale.cu"
-      write(source, [[
+      local missing = fatbins.missing()
+      if missing then pending(missing) return end
+      local built = fatbins.build(folder(), [[
 extern "C" __global__ void scale(float *x, float factor, unsigned long long n)
 {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n) x[i] *= factor;
 }
-]])
-      local arch = device.arch
+]], device.arch, { "default", "none" })
       for _, compress in ipairs{ "default", "none" } do
-        local path = ("%s/scale_%s.fatbin"):format(folder(), compress)
-        assert(os.execute(("%s -fatbin --compress-mode=%s -gencode 'arch=compute_%s,code=[compute_%s,sm_%s]' %s -o %s")
-          :format(shell.quote(nvcc), compress, arch, arch, arch, shell.quote(source), shell.quote(path))))
+        local path = built[compress]
         local kernel = gpurun.ObjectCode.from_fatbin({ path = path }):get_kernel("scale")
         local types = {}
         for i, param in ipairs(kernel:params()) do types[i] = param.type end
