@@ -59,7 +59,9 @@ describe("gpurun.ObjectCode from bytes and files", function()
   end)
 
   it("takes a fatbin, LTO-IR, a host object and a library by their magic numbers", function()
-    local fatbin = "\80\237\85\186\1\0\16\0" .. string.pack("<I8", 4) .. "abcd"
+    -- One entry: a 64-byte header (kind 2, a cubin) and 4 bytes of code.
+    local entry = string.pack("<I2I2I4I8", 2, 0x101, 64, 4) .. ("\0"):rep(48) .. "abcd"
+    local fatbin = "\80\237\85\186\1\0\16\0" .. string.pack("<I8", #entry) .. entry
     assert.are.equal("fatbin", gpurun.ObjectCode.from_fatbin(fatbin).code_type)
     assert.are.equal("ltoir", gpurun.ObjectCode.from_ltoir("\237\67\78\127rest").code_type)
     assert.are.equal("library", gpurun.ObjectCode.from_library("!<arch>\n").code_type)

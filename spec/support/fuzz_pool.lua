@@ -363,8 +363,9 @@ end
 -- Fatbins of one PTX entry (the layout src/base/fatbin.c reads), sound and
 -- damaged as a hostile file would be: a payload past the end, a huge
 -- uncompressed size, zstd bytes that are not a frame, a frame that says
--- too little, PTX that is garbage. from_fatbin takes them all, typed by
--- the driver's sizes where no PTX can be read, and never reads past them.
+-- too little, PTX that is garbage. from_fatbin refuses those whose sizes
+-- run past the bytes or are no code's (the driver would believe them), and
+-- takes the rest, typed by the driver's sizes where no PTX can be read.
 local FUZZ_PTX = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .f32 x) { ret; }\n\0"
 local function fatbin_of(flags, payload, options)
   options = options or {}

@@ -106,7 +106,7 @@ static int check_fatbin(const unsigned char *data, size_t size, char *why, size_
     if (header_size < FATBIN_HEADER_SIZE || !table_fits(header_size, 1, payload, size, &end))
         return refuse(why, why_size, "is truncated: its header says it ends at byte %llu of %zu",
                       (unsigned long long)end, size);
-    return 1;
+    return fatbin_check_entries(data, size, why, why_size);
 }
 
 static int check_ptx(const unsigned char *data, size_t size, char *why, size_t why_size)

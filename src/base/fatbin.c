@@ -90,6 +90,46 @@ static char *decompress(const unsigned char *entry, uint32_t header_size, uint64
     return copy;
 }
 
+int fatbin_check_entries(const unsigned char *data, size_t size, char *why, size_t why_size)
+{
+    uint16_t header_size = read_le16(data + 6);
+    uint64_t entries = read_le64(data + 8);
+    if (size < FATBIN_HEADER_SIZE || header_size < FATBIN_HEADER_SIZE || header_size > size
+        || entries > size - header_size) {
+        snprintf(why, why_size, "is truncated: its header says it ends past its %zu bytes", size);
+        return 0;
+    }
+    size_t at = header_size, end = header_size + (size_t)entries;
+    for (unsigned number = 1; at < end; number++) {
+        size_t left = end - at;
+        const unsigned char *entry = data + at;
+        uint32_t entry_header = left >= ENTRY_MIN_HEADER_SIZE ? read_le32(entry + 4) : 0;
+        uint64_t payload_size = left >= ENTRY_MIN_HEADER_SIZE ? read_le64(entry + 8) : 0;
+        if (left < ENTRY_MIN_HEADER_SIZE || entry_header < ENTRY_MIN_HEADER_SIZE
+            || entry_header > left) {
+            snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) has no whole header "
+                     "within the %zu bytes its header gives the entries", number, at,
+                     (size_t)entries);
+            return 0;
+        }
+        if (payload_size > left - entry_header) {
+            snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) says its code runs "
+                     "%llu bytes, past the fatbin's end at byte %zu", number, at,
+                     (unsigned long long)payload_size, end);
+            return 0;
+        }
+        uint64_t unpacked = read_le64(entry + ENTRY_UNCOMPRESSED_SIZE);
+        if (unpacked > FATBIN_ENTRY_MAX_UNPACKED) {
+            snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) says its code "
+                     "unpacks to %llu bytes, more than any GPU code is", number, at,
+                     (unsigned long long)unpacked);
+            return 0;
+        }
+        at += entry_header + (size_t)payload_size;
+    }
+    return 1;
+}
+
 char *fatbin_ptx(const unsigned char *data, size_t size, size_t *ptx_size, char *why,
                  size_t why_size)
 {

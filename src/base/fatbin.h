@@ -7,6 +7,7 @@
 #define GPURUN_BASE_FATBIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The container's header: u32 magic, u16 version, u16 the header's size,
  * u64 the size of the entries that follow it. */
@@ -18,6 +19,16 @@
  * so that a few damaged bytes never cost a huge allocation. */
 #define FATBIN_PTX_MAX_SIZE ((size_t)64 << 20)
 #define FATBIN_PTX_MAX_RATIO 1024
+
+/* What an entry may say its code unpacks to: past this a size is damage. */
+#define FATBIN_ENTRY_MAX_UNPACKED ((uint64_t)1 << 30)
+
+/* Whether every entry of the fatbin's first container (size bytes at data,
+ * a whole header already checked) lies within it, back to back, each with a
+ * whole header and a believable unpacked size: the driver walks them
+ * trusting their sizes, and reads past the end of a fatbin that lies.
+ * Returns 1, or 0 with `why` saying what is wrong, written to follow a name. */
+int fatbin_check_entries(const unsigned char *data, size_t size, char *why, size_t why_size);
 
 /* The text of a PTX entry of the size bytes at data (one in plain text if
  * there is one, else the first compressed one): a malloc'd copy,
