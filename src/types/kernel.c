@@ -74,37 +74,39 @@ struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
     return kernel;
 }
 
-/* Without a signature, the count is found by asking past the last
- * parameter (compute-sanitizer reports that call's error: a kernel whose
- * signature is known is never probed). */
-static int count_params(lua_State *L, CUkernel handle, size_t *storage_size)
+/* The parameters whose layout one pass of the driver's answers keeps (a
+ * kernel with more asks again for the rest). */
+#define LAYOUT_KEPT 64
+
+struct param_layout {
+    size_t offset, size;
+};
+
+/* Reads the driver's layout of the kernel's parameters once, keeping the
+ * first LAYOUT_KEPT in `layout`, and returns their count: `count` where
+ * the signature gives it, else found by asking past the last parameter
+ * (compute-sanitizer reports that call's error: a kernel whose signature
+ * is known is never probed). *storage_size is the bytes they span: the
+ * driver places them in order, so the last one ends it. */
+static int read_layout(lua_State *L, CUkernel handle, int count,
+                       struct param_layout layout[LAYOUT_KEPT], size_t *storage_size)
 {
-    int count = 0;
     *storage_size = 0;
-    for (;;) {
+    int known = count >= 0;
+    int i = 0;
+    for (; !known || i < count; i++) {
         size_t offset = 0, size = 0;
-        CUresult result = CUDA_CALL(cuKernelGetParamInfo, handle, (size_t)count, &offset, &size);
-        if (result == CUDA_ERROR_INVALID_VALUE)
+        CUresult result = CUDA_CALL(cuKernelGetParamInfo, handle, (size_t)i, &offset, &size);
+        if (!known && result == CUDA_ERROR_INVALID_VALUE)
             break;
         if (result != CUDA_SUCCESS)
             gpurun_cuda_error(L, "reading the parameters of a kernel");
         if (offset + size > *storage_size)
             *storage_size = offset + size;
-        count++;
+        if (i < LAYOUT_KEPT)
+            layout[i] = (struct param_layout){offset, size};
     }
-    return count;
-}
-
-/* The bytes the driver's layout of `count` parameters spans: it places them
- * in order, so the last one ends it. */
-static size_t driver_storage_size(lua_State *L, CUkernel handle, int count)
-{
-    if (count == 0)
-        return 0;
-    size_t offset = 0, size = 0;
-    CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
-               (size_t)count - 1, &offset, &size);
-    return offset + size;
+    return i;
 }
 
 static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx_param *param)
@@ -138,7 +140,9 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     code_index = lua_absindex(L, code_index);
     gpurun_require_context(L);
     size_t storage_size = 0;
-    int count = signature ? (int)signature->param_count : count_params(L, handle, &storage_size);
+    struct param_layout layout[LAYOUT_KEPT];
+    int count = read_layout(L, handle, signature ? (int)signature->param_count : -1, layout,
+                            &storage_size);
     size_t name_length = strlen(name) + 1;
     size_t per_param = 3 * sizeof(size_t) + sizeof(void *) + 2 + GPURUN_PARAM_TYPE_SIZE;
     size_t arrays = align_up(sizeof(struct gpurun_kernel), 16);
@@ -147,8 +151,6 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     /* The driver's offsets, not the PTX layout's: a parameter aligned to
      * more than the parameter bank's base (a 64-byte CUtensorMap) is
      * placed after padding that the PTX does not show. */
-    if (signature)
-        storage_size = driver_storage_size(L, handle, count);
     size_t name_at = storage_at + align_up(storage_size, 16);
 
     /* User values: 1 = the ObjectCode, 2 = the program's source. */
@@ -179,8 +181,13 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     lua_setiuservalue(L, -2, 1); /* the ObjectCode lives as long as its kernels */
 
     for (int i = 0; i < count; i++) {
-        CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
-                   (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
+        if (i < LAYOUT_KEPT) {
+            kernel->param_offsets[i] = layout[i].offset;
+            kernel->param_sizes[i] = layout[i].size;
+        } else {
+            CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
+                       (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
+        }
         if (kernel->param_offsets[i] + kernel->param_sizes[i] > storage_size)
             gpurun_error(L, "kernel '%s': the driver places parameter %d past the %d bytes it "
                             "gave before", name, i + 1, (int)storage_size);
