@@ -59,8 +59,10 @@ describe("gpurun.ObjectCode from bytes and files", function()
   end)
 
   it("takes a fatbin, LTO-IR, a host object and a library by their magic numbers", function()
-    -- One entry: a 64-byte header (kind 2, a cubin) and 4 bytes of code.
-    local entry = string.pack("<I2I2I4I8", 2, 0x101, 64, 4) .. ("\0"):rep(48) .. "abcd"
+    -- One entry: a 64-byte header (kind 2, a cubin) and a cubin, padded to 8.
+    local cubin = compile("cubin", "sm_90").code
+    local padded = cubin .. ("\0"):rep((8 - #cubin % 8) % 8)
+    local entry = string.pack("<I2I2I4I8", 2, 0x101, 64, #padded) .. ("\0"):rep(48) .. padded
     local fatbin = "\80\237\85\186\1\0\16\0" .. string.pack("<I8", #entry) .. entry
     assert.are.equal("fatbin", gpurun.ObjectCode.from_fatbin(fatbin).code_type)
     assert.are.equal("ltoir", gpurun.ObjectCode.from_ltoir("\237\67\78\127rest").code_type)

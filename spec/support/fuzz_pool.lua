@@ -363,14 +363,16 @@ end
 -- Fatbins of one PTX entry (the layout src/base/fatbin.c reads), sound and
 -- damaged as a hostile file would be: a payload past the end, a huge
 -- uncompressed size, zstd bytes that are not a frame, a frame that says
--- too little, PTX that is garbage. from_fatbin refuses those whose sizes
--- run past the bytes or are no code's (the driver would believe them), and
--- takes the rest, typed by the driver's sizes where no PTX can be read.
+-- too little, PTX that is garbage. from_fatbin refuses every one whose
+-- sizes or code it cannot vouch for as the driver would read them (the
+-- driver believes them, and crashed on such draws), and takes the rest.
 local FUZZ_PTX = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .f32 x) { ret; }\n\0"
 local function fatbin_of(flags, payload, options)
   options = options or {}
-  local entry = string.pack("<I2I2I4I8I4I4I4I4I8I8I8I8", 1, 0x101, 64, options.payload_size or #payload,
-    #payload, 64, 0x90000, 90, 0, flags, 0, options.uncompressed or 0)
+  -- An 80-byte PTX entry header, as nvcc 13 and fatbinary write one.
+  local compressed = flags & 0x8000 ~= 0 and #payload or 0
+  local entry = string.pack("<I2I2I4I8I4I4I4I4I8I8I8I8", 1, 0x101, 80, options.payload_size or #payload,
+    compressed, 64, 0x90000, 90, 0, flags, 0, options.uncompressed or 0) .. ("\0"):rep(16)
   return string.pack("<I4I2I2I8", 0xBA55ED50, 1, 16, #entry + #payload) .. entry .. payload
 end
 -- A zstd frame of one raw block: what nvcc's zstd would make of short text.

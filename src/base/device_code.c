@@ -94,6 +94,30 @@ static int check_elf(const unsigned char *data, size_t size, int want_cuda, char
     return 1;
 }
 
+/* One fatbin entry's code as the driver reads it: PTX text that ends within
+ * its bytes and has a .version, or a cubin whose headers and sections lie
+ * within them. */
+static int check_fatbin_code(unsigned kind, const unsigned char *bytes, size_t size, char *why,
+                             size_t why_size)
+{
+    char inner[200];
+    if (kind == FATBIN_KIND_PTX) {
+        const unsigned char *nul = memchr(bytes, '\0', size);
+        if (!nul)
+            return refuse(why, why_size, "its PTX does not end within its %zu bytes", size);
+        if (!memmem(bytes, (size_t)(nul - bytes), ".version", 8))
+            return refuse(why, why_size, "its PTX has no .version directive");
+        return 1;
+    }
+    if (kind == FATBIN_KIND_ELF) {
+        if (check_elf(bytes, size, 1, inner, sizeof inner))
+            return 1;
+        return refuse(why, why_size, "its code %s", inner);
+    }
+    return refuse(why, why_size, "its kind is %u, not PTX (%u) or a cubin (%u)", kind,
+                  FATBIN_KIND_PTX, FATBIN_KIND_ELF);
+}
+
 static int check_fatbin(const unsigned char *data, size_t size, char *why, size_t why_size)
 {
     if (size < 4 || read_le32(data) != FATBIN_MAGIC)
@@ -106,7 +130,7 @@ static int check_fatbin(const unsigned char *data, size_t size, char *why, size_
     if (header_size < FATBIN_HEADER_SIZE || !table_fits(header_size, 1, payload, size, &end))
         return refuse(why, why_size, "is truncated: its header says it ends at byte %llu of %zu",
                       (unsigned long long)end, size);
-    return fatbin_check_entries(data, size, why, why_size);
+    return fatbin_check_entries(data, size, check_fatbin_code, why, why_size);
 }
 
 static int check_ptx(const unsigned char *data, size_t size, char *why, size_t why_size)

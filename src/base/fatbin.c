@@ -16,7 +16,6 @@
  * at 16 u32 the compressed size, at 28 u32 the arch (90 for sm_90), at 40
  * u64 flags, at 56 u64 the uncompressed size (0 when not compressed). */
 #define ENTRY_MIN_HEADER_SIZE 64
-#define ENTRY_KIND_PTX 1
 #define ENTRY_COMPRESSED_SIZE 16
 #define ENTRY_FLAGS 40
 #define ENTRY_UNCOMPRESSED_SIZE 56
@@ -55,42 +54,96 @@ static char *copy_text(const unsigned char *bytes, size_t size, size_t *text_siz
     return text;
 }
 
-/* The compressed PTX entry at `entry`, its payload of payload_size bytes
- * lying within the file. */
-static char *decompress(const unsigned char *entry, uint32_t header_size, uint64_t payload_size,
-                        size_t *text_size, char *why, size_t why_size)
+unsigned char *fatbin_unpack(const unsigned char *entry, uint32_t header_size,
+                             uint64_t payload_size, uint64_t max_size, size_t *unpacked_size,
+                             char *why, size_t why_size)
 {
     uint32_t compressed = read_le32(entry + ENTRY_COMPRESSED_SIZE);
     uint64_t declared = read_le64(entry + ENTRY_UNCOMPRESSED_SIZE);
     const unsigned char *payload = entry + header_size;
     if (compressed < sizeof ZSTD_MAGIC || compressed > payload_size
         || memcmp(payload, ZSTD_MAGIC, sizeof ZSTD_MAGIC) != 0)
-        return none(why, why_size, "its compressed PTX is not a zstd frame within the entry");
-    if (declared == 0 || declared > FATBIN_PTX_MAX_SIZE
+        return (unsigned char *)none(why, why_size, "its compressed code is not a zstd frame within its entry");
+    if (declared == 0 || declared > max_size
         || declared > (uint64_t)compressed * FATBIN_PTX_MAX_RATIO)
-        return none(why, why_size, "its compressed PTX claims %llu bytes uncompressed, from "
-                    "%u: not believed", (unsigned long long)declared, compressed);
+        return (unsigned char *)none(why, why_size, "its compressed code claims %llu bytes unpacked, from %u: "
+                    "not believed", (unsigned long long)declared, compressed);
     if (zstd_loader_load() != 0)
-        return none(why, why_size, "its PTX is compressed and %s", zstd_loader_error());
+        return (unsigned char *)none(why, why_size, "its code is compressed and %s", zstd_loader_error());
     if (zstd.ZSTD_getFrameContentSize(payload, compressed) != declared)
-        return none(why, why_size, "its compressed PTX's frame does not say the %llu bytes "
+        return (unsigned char *)none(why, why_size, "its compressed code's frame does not say the %llu bytes "
                     "its entry does", (unsigned long long)declared);
-    unsigned char *text = malloc((size_t)declared);
-    if (!text)
-        return none(why, why_size, "not enough memory for its PTX (%llu bytes)",
+    unsigned char *bytes = malloc((size_t)declared);
+    if (!bytes)
+        return (unsigned char *)none(why, why_size, "not enough memory to unpack its code (%llu bytes)",
                     (unsigned long long)declared);
-    size_t made = zstd.ZSTD_decompress(text, (size_t)declared, payload, compressed);
-    char *copy = NULL;
-    if (zstd.ZSTD_isError(made) || made != declared)
-        none(why, why_size, "its compressed PTX does not decompress to the %llu bytes it "
-             "declares", (unsigned long long)declared);
-    else
-        copy = copy_text(text, (size_t)declared, text_size, why, why_size);
-    free(text);
+    size_t made = zstd.ZSTD_decompress(bytes, (size_t)declared, payload, compressed);
+    if (zstd.ZSTD_isError(made) || made != declared) {
+        free(bytes);
+        return (unsigned char *)none(why, why_size, "its compressed code does not unpack to the %llu bytes it "
+                    "declares", (unsigned long long)declared);
+    }
+    *unpacked_size = (size_t)declared;
+    return bytes;
+}
+
+/* The compressed PTX entry at `entry`, its payload of payload_size bytes
+ * lying within the file. */
+static char *decompress(const unsigned char *entry, uint32_t header_size, uint64_t payload_size,
+                        size_t *text_size, char *why, size_t why_size)
+{
+    size_t size = 0;
+    unsigned char *bytes = fatbin_unpack(entry, header_size, payload_size, FATBIN_PTX_MAX_SIZE,
+                                         &size, why, why_size);
+    if (!bytes)
+        return NULL;
+    char *copy = copy_text(bytes, size, text_size, why, why_size);
+    free(bytes);
     return copy;
 }
 
-int fatbin_check_entries(const unsigned char *data, size_t size, char *why, size_t why_size)
+/* What the driver will read of one entry whose bytes lie within the
+ * fatbin: plain code as it is, zstd code unpacked, each given to `check`;
+ * an entry compressed in a format gpurun cannot unpack is refused, since
+ * nothing then says the driver can read it safely. */
+static int check_content(const unsigned char *entry, unsigned number, size_t at,
+                         uint32_t header_size, uint64_t payload_size, fatbin_content_check check,
+                         char *why, size_t why_size)
+{
+    uint64_t flags = read_le64(entry + ENTRY_FLAGS);
+    unsigned kind = read_le16(entry);
+    char detail[256] = "";
+    if (flags & FLAG_OTHER_COMPRESSION) {
+        snprintf(why, why_size, "is refused: its entry %u (at byte %zu) is compressed in a format "
+                 "gpurun cannot check (nvcc --compress-mode=speed); build it with "
+                 "--compress-mode=default or none", number, at);
+        return 0;
+    }
+    if (!(flags & FLAG_ZSTD)) {
+        if (read_le32(entry + ENTRY_COMPRESSED_SIZE) != 0
+            || read_le64(entry + ENTRY_UNCOMPRESSED_SIZE) != 0) {
+            snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) is not compressed but "
+                     "gives compressed sizes", number, at);
+            return 0;
+        }
+        if (check(kind, entry + header_size, (size_t)payload_size, detail, sizeof detail))
+            return 1;
+    } else {
+        size_t size = 0;
+        unsigned char *bytes = fatbin_unpack(entry, header_size, payload_size,
+                                             FATBIN_ENTRY_MAX_UNPACKED, &size, detail,
+                                             sizeof detail);
+        int ok = bytes && check(kind, bytes, size, detail, sizeof detail);
+        free(bytes);
+        if (ok)
+            return 1;
+    }
+    snprintf(why, why_size, "is damaged: its entry %u (at byte %zu): %s", number, at, detail);
+    return 0;
+}
+
+int fatbin_check_entries(const unsigned char *data, size_t size, fatbin_content_check check,
+                         char *why, size_t why_size)
 {
     uint16_t header_size = read_le16(data + 6);
     uint64_t entries = read_le64(data + 8);
@@ -125,6 +178,8 @@ int fatbin_check_entries(const unsigned char *data, size_t size, char *why, size
                      (unsigned long long)unpacked);
             return 0;
         }
+        if (!check_content(entry, number, at, entry_header, payload_size, check, why, why_size))
+            return 0;
         at += entry_header + (size_t)payload_size;
     }
     return 1;
@@ -155,7 +210,7 @@ char *fatbin_ptx(const unsigned char *data, size_t size, size_t *ptx_size, char 
             || payload_size > left - entry_header)
             break; /* damaged from here on: what came before still counts */
         uint64_t flags = read_le64(entry + ENTRY_FLAGS);
-        if (read_le16(entry) == ENTRY_KIND_PTX && payload_size > 0) {
+        if (read_le16(entry) == FATBIN_KIND_PTX && payload_size > 0) {
             if (!(flags & (FLAG_ZSTD | FLAG_OTHER_COMPRESSION)))
                 return copy_text(entry + entry_header, (size_t)payload_size, ptx_size, why,
                                  why_size);

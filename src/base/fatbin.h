@@ -23,12 +23,32 @@
 /* What an entry may say its code unpacks to: past this a size is damage. */
 #define FATBIN_ENTRY_MAX_UNPACKED ((uint64_t)1 << 30)
 
+/* The entry kinds the driver loads. */
+#define FATBIN_KIND_PTX 1
+#define FATBIN_KIND_ELF 2
+
+/* Checks the code of one entry, of `kind`, as the driver will read it
+ * (unpacked): 1, or 0 with `why` saying what is wrong. */
+typedef int (*fatbin_content_check)(unsigned kind, const unsigned char *bytes, size_t size,
+                                    char *why, size_t why_size);
+
 /* Whether every entry of the fatbin's first container (size bytes at data,
  * a whole header already checked) lies within it, back to back, each with a
- * whole header and a believable unpacked size: the driver walks them
- * trusting their sizes, and reads past the end of a fatbin that lies.
+ * whole header and a believable unpacked size, and its code passes `check`
+ * (unpacked through libzstd where nvcc compressed it): the driver walks the
+ * entries trusting their sizes, and reads past the end of code that lies.
  * Returns 1, or 0 with `why` saying what is wrong, written to follow a name. */
-int fatbin_check_entries(const unsigned char *data, size_t size, char *why, size_t why_size);
+int fatbin_check_entries(const unsigned char *data, size_t size, fatbin_content_check check,
+                         char *why, size_t why_size);
+
+/* The zstd-compressed code of the entry at `entry` (its payload of
+ * payload_size bytes within the fatbin), unpacked: a malloc'd copy of the
+ * size the entry declares (at most max_size), in *unpacked_size; NULL with
+ * `why` where it cannot be (not a frame, a size not believed, no libzstd,
+ * a frame that does not unpack to what it says). */
+unsigned char *fatbin_unpack(const unsigned char *entry, uint32_t header_size,
+                             uint64_t payload_size, uint64_t max_size, size_t *unpacked_size,
+                             char *why, size_t why_size);
 
 /* The text of a PTX entry of the size bytes at data (one in plain text if
  * there is one, else the first compressed one): a malloc'd copy,
