@@ -53,7 +53,7 @@ describe("managed memory", function()
     assert.are.equal(3.5, out:get(N))
     local tail = out:to_table(N - 3, 4)
     assert.are.same({ 3.5, 3.5, 3.5, 3.5 }, tail)
-    out[2] = -1
+    out:set(2, -1)
     assert.are.equal(-1, out[2])
     assert.is_true(out:view(N - 1).is_managed)
   end)
