@@ -238,6 +238,19 @@ describe("mapped pinned memory", function()
     out:close()
   end)
 
+  it("is held to its size by the fuzzer's guard, as a Buffer is #gpu", function()
+    local guard = require("spec.support.fuzz_guard")
+    local mapped <close> = gpurun.pinned(16, "float32", { mapped = true })
+    local plain <close> = gpurun.pinned(16, "float32")
+    local config = gpurun.LaunchConfig({ grid = 1, block = 16 })
+    local function allowed(x, n)
+      return guard.launch_allowed(kernel("vec_add"), config, { x, x, x, gpurun.u64(n) }, 1, 4)
+    end
+    assert.is_true(allowed(mapped, 16))
+    assert.is_false(allowed(mapped, 17))
+    assert.is_true(allowed(plain, 1 << 40)) -- gpurun refuses it: the launch is safe to try
+  end)
+
   it("refuses an unmapped one as a kernel argument #gpu", function()
     local stream <close> = device:create_stream()
     local plain <close> = gpurun.pinned(16, "float32")
