@@ -95,7 +95,7 @@ struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dty
     pinned->host = host;
     if (mapped && CUDA_CALL(cuMemHostGetDevicePointer, &pinned->device_pointer, host, 0)
                       != CUDA_SUCCESS) {
-        (void)gpurun_free_host_memory(host, NULL);
+        (void)gpurun_free_host_memory(host, NULL, NULL);
         pinned->host = NULL;
         gpurun_cuda_error(L, "mapping a gpurun.PinnedBuffer into the device's address space");
     }
@@ -115,13 +115,14 @@ static int close_pinned(lua_State *L, int explicit)
                                "close them first", pinned->header.graph_users);
     void *host = pinned->host;
     CUevent last_copy = pinned->last_copy;
+    CUcontext kernel_context = pinned->kernel_context; /* a kernel may still reach it */
     pinned->header.closed = 1;
     pinned->host = NULL;
     pinned->last_copy = NULL;
     pinned->copy_pending = 0;
     pinned->device_pointer = 0;
     pinned->kernel_context = NULL;
-    if (gpurun_free_host_memory(host, last_copy) != CUDA_SUCCESS && explicit
+    if (gpurun_free_host_memory(host, last_copy, kernel_context) != CUDA_SUCCESS && explicit
         && !cuda_error_is_sticky(cuda_last_failed_result))
         gpurun_cuda_error(L, "freeing a gpurun.PinnedBuffer");
     return 0;
