@@ -251,6 +251,20 @@ describe("mapped pinned memory", function()
     assert.is_true(allowed(plain, 1 << 40)) -- gpurun refuses it: the launch is safe to try
   end)
 
+  it("raises, and reads no freed memory, when a host callback its wait ran closed it #gpu", function()
+    local stream <close> = device:create_stream()
+    local mapped = gpurun.pinned(16, "float32", { mapped = true })
+    mapped:fill(1.0)
+    local b <close> = gpurun.zeros(16, "float32")
+    gpurun.launch(stream, gpurun.LaunchConfig({ grid = 1, block = 16 }), kernel("vec_add"), mapped, b, mapped,
+      gpurun.u64(16))
+    local closer <close> = gpurun.HostCallback(function() mapped:close() end)
+    closer:launch(stream)
+    -- The read waits for the kernel's device, which runs the callback first.
+    assert_contains("attempt to use a closed gpurun.PinnedBuffer", error_of(function() return mapped[1] end))
+    stream:sync()
+  end)
+
   it("refuses an unmapped one as a kernel argument #gpu", function()
     local stream <close> = device:create_stream()
     local plain <close> = gpurun.pinned(16, "float32")

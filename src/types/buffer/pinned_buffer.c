@@ -143,9 +143,10 @@ static int pinned_gc(lua_State *L)
 /* The open PinnedBuffer at 1, its queued copies done. */
 static struct gpurun_pinned *check_ready(lua_State *L)
 {
-    struct gpurun_pinned *pinned = gpurun_check_pinned(L, 1);
-    gpurun_pinned_wait(L, pinned);
-    return pinned;
+    gpurun_pinned_wait(L, gpurun_check_pinned(L, 1));
+    /* The wait runs the host callbacks the driver reached, which may have
+     * closed it. */
+    return gpurun_check_pinned(L, 1);
 }
 
 static unsigned char *element(const struct gpurun_pinned *pinned, size_t index)
