@@ -1098,6 +1098,15 @@ local function kernel_arg_rows(label, call)
     ADD .. "4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got string")
   row(label, args(R.add, b, b, {}, 16), ADD .. "3 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got table")
   row(label, args(R.add, b, b, b, nil), ADD .. "4 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got nil")
+  row(label, args(R.add, R.pinned, b, b, 16), label == "gpurun.launch"
+    and ADD .. "1 (.u64): a gpurun.PinnedBuffer passes only when mapped: allocate it with gpurun.pinned(n, dtype, { mapped = true })"
+    or "a gpurun.PinnedBuffer passes to gpurun.launch or into a graph, not into a LaunchPlan")
+  row(label, args(R.scale, b, R.mapped_pinned, 1, 1), label == "gpurun.launch"
+    and SCALE .. "2 (.f32): not a pointer: a mapped gpurun.PinnedBuffer passes only as one"
+    or "a gpurun.PinnedBuffer passes to gpurun.launch or into a graph, not into a LaunchPlan")
+  row(label, args(R.add, R.closed_pinned, b, b, 16), label == "gpurun.launch"
+    and ADD .. "1 (.u64): attempt to use a closed gpurun.PinnedBuffer"
+    or "a gpurun.PinnedBuffer passes to gpurun.launch or into a graph, not into a LaunchPlan")
   row(label, args(R.add, R.stream, b, b, 16), ADD .. "1 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected")
   row(label, args(R.add, b, print, b, 16), ADD .. "2 (.u64): number, boolean, gpurun.Buffer, gpurun scalar or gpurun.Struct expected, got function")
   row(label, args(R.add, R.closed_buffer, b, b, 16), ADD .. "1 (.u64): attempt to use a closed gpurun.Buffer")
@@ -1739,6 +1748,62 @@ row("gpurun.pinned", A(16), NO_DEVICE, { when = "no_device" })
 row("gpurun.pinned", A(1 << 46), P"cuMemHostAlloc: CUDA_ERROR_[%u_]+ %b() while allocating 256%.00 TiB of page%-locked host memory",
   { gpu = true })
 row("gpurun.pinned", A(16), "cannot allocate a gpurun.PinnedBuffer while a graph is being built", { before = { "building" } })
+row("gpurun.pinned", A(16, "float32", 5), arg_error(3, "pinned", "table of options expected, got number"))
+row("gpurun.pinned", A(16, "float32", { map = true }), arg_error(3, "pinned", "unknown option 'map' (known: mapped)"))
+row("gpurun.pinned", A(16, "float32", { mapped = 1 }), arg_error(3, "pinned", "option 'mapped' must be a boolean, got number"))
+row("gpurun.pinned", A(16, "float32", { mapped = true }), NO_DEVICE, { when = "no_device" })
+
+-- ---- managed memory ------------------------------------------------------------------------
+
+count_rows("gpurun.managed", "managed", {}, 1)
+dtype_rows("gpurun.managed", "managed", { 16 }, 2)
+row("gpurun.managed", A(math.maxinteger), arg_error(1, "managed",
+  "element count 9223372036854775807 too large for float32 (the byte size overflows size_t)"))
+row("gpurun.managed", A(16, "float32", 5), arg_error(3, "managed", "table of options expected, got number"))
+row("gpurun.managed", A(16, "float32", { nope = 1 }), arg_error(3, "managed", "unknown option 'nope' (known: attach)"))
+row("gpurun.managed", A(16, "float32", { attach = "device" }),
+  arg_error(3, "managed", 'option \'attach\' must be "global" or "host", got "device"'))
+row("gpurun.managed", A(16, "float32", { attach = 1 }),
+  arg_error(3, "managed", 'option \'attach\' must be "global" or "host", got 1'))
+row("gpurun.managed", A(16), NO_DRIVER, { when = "no_driver" })
+row("gpurun.managed", A(16), NO_DEVICE, { when = "no_device" })
+-- More than any device has free: refused with the figures before the driver is asked.
+row("gpurun.managed", A(1 << 46),
+  P"gpurun%.managed: 256%.00 TiB for 70368744177664 float32 elements is more than device 0 has free %([%d.]+ %a+ free of [%d.]+ %a+%)",
+  { gpu = true })
+row("gpurun.managed", A(16), "cannot allocate a managed gpurun.Buffer while a graph is being built",
+  { before = { "building" } })
+
+local LOCATION = '"host", a gpurun.Device or a device ordinal expected, got '
+local NOT_MANAGED = "the gpurun.Buffer is not managed memory (make it with gpurun.managed(n, dtype))"
+row("Buffer:prefetch", A(R.buffer, "host", R.stream), "Buffer:prefetch: " .. NOT_MANAGED)
+row("Buffer:prefetch", A(R.managed), arg_error(1, "prefetch", LOCATION .. "no value"))
+row("Buffer:prefetch", A(R.managed, "device", R.stream), arg_error(1, "prefetch", LOCATION .. '"device"'))
+row("Buffer:prefetch", A(R.managed, 0.5, R.stream), arg_error(1, "prefetch", LOCATION .. "0.5"))
+row("Buffer:prefetch", A(R.managed, {}, R.stream), arg_error(1, "prefetch", LOCATION .. "table"))
+row("Buffer:prefetch", A(R.managed, -1, R.stream),
+  P"bad argument #1 to 'prefetch' %(device %-1 not found: %d+ device%(s%) visible %(the host is \"host\"%)%)")
+row("Buffer:prefetch", A(R.managed, 1 << 20, R.stream),
+  P"bad argument #1 to 'prefetch' %(device 1048576 not found: %d+ device%(s%) visible")
+row("Buffer:prefetch", A(R.managed, R.closed_device, R.stream), "attempt to use a closed gpurun.Device")
+row("Buffer:prefetch", A(R.managed, "host"), arg_error(2, "prefetch", "gpurun.Stream expected, got no value"))
+row("Buffer:prefetch", A(R.managed, "host", R.event), arg_error(2, "prefetch", "gpurun.Stream expected, got gpurun.Event"))
+row("Buffer:prefetch", A(R.managed, "host", R.builder), arg_error(2, "prefetch",
+  "a prefetch goes on a gpurun.Stream, not in a graph: prefetch before begin_building or after end_building"))
+row("Buffer:prefetch", A(R.managed, "host", R.closed_stream), "attempt to use a closed gpurun.Stream")
+
+local ADVICE = "advice expected (set_read_mostly, unset_read_mostly, set_preferred_location, "
+  .. "unset_preferred_location, set_accessed_by, unset_accessed_by), got "
+row("Buffer:advise", A(R.buffer, "set_read_mostly"), "Buffer:advise: " .. NOT_MANAGED)
+row("Buffer:advise", A(R.managed), arg_error(1, "advise", ADVICE .. "no value"))
+row("Buffer:advise", A(R.managed, "read_mostly"), arg_error(1, "advise", ADVICE .. '"read_mostly"'))
+row("Buffer:advise", A(R.managed, 1), arg_error(1, "advise", ADVICE .. "1"))
+row("Buffer:advise", A(R.managed, "set_preferred_location"), arg_error(2, "advise",
+  "advice 'set_preferred_location' is about a location: pass \"host\", a gpurun.Device or a device ordinal"))
+row("Buffer:advise", A(R.managed, "set_accessed_by", nil), arg_error(2, "advise",
+  "advice 'set_accessed_by' is about a location"))
+row("Buffer:advise", A(R.managed, "set_accessed_by", "nowhere"), arg_error(2, "advise", LOCATION .. '"nowhere"'))
+row("Buffer:advise", A(R.managed, "set_read_mostly", R.stream), arg_error(2, "advise", LOCATION .. "gpurun.Stream"))
 
 for _, method in ipairs({ "get", "set" }) do
   local label = "PinnedBuffer:" .. method

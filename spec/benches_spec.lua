@@ -18,6 +18,7 @@ local BAD_VALUE = {
   ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
   ["bench/startup.lua"] = { "--reps -1", "--reps: expected a positive integer, got '-1'" },
   ["bench/cubin_load.lua"] = { "--seconds -1", "--seconds: expected a positive number" },
+  ["bench/managed_memory.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
   ["bench/lto_link.lua"] = { "--sizes 4096,x", "--sizes: expected a positive integer, got 'x'" },
   ["bench/tensor_map_launch.lua"] = { "--seconds 0", "--seconds: expected a positive number" },
 }

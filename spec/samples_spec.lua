@@ -13,7 +13,12 @@ local process = require("spec.support.process")
 local PROGRAM_CACHE = (os.getenv("GPURUN_CACHE_DIR") or os.getenv("TMPDIR") or "/tmp")
   .. "/samples-spec-persistentProgramCache"
 
+-- blurImageUnifiedMemory's two images: beside it too.
+local IMAGES = (os.getenv("GPURUN_CACHE_DIR") or os.getenv("TMPDIR") or "/tmp")
+
 local SMALL = {
+  ["samples/1_GettingStarted/blurImageUnifiedMemory.lua"] = { runs = { { "--output-dir", IMAGES } },
+                                                             passed = "\n  Test PASSED\n" },
   ["samples/1_GettingStarted/copyImageArraytoGPU.lua"] = { runs = { {} }, passed = "\nTest PASSED\n" },
   ["samples/1_GettingStarted/deviceQuery.lua"] = { runs = { {} }, passed = "\nDone\n" },
   ["samples/1_GettingStarted/kernelNsysProfile.lua"] = { runs = { { "-n", "1001" }, { "--array-size", "4096" } },
@@ -48,6 +53,9 @@ local SMALL = {
              { "--n", "5000", "--threads", "64", "--maxblocks", "4", "--iterations", "2" } },
     passed = "\nTest PASSED\n",
   },
+  ["samples/2_CoreConcepts/memoryResources.lua"] = { runs = { { "--elements", "10007" } }, passed = "\nDone\n" },
+  ["samples/2_CoreConcepts/simpleZeroCopy.lua"] = { runs = { { "--num_elements", "100003" } },
+                                                    passed = "\n  Validation PASSED\n" },
   ["samples/2_CoreConcepts/streamingCopyComputeOverlap.lua"] = { runs = { {} },
                                                                  passed = "\nVerification: PASSED\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },

@@ -228,17 +228,22 @@ local function gpu_factories()
     if kind == "default" then return current_device():memory_pool() end
     return gpurun.MemoryPool(kind == "small" and { max_size = 2 << 20 } or {})
   end
-  -- Every other buffer is stream-ordered memory from a pool.
+  -- Buffers of cuMemAlloc's memory, of stream-ordered memory from a pool,
+  -- and of managed memory, in turn.
   function fresh.Buffer()
     local shape = next_of(BUFFER_SHAPES)
-    if next_of({ false, true }) then
+    local kind = next_of({ "plain", "pool", "managed" })
+    if kind == "pool" then
       return gpurun.zeros(shape[1], shape[2], { pool = fresh.MemoryPool(), stream = fresh.Stream() })
+    elseif kind == "managed" then
+      return gpurun.managed(shape[1], shape[2], { attach = next_of({ "global", "host" }) }):fill(0)
     end
     return gpurun.zeros(shape[1], shape[2])
   end
+  -- Every other one mapped, so that kernels reach it.
   function fresh.PinnedBuffer()
     local shape = next_of(BUFFER_SHAPES)
-    return gpurun.pinned(shape[1], shape[2])
+    return gpurun.pinned(shape[1], shape[2], { mapped = next_of({ false, true }) })
   end
   function fresh.ObjectCode()
     return gpurun.Program(require("spec.support.kernels").SOURCE, "c++", factory.options)

@@ -60,7 +60,10 @@ catalog.device_types = {
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever), host_function (HostCallback's
 --   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
---   placement (a constructor's { pool =, stream = }), pool_options
+--   placement (a constructor's { pool =, stream = }), managed_options
+--   (gpurun.managed's { attach = }), pinned_options (gpurun.pinned's
+--   { mapped = }), location ("host", a Device or an ordinal: where managed
+--   pages go), advice (Buffer:advise's name), pool_options
 --   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's),
 --   tensor_map_options (Buffer:as_tensor_map's), tensor_map (a TensorMap).
 --   For reductions and scans: params_text (a parameter list), c_expression
@@ -148,7 +151,9 @@ catalog.functions = {
   join = { args = { "builder", "builder", "builder", "..." } },
   Event = { args = { "event_options" }, needs = "device" },
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },
-  pinned = { args = { "count", "dtype" }, needs = "device", allocates = 1, host_memory = true },
+  pinned = { args = { "count", "dtype", "pinned_options" }, needs = "device", allocates = 1,
+             host_memory = true },
+  managed = { args = { "count", "dtype", "managed_options" }, needs = "device", allocates = 1 },
   load = { args = { "path" } },
   HostCallback = { args = { "host_function" } },
   pipeline = { args = { "pipeline_options" } },
@@ -253,6 +258,8 @@ catalog.methods = {
     save = { args = { "path", "shape" }, writes = 1 },
     get = { args = { "index", "stream" } },
     set = { args = { "index", "element", "stream" } },
+    prefetch = { args = { "location", "stream" } },
+    advise = { args = { "advice", "location" } },
     close = { args = {} },
   },
   PinnedBuffer = {

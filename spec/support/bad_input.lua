@@ -232,6 +232,8 @@ GPU_FACTORIES = {
   pinned_i32 = function() current_device(); return gpurun.pinned(16, "int32") end,
   pinned_u8 = function() current_device(); return gpurun.pinned(4, "uint8") end,
   closed_pinned = function() current_device(); return closed(gpurun.pinned(16, "float32")) end,
+  mapped_pinned = function() current_device(); return gpurun.pinned(16, "float32", { mapped = true }) end,
+  managed = function() current_device(); return gpurun.managed(16, "float32") end,
   pinned_graph = function(env) -- a graph that copies env.pinned into env.buffer
     local builder = env.stream:create_graph_builder()
     local buffer, pinned = env.buffer, env.pinned

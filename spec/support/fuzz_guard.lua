@@ -142,6 +142,12 @@ local function packed(value, size)
     local nbytes = field(value, "nbytes")
     if nbytes == nil or size ~= 8 then return nil end  -- closed, or not a pointer slot
     return { buffer = { nbytes = nbytes, ptr = field(value, "ptr") or 0 } }
+  elseif type_name == "PinnedBuffer" then
+    -- A mapped one passes its device address as a Buffer passes its
+    -- pointer, and a kernel writing past it writes the process's memory.
+    local nbytes, ptr = field(value, "nbytes"), field(value, "device_ptr")
+    if nbytes == nil or ptr == nil or size ~= 8 then return nil end -- closed or unmapped: refused
+    return { buffer = { nbytes = nbytes, ptr = ptr } }
   elseif type_name == "Scalar" then
     if value.size ~= size then return nil end
     local number = value.value

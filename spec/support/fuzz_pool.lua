@@ -345,6 +345,7 @@ function Pool:kernel_arg()
   if roll < 0.945 then return self:object("Struct") end
   if roll < 0.96 then return self:object("TensorMap") end
   if roll < 0.97 then return self:object("Graph") end
+  if roll < 0.98 then return self:object("PinnedBuffer") end
   return self:any()
 end
 
@@ -468,6 +469,18 @@ draws = {
   pipeline_options = from({ nil, {}, { name = "fuzz" }, { max_streams = 2 }, { fuse = false },
     { timing = true }, { strict = true } }, 0.7, { { nope = 1 }, { max_streams = 0 }, "x", 5 }),
   pool = function(p) return p:typed("MemoryPool") end,
+  managed_options = from({ nil, {}, { attach = "global" }, { attach = "host" } }, 0.8,
+    { { attach = "device" }, { attach = 1 }, { attach = "" }, { nope = 1 }, "host", 5 }),
+  pinned_options = from({ nil, {}, { mapped = true }, { mapped = false } }, 0.8,
+    { { mapped = 1 }, { mapped = "yes" }, { map = true }, true, 5 }),
+  location = function(p)
+    if p:chance(0.35) then return "host" end
+    if p:chance(0.3) then return p:typed("Device") end
+    return p:pick({ 0, 1, -1, 64, 0.5, NAN, "device", "", {}, math.maxinteger })
+  end,
+  advice = from({ "set_read_mostly", "unset_read_mostly", "set_preferred_location",
+    "unset_preferred_location", "set_accessed_by", "unset_accessed_by" }, 0.8,
+    { "read_mostly", "SET_READ_MOSTLY", "", 1, 3, {} }),
   -- A constructor's { pool =, stream = }: mostly nil (cuMemAlloc), else live
   -- or closed pools, streams and builders, or junk.
   placement = function(p)

@@ -67,7 +67,9 @@
     X(cuDeviceGraphMemTrim, 11040) X(cuGraphMemAllocNodeGetParams, 11040) \
     X(cuGraphMemFreeNodeGetParams, 11040) \
     X(cuTensorMapEncodeTiled, 12000) X(cuTensorMapReplaceAddress, 12000) \
-    X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050)
+    X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050) \
+    X(cuMemAllocManaged, 6000) X(cuMemPrefetchAsync, 12020) X(cuMemAdvise, 12020) \
+    X(cuMemHostGetDevicePointer, 3020)
 
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;

@@ -508,8 +508,9 @@ struct pending_free {
 static struct pending_free pending[MAX_PENDING_FREES];
 static size_t pending_count;
 
-/* Waits for the last copy queued on the host memory, then frees it. */
-static CUresult free_host(void *pointer, CUevent last_use)
+/* Waits for the last copy queued on the host memory and for the work of
+ * the context of kernels that reach it (NULL: none), then frees it. */
+static CUresult free_host(void *pointer, CUevent last_use, CUcontext kernel_context)
 {
     /* As for device memory: the contexts' release at exit took it. */
     if (gpurun_runtime.current_context == NULL)
@@ -518,6 +519,13 @@ static CUresult free_host(void *pointer, CUevent last_use)
     if (last_use) {
         result = CUDA_CALL(cuEventSynchronize, last_use);
         (void)CUDA_CALL(cuEventDestroy, last_use);
+    }
+    if (kernel_context) {
+        CUcontext previous = gpurun_enter_context(kernel_context);
+        CUresult waited = CUDA_CALL(cuCtxSynchronize);
+        gpurun_leave_context(previous);
+        if (result == CUDA_SUCCESS)
+            result = waited;
     }
     CUresult freed = CUDA_CALL(cuMemFreeHost, pointer);
     return result != CUDA_SUCCESS ? result : freed;
@@ -584,7 +592,8 @@ void gpurun_flush_frees(void)
         pending_count--;
         /* Nobody is left to tell about a failure here. */
         if (pending[pending_count].host)
-            (void)free_host(pending[pending_count].host, pending[pending_count].last_use);
+            (void)free_host(pending[pending_count].host, pending[pending_count].last_use,
+                            pending[pending_count].context);
         else
             (void)free_in_context(pending[pending_count].pointer, pending[pending_count].exec,
                                   pending[pending_count].context,
@@ -629,10 +638,11 @@ CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
     return free_in_context(0, exec, context, 0);
 }
 
-CUresult gpurun_free_host_memory(void *pointer, CUevent last_use)
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use, CUcontext kernel_context)
 {
-    if (defer_free((struct pending_free){ .host = pointer, .last_use = last_use }))
+    if (defer_free((struct pending_free){ .host = pointer, .last_use = last_use,
+                                          .context = kernel_context }))
         return CUDA_SUCCESS;
     gpurun_flush_frees();
-    return free_host(pointer, last_use);
+    return free_host(pointer, last_use, kernel_context);
 }

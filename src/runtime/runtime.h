@@ -542,9 +542,10 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
 CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context);
 
 /* Frees page-locked host memory (cuMemFreeHost) once the event of its last
- * queued copy (NULL: none) has completed, destroying the event; while a
- * capture is in progress, once none is. */
-CUresult gpurun_free_host_memory(void *pointer, CUevent last_use);
+ * queued copy (NULL: none) has completed, destroying the event, and, for
+ * mapped memory kernels were given, once kernel_context's work is done
+ * (NULL: no kernel); while a capture is in progress, once none is. */
+CUresult gpurun_free_host_memory(void *pointer, CUevent last_use, CUcontext kernel_context);
 
 /* Frees what was deferred; called before allocating and after captures.
  * Nothing is freed while a capture is in progress or a host callback is

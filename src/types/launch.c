@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "types/buffer/pinned_buffer.h"
 #include "types/condition.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
@@ -299,6 +300,24 @@ static void pack_graph(lua_State *L, const struct gpurun_kernel *kernel, int i,
     memcpy(slot, &graph->exec, sizeof graph->exec);
 }
 
+/* A mapped PinnedBuffer passes its device address as a pointer; the host
+ * then waits for the kernel's device before touching it (as a managed
+ * buffer does). */
+static void pack_pinned(lua_State *L, const struct gpurun_kernel *kernel, int i,
+                        struct gpurun_pinned *pinned, unsigned char *slot)
+{
+    if (pinned->header.closed)
+        param_error(L, kernel, i, "attempt to use a closed gpurun.PinnedBuffer");
+    if (pinned->device_pointer == 0)
+        param_error(L, kernel, i, "a gpurun.PinnedBuffer passes only when mapped: allocate it "
+                                  "with gpurun.pinned(n, dtype, { mapped = true })");
+    if (kernel->param_sizes[i] != sizeof(CUdeviceptr)
+        || kernel->param_pointer[i] == GPURUN_POINTER_NO)
+        param_error(L, kernel, i, "not a pointer: a mapped gpurun.PinnedBuffer passes only as one");
+    memcpy(slot, &pinned->device_pointer, sizeof pinned->device_pointer);
+    pinned->kernel_context = gpurun_runtime.current_context;
+}
+
 struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_kernel *kernel,
                                            int i, int index, unsigned char *slot,
                                            const struct gpurun_capture *capture)
@@ -367,6 +386,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
         const struct gpurun_graph *graph = gpurun_to_tagged(L, index, &gpurun_graph_tag);
         if (graph) {
             pack_graph(L, kernel, i, graph, slot, capture);
+            return NULL;
+        }
+        struct gpurun_pinned *pinned = gpurun_to_tagged(L, index, &gpurun_pinned_tag);
+        if (pinned) {
+            pack_pinned(L, kernel, i, pinned, slot);
             return NULL;
         }
         break;

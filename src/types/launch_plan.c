@@ -4,6 +4,7 @@
  * 2: the buffers), and refuses to launch once one of them was closed. */
 #include "types/launch_plan.h"
 
+#include "types/buffer/pinned_buffer.h"
 #include "types/launch.h"
 #include "types/tensor_map.h"
 
@@ -53,6 +54,10 @@ static int kernel_bind(lua_State *L)
     for (int i = 0; i < given; i++) {
         unsigned char *slot = plan->storage + kernel->param_offsets[i];
         plan->param_pointers[i] = slot;
+        if (gpurun_to_tagged(L, 3 + i, &gpurun_pinned_tag))
+            return gpurun_arg_error(L, 3 + i, "a gpurun.PinnedBuffer passes to gpurun.launch or "
+                                              "into a graph, not into a LaunchPlan (which checks "
+                                              "only Buffers for closing)");
         struct gpurun_buffer *buffer = gpurun_pack_argument(L, kernel, i, 3 + i, slot, NULL);
         if (buffer && gpurun_push_argument_memory(L, 3 + i)) {
             plan->buffers[plan->buffer_count++] = buffer;

@@ -8,6 +8,8 @@
  * driver, which is what keeps them testable on a machine without a GPU. */
 #include "types/tensor_map.h"
 
+#include "types/buffer/pinned_buffer.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -428,7 +430,8 @@ static int tensor_map_tostring(lua_State *L)
 
 int gpurun_push_argument_memory(lua_State *L, int index)
 {
-    if (gpurun_to_tagged(L, index, &gpurun_buffer_tag)) {
+    if (gpurun_to_tagged(L, index, &gpurun_buffer_tag)
+        || gpurun_to_tagged(L, index, &gpurun_pinned_tag)) {
         lua_pushvalue(L, index);
         return 1;
     }

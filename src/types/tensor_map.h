@@ -31,9 +31,9 @@ struct gpurun_tensor_map {
 };
 
 /* For graphs and plans, which copy a launch's arguments and so must keep the
- * memory they point at: pushes the Buffer that the argument at index passes
- * (a Buffer itself; for a TensorMap, the owner of its buffer) and returns 1,
- * or pushes nothing and returns 0. */
+ * memory they point at: pushes the Buffer or mapped PinnedBuffer that the
+ * argument at index passes (itself; for a TensorMap, the owner of its
+ * buffer) and returns 1, or pushes nothing and returns 0. */
 int gpurun_push_argument_memory(lua_State *L, int index);
 
 void gpurun_open_tensor_map(lua_State *L);

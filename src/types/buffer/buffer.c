@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "types/buffer/pinned_buffer.h"
 #include "types/graph_builder.h"
 
 const struct gpurun_tag gpurun_buffer_tag = {"gpurun.Buffer"};
@@ -195,11 +196,19 @@ CUstream gpurun_begin_host_transfer(lua_State *L, const char *operation)
 
 /* ---- element copies and fills ------------------------------------------ */
 
+void gpurun_order_host_access(lua_State *L, const struct gpurun_buffer *buffer, CUstream stream,
+                              const char *what)
+{
+    if (stream && (buffer->base ? buffer->base : buffer)->managed)
+        gpurun_wait_direct_access(L, buffer->context, what);
+}
+
 void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t first,
                            size_t count, const void *host, CUstream stream)
 {
     size_t size = buffer->element_size;
     gpurun_check_buffer_memory(L, buffer, NULL);
+    gpurun_order_host_access(L, buffer, stream, "writing a managed gpurun.Buffer from the host");
     if (CUDA_CALL(cuMemcpyHtoDAsync, buffer->pointer + first * size, host, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying to a gpurun.Buffer");
@@ -212,6 +221,7 @@ void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size
 {
     size_t size = buffer->element_size;
     gpurun_check_buffer_memory(L, buffer, NULL);
+    gpurun_order_host_access(L, buffer, stream, "reading a managed gpurun.Buffer on the host");
     if (CUDA_CALL(cuMemcpyDtoHAsync, host, buffer->pointer + first * size, count * size,
                   stream) != CUDA_SUCCESS)
         gpurun_transfer_error(L, "copying from a gpurun.Buffer");

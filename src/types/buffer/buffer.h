@@ -50,6 +50,9 @@ struct gpurun_buffer {
     /* No memory behind it at the moment: made inside a capture, it has
      * none outside that capture until its graph is launched. */
     unsigned char unallocated;
+    /* Managed memory (cuMemAllocManaged, types/buffer/managed.c), which the
+     * host reaches too: host access waits as gpurun_order_host_access says. */
+    unsigned char managed;
     struct gpurun_memory_pool *pool;     /* where it came from (NULL: cuMemAlloc) */
     struct gpurun_stream *stream;        /* its own stream (NULL inside a capture) */
     struct gpurun_stream *used_on[GPURUN_BUFFER_USES];
@@ -137,6 +140,13 @@ void gpurun_write_elements(lua_State *L, struct gpurun_buffer *buffer, size_t fi
                            size_t count, const void *host, CUstream stream);
 void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size_t first,
                           size_t count, void *host, CUstream stream);
+
+/* Before a copy between a buffer and the host queued on `stream`: the copy
+ * is in that stream's order only, so a managed buffer waits for the rest
+ * of its device too, as gpurun_wait_direct_access (pinned_buffer.h) says
+ * (with no stream, begin_transfer waited for the device already). */
+void gpurun_order_host_access(lua_State *L, const struct gpurun_buffer *buffer, CUstream stream,
+                              const char *what);
 
 /* Sets every element to the element at pattern; `capturing`: into a graph
  * (memset nodes only). */

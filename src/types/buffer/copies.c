@@ -253,7 +253,7 @@ static void push_staging(lua_State *L, size_t total, struct gpurun_pinned *stagi
 {
     size_t chunk = total < FILE_CHUNK ? total : FILE_CHUNK;
     for (int i = 0; i < 2; i++) {
-        staging[i] = gpurun_push_new_pinned(L, chunk, GPURUN_UINT8, 0);
+        staging[i] = gpurun_push_new_pinned(L, chunk, GPURUN_UINT8, 0, 0);
         gpurun_pinned_prepare(L, staging[i]);
     }
 }
@@ -330,6 +330,7 @@ static void copy_file(lua_State *L, int self_index, const struct gpurun_buffer *
     gpurun_check_live_buffer(L, self_index);
     FILE *file = check_file(L, index);
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
+    gpurun_order_host_access(L, part, stream, operation);
     if (to_device)
         read_file(L, part, file, staging, stream, operation);
     else

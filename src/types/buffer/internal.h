@@ -45,4 +45,18 @@ int gpurun_close_buffer(lua_State *L, int explicit);
  * its memory never comes to exist (runtime/capture.c calls it). */
 void gpurun_drop_buffer(lua_State *L, int index);
 
+/* Raises, naming the argument at count_arg, when count elements of dtype
+ * overflow size_t in bytes. */
+void gpurun_check_byte_size(lua_State *L, size_t count, int dtype, int count_arg);
+
+/* Pushes a new Buffer object, closed and with no memory yet, for a
+ * constructor to fill in and open. */
+struct gpurun_buffer *gpurun_push_buffer_object(lua_State *L, size_t count, int dtype,
+                                                int uservalues);
+
+/* ---- managed.c ----------------------------------------------------------- */
+
+/* gpurun.managed, Buffer:prefetch and Buffer:advise, registered. */
+void gpurun_open_managed(lua_State *L);
+
 #endif

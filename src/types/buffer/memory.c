@@ -308,7 +308,7 @@ void gpurun_check_placement(lua_State *L, int arg, struct gpurun_placement *wher
     where->ordered = where->pool_index || where->stream_index;
 }
 
-static void check_byte_size(lua_State *L, size_t count, int dtype, int count_arg)
+void gpurun_check_byte_size(lua_State *L, size_t count, int dtype, int count_arg)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
     if (count > SIZE_MAX / info->size)
@@ -316,7 +316,8 @@ static void check_byte_size(lua_State *L, size_t count, int dtype, int count_arg
                                        "overflows size_t)", (LUAI_UACINT)count, info->name);
 }
 
-static struct gpurun_buffer *push_object(lua_State *L, size_t count, int dtype, int uservalues)
+struct gpurun_buffer *gpurun_push_buffer_object(lua_State *L, size_t count, int dtype,
+                                                int uservalues)
 {
     struct gpurun_buffer *buffer =
         gpurun_new_object(L, sizeof *buffer, uservalues, &gpurun_buffer_tag);
@@ -388,7 +389,8 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
     }
     if (!gpurun_capture_in_progress())
         gpurun_flush_frees();
-    struct gpurun_buffer *buffer = push_object(L, count, dtype, GPURUN_BUFFER_USER_VALUES);
+    struct gpurun_buffer *buffer =
+        gpurun_push_buffer_object(L, count, dtype, GPURUN_BUFFER_USER_VALUES);
     int index = lua_gettop(L);
     /* The object's allocation can run finalizers: still open? */
     pool = gpurun_check_memory_pool(L, pool_index);
@@ -433,7 +435,7 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
 struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dtype, int count_arg,
                                              const struct gpurun_placement *where)
 {
-    check_byte_size(L, count, dtype, count_arg);
+    gpurun_check_byte_size(L, count, dtype, count_arg);
     if (where && where->ordered)
         return push_ordered_buffer(L, count, dtype, where);
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
@@ -444,7 +446,7 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
                         "allocate inside the graph); capture abandoned");
     gpurun_flush_frees();
 
-    struct gpurun_buffer *buffer = push_object(L, count, dtype, 0);
+    struct gpurun_buffer *buffer = gpurun_push_buffer_object(L, count, dtype, 0);
     buffer->context = context;
     buffer->device = gpurun_runtime.current_device;
     size_t bytes = count * info->size;

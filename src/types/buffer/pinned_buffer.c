@@ -16,8 +16,17 @@ struct gpurun_pinned *gpurun_check_pinned(lua_State *L, int index)
     return gpurun_check_open(L, index, &gpurun_pinned_tag);
 }
 
+void gpurun_wait_direct_access(lua_State *L, CUcontext context, const char *what)
+{
+    if (gpurun_wait_device(L, context, what) != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "waiting for the device's work before %s", what);
+}
+
 void gpurun_pinned_wait(lua_State *L, struct gpurun_pinned *pinned)
 {
+    if (pinned->kernel_context)
+        gpurun_wait_direct_access(L, pinned->kernel_context,
+                                  "touching a mapped gpurun.PinnedBuffer from the host");
     if (!pinned->copy_pending)
         return;
     gpurun_wait_event(L, pinned->last_copy,
@@ -56,7 +65,8 @@ void gpurun_pinned_queued(lua_State *L, struct gpurun_pinned *pinned, CUstream s
     pinned->copy_pending = 1;
 }
 
-struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dtype, int count_arg)
+struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dtype, int count_arg,
+                                             int mapped)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
     if (count > SIZE_MAX / info->size)
@@ -73,14 +83,22 @@ struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dty
     pinned->dtype = dtype;
     size_t bytes = count * info->size;
     void *host = NULL;
-    /* Portable: pinned for every context, so any device copies at full speed. */
-    if (CUDA_CALL(cuMemHostAlloc, &host, bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+    /* Portable: pinned for every context, so any device copies at full
+     * speed; mapped: and in every context's address space. */
+    unsigned int flags = CU_MEMHOSTALLOC_PORTABLE | (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0);
+    if (CUDA_CALL(cuMemHostAlloc, &host, bytes, flags) != CUDA_SUCCESS) {
         char size_text[32];
-        gpurun_cuda_error(L, "allocating %s of page-locked host memory for %I %s elements",
+        gpurun_cuda_error(L, "allocating %s of %spage-locked host memory for %I %s elements",
                           gpurun_format_size(size_text, sizeof size_text, bytes),
-                          (LUAI_UACINT)count, info->name);
+                          mapped ? "mapped " : "", (LUAI_UACINT)count, info->name);
     }
     pinned->host = host;
+    if (mapped && CUDA_CALL(cuMemHostGetDevicePointer, &pinned->device_pointer, host, 0)
+                      != CUDA_SUCCESS) {
+        (void)gpurun_free_host_memory(host, NULL, NULL);
+        pinned->host = NULL;
+        gpurun_cuda_error(L, "mapping a gpurun.PinnedBuffer into the device's address space");
+    }
     pinned->header.closed = 0;
     return pinned;
 }
@@ -97,11 +115,14 @@ static int close_pinned(lua_State *L, int explicit)
                                "close them first", pinned->header.graph_users);
     void *host = pinned->host;
     CUevent last_copy = pinned->last_copy;
+    CUcontext kernel_context = pinned->kernel_context; /* a kernel may still reach it */
     pinned->header.closed = 1;
     pinned->host = NULL;
     pinned->last_copy = NULL;
     pinned->copy_pending = 0;
-    if (gpurun_free_host_memory(host, last_copy) != CUDA_SUCCESS && explicit
+    pinned->device_pointer = 0;
+    pinned->kernel_context = NULL;
+    if (gpurun_free_host_memory(host, last_copy, kernel_context) != CUDA_SUCCESS && explicit
         && !cuda_error_is_sticky(cuda_last_failed_result))
         gpurun_cuda_error(L, "freeing a gpurun.PinnedBuffer");
     return 0;
@@ -122,9 +143,10 @@ static int pinned_gc(lua_State *L)
 /* The open PinnedBuffer at 1, its queued copies done. */
 static struct gpurun_pinned *check_ready(lua_State *L)
 {
-    struct gpurun_pinned *pinned = gpurun_check_pinned(L, 1);
-    gpurun_pinned_wait(L, pinned);
-    return pinned;
+    gpurun_pinned_wait(L, gpurun_check_pinned(L, 1));
+    /* The wait runs the host callbacks the driver reached, which may have
+     * closed it. */
+    return gpurun_check_pinned(L, 1);
 }
 
 static unsigned char *element(const struct gpurun_pinned *pinned, size_t index)
@@ -242,6 +264,23 @@ static int pinned_ptr(lua_State *L)
     return 1;
 }
 
+/* Where kernels reach a mapped buffer (the same number as ptr where the
+ * driver maps host memory at its host address). */
+static int pinned_device_ptr(lua_State *L)
+{
+    if (self(L)->device_pointer == 0)
+        return gpurun_error(L, "gpurun.PinnedBuffer is not mapped into the device's address "
+                               "space: allocate it with gpurun.pinned(n, dtype, { mapped = true })");
+    lua_pushinteger(L, (lua_Integer)self(L)->device_pointer);
+    return 1;
+}
+
+static int pinned_mapped(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->device_pointer != 0);
+    return 1;
+}
+
 /* p[i]: element i, 1-based. */
 static int pinned_element(lua_State *L)
 {
@@ -281,12 +320,17 @@ static int pinned_tostring(lua_State *L)
     return 1;
 }
 
-/* pinned(n [, dtype]): contents undefined, as for gpurun.empty. */
+/* pinned(n [, dtype [, { mapped = }]]): contents undefined, as for
+ * gpurun.empty. */
 static int module_pinned(lua_State *L)
 {
+    static const char *const known[] = {"mapped", NULL};
     size_t count = gpurun_check_count(L, 1);
     int dtype = gpurun_check_dtype(L, 2, GPURUN_FLOAT32);
-    gpurun_push_new_pinned(L, count, dtype, 1);
+    int mapped = 0;
+    if (gpurun_check_options(L, 3, known))
+        mapped = gpurun_opt_boolean_field(L, 3, "mapped", 0);
+    gpurun_push_new_pinned(L, count, dtype, 1, mapped);
     return 1;
 }
 
@@ -306,6 +350,8 @@ static const luaL_Reg pinned_fields[] = {
     {"size", pinned_elements_field},
     {"nbytes", pinned_elements_field},
     {"ptr", pinned_ptr},
+    {"device_ptr", pinned_device_ptr},
+    {"mapped", pinned_mapped},
     {NULL, NULL}
 };
 

@@ -22,16 +22,32 @@ struct gpurun_pinned {
     CUcontext event_context;
     CUstream last_stream;     /* where last_copy was recorded */
     int copy_pending;
+    /* Mapped ({ mapped = true }): the address kernels reach it at, else 0. */
+    CUdeviceptr device_pointer;
+    /* The context of the last kernel given it (a launch, or a capture that
+     * a graph replays), or NULL: host access waits for that device. */
+    CUcontext kernel_context;
 };
 
 /* An open PinnedBuffer at index, or an error. */
 struct gpurun_pinned *gpurun_check_pinned(lua_State *L, int index);
 
 /* Allocates count elements of dtype and pushes the PinnedBuffer; count_arg
- * names the argument when the byte size overflows. Needs a current device. */
-struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dtype, int count_arg);
+ * names the argument when the byte size overflows; `mapped`: kernels reach
+ * it too, at device_pointer. Needs a current device. */
+struct gpurun_pinned *gpurun_push_new_pinned(lua_State *L, size_t count, int dtype, int count_arg,
+                                             int mapped);
 
-/* Waits for the copies queued on streams that use the memory. */
+/* The one rule for memory that kernels reach directly while the host may
+ * touch it too (a managed Buffer, a mapped PinnedBuffer given to a
+ * kernel): stream order does not cover a kernel or graph queued on another
+ * stream, and graph replays record no streams, so the host reaches such
+ * memory only after all the work queued on its device (`context`) is done.
+ * `what` names the access in errors. */
+void gpurun_wait_direct_access(lua_State *L, CUcontext context, const char *what);
+
+/* Waits for the copies queued on streams that use the memory, and for the
+ * device of the kernels given it (gpurun_wait_direct_access). */
 void gpurun_pinned_wait(lua_State *L, struct gpurun_pinned *pinned);
 
 /* Before queuing a copy that uses the memory on a stream of the current

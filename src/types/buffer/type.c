@@ -2,7 +2,8 @@
  * dtype, made and filled from the host (gpurun.empty, zeros, full, array,
  * from_bytes), with its fields and its tables of methods, registered.
  * Beside it: buffer.c (what a Buffer is), memory.c (allocation, views, the
- * close), copies.c (moving elements), pinned_buffer.c (gpurun.PinnedBuffer);
+ * close), copies.c (moving elements), managed.c (managed memory: managed,
+ * prefetch, advise), pinned_buffer.c (gpurun.PinnedBuffer);
  * comparing buffers is types/compare.c, generating them types/generator.c.
  * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
  * and every range (first, count) that view, fill, copy_from, copy_to,
@@ -41,6 +42,13 @@ static int buffer_ptr(lua_State *L)
 static int buffer_device(lua_State *L)
 {
     lua_pushinteger(L, self(L)->device);
+    return 1;
+}
+
+/* Whether the memory is managed (gpurun.managed), which the host reaches too. */
+static int buffer_is_managed(lua_State *L)
+{
+    lua_pushboolean(L, gpurun_buffer_owner(self(L))->managed);
     return 1;
 }
 
@@ -206,6 +214,7 @@ static const luaL_Reg buffer_fields[] = {
     {"device", buffer_device},
     {"base", buffer_base},
     {"pool", buffer_pool},
+    {"is_managed", buffer_is_managed},
     {NULL, NULL}
 };
 
@@ -235,4 +244,5 @@ void gpurun_open_buffer(lua_State *L)
     gpurun_register_type(L, &buffer_type);
     gpurun_set_functions(L, module_functions);
     gpurun_capture_set_drop(gpurun_drop_buffer);
+    gpurun_open_managed(L);
 }
