@@ -144,6 +144,7 @@ describe("the reference", function()
       -- gpurun.nvtx is written in C, with the module.
       names[#names + 1] = "gpurun.nvtx"
       for _, key in ipairs(sorted_keys(require("gpurun.nvtx"))) do names[#names + 1] = "nvtx." .. key end
+      for _, key in ipairs(sorted_keys(gpurun.system)) do names[#names + 1] = "system." .. key end
       assert_none_missing(MODULE_DOC, missing_from(module_doc, names))
     end)
 

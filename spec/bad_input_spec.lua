@@ -1497,6 +1497,36 @@ row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must
 row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
+-- ---- gpurun.system -----------------------------------------------------------------------------
+
+-- Arguments are checked before NVML is opened, so these need neither NVML
+-- nor a GPU.
+local SYSTEM_DEVICE = "device index or report of gpurun.system.Device expected"
+for _, name in ipairs({ "Device", "get_topology_common_ancestor", "get_p2p_status" }) do
+  local label = "gpurun.system." .. name
+  row(label, A(), arg_error(1, name, SYSTEM_DEVICE .. ", got no value"))
+  row(label, A("0"), arg_error(1, name, SYSTEM_DEVICE .. ", got string"))
+  row(label, A(0.5), arg_error(1, name, SYSTEM_DEVICE .. ", got a number with a fraction"))
+  row(label, A({ index = "0" }), arg_error(1, name, SYSTEM_DEVICE .. ", got table"))
+  row(label, A(R.stream), arg_error(1, name, SYSTEM_DEVICE .. ", got gpurun.Stream"))
+  if name ~= "Device" then
+    row(label, A(0), arg_error(2, name, SYSTEM_DEVICE .. ", got no value"))
+    row(label, A(0, true), arg_error(2, name, SYSTEM_DEVICE .. ", got boolean"))
+  end
+end
+for _, caps in ipairs({ "READ", "bogus", "" }) do
+  row("gpurun.system.get_p2p_status", A(0, 1, caps), arg_error(3, "get_p2p_status",
+    ("read, write, nvlink, atomics or pci expected, got '%s'"):format(caps)))
+end
+row("gpurun.system.get_p2p_status", A(0, 1, 2), arg_error(3, "get_p2p_status",
+  "read, write, nvlink, atomics or pci expected, got number"))
+row("gpurun.system.get_process_name", A(), arg_error(1, "get_process_name", "process id expected, got no value"))
+row("gpurun.system.get_process_name", A("1"), arg_error(1, "get_process_name", "process id expected, got string"))
+row("gpurun.system.get_process_name", A(-1), arg_error(1, "get_process_name", "process id expected, got -1"))
+row("gpurun.system.get_process_name", A(1.5), arg_error(1, "get_process_name", "process id expected, got 1.5"))
+row("gpurun.system.get_process_name", A(1 << 40), arg_error(1, "get_process_name",
+  "process id expected, got 1099511627776"))
+
 -- ---- gpurun.dist ------------------------------------------------------------------------------
 
 -- Every argument is checked before the world's communicator is made (which
@@ -2383,6 +2413,14 @@ describe("bad input", function()
     for _, name in ipairs(catalog.sorted_keys(catalog.dist)) do
       if not catalog.dist[name].takes_nothing and not labels["dist." .. name] then
         problems[#problems + 1] = "dist." .. name .. " has no bad-input rows"
+      end
+    end
+    for _, problem in ipairs(catalog.system_differences(gpurun.system)) do
+      problems[#problems + 1] = problem
+    end
+    for _, name in ipairs(catalog.sorted_keys(catalog.system)) do
+      if not catalog.system[name].takes_nothing and not labels["gpurun.system." .. name] then
+        problems[#problems + 1] = "gpurun.system." .. name .. " has no bad-input rows"
       end
     end
     for name in pairs(ACCEPTING) do

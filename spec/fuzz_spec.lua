@@ -109,7 +109,21 @@ describe("the fuzzer", function()
     for _, problem in ipairs(catalog.pipeline_differences(gpurun.pipeline())) do
       problems[#problems + 1] = problem
     end
+    for _, problem in ipairs(catalog.system_differences(gpurun.system)) do
+      problems[#problems + 1] = problem
+    end
     assert(#problems == 0, table.concat(problems, "\n"))
+  end)
+
+  it("draws every function of gpurun.system, through a stand-in NVML", function()
+    local fake = process.gpurun_bin():match("^(.*)/[^/]*$") .. "/spec/fake_nvml.so"
+    local result = process.run(("GPURUN_CUDA_DRIVER=%s GPURUN_NVML_LIBRARY=%s %s tools/fuzz.lua --seed %d "
+      .. "--calls 20000 --stats"):format(process.quote(NO_DRIVER), process.quote(fake), process.quote(process.gpurun_bin()), BASE_SEED))
+    assert.are.equal(0, result.code, result.stdout .. result.stderr:sub(-3000))
+    for _, name in ipairs(catalog.sorted_keys(catalog.system)) do
+      local calls = tonumber(result.stderr:match("\ngpurun%.system%." .. name .. "%s+(%d+) calls"))
+      assert(calls and calls > 0, "gpurun.system." .. name .. " was never drawn")
+    end
   end)
 
   it("draws every method of a pipeline, and none gives an internal error", function()

@@ -411,9 +411,19 @@ for _, name in ipairs(catalog.sorted_keys(catalog.pipeline)) do
     resolved = function(self, ...) return self[name](self, ...) end }
 end
 
+-- gpurun.system's functions: NVML where the machine has it, else its
+-- one-line message.
+local system_entries = {}
+for _, name in ipairs(catalog.sorted_keys(catalog.system)) do
+  system_entries[#system_entries + 1] = { kind = "function", name = name,
+    label = "gpurun.system." .. name, spec = catalog.system[name],
+    resolved = function(...) return gpurun.system[name](...) end }
+end
+
 local entries, cumulative, total = {}, {}, 0
 local all_entries = catalog.entries()
 for _, entry in ipairs(pipeline_entries) do all_entries[#all_entries + 1] = entry end
+for _, entry in ipairs(system_entries) do all_entries[#all_entries + 1] = entry end
 for _, entry in ipairs(all_entries) do
   entry.fn = entry.resolved or catalog.resolve(gpurun, entry)
   assert(entry.fn, "catalog entry " .. entry.label .. " does not resolve")

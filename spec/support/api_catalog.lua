@@ -381,6 +381,48 @@ catalog.dist = {
   reduce_scatter = { args = { "buffer", "buffer", "op", "collective_target" } },
 }
 
+-- gpurun.system, after cuda.core.system: its functions, with what kind of
+-- value every argument is (the kinds above, and system_device: an NVML
+-- device index or a report of system.Device, p2p_caps: "read", "write",
+-- "nvlink", "atomics" or "pci"). takes_nothing: no argument it could
+-- refuse (system_spec.lua covers what they answer). needs_nvml: it loads
+-- NVML, which a machine without the driver lacks (the fuzzer sees the
+-- one-line message there).
+catalog.system = {
+  nvml_error = { args = {}, takes_nothing = true },
+  get_driver_version = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_driver_version_full = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_kernel_mode_driver_version = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_nvml_version = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_driver_branch = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_num_devices = { args = {}, takes_nothing = true, needs_nvml = true },
+  devices = { args = {}, takes_nothing = true, needs_nvml = true },
+  topology = { args = {}, takes_nothing = true, needs_nvml = true },
+  get_process_name = { args = { "integer" }, needs_nvml = true },
+  Device = { args = { "system_device" }, needs_nvml = true },
+  get_topology_common_ancestor = { args = { "system_device", "system_device" }, needs_nvml = true },
+  get_p2p_status = { args = { "system_device", "system_device", "p2p_caps" }, needs_nvml = true },
+}
+
+-- What gpurun.system really holds, compared with catalog.system: a list of
+-- lines naming each difference.
+function catalog.system_differences(system)
+  local problems = {}
+  for name, value in pairs(system) do
+    if type(value) == "function" and not catalog.system[name] then
+      problems[#problems + 1] = ("gpurun.system.%s is not in spec/support/api_catalog.lua"):format(name)
+    end
+  end
+  for name in pairs(catalog.system) do
+    if type(system[name]) ~= "function" then
+      problems[#problems + 1] = ("the catalog lists gpurun.system.%s, which gpurun.system does not have")
+        :format(name)
+    end
+  end
+  table.sort(problems)
+  return problems
+end
+
 -- What the dist module really holds, compared with catalog.dist: a list of
 -- lines naming each difference.
 function catalog.dist_differences(dist)

@@ -434,6 +434,7 @@ local function caller(label, any_self)
   local key = label .. (any_self and "/any" or "")
   if callers[key] then return callers[key] end
   local module_function = label:match("^gpurun%.([%w_]+)$") or label:match("^gpurun%.(%u%w*%.[%w_]+)$")
+    or label:match("^gpurun%.(system%.[%w_]+)$")
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
   local dist_function = label:match("^dist%.([%w_]+)$")

@@ -575,6 +575,9 @@ draws = {
     { { axis = 3 }, { nope = 1 }, { accumulate = "half" }, { rows = 3, cols = 3, axis = 2 },
       { offsets = 5 }, "x" }),
   scan_op = from({ "sum", "prod", "min", "max" }, 0.8, { "a + b", "argmax", "", "nope", 5 }),
+  -- gpurun.system: NVML's device indices (or a report's), its capabilities.
+  system_device = from({ 0, 1, { index = 0 } }, 0.8, { -1, 7, 1 << 40, 0.5, "0", {}, { index = "0" } }),
+  p2p_caps = from({ nil, "read", "write", "nvlink", "atomics", "pci" }, 0.8, { "READ", "", 2, {} }),
   scan_options = from({ {}, { identity = 0 }, { deterministic = true }, { block = 64, items = 7 } },
     0.8, { { items = 0 }, { identity = NAN }, { nope = true }, { block = 1024, items = 32 }, "x" }),
   predicate = from({ "x > 0.5f", "x != 0", "i % 2 == 0" }, 0.8, { "", "nope(", 5 }),

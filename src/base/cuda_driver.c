@@ -1,6 +1,7 @@
 /* The driver loader: dlopen, one table filled through cuGetProcAddress, one
  * error formatter, one cleanup path. */
 #include "base/cuda_driver.h"
+#include "base/library_loader.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -124,6 +125,14 @@ CUresult cuda_driver_version(int *version)
                  cuda_format_error(message, sizeof message, cuda_last_failed_call, rc));
     }
     return rc;
+}
+
+const char *cuda_driver_folder(void)
+{
+    static char folder[4096];
+    if (!folder[0] && open_library() == CUDA_SUCCESS)
+        library_folder(dlsym(loader.library, "cuGetProcAddress_v2"), folder, sizeof folder);
+    return folder;
 }
 
 const char *cuda_driver_load_error(void)

@@ -91,6 +91,10 @@ const char *cuda_driver_load_error(void);
  * failure, the reason is in cuda_driver_load_error(). */
 CUresult cuda_driver_version(int *version);
 
+/* The folder of the libcuda gpurun opened (without cuInit), "" where none
+ * opens: where the libraries that come with the driver (NVML) are. */
+const char *cuda_driver_folder(void);
+
 /* Device count that never fails: 0 without a driver or without a GPU. */
 int cuda_driver_device_count(void);
 

@@ -49,3 +49,15 @@ void library_file_identity(void *symbol, char *out, size_t out_size)
     }
     snprintf(out, out_size, "%s %lld %lld", library, size, mtime);
 }
+
+void library_folder(void *symbol, char *out, size_t out_size)
+{
+    char library[PATH_MAX];
+    Dl_info info;
+    out[0] = '\0';
+    if (!symbol || !dladdr(symbol, &info) || !info.dli_fname || !realpath(info.dli_fname, library))
+        return;
+    char *slash = strrchr(library, '/');
+    if (slash && slash != library && (size_t)(slash - library) < out_size)
+        snprintf(out, out_size, "%.*s", (int)(slash - library), library);
+}

@@ -39,4 +39,9 @@ int library_loader_fail(struct library_loader *loader, void *table, size_t table
  * its size and time catch a reinstall under the same name. */
 void library_file_identity(void *symbol, char *out, size_t out_size);
 
+/* Writes the folder of the shared library file that holds `symbol` into
+ * out ("" where it cannot be found): where a library that comes beside
+ * another (NVML beside libcuda) is looked for first. */
+void library_folder(void *symbol, char *out, size_t out_size);
+
 #endif

@@ -22,6 +22,7 @@
 #include "types/launch_plan.h"
 #include "types/linker.h"
 #include "types/memory_pool.h"
+#include "types/nvml.h"
 #include "types/object_code.h"
 #include "types/program.h"
 #include "types/generator.h"
@@ -69,6 +70,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_graph_complete, /* GraphBuilder:complete */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
+    gpurun_open_nvml,          /* the C side of gpurun.system */
 };
 
 /* The parts of the module written in Lua (lua/gpurun/builtin/), opened in
@@ -82,6 +84,7 @@ static const char *const lua_parts[] = {
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
+    "system",          /* gpurun.system (NVML) */
 };
 
 int luaopen_gpurun(lua_State *L)
