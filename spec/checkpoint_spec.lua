@@ -74,6 +74,24 @@ describe("gpurun.checkpoint", function()
     end)
   end)
 
+  -- A script that ends locked (or checkpointed) must still exit: the
+  -- finalizers' CUDA calls would otherwise wait for an unlock forever.
+  it("exits when a script ends between lock and unlock #gpu", function()
+    local script = [[
+      local gpurun = require("gpurun")
+      gpurun.Device(0):set_current()
+      local buffer = gpurun.zeros(1024, "float32")
+      gpurun.checkpoint.lock({ timeout_ms = 5000 })
+      pcall(gpurun.checkpoint.checkpoint)
+      error("ends while " .. gpurun.checkpoint.state())
+    ]]
+    local result = process.run("timeout 120 " .. process.gpurun_command() .. " -e " .. q(script))
+    assert.are.equal(1, result.code, result.stderr)
+    -- Or the lock was refused (a container), naming why.
+    assert.is_truthy(result.stderr:find("ends while %a+") or result.stderr:find("cuCheckpointProcessLock: CUDA_ERROR_"),
+      result.stderr)
+  end)
+
   -- Either every step succeeds and the buffer is unchanged, or a step is
   -- refused with the driver's reason and the process runs on (unlocked).
   it("locks, checkpoints, restores and unlocks this process, or says why not #gpu", function()

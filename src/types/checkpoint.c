@@ -1,7 +1,8 @@
 /* gpurun.checkpoint: the driver's process checkpoint (cuCheckpointProcess*)
  * for this process. Between lock and unlock the driver holds every other
  * CUDA call of the process; a finalizer making one would wait forever, so
- * the Lua collector is stopped from a lock to its unlock. */
+ * the Lua collector is stopped from a lock to its unlock, and a script that
+ * ends locked is unlocked before the other finalizers run. */
 #include "types/checkpoint.h"
 
 #include <string.h>
@@ -12,6 +13,57 @@ static const struct gpurun_tag checkpoint_tag = {"gpurun.checkpoint"};
 
 /* Whether lock stopped the collector (it was running), for unlock to restart. */
 static int collector_stopped;
+
+/* Between a lock and its unlock: the registry holds an object whose
+ * finalizer restores and unlocks the process, so that a script ending
+ * while locked (an error, say) exits instead of waiting forever in the
+ * other finalizers' CUDA calls. Made at the lock, after every other object
+ * whose finalizer calls CUDA, it is finalized first. */
+#define LOCK_KEY "gpurun.checkpoint_lock"
+static int process_locked;
+
+static int release_at_exit(lua_State *L)
+{
+    (void)L;
+    if (!process_locked || cuda.cuCheckpointProcessGetState == NULL)
+        return 0;
+    process_locked = 0;
+    int pid = (int)getpid();
+    CUprocessState state = CU_PROCESS_STATE_RUNNING;
+    if (CUDA_CALL(cuCheckpointProcessGetState, pid, &state) != CUDA_SUCCESS)
+        return 0;
+    if (state == CU_PROCESS_STATE_CHECKPOINTED) {
+        CUcheckpointRestoreArgs restore;
+        memset(&restore, 0, sizeof restore);
+        if (CUDA_CALL(cuCheckpointProcessRestore, pid, &restore) != CUDA_SUCCESS)
+            return 0;
+        state = CU_PROCESS_STATE_LOCKED;
+    }
+    if (state == CU_PROCESS_STATE_LOCKED) {
+        CUcheckpointUnlockArgs unlock;
+        memset(&unlock, 0, sizeof unlock);
+        (void)CUDA_CALL(cuCheckpointProcessUnlock, pid, &unlock);
+    }
+    return 0;
+}
+
+static void hold_release(lua_State *L)
+{
+    process_locked = 1;
+    lua_newuserdatauv(L, 0, 0);
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, release_at_exit);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, LOCK_KEY);
+}
+
+static void drop_release(lua_State *L)
+{
+    process_locked = 0;
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LOCK_KEY);
+}
 
 static const char *const lock_options[] = {"timeout_ms", NULL};
 
@@ -41,8 +93,16 @@ static int checkpoint_lock(lua_State *L)
     memset(&args, 0, sizeof args);
     args.timeoutMs = (unsigned int)timeout;
     int pid = (int)getpid();
-    if (CUDA_CALL(cuCheckpointProcessLock, pid, &args) != CUDA_SUCCESS)
+    /* Made before the lock: allocating then could run finalizers. A second
+     * lock is the driver's to refuse, and the first one's stays. */
+    int first = !process_locked;
+    if (first)
+        hold_release(L);
+    if (CUDA_CALL(cuCheckpointProcessLock, pid, &args) != CUDA_SUCCESS) {
+        if (first)
+            drop_release(L);
         return gpurun_cuda_error(L, "locking process %d for a checkpoint", pid);
+    }
     if (!collector_stopped && lua_gc(L, LUA_GCISRUNNING)) {
         lua_gc(L, LUA_GCSTOP);
         collector_stopped = 1;
@@ -80,6 +140,7 @@ static int checkpoint_unlock(lua_State *L)
     int pid = (int)getpid();
     if (CUDA_CALL(cuCheckpointProcessUnlock, pid, &args) != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "unlocking process %d after a checkpoint", pid);
+    drop_release(L);
     if (collector_stopped) {
         collector_stopped = 0;
         lua_gc(L, LUA_GCRESTART);
