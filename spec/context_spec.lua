@@ -112,24 +112,41 @@ describe("green contexts", function()
       assert.is_true(all > given, ("primary context: %d SMs used, the group has %d"):format(all, given))
     end)
 
-    it("replays a graph captured on a green stream on its SMs #gpu", function()
+    it("replays a graph captured on a green stream on its SMs, forks too #gpu", function()
       local groups = sm:split({ count = sm.min_partition_size })
-      local context <close> = device:create_context({ resources = groups })
+      local context = device:create_context({ resources = groups })
+      local given = context.resources.sm.sm_count
       local stream = context:create_stream()
-      local out <close> = gpurun.zeros(blocks, "uint32")
+      local config = gpurun.LaunchConfig({ grid = blocks, block = 32 })
+      local a <close> = gpurun.zeros(blocks, "uint32")
+      local b <close> = gpurun.zeros(blocks, "uint32")
       local builder = stream:create_graph_builder()
       builder:begin_building()
-      gpurun.launch(builder, gpurun.LaunchConfig({ grid = blocks, block = 32 }), where, out, gpurun.u64(HOLD_CYCLES))
+      local main, fork = builder:split(2)
+      gpurun.launch(main, config, where, a, gpurun.u64(HOLD_CYCLES))
+      gpurun.launch(fork, config, where, b, gpurun.u64(HOLD_CYCLES))
+      gpurun.join(main, fork)
       builder:end_building()
       local graph <close> = builder:complete()
-      -- Its node is known as the kernel's (launched through its CUkernel).
-      assert.are.equal(1, #graph:nodes())
-      assert.are.equal("where", graph:nodes()[1].kernel.name)
+      -- Its nodes are known as the kernel's (launched through its CUkernel).
+      local nodes = graph:nodes()
+      assert.are.equal(2, #nodes)
+      assert.are.equal("where", nodes[1].kernel.name)
+      local function check(label)
+        for _, out in ipairs({ a, b }) do
+          local used = distinct(out:to_table())
+          assert.is_true(used <= given, ("%s: %d SMs used, %d given"):format(label, used, given))
+        end
+      end
       graph:launch(stream)
       stream:sync()
-      local used = distinct(out:to_table())
-      assert.is_true(used <= context.resources.sm.sm_count, ("%d SMs used, %d given"):format(used,
-        context.resources.sm.sm_count))
+      check("on its stream")
+      -- Closed, the context lives on while the graph holds it: the graph
+      -- closes after it, and the device goes on working.
+      context:close()
+      graph:close()
+      a:fill(7)
+      assert.are.equal(7, a[1])
     end)
 
     it("times with events on green streams, and they outlive the context #gpu", function()

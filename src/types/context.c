@@ -111,6 +111,26 @@ static int device_create_context(lua_State *L)
     return 1;
 }
 
+/* Pushes a new stream of the open Context at index, which it keeps (and
+ * which closes it first when closed). */
+static struct gpurun_stream *push_green_stream(lua_State *L, int context_index, int priority)
+{
+    struct context *context = lua_touserdata(L, context_index);
+    struct gpurun_stream_object *stream =
+        gpurun_push_stream_object(L, context->context, context->device);
+    lua_pushvalue(L, context_index);
+    lua_setiuservalue(L, -2, 1);
+    CHECK_CUDA(L, "creating a stream of a green context", cuGreenCtxStreamCreate,
+               &stream->stream.handle, context->green, CU_STREAM_NON_BLOCKING, priority);
+    stream->header.closed = 0;
+    lua_getiuservalue(L, context_index, 1);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+    return &stream->stream;
+}
+
 static const char *const stream_options[] = {"priority", NULL};
 
 /* create_stream([{ priority = p }]) -> Stream of this context */
@@ -129,19 +149,22 @@ static int context_create_stream(lua_State *L)
         return gpurun_arg_error(L, 2, "priority %I out of range: this device's stream priorities "
                                       "run from %d (least, the default) to %d (greatest)",
                                 (LUAI_UACINT)priority, least, greatest);
-    struct gpurun_stream_object *stream =
-        gpurun_push_stream_object(L, context->context, context->device);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    CHECK_CUDA(L, "creating a stream of a green context", cuGreenCtxStreamCreate,
-               &stream->stream.handle, context->green, CU_STREAM_NON_BLOCKING, (int)priority);
-    stream->header.closed = 0;
-    lua_getiuservalue(L, 1, 1);
-    lua_pushvalue(L, -2);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
+    push_green_stream(L, 1, (int)priority);
     return 1;
+}
+
+struct gpurun_stream *gpurun_push_stream_beside(lua_State *L, int stream_index)
+{
+    stream_index = lua_absindex(L, stream_index);
+    lua_getiuservalue(L, stream_index, 1);
+    if (gpurun_to_tagged(L, -1, &gpurun_context_tag) == NULL) {
+        lua_pop(L, 1);
+        return gpurun_push_new_stream(L, 0);
+    }
+    check_context(L, -1);
+    struct gpurun_stream *stream = push_green_stream(L, lua_gettop(L), 0);
+    lua_remove(L, -2);
+    return stream;
 }
 
 /* sync(): waits for the work of every stream of the context. */
@@ -153,8 +176,10 @@ static int context_sync(lua_State *L)
     return 0;
 }
 
-/* Waits for its work, closes its streams, destroys it: the driver does not
- * destroy a green context's streams with it. */
+/* Waits for its work and closes its streams (the driver does not destroy
+ * a green context's streams with it). The green context itself goes when
+ * the object is collected: its streams and the graphs captured on them
+ * keep the object, so nothing of the context outlives it. */
 static int context_close(lua_State *L)
 {
     struct context *context = gpurun_check_tagged(L, 1, &gpurun_context_tag);
@@ -178,7 +203,15 @@ static int context_close(lua_State *L)
         if (stream && !stream->header.closed)
             gpurun_close_stream_of_ended_context(L, -1);
     }
-    (void)CUDA_CALL(cuGreenCtxDestroy, context->green);
+    return 0;
+}
+
+static int context_gc(lua_State *L)
+{
+    context_close(L);
+    struct context *context = lua_touserdata(L, 1);
+    if (context->green)
+        (void)CUDA_CALL(cuGreenCtxDestroy, context->green);
     context->green = NULL;
     context->context = NULL;
     return 0;
@@ -237,7 +270,7 @@ static const luaL_Reg context_fields[] = {
 static const luaL_Reg context_metamethods[] = {
     {"__tostring", context_tostring},
     {"__close", context_close},
-    {"__gc", context_close},
+    {"__gc", context_gc},
     {NULL, NULL}
 };
 
