@@ -85,7 +85,7 @@ local CLOSED = {
   Condition = "closed_condition",
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
   LinkerOptions = "closed_linker_options", Linker = "closed_linker",
-  TensorMap = "closed_tensor_map",
+  TensorMap = "closed_tensor_map", SMResource = "closed_sm", Context = "closed_context",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
@@ -94,6 +94,7 @@ local FIELD = {
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
   MemoryPool = "device", LinkerOptions = "arch", StructLayout = "size", Struct = "x",
+  SMResource = "sm_count", Context = "device",
 }
 
 local SETTOP_FIRST = {
@@ -368,6 +369,62 @@ for _, method in ipairs({ "can_access_peer", "enable_peer_access" }) do
 end
 row("gpurun.driver_version", A(), NO_DRIVER, { when = "no_driver" })
 row("gpurun.mem_info", A(), NO_DEVICE, { when = "no_device" })
+
+-- Green contexts (a device with them: driver 12.4 or newer).
+for _, case in ipairs({
+  { nil, "table expected, got nil" },
+  { 8, "table expected, got number" },
+  { {}, "option 'count' (SMs per group) is required" },
+  { { count = 0 }, "option 'count' (SMs per group) must be 1 or more, got 0" },
+  { { count = -8 }, "option 'count' (SMs per group) must be 1 or more, got -8" },
+  { { count = 1.5 }, "option 'count' must be a whole number of SMs, got 1.5" },
+  { { count = "8" }, "option 'count' must be a whole number of SMs, got string" },
+  { { count = 8, groups = 0 }, "option 'groups' must be 1 to 64, got 0" },
+  { { count = 8, groups = 65 }, "option 'groups' must be 1 to 64, got 65" },
+  { { count = 8, nope = 1 }, "unknown option 'nope' (known: count, groups)" },
+}) do
+  row("SMResource:split", A(R.sm, case[1]), arg_error(1, "split", case[2]))
+end
+row("SMResource:split", A(R.sm, { count = 1 << 20 }),
+  P"^[^\n]*SMResource:split: 1 group%(s%) of 1048576 SMs asked for, but the device has %d+ SMs %(groups take at least %d+, in multiples of %d+%)")
+row("SMResource:split", A(R.sm, { count = 8, groups = 64 }),
+  P"SMResource:split: 64 group%(s%) of 8 SMs asked for, but the device has %d+ SMs")
+row("SMResource:split", A(R.sm_group, { count = 8 }),
+  "SMResource:split: only a device's whole SM resource (Device.resources.sm) splits; this one is already a split's")
+for _, case in ipairs({
+  { nil, "options expected: { resources = { SMResource, ... } }" },
+  { {}, "option 'resources' must be a non-empty list of gpurun.SMResource (groups of SMResource:split), got nil" },
+  { { resources = {} }, "option 'resources' must be a non-empty list of gpurun.SMResource (groups of SMResource:split), got table" },
+  { { resources = 5 }, "option 'resources' must be a non-empty list of gpurun.SMResource (groups of SMResource:split), got number" },
+  { { resources = { 5 } }, "resources[1]: gpurun.SMResource expected, got number" },
+  { { nope = 1 }, "unknown option 'nope' (known: resources)" },
+}) do
+  row("Device:create_context", A(R.device, case[1]), arg_error(1, "create_context", case[2]))
+end
+row("Device:create_context", A(), arg_error(1, "create_context", "resources[1] is the whole device's: it goes alone"),
+  { gpu = true, call = function(env) return env.device:create_context({ resources = { env.sm, env.sm_group } }) end })
+row("Device:create_context", A(), "attempt to use a closed gpurun.SMResource",
+  { gpu = true, call = function(env) return env.device:create_context({ resources = { env.closed_sm } }) end })
+row("Context:create_stream", A(R.context, { priority = 1 }), P"priority 1 out of range: this device's stream priorities run from 0")
+row("Context:create_stream", A(R.context, { nope = 1 }), arg_error(1, "create_stream", "unknown option 'nope' (known: priority)"))
+
+-- gpurun.checkpoint: lock's options are checked first; the rest take
+-- nothing and need the driver (spec/checkpoint_spec.lua runs them with one).
+for _, case in ipairs({
+  { "soon", "table of options expected, got string" },
+  { { timeout = 1 }, "unknown option 'timeout' (known: timeout_ms)" },
+  { { timeout_ms = -1 }, "option 'timeout_ms' must be 0 (no timeout) to 4294967295, got -1" },
+  { { timeout_ms = 2 ^ 32 }, "option 'timeout_ms' must be 0 (no timeout) to 4294967295, got 4294967296" },
+  { { timeout_ms = 0.5 }, "option 'timeout_ms' must be a whole number of milliseconds, got 0.5" },
+  { { timeout_ms = "5" }, "option 'timeout_ms' must be a whole number of milliseconds, got string" },
+}) do
+  row("gpurun.checkpoint.lock", A(case[1]), arg_error(1, "lock", case[2]))
+end
+row("gpurun.checkpoint.lock", A({ timeout_ms = NAN }), P("bad argument #1 to %'lock%' %(option "
+  .. "'timeout_ms' must be a whole number of milliseconds, got " .. NAN_TEXT .. "%)"))
+for _, name in ipairs({ "lock", "checkpoint", "restore", "unlock", "state", "restore_thread_id" }) do
+  row("gpurun.checkpoint." .. name, A(), NO_DRIVER, { when = "no_driver" })
+end
 
 -- ---- scalars ------------------------------------------------------------------------
 

@@ -59,6 +59,14 @@ local SMALL = {
                                                     passed = "\n  Validation PASSED\n" },
   ["samples/2_CoreConcepts/streamingCopyComputeOverlap.lua"] = { runs = { {} },
                                                                  passed = "\nVerification: PASSED\n" },
+  ["samples/2_CoreConcepts/greenContext.lua"] = {
+    runs = { { "--delay-us", "200", "--delay-waves", "2", "--critical-n", "65536", "--critical-iters", "64" } },
+    passed = "\nCritical kernel output identical in all three runs: PASSED\n",
+  },
+  -- PASS, or WAIVED where the driver refuses a checkpoint (a container):
+  -- either way the buffer was checked unchanged before "Done".
+  ["samples/2_CoreConcepts/processCheckpoint.lua"] = { runs = { { "--buffer-mib", "1" } },
+                                                       passed = "\nDone\n" },
   ["samples/2_CoreConcepts/tmaTensorMap.lua"] = { runs = { { "--elements", "256" } },
                                                   passed = "\nreplace_address verified" },
   ["samples/3_CUDA_Features/graphConditionalNodes.lua"] = { runs = { {} },

@@ -255,6 +255,19 @@ local function gpu_factories()
     return factory.code:get_kernel("vec_add"):bind(factory.config, a, a, a, gpurun.u64(16))
   end
   function fresh.GraphBuilder() return fresh.Stream():create_graph_builder() end
+  -- A group of a split, the remainder, or the whole device's SMs; green
+  -- contexts of a group (the device's minimum partition).
+  function fresh.SMResource()
+    local sm = current_device().resources.sm
+    local kind = next_of({ "group", "remainder", "whole" })
+    if kind == "whole" then return sm end
+    local groups, remainder = sm:split({ count = sm.min_partition_size })
+    return kind == "remainder" and remainder or groups[1]
+  end
+  function fresh.Context()
+    local groups = current_device().resources.sm:split({ count = current_device().resources.sm.min_partition_size })
+    return current_device():create_context({ resources = groups })
+  end
   function fresh.TensorMap()
     return gpurun.zeros(64, next_of({ "float32", "int32" })):as_tensor_map({ box_dim = { 16 } })
   end
@@ -298,6 +311,14 @@ local function setup_gpu()
       "MemoryPool", "TensorMap" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
+  end
+  -- Green contexts where the driver has them; their streams join the pool.
+  if pcall(function() return current_device().resources end) then
+    for _, type_name in ipairs({ "SMResource", "Context" }) do
+      for _ = 1, 2 do pool:add(fresh[type_name]()) end
+      add_closed(fresh[type_name]())
+    end
+    pool:add(fresh.Context():create_stream())
   end
   for _ = 1, #SAFE_KERNELS do pool:add(fresh.Kernel()) end
   add_closed(fresh.Kernel())
@@ -427,6 +448,9 @@ for _, entry in ipairs(system_entries) do all_entries[#all_entries + 1] = entry 
 for _, entry in ipairs(all_entries) do
   entry.fn = entry.resolved or catalog.resolve(gpurun, entry)
   assert(entry.fn, "catalog entry " .. entry.label .. " does not resolve")
+  -- A lock that succeeds holds every later CUDA call of the process until
+  -- an unlock: drawn at random on a GPU host, the run would stop there.
+  if entry.spec.checkpoint then goto next_entry end
   local weight = WEIGHTS[entry.label]
     or ((entry.name == "close" or entry.name == "__close") and 0.05) -- or every pool ends up closed
     or (entry.spec.never_raises and 0.2)
@@ -437,6 +461,7 @@ for _, entry in ipairs(all_entries) do
   total = total + weight
   entries[#entries + 1] = entry
   cumulative[#cumulative + 1] = total
+  ::next_entry::
 end
 
 local function pick_entry()

@@ -13,7 +13,7 @@ catalog.types = {
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
   "StructLayout", "Struct",
-  "TensorMap",
+  "TensorMap", "SMResource", "Context",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -28,7 +28,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
-  MemoryPool = true, TensorMap = true,
+  MemoryPool = true, TensorMap = true, SMResource = true, Context = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -66,6 +66,8 @@ catalog.device_types = {
 --   pages go), advice (Buffer:advise's name), pool_options
 --   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's),
 --   tensor_map_options (Buffer:as_tensor_map's), tensor_map (a TensorMap).
+--   For green contexts: split_options (SMResource:split's { count =, groups = }),
+--   context_options (Device:create_context's { resources = { SMResource, ... } }).
 --   For reductions and scans: params_text (a parameter list), c_expression
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
@@ -178,6 +180,16 @@ catalog.type_functions = {
     from_object = { args = { "code_input", "code_options" } },
     from_library = { args = { "code_input", "code_options" } },
   },
+  -- gpurun.checkpoint: this process's checkpoint (checkpoint_lock_options:
+  -- lock's { timeout_ms = }).
+  checkpoint = {
+    lock = { args = { "checkpoint_lock_options" }, needs = "driver", checkpoint = true },
+    checkpoint = { args = {}, needs = "driver", checkpoint = true },
+    restore = { args = {}, needs = "driver", checkpoint = true },
+    unlock = { args = {}, needs = "driver", checkpoint = true },
+    state = { args = {}, needs = "driver" },
+    restore_thread_id = { args = {}, needs = "driver" },
+  },
 }
 
 -- Methods, by type; self comes first and is not listed.
@@ -193,6 +205,7 @@ catalog.methods = {
     graph_memory = { args = {} },
     trim_graph_memory = { args = {} },
     reset_graph_memory_peaks = { args = {} },
+    create_context = { args = { "context_options" } },
     close = { args = {} },
   },
   Stream = {
@@ -327,6 +340,15 @@ catalog.methods = {
     replace_address = { args = { "buffer" } },
     close = { args = {} },
   },
+  SMResource = {
+    split = { args = { "split_options" } },
+    close = { args = {} },
+  },
+  Context = {
+    create_stream = { args = { "stream_options" } },
+    sync = { args = {} },
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -356,6 +378,8 @@ catalog.metamethods = {
   StructLayout = { "__index", "__call", "__tostring" },
   Struct = { "__index", "__newindex", "__tostring" },
   TensorMap = { "__tostring", "__close" },
+  SMResource = { "__index", "__tostring", "__close" },
+  Context = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with
@@ -544,7 +568,7 @@ end
 -- The function an entry names, looked up in the live module and registry.
 function catalog.resolve(gpurun, entry)
   if entry.kind == "function" then
-    local type_name, name = entry.name:match("^(%u%w*)%.([%w_]+)$")
+    local type_name, name = entry.name:match("^(%a%w*)%.([%w_]+)$")
     if type_name then return type(gpurun[type_name]) == "table" and gpurun[type_name][name] or nil end
     return gpurun[entry.name]
   end
@@ -585,7 +609,7 @@ function catalog.differences(gpurun)
   end
   for _, type_name in ipairs(sorted_keys(gpurun)) do
     local functions = gpurun[type_name]
-    if type(functions) == "table" and type_name:match("^%u") then
+    if type(functions) == "table" and (type_name:match("^%u") or catalog.type_functions[type_name]) then
       local listed = catalog.type_functions[type_name] or {}
       for _, name in ipairs(sorted_keys(functions)) do
         if type(functions[name]) == "function" and not listed[name] then

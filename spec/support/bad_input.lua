@@ -321,6 +321,15 @@ GPU_FACTORIES = {
   pool_buffer = function(env) -- 16 float32 from env.pool, ordered on env.stream
     return gpurun.zeros(16, "float32", { pool = env.pool, stream = env.stream })
   end,
+  -- Green contexts: the device's SMs, a group of the smallest partition,
+  -- a context of it.
+  sm = function() return current_device().resources.sm end,
+  closed_sm = function() return closed(current_device().resources.sm) end,
+  sm_group = function(env) return (env.sm:split({ count = env.sm.min_partition_size })) [1] end,
+  context = function(env) return current_device():create_context({ resources = { env.sm_group } }) end,
+  closed_context = function(env)
+    return closed(current_device():create_context({ resources = { env.sm_group } }))
+  end,
 }
 for name, factory in pairs(GPU_FACTORIES) do
   factories[name] = factory
@@ -435,6 +444,7 @@ local function caller(label, any_self)
   if callers[key] then return callers[key] end
   local module_function = label:match("^gpurun%.([%w_]+)$") or label:match("^gpurun%.(%u%w*%.[%w_]+)$")
     or label:match("^gpurun%.(system%.[%w_]+)$")
+    or label:match("^gpurun%.(checkpoint%.[%w_]+)$")
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
   local dist_function = label:match("^dist%.([%w_]+)$")

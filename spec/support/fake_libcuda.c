@@ -2,7 +2,10 @@
  * GPURUN_CUDA_DRIVER: every entry point exists, cuDriverGetVersion says
  * 13.0, cuInit appends "cuInit" to the file named by $GPURUN_FAKE_CUDA_RECORD
  * and reports no device, and everything else fails. It shows, with no GPU,
- * which commands start the driver. Built by the spec with the C compiler. */
+ * which commands start the driver. With $GPURUN_FAKE_CUDA_INIT set cuInit
+ * succeeds, and the entry points named in $GPURUN_FAKE_CUDA_MISSING (a
+ * comma-separated list) are missing: what a driver refusing a feature, or an
+ * older one, looks like. Built by the spec with the C compiler. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,21 @@ static CUresult fake_init(unsigned int flags)
         fputs("cuInit\n", record);
         fclose(record);
     }
-    return CUDA_ERROR_NO_DEVICE;
+    return getenv("GPURUN_FAKE_CUDA_INIT") ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+static int is_missing(const char *symbol)
+{
+    const char *list = getenv("GPURUN_FAKE_CUDA_MISSING");
+    size_t length = strlen(symbol);
+    while (list && *list) {
+        const char *end = strchr(list, ',');
+        size_t item = end ? (size_t)(end - list) : strlen(list);
+        if (item == length && strncmp(list, symbol, length) == 0)
+            return 1;
+        list = end ? end + 1 : NULL;
+    }
+    return 0;
 }
 
 static CUresult fake_driver_version(int *version)
@@ -51,6 +68,12 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
 {
     (void)version;
     (void)flags;
+    if (is_missing(symbol)) {
+        *pfn = NULL;
+        if (status)
+            *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
     if (strcmp(symbol, "cuInit") == 0)
         *pfn = (void *)fake_init;
     else if (strcmp(symbol, "cuDriverGetVersion") == 0)

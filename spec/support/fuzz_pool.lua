@@ -501,6 +501,14 @@ draws = {
     { nil, {}, { box_dim = { 0 } }, { box_dim = { 257 } }, { box_dim = { 16 }, swizzle = "x" },
       { shape = { 1 << 32, 1 << 32 }, box_dim = { 1, 16 } }, { box_dim = { 16 }, nope = 1 }, 5, "x" }),
   tensor_map = function(p) return p:typed("TensorMap") end,
+  split_options = from({ { count = 8 }, { count = 16 }, { count = 8, groups = 2 }, { count = 1 } }, 0.7,
+    { nil, {}, { count = 0 }, { count = -8 }, { count = 1 << 20 }, { count = 8, groups = 65 },
+      { count = 1.5 }, { groups = 2 }, { count = 8, nope = 1 }, 8, "x" }),
+  context_options = function(p)
+    if p:chance(0.7) then return { resources = { p:typed("SMResource") } } end
+    return p:pick({ nil, {}, { resources = {} }, { resources = 5 }, { resources = { 5 } },
+      { resources = { p:typed("SMResource"), p:typed("SMResource") } }, { nope = 1 }, "x" })
+  end,
   complete_options = function(p)
     if p:chance(0.15) then return { device_launch = true, upload_stream = p:typed("Stream") } end
     return from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false },

@@ -23,9 +23,13 @@ static const struct {
     const char *name;
     int version;
     size_t offset;
+    int optional;
 } entry_points[] = {
-#define CUDA_DRIVER_ENTRY(name, version) {#name, version, offsetof(struct cuda_driver, name)},
+#define CUDA_DRIVER_ENTRY(name, version) {#name, version, offsetof(struct cuda_driver, name), 0},
+#define CUDA_DRIVER_OPTIONAL(name, version) {#name, version, offsetof(struct cuda_driver, name), 1},
     CUDA_DRIVER_ENTRY_POINTS(CUDA_DRIVER_ENTRY)
+    CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(CUDA_DRIVER_OPTIONAL)
+#undef CUDA_DRIVER_OPTIONAL
 #undef CUDA_DRIVER_ENTRY
 };
 
@@ -74,6 +78,8 @@ static CUresult open_library(void)
         CUresult rc = get_proc_address(entry_points[i].name, &function, entry_points[i].version,
                                        CU_GET_PROC_ADDRESS_DEFAULT, &status);
         if (rc != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !function) {
+            if (entry_points[i].optional)
+                continue; /* stays NULL: cuda_driver_require_entry says so */
             char detail[160];
             snprintf(detail, sizeof detail,
                      "the driver has no %s of CUDA %d.%d (driver too old?)",
@@ -209,6 +215,7 @@ static CUresult CUDAAPI keep_ordered_memory(CUdeviceptr pointer, CUstream stream
     return CUDA_SUCCESS;
 }
 static CUresult CUDAAPI keep_pool(CUmemoryPool pool) { (void)pool; return CUDA_SUCCESS; }
+static CUresult CUDAAPI keep_green(CUgreenCtx context) { (void)context; return CUDA_SUCCESS; }
 
 void cuda_driver_skip_teardown(void)
 {
@@ -222,4 +229,5 @@ void cuda_driver_skip_teardown(void)
     cuda.cuLibraryUnload = keep_library;
     cuda.cuMemFreeAsync = keep_ordered_memory;
     cuda.cuMemPoolDestroy = keep_pool;
+    cuda.cuGreenCtxDestroy = keep_green;
 }

@@ -71,9 +71,22 @@
     X(cuMemAllocManaged, 6000) X(cuMemPrefetchAsync, 12020) X(cuMemAdvise, 12020) \
     X(cuMemHostGetDevicePointer, 3020)
 
+/* Entry points of features a driver may lack (green contexts, process
+ * checkpoints): left NULL where the driver has none, so that gpurun still
+ * loads and only the feature's own calls refuse, naming what is missing. */
+#define CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) \
+    X(cuDeviceGetDevResource, 12040) X(cuDevSmResourceSplitByCount, 12040) \
+    X(cuDevResourceGenerateDesc, 12040) X(cuGreenCtxCreate, 12040) \
+    X(cuGreenCtxDestroy, 12040) X(cuCtxFromGreenCtx, 12040) \
+    X(cuGreenCtxGetDevResource, 12040) X(cuGreenCtxStreamCreate, 12050) \
+    X(cuCheckpointProcessLock, 12080) X(cuCheckpointProcessCheckpoint, 12080) \
+    X(cuCheckpointProcessRestore, 12080) X(cuCheckpointProcessUnlock, 12080) \
+    X(cuCheckpointProcessGetState, 12080) X(cuCheckpointProcessGetRestoreThreadId, 12080)
+
 struct cuda_driver {
 #define CUDA_DRIVER_MEMBER(name, version) PFN_##name##_v##version name;
     CUDA_DRIVER_ENTRY_POINTS(CUDA_DRIVER_MEMBER)
+    CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(CUDA_DRIVER_MEMBER)
 #undef CUDA_DRIVER_MEMBER
 };
 

@@ -31,6 +31,9 @@
 #include "types/struct.h"
 #include "types/struct_layout.h"
 #include "types/system.h"
+#include "types/sm_resource.h"
+#include "types/context.h"
+#include "types/checkpoint.h"
 #include "types/tensor_map.h"
 #include "module/entry.h"
 #include "module/lua_parts.h"
@@ -46,7 +49,9 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_dtypes,        /* dtypes */
     gpurun_open_event,         /* gpurun.Event */
     gpurun_open_stream,        /* gpurun.Stream, set_current_stream */
+    gpurun_open_sm_resource,   /* gpurun.SMResource */
     gpurun_open_device,        /* gpurun.Device */
+    gpurun_open_context,       /* gpurun.Context, Device:create_context */
     gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
@@ -71,6 +76,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
+    gpurun_open_checkpoint,    /* checkpoint.lock, checkpoint, restore, unlock, state */
 };
 
 /* The parts of the module written in Lua (lua/gpurun/builtin/), opened in

@@ -243,6 +243,12 @@ void gpurun_require_driver(lua_State *L)
         gpurun_error(L, "%s", cuda_driver_load_error());
 }
 
+int gpurun_missing_entry_error(lua_State *L, const char *feature, const char *name, int version)
+{
+    return gpurun_error(L, "%s need a CUDA driver of version %d.%d or newer: this one has no %s",
+                        feature, version / 1000, version % 1000 / 10, name);
+}
+
 int gpurun_push_ready(lua_State *L, CUresult result, const char *what)
 {
     if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY)

@@ -166,6 +166,17 @@ int gpurun_push_ready(lua_State *L, CUresult result, const char *what);
 /* Loads the driver or raises the loader's reason. */
 void gpurun_require_driver(lua_State *L);
 
+/* Loads the driver, then raises "<feature> need a CUDA driver of version
+ * X.Y or newer: this one has no <name>" where an optional entry point
+ * (base/cuda_driver.h) is missing. */
+#define GPURUN_REQUIRE_ENTRY(L, feature, name, version)                      \
+    do {                                                                   \
+        gpurun_require_driver(L);                                          \
+        if (cuda.name == NULL)                                             \
+            gpurun_missing_entry_error((L), (feature), #name, (version));  \
+    } while (0)
+int gpurun_missing_entry_error(lua_State *L, const char *feature, const char *name, int version);
+
 /* "gpurun.Buffer", "number", "no value"...: what a message calls the type of
  * the value at index (may push a string; the result lives until it is popped). */
 const char *gpurun_type_name(lua_State *L, int index);

@@ -1,6 +1,8 @@
 /* gpurun.Device: one CUDA device and its primary context. */
 #include "types/device.h"
 
+#include "types/sm_resource.h"
+
 #include <string.h>
 
 #include "base/device_attributes.h"
@@ -300,7 +302,22 @@ static const luaL_Reg device_methods[] = {
     {NULL, NULL}
 };
 
+/* resources -> { sm = SMResource }: the device's multiprocessors, which
+ * SMResource:split divides among green contexts. */
+static int device_resources(lua_State *L)
+{
+    struct device *device = lua_touserdata(L, 1);
+    GPURUN_REQUIRE_ENTRY(L, "green contexts", cuDeviceGetDevResource, 12040);
+    CUdevResource resource;
+    memset(&resource, 0, sizeof resource);
+    CHECK_CUDA(L, "reading the device's SMs", cuDeviceGetDevResource, device->handle, &resource,
+               CU_DEV_RESOURCE_TYPE_SM);
+    gpurun_push_sm_resources(L, &resource, device->ordinal, GPURUN_SM_DEVICE);
+    return 1;
+}
+
 static const luaL_Reg device_fields[] = {
+    {"resources", device_resources},
     {"id", device_id},
     {"device_id", device_id},
     {"name", device_name},

@@ -82,7 +82,8 @@ int gpurun_graph_push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_
         for (lua_Integer k = 1; k <= kept_count && !found[i].kept_at; k++) {
             lua_rawgeti(L, kept_index, k);
             const struct gpurun_kernel *kernel = gpurun_to_tagged(L, -1, &gpurun_kernel_tag);
-            if (kernel && kernel->function == params.func)
+            /* A launch on a green context's stream passes the CUkernel. */
+            if (kernel && (kernel->function == params.func || kernel->handle == params.kern))
                 found[i].kept_at = k;
             lua_pop(L, 1);
         }

@@ -24,7 +24,10 @@ extern const struct gpurun_tag gpurun_graph_tag;
 #define GPURUN_GRAPH_HOST_CALLBACKS_VALUE 6
 #define GPURUN_GRAPH_LAUNCHED_ON_VALUE 7  /* 7..: the streams of launched_on */
 #define GPURUN_GRAPH_LAUNCH_STREAMS 4
-#define GPURUN_GRAPH_USER_VALUES (GPURUN_GRAPH_LAUNCHED_ON_VALUE + GPURUN_GRAPH_LAUNCH_STREAMS - 1)
+/* A graph captured on a green context's stream: that stream's Context,
+ * which keeps the green context alive while the graph may run. */
+#define GPURUN_GRAPH_CONTEXT_VALUE (GPURUN_GRAPH_LAUNCHED_ON_VALUE + GPURUN_GRAPH_LAUNCH_STREAMS)
+#define GPURUN_GRAPH_USER_VALUES GPURUN_GRAPH_CONTEXT_VALUE
 
 struct gpurun_graph_allocation {
     struct gpurun_buffer *buffer; /* kept by GPURUN_GRAPH_ALLOCATIONS_VALUE */

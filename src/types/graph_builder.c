@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "types/condition.h"
+#include "types/context.h"
 #include "types/event.h"
 #include "types/stream.h"
 
@@ -74,7 +75,9 @@ static struct gpurun_graph_builder *push_child(lua_State *L, int parent_index,
     if (parent->capture.stream->device != gpurun_runtime.current_device)
         gpurun_error(L, "GraphBuilder: its stream belongs to device %d but device %d is current",
                      parent->capture.stream->device, gpurun_runtime.current_device);
-    gpurun_push_new_stream(L, 0);
+    lua_getiuservalue(L, parent_index, STREAM_VALUE);
+    gpurun_push_stream_beside(L, -1);
+    lua_remove(L, -2);
     struct gpurun_graph_builder *child = push_builder(L, -1);
     lua_remove(L, -2);
     lua_pushvalue(L, parent_index);

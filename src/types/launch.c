@@ -37,6 +37,13 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
     return (*capture)->stream->handle;
 }
 
+CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_capture *capture)
+{
+    if (capture)
+        return capture->stream->context;
+    return ((const struct gpurun_stream_object *)lua_touserdata(L, index))->stream.context;
+}
+
 void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
                                 const struct gpurun_capture *capture)
 {
@@ -467,8 +474,13 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
 }
 
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
-                          struct gpurun_launch_config *config, CUstream stream, void **params)
+                          struct gpurun_launch_config *config, CUstream stream,
+                          CUcontext stream_context, void **params)
 {
+    /* A CUfunction belongs to the context it was loaded in: the primary
+     * one's would run on every multiprocessor of the device. */
+    if (__builtin_expect(stream_context != kernel->context, 0))
+        function = (CUfunction)kernel->handle;
     gpurun_check_not_in_host_call(L, "a launch");
     /* Checked before entering the kernel's context: a check that raises
      * must not leave another context current. */
@@ -538,7 +550,8 @@ static int module_launch(lua_State *L)
             gpurun_note_buffer_use(L, buffer, 4 + i,
                                    &((struct gpurun_stream_object *)lua_touserdata(L, 1))->stream, 1);
     }
-    gpurun_launch_kernel(L, kernel, kernel->function, config, stream, kernel->param_pointers);
+    gpurun_launch_kernel(L, kernel, kernel->function, config, stream,
+                         gpurun_launch_context(L, 1, capture), kernel->param_pointers);
     return 0;
 }
 

@@ -12,6 +12,11 @@
  * it), or a GraphBuilder that is building, which sets *capture. */
 CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
 
+/* The context of the launch target at index (already checked by
+ * gpurun_launch_target; capture is what it set): a device's primary
+ * context, or a green context's (types/context.c). */
+CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_capture *capture);
+
 /* Raises unless the kernel can run on the launch target at index (already
  * checked by gpurun_launch_target; capture is what it set). */
 void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
@@ -37,9 +42,13 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
  * has any, after checking them against the kernel and device once), in the
  * kernel's context (made current around the call when another device is),
  * raising "<call>: ... while launching kernel 'name'" on failure. The packed
- * arguments are `params`. */
+ * arguments are `params`. On a stream of another context of the kernel's
+ * device (a green context's, stream_context), the context-independent
+ * kernel is launched instead of `function`: the driver runs it in the
+ * stream's context, on that context's multiprocessors. */
 void gpurun_launch_kernel(lua_State *L, const struct gpurun_kernel *kernel, CUfunction function,
-                          struct gpurun_launch_config *config, CUstream stream, void **params);
+                          struct gpurun_launch_config *config, CUstream stream,
+                          CUcontext stream_context, void **params);
 
 void gpurun_open_launch(lua_State *L);
 

@@ -126,7 +126,7 @@ static int plan_launch(lua_State *L)
             note_use(L, plan, i, capture);
     }
     gpurun_launch_kernel(L, plan->kernel, plan->function, &plan->config, stream,
-                         plan->param_pointers);
+                         gpurun_launch_context(L, 2, capture), plan->param_pointers);
     return 0;
 }
 

@@ -23,13 +23,20 @@ struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index)
     return gpurun_check_stream(L, index);
 }
 
+struct gpurun_stream_object *gpurun_push_stream_object(lua_State *L, CUcontext context, int device)
+{
+    struct gpurun_stream_object *object =
+        gpurun_new_object(L, sizeof *object, 1, &gpurun_stream_tag);
+    object->stream.context = context;
+    object->stream.device = device;
+    return object;
+}
+
 struct gpurun_stream *gpurun_push_new_stream(lua_State *L, int priority)
 {
     CUcontext context = gpurun_require_context(L);
     struct gpurun_stream_object *object =
-        gpurun_new_object(L, sizeof *object, 0, &gpurun_stream_tag);
-    object->stream.context = context;
-    object->stream.device = gpurun_runtime.current_device;
+        gpurun_push_stream_object(L, context, gpurun_runtime.current_device);
     CHECK_CUDA(L, "creating a stream", cuStreamCreateWithPriority, &object->stream.handle,
                CU_STREAM_NON_BLOCKING, priority);
     object->header.closed = 0;
@@ -72,7 +79,10 @@ static int stream_record(lua_State *L)
     struct gpurun_stream *stream = gpurun_check_stream(L, 1);
     struct gpurun_event *event;
     if (lua_isnoneornil(L, 2)) {
-        event = gpurun_push_event_on(L, CU_EVENT_DEFAULT, stream->context, stream->device);
+        /* In the device's primary context, also for a green context's
+         * stream: the event outlives the stream, and may outlive its context. */
+        event = gpurun_push_event_on(L, CU_EVENT_DEFAULT,
+                                     gpurun_primary_context(L, stream->device), stream->device);
         stream = gpurun_check_stream(L, 1); /* the event's allocation ran finalizers */
     } else {
         event = gpurun_check_open(L, 2, &gpurun_event_tag);
@@ -117,7 +127,7 @@ static int stream_wait(lua_State *L)
         struct gpurun_stream *other = gpurun_check_stream(L, 2);
         if (other->capture)
             return gpurun_refuse_captured(L, 2, NULL, "wait for it on a builder of that capture");
-        if (other->context != stream->context)
+        if (other->device != stream->device)
             return gpurun_arg_error(L, 2, "a stream of device %d expected (this one's), got one "
                                           "of device %d", stream->device, other->device);
         if (gpurun_order_after(stream, other) != CUDA_SUCCESS)
@@ -160,19 +170,32 @@ static int stream_close(lua_State *L)
     return 0;
 }
 
-/* Nothing can wait for a collected stream any more: a buffer that did
- * keeps the Stream object alive. */
-static int stream_gc(lua_State *L)
+static void destroy_order_event(struct gpurun_stream_object *object)
 {
-    stream_close(L);
-    struct gpurun_stream_object *object = lua_touserdata(L, 1);
     if (object->stream.order_event) {
         CUcontext previous = gpurun_enter_context(object->stream.context);
         (void)CUDA_CALL(cuEventDestroy, object->stream.order_event);
         gpurun_leave_context(previous);
     }
     object->stream.order_event = NULL;
+}
+
+/* Nothing can wait for a collected stream any more: a buffer that did
+ * keeps the Stream object alive. */
+static int stream_gc(lua_State *L)
+{
+    stream_close(L);
+    destroy_order_event(lua_touserdata(L, 1));
     return 0;
+}
+
+void gpurun_close_stream_of_ended_context(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    lua_pushcfunction(L, stream_close);
+    lua_pushvalue(L, index);
+    lua_call(L, 1, 0);
+    destroy_order_event(lua_touserdata(L, index));
 }
 
 static int stream_handle(lua_State *L)

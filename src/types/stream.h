@@ -23,6 +23,16 @@ struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index);
  * priority (0: the default), pushes it. */
 struct gpurun_stream *gpurun_push_new_stream(lua_State *L, int priority);
 
+/* Pushes a Stream object of `context` and `device` whose handle its maker
+ * creates and then opens it (header.closed = 0); its one user value keeps
+ * what the stream needs alive (a green context's Context). */
+struct gpurun_stream_object *gpurun_push_stream_object(lua_State *L, CUcontext context, int device);
+
+/* Closes the Stream at index, whose context is about to be destroyed with
+ * all its work done: its ordering event goes now, as nothing is left to
+ * wait for. */
+void gpurun_close_stream_of_ended_context(lua_State *L, int index);
+
 void gpurun_open_stream(lua_State *L);
 
 #endif
