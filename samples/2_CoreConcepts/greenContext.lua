@@ -182,7 +182,8 @@ print("crit total (ms)  : launch-to-complete wall time of the critical kernel")
 print("crit offset (ms) : when the critical stream started, relative to the long stream start")
 
 print()
-print(("Critical-kernel latency speedup (baseline vs green ctx): %.2fx"):format(baseline.critical_ms / green.critical_ms))
+print(("Critical-kernel latency speedup (baseline vs green ctx): %.2fx")
+  :format(baseline.critical_ms / green.critical_ms))
 print(("Green-ctx compute cost vs unconstrained (crit alone):    %.2fx"):format(green.critical_ms / alone.critical_ms))
 print(("Baseline time spent waiting for SMs (not computing):     ~%.2f ms"):format(
   math.max(0, baseline.critical_ms - alone.critical_ms)))
