@@ -3,6 +3,7 @@
  * never a read past the bytes (this runs under ASan in the sanitizer job).
  * spec/fatbin_ptx_spec.lua runs it; main() at the end says how. No Lua. */
 #include "base/fatbin.h"
+#include "base/little_endian.h"
 #include "base/ptx_params.h"
 #include "check.h"
 
@@ -30,18 +31,6 @@ static unsigned char *read_path(const char *path, size_t *size)
     }
     fclose(file);
     return data;
-}
-
-static void put64(unsigned char *p, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(value >> (8 * i));
-}
-
-static void put32(unsigned char *p, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(value >> (8 * i));
 }
 
 /* fatbin_ptx on an exact-sized copy (so that ASan sees a read past it):
@@ -116,25 +105,25 @@ static void test_damaged(const char *path)
         expect_none(original, cut, cut < 16 ? "not a fatbin" : "truncated", "a cut fatbin");
 
     memcpy(bytes, original, size);
-    put64(bytes + ptx + 8, UINT64_MAX - 8);
+    write_le64(bytes + ptx + 8, UINT64_MAX - 8);
     expect_none(bytes, size, "no PTX", "a payload size past the end");
     memcpy(bytes, original, size);
-    put32(bytes + ptx + 4, 8);
+    write_le32(bytes + ptx + 4, 8);
     expect_none(bytes, size, "no PTX", "an entry header of 8 bytes");
     memcpy(bytes, original, size);
-    put32(bytes + ptx + 4, UINT32_MAX);
+    write_le32(bytes + ptx + 4, UINT32_MAX);
     expect_none(bytes, size, "no PTX", "an entry header past the end");
 
     if (compressed) {
         uint64_t declared = 0;
         memcpy(&declared, original + ptx + 56, 8);
         memcpy(bytes, original, size);
-        put64(bytes + ptx + 56, (uint64_t)1 << 40);
+        write_le64(bytes + ptx + 56, (uint64_t)1 << 40);
         expect_none(bytes, size, "not believed", "a huge uncompressed size");
-        put64(bytes + ptx + 56, declared + 1);
+        write_le64(bytes + ptx + 56, declared + 1);
         expect_none(bytes, size, "does not say", "an uncompressed size one too large");
         memcpy(bytes, original, size);
-        put32(bytes + ptx + 16, (uint32_t)payload + 1);
+        write_le32(bytes + ptx + 16, (uint32_t)payload + 1);
         expect_none(bytes, size, "not a zstd frame", "a compressed size past the payload");
         memcpy(bytes, original, size);
         for (size_t i = ptx + header + 12; i < ptx + header + payload; i += 3)

@@ -102,6 +102,58 @@ static char *decompress(const unsigned char *entry, uint32_t header_size, uint64
     return copy;
 }
 
+/* A walk over the entries of a fatbin's first container, each step
+ * checked against the container's bytes: the one reading of the layout
+ * that both the check and the PTX reader go by. */
+struct entry_walk {
+    const unsigned char *data;
+    size_t first, at, end;   /* the first entry's offset, this one's, the end's */
+    unsigned number;         /* of the entry at `at`, from 1 */
+    uint32_t header_size;    /* of the entry `next` gave */
+    uint64_t payload_size;
+};
+
+enum walk_step { WALK_ENTRY, WALK_END, WALK_NO_HEADER, WALK_PAST_END };
+
+/* 0 when the container's header does not fit within its size bytes. */
+static int walk_start(struct entry_walk *walk, const unsigned char *data, size_t size)
+{
+    if (size < FATBIN_HEADER_SIZE)
+        return 0;
+    uint16_t header_size = read_le16(data + 6);
+    uint64_t entries = read_le64(data + 8);
+    if (header_size < FATBIN_HEADER_SIZE || header_size > size || entries > size - header_size)
+        return 0;
+    *walk = (struct entry_walk){data, header_size, header_size, header_size + (size_t)entries,
+                                0, 0, 0};
+    return 1;
+}
+
+/* The entry at walk->at, when its header and code lie within the
+ * container (then `walk_advance` moves past it), or why the walk ends. */
+static enum walk_step walk_next(struct entry_walk *walk)
+{
+    if (walk->at >= walk->end)
+        return WALK_END;
+    walk->number++;
+    size_t left = walk->end - walk->at;
+    const unsigned char *entry = walk->data + walk->at;
+    if (left < ENTRY_MIN_HEADER_SIZE)
+        return WALK_NO_HEADER;
+    walk->header_size = read_le32(entry + 4);
+    walk->payload_size = read_le64(entry + 8);
+    if (walk->header_size < ENTRY_MIN_HEADER_SIZE || walk->header_size > left)
+        return WALK_NO_HEADER;
+    if (walk->payload_size > left - walk->header_size)
+        return WALK_PAST_END;
+    return WALK_ENTRY;
+}
+
+static void walk_advance(struct entry_walk *walk)
+{
+    walk->at += walk->header_size + (size_t)walk->payload_size;
+}
+
 /* What the driver will read of one entry whose bytes lie within the
  * fatbin: plain code as it is, zstd code unpacked, each given to `check`;
  * an entry compressed in a format gpurun cannot unpack is refused, since
@@ -145,42 +197,35 @@ static int check_content(const unsigned char *entry, unsigned number, size_t at,
 int fatbin_check_entries(const unsigned char *data, size_t size, fatbin_content_check check,
                          char *why, size_t why_size)
 {
-    uint16_t header_size = read_le16(data + 6);
-    uint64_t entries = read_le64(data + 8);
-    if (size < FATBIN_HEADER_SIZE || header_size < FATBIN_HEADER_SIZE || header_size > size
-        || entries > size - header_size) {
+    struct entry_walk walk;
+    if (!walk_start(&walk, data, size)) {
         snprintf(why, why_size, "is truncated: its header says it ends past its %zu bytes", size);
         return 0;
     }
-    size_t at = header_size, end = header_size + (size_t)entries;
-    for (unsigned number = 1; at < end; number++) {
-        size_t left = end - at;
-        const unsigned char *entry = data + at;
-        uint32_t entry_header = left >= ENTRY_MIN_HEADER_SIZE ? read_le32(entry + 4) : 0;
-        uint64_t payload_size = left >= ENTRY_MIN_HEADER_SIZE ? read_le64(entry + 8) : 0;
-        if (left < ENTRY_MIN_HEADER_SIZE || entry_header < ENTRY_MIN_HEADER_SIZE
-            || entry_header > left) {
+    for (enum walk_step step; (step = walk_next(&walk)) != WALK_END; walk_advance(&walk)) {
+        const unsigned char *entry = data + walk.at;
+        if (step == WALK_NO_HEADER) {
             snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) has no whole header "
-                     "within the %zu bytes its header gives the entries", number, at,
-                     (size_t)entries);
+                     "within the %zu bytes its header gives the entries", walk.number, walk.at,
+                     walk.end - walk.first);
             return 0;
         }
-        if (payload_size > left - entry_header) {
+        if (step == WALK_PAST_END) {
             snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) says its code runs "
-                     "%llu bytes, past the fatbin's end at byte %zu", number, at,
-                     (unsigned long long)payload_size, end);
+                     "%llu bytes, past the fatbin's end at byte %zu", walk.number, walk.at,
+                     (unsigned long long)walk.payload_size, walk.end);
             return 0;
         }
         uint64_t unpacked = read_le64(entry + ENTRY_UNCOMPRESSED_SIZE);
         if (unpacked > FATBIN_ENTRY_MAX_UNPACKED) {
             snprintf(why, why_size, "is damaged: its entry %u (at byte %zu) says its code "
-                     "unpacks to %llu bytes, more than any GPU code is", number, at,
+                     "unpacks to %llu bytes, more than any GPU code is", walk.number, walk.at,
                      (unsigned long long)unpacked);
             return 0;
         }
-        if (!check_content(entry, number, at, entry_header, payload_size, check, why, why_size))
+        if (!check_content(entry, walk.number, walk.at, walk.header_size, walk.payload_size,
+                           check, why, why_size))
             return 0;
-        at += entry_header + (size_t)payload_size;
     }
     return 1;
 }
@@ -190,38 +235,28 @@ char *fatbin_ptx(const unsigned char *data, size_t size, size_t *ptx_size, char 
 {
     if (size < FATBIN_HEADER_SIZE || read_le32(data) != FATBIN_MAGIC)
         return none(why, why_size, "is not a fatbin");
-    uint16_t header_size = read_le16(data + 6);
-    uint64_t entries = read_le64(data + 8);
-    if (header_size < FATBIN_HEADER_SIZE || header_size > size
-        || entries > size - header_size)
+    struct entry_walk walk;
+    if (!walk_start(&walk, data, size))
         return none(why, why_size, "is truncated");
-    const unsigned char *end = data + header_size + entries;
     const unsigned char *compressed = NULL;
     int unreadable = 0;
     uint32_t compressed_header = 0;
     uint64_t compressed_payload = 0;
-    /* Each step moves on by at least an entry header: the walk ends. */
-    for (const unsigned char *entry = data + header_size;
-         (size_t)(end - entry) >= ENTRY_MIN_HEADER_SIZE;) {
-        size_t left = (size_t)(end - entry);
-        uint32_t entry_header = read_le32(entry + 4);
-        uint64_t payload_size = read_le64(entry + 8);
-        if (entry_header < ENTRY_MIN_HEADER_SIZE || entry_header > left
-            || payload_size > left - entry_header)
-            break; /* damaged from here on: what came before still counts */
+    /* A damaged entry ends the walk: what came before it still counts. */
+    for (; walk_next(&walk) == WALK_ENTRY; walk_advance(&walk)) {
+        const unsigned char *entry = data + walk.at;
         uint64_t flags = read_le64(entry + ENTRY_FLAGS);
-        if (read_le16(entry) == FATBIN_KIND_PTX && payload_size > 0) {
+        if (read_le16(entry) == FATBIN_KIND_PTX && walk.payload_size > 0) {
             if (!(flags & (FLAG_ZSTD | FLAG_OTHER_COMPRESSION)))
-                return copy_text(entry + entry_header, (size_t)payload_size, ptx_size, why,
-                                 why_size);
+                return copy_text(entry + walk.header_size, (size_t)walk.payload_size, ptx_size,
+                                 why, why_size);
             unreadable |= (flags & FLAG_OTHER_COMPRESSION) != 0;
             if ((flags & FLAG_ZSTD) && !(flags & FLAG_OTHER_COMPRESSION) && !compressed) {
                 compressed = entry;
-                compressed_header = entry_header;
-                compressed_payload = payload_size;
+                compressed_header = walk.header_size;
+                compressed_payload = walk.payload_size;
             }
         }
-        entry += entry_header + payload_size;
     }
     if (!compressed && unreadable)
         return none(why, why_size, "its PTX is compressed in a format gpurun does not read "

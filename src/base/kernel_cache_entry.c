@@ -4,6 +4,7 @@
 
 #include "base/content_hash.h"
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -32,34 +33,6 @@
 /* No compile makes this much; a header saying more is not believed. */
 #define MAX_PAYLOAD ((uint64_t)256 << 20)
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* ---- the key ------------------------------------------------------------ */
 
 static void key_string(struct content_hash *hash, const char *s)
@@ -70,7 +43,7 @@ static void key_string(struct content_hash *hash, const char *s)
 static void key_count(struct content_hash *hash, size_t count)
 {
     unsigned char bytes[8];
-    put_u64(bytes, count);
+    write_le64(bytes, count);
     content_hash_field(hash, bytes, sizeof bytes);
 }
 
@@ -140,7 +113,7 @@ static size_t payload_size(const struct nvrtc_request *request, const struct nvr
 
 static unsigned char *put_field(unsigned char *p, const void *data, size_t size)
 {
-    put_u64(p, size);
+    write_le64(p, size);
     if (size > 0) /* data may be NULL then */
         memcpy(p + 8, data, size);
     return p + 8 + size;
@@ -159,7 +132,7 @@ unsigned char *kernel_cache_entry_encode(const unsigned char key[KERNEL_CACHE_KE
     unsigned char *p = entry + KERNEL_CACHE_HEADER_SIZE;
     p = put_field(p, output->code, output->code_size);
     p = put_field(p, output->log, strlen(output->log));
-    put_u64(p, output->lowered_name_count);
+    write_le64(p, output->lowered_name_count);
     p += 8;
     for (size_t i = 0; i < output->lowered_name_count; i++) {
         p = put_field(p, request->name_expressions[i], strlen(request->name_expressions[i]));
@@ -169,10 +142,10 @@ unsigned char *kernel_cache_entry_encode(const unsigned char key[KERNEL_CACHE_KE
     p = put_field(p, output->signatures_error, strlen(output->signatures_error));
     put_field(p, output->inputs.records, output->inputs.records_size);
     memcpy(entry, ENTRY_MAGIC, 8);
-    put_u32(entry + 8, ENTRY_FORMAT);
-    put_u32(entry + 12, (uint32_t)request->target);
-    put_u64(entry + 16, payload);
-    put_u64(entry + 24, crc32c(entry + KERNEL_CACHE_HEADER_SIZE, payload));
+    write_le32(entry + 8, ENTRY_FORMAT);
+    write_le32(entry + 12, (uint32_t)request->target);
+    write_le64(entry + 16, payload);
+    write_le64(entry + 24, crc32c(entry + KERNEL_CACHE_HEADER_SIZE, payload));
     memcpy(entry + 32, key, KERNEL_CACHE_KEY_SIZE);
     *size = KERNEL_CACHE_HEADER_SIZE + payload;
     return entry;
@@ -188,7 +161,7 @@ static char *take_field(struct reader *r, size_t *size)
 {
     if (r->left < 8)
         return NULL;
-    uint64_t n = get_u64(r->p);
+    uint64_t n = read_le64(r->p);
     if (n > r->left - 8)
         return NULL;
     char *copy = malloc((size_t)n + 1);
@@ -215,11 +188,11 @@ const char *kernel_cache_entry_check_header(const unsigned char *header, uint64_
     }
     if (memcmp(header, ENTRY_MAGIC, 8) != 0)
         return "bad magic";
-    if (get_u32(header + 8) != ENTRY_FORMAT) {
-        snprintf(why, why_size, "format %u, expected %u", get_u32(header + 8), ENTRY_FORMAT);
+    if (read_le32(header + 8) != ENTRY_FORMAT) {
+        snprintf(why, why_size, "format %u, expected %u", read_le32(header + 8), ENTRY_FORMAT);
         return why;
     }
-    *payload = get_u64(header + 16);
+    *payload = read_le64(header + 16);
     if (*payload != file_size - KERNEL_CACHE_HEADER_SIZE) {
         snprintf(why, why_size, "wrong length: payload is %llu bytes, header says %llu",
                  (unsigned long long)(file_size - KERNEL_CACHE_HEADER_SIZE),
@@ -233,7 +206,7 @@ const char *kernel_cache_entry_check_header(const unsigned char *header, uint64_
         return why;
     }
     if (memcmp(header + 32, key, KERNEL_CACHE_KEY_SIZE) != 0
-        || get_u32(header + 12) != (uint32_t)request->target)
+        || read_le32(header + 12) != (uint32_t)request->target)
         return "key mismatch";
     return NULL;
 }
@@ -242,7 +215,7 @@ const char *kernel_cache_entry_decode(const unsigned char *header, const unsigne
                                       size_t size, const struct nvrtc_request *request,
                                       struct nvrtc_output *output)
 {
-    if (crc32c(payload, size) != get_u64(header + 24))
+    if (crc32c(payload, size) != read_le64(header + 24))
         return "bad checksum";
     struct reader r = {payload, size};
     memset(output, 0, sizeof *output);
@@ -250,7 +223,7 @@ const char *kernel_cache_entry_decode(const unsigned char *header, const unsigne
     output->log = output->code ? take_field(&r, NULL) : NULL;
     if (!output->log || r.left < 8)
         return "malformed payload";
-    uint64_t count = get_u64(r.p);
+    uint64_t count = read_le64(r.p);
     r.p += 8;
     r.left -= 8;
     if (count != request->name_expression_count)
