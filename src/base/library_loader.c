@@ -9,6 +9,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
+void *library_loader_open(const char *name, const char *folder, const char *soname, char *why,
+                          size_t why_size)
+{
+    if (name && *name) {
+        void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!handle)
+            snprintf(why, why_size, "%s", dlerror());
+        return handle;
+    }
+    if (folder[0]) {
+        char beside[PATH_MAX + 64];
+        snprintf(beside, sizeof beside, "%s/%s", folder, soname);
+        void *handle = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+        if (handle)
+            return handle;
+    }
+    void *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+        snprintf(why, why_size, "%s", dlerror());
+    return handle;
+}
+
 const char *library_loader_resolve(struct library_loader *loader, void *table,
                                    const struct library_symbol *symbols, size_t count)
 {

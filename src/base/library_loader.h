@@ -1,5 +1,5 @@
 /* The skeleton the loaders of libraries opened on first use share (MPI,
- * NCCL, nvJitLink and libzstd): one attempt per process, the handle, a table of entry
+ * NCCL, nvJitLink, NVML and libzstd): one attempt per process, the handle, a table of entry
  * points filled by name, and on failure one reason kept and nothing half-loaded left. The
  * CUDA driver's loader (base/cuda_driver.c) is of the same shape but not of
  * this skeleton: its entry points come through cuGetProcAddress at pinned
@@ -21,6 +21,12 @@ struct library_symbol {
     const char *name;
     size_t offset;
 };
+
+/* Opens `name` where one is given (a user's choice, taken as it is);
+ * otherwise `soname` in `folder` (where folder is not ""), then `soname` on
+ * the loader's path. NULL with dlerror()'s reason in why on failure. */
+void *library_loader_open(const char *name, const char *folder, const char *soname, char *why,
+                          size_t why_size);
 
 /* Stores the address of each symbol in `table` at its offset: NULL, or the
  * name of the first the library lacks. */

@@ -3,7 +3,6 @@
 #include "base/library_loader.h"
 #include "base/nvrtc_compile.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,32 +27,15 @@ static int load_failed(const char *fmt, const char *detail)
     "install the CUDA toolkit's nvJitLink (libnvJitLink.so beside libnvrtc, NVIDIA's "      \
     "libnvjitlink package) or set GPURUN_NVJITLINK_LIBRARY to the library's path"
 
-/* Opens name, or (without one) the library beside libnvrtc and then the
- * one of that soname on the loader's path. */
+/* The library beside libnvrtc, else the one of that soname on the
+ * loader's path, unless the user names one. */
 static void *open_library(const char *name, char *why, size_t why_size)
 {
-    if (name && *name) {
-        void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        if (!handle)
-            snprintf(why, why_size, "%s", dlerror());
-        return handle;
-    }
     int major = 0, minor = 0;
     char soname[64] = "libnvJitLink.so";
     if (nvrtc_compile_version(&major, &minor))
         snprintf(soname, sizeof soname, "libnvJitLink.so.%d", major);
-    char beside[PATH_MAX + 64];
-    const char *folder = nvrtc_compile_folder();
-    if (folder[0]) {
-        snprintf(beside, sizeof beside, "%s/%s", folder, soname);
-        void *handle = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
-        if (handle)
-            return handle;
-    }
-    void *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-        snprintf(why, why_size, "%s", dlerror());
-    return handle;
+    return library_loader_open(name, nvrtc_compile_folder(), soname, why, why_size);
 }
 
 int nvjitlink_loader_load(void)

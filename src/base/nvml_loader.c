@@ -5,7 +5,6 @@
 #include "base/library_loader.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,29 +31,11 @@ static int load_failed(const char *fmt, const char *detail)
     "it comes with the NVIDIA driver; install the driver or set GPURUN_NVML_LIBRARY to the " \
     "library's path"
 
-/* Opens name, or (without one) the soname in the driver's folder and then
- * the soname on the loader's path: the NVML of the driver gpurun runs on,
- * even where the loader's path would find another first. */
+/* The NVML of the driver gpurun runs on (beside libcuda), even where the
+ * loader's path would find another first, unless the user names one. */
 static void *open_library(const char *name, char *why, size_t why_size)
 {
-    if (name && *name) {
-        void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        if (!handle)
-            snprintf(why, why_size, "%s", dlerror());
-        return handle;
-    }
-    const char *folder = cuda_driver_folder();
-    if (folder[0]) {
-        char beside[PATH_MAX + 32];
-        snprintf(beside, sizeof beside, "%s/" SONAME, folder);
-        void *handle = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
-        if (handle)
-            return handle;
-    }
-    void *handle = dlopen(SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-        snprintf(why, why_size, "%s", dlerror());
-    return handle;
+    return library_loader_open(name, cuda_driver_folder(), SONAME, why, why_size);
 }
 
 int nvml_loader_load(void)
