@@ -208,6 +208,8 @@ local methods = {
     local builder <close> = capture(k % 2 == 0 and forward or backward)
     if graph then graph:update(builder) else graph = builder:complete() end
     graph:launch(stream)
+    -- The capture's graph is destroyed while the step runs, not after it.
+    builder:close()
     stream:sync()
   end,
   -- No stream sync: reading host_change waits for the copy queued into it.
