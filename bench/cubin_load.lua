@@ -1,9 +1,10 @@
 -- bench/cubin_load.lua: ms to a launchable kernel (get_kernel included) for
 -- the persistentProgramCache sample's kernel: compiled again (a new source
 -- each call: a kernel-cache miss and its store), a kernel-cache hit, and a
--- saved cubin loaded (ObjectCode.from_cubin of its path); medians of --reps
--- loops. bench/cubin_load_compare.py times cuda.core on what --save writes;
--- bench/device_code_compare.sh runs both with a kernel cache of their own.
+-- saved cubin loaded (ObjectCode.from_cubin of its path), closed each time
+-- or kept loaded; medians of --reps loops. bench/cubin_load_compare.py times
+-- cuda.core on what --save writes; bench/device_code_compare.sh runs both
+-- with a kernel cache of their own.
 --
 --   build/gpurun bench/cubin_load.lua [--reps 9] [--seconds 0.5] [--save DIR] [--json]
 
@@ -59,6 +60,7 @@ local function kernel_of(code)
 end
 
 local variant = 0
+local kept = {}
 local steps = {
   { key = "compile", name = "compile again + get_kernel", step = function()
       variant = variant + 1
@@ -68,8 +70,21 @@ local steps = {
   { key = "cache_hit", name = "kernel-cache hit + get_kernel", step = function()
       kernel_of(gpurun.Program(source, "c++", program_options):compile("cubin", { name = KERNEL_NAME .. ".cu" }))
     end },
-  { key = "cubin_load", name = "saved cubin + get_kernel", step = function()
+  { key = "cubin_load", name = "saved cubin + get_kernel, closed", step = function()
       kernel_of(gpurun.ObjectCode.from_cubin({ path = cubin_path }, { name = KERNEL_NAME .. ".cubin" }))
+    end },
+  -- Loaded and left loaded, closed after the loop (untimed): what a user
+  -- who keeps the code does, and a row that holds whether or not a peer
+  -- unloads what it drops.
+  { key = "cubin_kept", name = "saved cubin + get_kernel, kept", step = function()
+      local code = gpurun.ObjectCode.from_cubin({ path = cubin_path }, { name = KERNEL_NAME .. ".cubin" })
+      code:get_kernel(KERNEL_NAME)
+      kept[#kept + 1] = code
+    end, after = function()
+      for i = #kept, 1, -1 do
+        kept[i]:close()
+        kept[i] = nil
+      end
     end },
   -- The driver may load a module into the context only at the first launch,
   -- so get_kernel alone can leave that cost to the launch: this row pays it.
@@ -95,6 +110,7 @@ for rep = 1, options.reps do
     if not entry.missing then
       entry.runs[rep] = bench.measure(stream, entry.step, { seconds = options.seconds, warmup = rep == 1 and 3 or 1 })
         .us_per_iter
+      if entry.after then entry.after() end
     end
   end
 end

@@ -5,11 +5,13 @@ table of both sides: compile again (Program.compile), a program-cache hit
 (make_program_cache_key, FileStreamProgramCache.get, from_cubin of the
 bytes, as cuda.core's persistentProgramCache sample does; without
 FileStreamProgramCache it says so and compares a plain cubin load) and the
-saved cubin (ObjectCode.from_cubin of its path), each with get_kernel; and
+saved cubin (ObjectCode.from_cubin of its path), each with get_kernel, the
+cubin's code dropped at once or kept until its loop ends; and
 the saved cubin to the end of its first launch (a 16 x 16 tile), since the
 driver may leave a module's load into the context to that launch.
 """
 import shutil
+import statistics
 import tempfile
 
 import common
@@ -49,6 +51,7 @@ def cuda_core_steps(gpurun):
         source = file.read()
     cubin_path, kernel = gpurun["cubin_path"], gpurun["kernel"]
     options = core.ProgramOptions(std="c++17", arch=f"sm_{gpurun['arch']}")
+    kept = []
 
     def compile_again():
         core.Program(source, "c++", options=options).compile("cubin").get_kernel(kernel)
@@ -56,7 +59,12 @@ def cuda_core_steps(gpurun):
     def cubin_load():
         core.ObjectCode.from_cubin(cubin_path).get_kernel(kernel)
 
-    steps = {"compile": compile_again, "cubin_load": cubin_load}
+    def cubin_kept():
+        code = core.ObjectCode.from_cubin(cubin_path)
+        code.get_kernel(kernel)
+        kept.append(code)
+
+    steps = {"compile": compile_again, "cubin_load": cubin_load, "cubin_kept": (cubin_kept, kept.clear)}
     try:
         steps["cubin_launch"] = first_launch(core, np, device, cubin_path, kernel)
     except Exception as error:  # noqa: BLE001 - that row says why
@@ -89,8 +97,19 @@ def cuda_core_steps(gpurun):
 
 ROWS = (("compile", "compile again + get_kernel"),
         ("cache_hit", "program-cache hit + get_kernel"),
-        ("cubin_load", "saved cubin + get_kernel"),
+        ("cubin_load", "saved cubin + get_kernel, closed"),
+        ("cubin_kept", "saved cubin + get_kernel, kept"),
         ("cubin_launch", "saved cubin + first launch"))
+
+
+def measure_kept(step, let_go, args):
+    """The median of args.reps loops of step, as gpurun's row is timed: what
+    a loop kept is let go after it, untimed."""
+    runs = []
+    for _ in range(args.reps):
+        runs.append(common.measure(step, lambda: None, args.seconds, 1)["us_per_iter"])
+        let_go()
+    return statistics.median(runs)
 
 
 def main():
@@ -105,13 +124,15 @@ def main():
     cuda_core = {}
     for key, _ in ROWS:
         step = steps[key]
-        if callable(step):
-            try:
+        try:
+            if isinstance(step, tuple):
+                cuda_core[key] = measure_kept(*step, args)
+            elif callable(step):
                 cuda_core[key] = common.measure(step, lambda: None, args.seconds, args.reps)["us_per_iter"]
-            except Exception as error:  # noqa: BLE001
-                cuda_core[key] = f"failed: {error}"
-        else:
-            cuda_core[key] = step
+            else:
+                cuda_core[key] = step
+        except Exception as error:  # noqa: BLE001
+            cuda_core[key] = f"failed: {error}"
     if cache is not None:
         program_cache, cache_dir = cache
         if hasattr(program_cache, "close"):

@@ -69,7 +69,7 @@ describe("bench/lto_link.lua and bench/cubin_load.lua", function()
     files.remove_folder(dir)
     assert.are.equal(0, result.code, result.stderr)
     local figures = cjson.decode(result.stdout)
-    for _, key in ipairs({ "compile_us", "cache_hit_us", "cubin_load_us", "cubin_launch_us" }) do
+    for _, key in ipairs({ "compile_us", "cache_hit_us", "cubin_load_us", "cubin_kept_us", "cubin_launch_us" }) do
       assert.is_true(figures[key] > 0, key)
     end
     assert.truthy(source, "the source was saved")
