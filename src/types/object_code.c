@@ -250,19 +250,21 @@ static const char *jit_log_text(void)
     return jit_log;
 }
 
-/* Loads the code of the ObjectCode at index into the driver. PTX is
- * compiled there: its error log (a PTX syntax error) goes into the message. */
+/* Loads the code of the ObjectCode at index into the driver. PTX (alone
+ * or in a fatbin) is compiled there: its error log (a PTX syntax error)
+ * goes into the message. A cubin is not compiled, and loads without. */
 static void load_library(lua_State *L, int index, struct object_code *code)
 {
     jit_log[0] = '\0';
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {jit_log, (void *)(uintptr_t)JIT_LOG_SIZE};
+    unsigned int option_count = code->code_type == DEVICE_CODE_CUBIN ? 0 : 2;
     lua_getiuservalue(L, index, 1);
     /* A Lua string is NUL-terminated, as PTX must be; the driver keeps its
      * own copy of the code. */
     CUlibrary library = NULL;
-    if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), options, values, 2, NULL,
-                  NULL, 0) != CUDA_SUCCESS) {
+    if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), option_count ? options : NULL,
+                  option_count ? values : NULL, option_count, NULL, NULL, 0) != CUDA_SUCCESS) {
         const char *log = jit_log_text();
         gpurun_cuda_error(L, "loading %s%s%s", push_code_description(L, index),
                           *log ? ": " : "", log);
