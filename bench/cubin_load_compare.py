@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """bench/cubin_load_compare.py: cuda.core's cost of a launchable kernel for
 the files bench/cubin_load.lua --save wrote, timed as gpurun's are, and one
-table of both sides: compile again (Program.compile), a program-cache hit
-(make_program_cache_key, FileStreamProgramCache.get, from_cubin of the
-bytes, as cuda.core's persistentProgramCache sample does; without
-FileStreamProgramCache it says so and compares a plain cubin load) and the
-saved cubin (ObjectCode.from_cubin of its path), each with get_kernel, the
-cubin's code dropped at once or kept until its loop ends; and
-the saved cubin to the end of its first launch (a 16 x 16 tile), since the
-driver may leave a module's load into the context to that launch.
+table of both sides: compile again, a program-cache hit (FileStreamProgramCache
+as cuda.core's persistentProgramCache sample uses it, else a plain cubin
+load, which the table says), the saved cubin (ObjectCode.from_cubin of its
+path) dropped at once or kept until its loop ends, each with get_kernel; and
+the saved cubin to the end of its first launch (a 16 x 16 tile).
 """
 import shutil
 import statistics
