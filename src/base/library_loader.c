@@ -55,6 +55,18 @@ int library_loader_fail(struct library_loader *loader, void *table, size_t table
     return -1;
 }
 
+char *library_format_result(char *buffer, size_t size, const char *call, const char *library,
+                            int result, const char *name, const char *description)
+{
+    if (name)
+        snprintf(buffer, size, "%s: %s (%s)", call, name,
+                 description ? description : "no description");
+    else
+        snprintf(buffer, size, "%s: %s result %d (%s)", call, library, result,
+                 description ? description : "unknown to this library");
+    return buffer;
+}
+
 void library_file_identity(void *symbol, char *out, size_t out_size)
 {
     char library[PATH_MAX] = "unknown";

@@ -38,6 +38,12 @@ const char *library_loader_resolve(struct library_loader *loader, void *table,
 int library_loader_fail(struct library_loader *loader, void *table, size_t table_size,
                         const char *fmt, const char *detail);
 
+/* Writes "call: NAME (description)" into buffer, or "call: LIBRARY result N
+ * (description)" where the result has no name: how a failed call of a
+ * library is told. A NULL description says the library gave none. */
+char *library_format_result(char *buffer, size_t size, const char *call, const char *library,
+                            int result, const char *name, const char *description);
+
 /* Writes "<real path> <size> <mtime>" of the shared library file that
  * holds `symbol` into out ("unknown -1 -1" where it cannot be found): what
  * names a library in cache keys, as its version call says only

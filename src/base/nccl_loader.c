@@ -86,13 +86,7 @@ static const char *result_name(nccl_result result)
 char *nccl_format_error(char *buffer, size_t size)
 {
     nccl_result result = nccl_last_failed_result;
-    const char *description = nccl.ncclGetErrorString ? nccl.ncclGetErrorString(result) : NULL;
-    const char *name = result_name(result);
-    if (name)
-        snprintf(buffer, size, "%s: %s (%s)", nccl_last_failed_call, name,
-                 description ? description : "no description");
-    else
-        snprintf(buffer, size, "%s: NCCL result %d (%s)", nccl_last_failed_call, (int)result,
-                 description ? description : "unknown to this NCCL");
-    return buffer;
+    return library_format_result(buffer, size, nccl_last_failed_call, "NCCL", (int)result,
+                                 result_name(result),
+                                 nccl.ncclGetErrorString ? nccl.ncclGetErrorString(result) : NULL);
 }

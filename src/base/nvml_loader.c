@@ -96,13 +96,6 @@ static const char *result_name(nvml_return result)
 
 char *nvml_format_error(char *buffer, size_t size, const char *call, nvml_return result)
 {
-    const char *description = nvml.nvmlErrorString ? nvml.nvmlErrorString(result) : NULL;
-    const char *name = result_name(result);
-    if (name)
-        snprintf(buffer, size, "%s: %s (%s)", call, name,
-                 description ? description : "no description");
-    else
-        snprintf(buffer, size, "%s: NVML result %d (%s)", call, (int)result,
-                 description ? description : "unknown to this NVML");
-    return buffer;
+    return library_format_result(buffer, size, call, "NVML", (int)result, result_name(result),
+                                 nvml.nvmlErrorString ? nvml.nvmlErrorString(result) : NULL);
 }
