@@ -497,19 +497,14 @@ static const luaL_Reg core_functions[] = {
     {NULL, NULL}
 };
 
-static const luaL_Reg blas_handle_methods[] = {
-    {"close", blas_handle_close},
-    {NULL, NULL}
-};
-
+/* No script holds one: the collector and the stream's close close it. */
 static const luaL_Reg blas_handle_metamethods[] = {
-    {"__close", blas_handle_close},
     {"__gc", blas_handle_close},
     {NULL, NULL}
 };
 
 static const struct gpurun_type blas_handle_type = {
-    &blas_handle_tag, blas_handle_methods, blas_handle_metamethods, NULL, NULL,
+    &blas_handle_tag, NULL, blas_handle_metamethods, NULL, NULL,
 };
 
 void gpurun_open_blas(lua_State *L)

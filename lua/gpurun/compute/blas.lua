@@ -1,9 +1,6 @@
--- gpurun.matrix, matmul, axpy, dot, nrm2 and scal: cuBLAS on gpurun's
--- buffers. Here are the policy and every check, before any library call:
--- 2-D views, shapes, dtypes, the compute dtype, the stream; cuBLAS itself
--- is called from C (src/types/blas.c), which binds one handle to each
--- stream and gives it a workspace, so that a call on a GraphBuilder is
--- captured into its graph.
+-- gpurun.matrix, matmul, axpy, dot, nrm2 and scal: cuBLAS's policy and
+-- every check before any library call (views, shapes, dtypes, the compute
+-- dtype, the stream); cuBLAS is called from C (src/types/blas.c).
 --
 -- gpurun's matrices are row-major (element (i, j) of a view at
 -- i * ld + j) and cuBLAS's column-major: read column-major, a row-major
@@ -347,14 +344,16 @@ local function check_vector(fname, n, value, what)
   return count
 end
 
-local function check_pair(fname, x, y)
-  local n = check_vector(fname, 1, x, "x")
-  check_vector(fname, 2, y, "y")
+-- x and y, arguments `first` and first + 1.
+local function check_pair(fname, first, x, y)
+  local n = check_vector(fname, first, x, "x")
+  check_vector(fname, first + 1, y, "y")
   if y.dtype ~= x.dtype then
-    bad_argument(fname, 2, "y has dtype %s but x %s: both must be of one dtype", y.dtype, x.dtype)
+    bad_argument(fname, first + 1, "y has dtype %s but x %s: both must be of one dtype", y.dtype,
+                 x.dtype)
   end
   if #y ~= n then
-    bad_argument(fname, 2, "n does not fit: x has %d elements, y %d", n, #y)
+    bad_argument(fname, first + 1, "n does not fit: x has %d elements, y %d", n, #y)
   end
   return n
 end
@@ -401,7 +400,7 @@ end
 -- axpy(alpha, x, y [, { stream = }]) -> y: y = alpha x + y.
 function blas.axpy(alpha, x, y, options)
   local fname = "gpurun.axpy"
-  local n = check_pair(fname, x, y)
+  local n = check_pair(fname, 2, x, y)
   check_options(fname, 4, options, VECTOR_KEYS)
   local target = target_of(fname, 4, options)
   check_alpha(fname, x.dtype, alpha, target)
@@ -429,7 +428,7 @@ end
 -- first element (a new 1-element buffer without out).
 function blas.dot(x, y, options)
   local fname = "gpurun.dot"
-  local n = check_pair(fname, x, y)
+  local n = check_pair(fname, 1, x, y)
   check_options(fname, 3, options, RESULT_KEYS)
   local target = target_of(fname, 3, options)
   same_device(fname, 1, "x", x, target)
