@@ -645,31 +645,30 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
     return free_device_memory(pointer, context, 1);
 }
 
-CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
+/* What waits for the context's work (a graph kernels launch, a library's
+ * handle): now, or once no capture is in progress. A full list while a
+ * capture runs keeps it rather than destroy it under work that may still
+ * use it. */
+static CUresult after_device(struct pending_free entry)
 {
-    struct pending_free entry = { .context = context, .exec = exec };
     if (defer_free(entry))
         return CUDA_SUCCESS;
     gpurun_flush_frees();
-    /* A full list while a capture runs: the graph stays rather than be
-     * destroyed under a kernel that may still launch it. */
     if (must_defer())
         return CUDA_SUCCESS;
     return free_in_context(&entry);
 }
 
+CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
+{
+    return after_device((struct pending_free){ .context = context, .exec = exec });
+}
+
 CUresult gpurun_release_after_device(void (*release)(void *object), void *object,
                                      CUcontext context)
 {
-    struct pending_free entry = { .context = context, .release = release, .object = object };
-    if (defer_free(entry))
-        return CUDA_SUCCESS;
-    gpurun_flush_frees();
-    /* A full list while a capture runs: the handle stays rather than be
-     * released under work that may still use it. */
-    if (must_defer())
-        return CUDA_SUCCESS;
-    return free_in_context(&entry);
+    return after_device((struct pending_free){ .context = context, .release = release,
+                                                .object = object });
 }
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use, CUcontext kernel_context)
