@@ -1554,6 +1554,67 @@ row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must
 row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 
+-- ---- cuBLAS: matrix, matmul, axpy, scal, dot, nrm2 ------------------------------------------
+
+local BLAS_TYPES = "cuBLAS takes float32, float64, float16 or bfloat16"
+local VIEW_EXPECTED = "must be a 2-D view (gpurun.matrix(buffer, rows, cols)), got "
+local function v44(buffer) return { buffer = buffer or R.buffer, rows = 4, cols = 4 } end
+row("gpurun.matrix", A(), arg_error(1, "matrix", "matrix.buffer must be a gpurun.Buffer, got nil"))
+row("gpurun.matrix", A(5, 2, 2), arg_error(1, "matrix", "matrix.buffer must be a gpurun.Buffer, got number"))
+row("gpurun.matrix", A(R.buffer, 0, 4), arg_error(2, "matrix", "matrix.rows must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 0"))
+row("gpurun.matrix", A(R.buffer, 4, 1.5), arg_error(3, "matrix", "matrix.cols must be an integer, got 1.5"))
+row("gpurun.matrix", A(R.buffer, 4, 1 << 40), arg_error(3, "matrix", "matrix.cols must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 1099511627776"))
+row("gpurun.matrix", A(R.buffer, 4, 8), arg_error(1, "matrix", "matrix: 4 x 8 (ld 8) needs 32 elements, its buffer has 16"))
+row("gpurun.matrix", A(R.buffer, 2, 4, { ld = 2 }), arg_error(4, "matrix", "matrix.ld (2) must be at least its cols (4): rows are ld elements apart"))
+row("gpurun.matrix", A(R.buffer, 2, 2, { batch = 0 }), arg_error(4, "matrix", "matrix.batch must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 0"))
+row("gpurun.matrix", A(R.buffer, 2, 2, { batch = 2, stride = -1 }), arg_error(4, "matrix", "matrix.stride must be an integer of 0 or more, got -1"))
+row("gpurun.matrix", A(R.buffer, 2, 2, { batch = 5 }), arg_error(1, "matrix", "matrix: 2 x 2 (ld 2, batch 5, stride 4) needs 20 elements, its buffer has 16"))
+row("gpurun.matrix", A(R.buffer, 2, 2, { nope = 1 }), arg_error(4, "matrix", "unknown option 'nope' (known: ld, batch, stride)"))
+row("gpurun.matrix", A(R.buffer, 2, 2, 5), arg_error(4, "matrix", "options table expected, got number"))
+row("gpurun.matrix", A(R.buffer_i32, 2, 2), arg_error(1, "matrix", "matrix.buffer has dtype int32; " .. BLAS_TYPES))
+row("gpurun.matrix", A(R.closed_buffer, 2, 2), "attempt to use a closed gpurun.Buffer")
+row("gpurun.matmul", A(1, 2, 5), arg_error(3, "matmul", "options table expected, got number"))
+row("gpurun.matmul", A(1, 2, { nope = 1 }), arg_error(3, "matmul", "unknown option 'nope' (known: out, alpha, beta, transa, transb, stream)"))
+row("gpurun.matmul", A(1, 2, { alpha = "x" }), arg_error(3, "matmul", "options.alpha must be a number, got string"))
+row("gpurun.matmul", A(1, 2, { transa = 1 }), arg_error(3, "matmul", "options.transa must be a boolean, got number"))
+row("gpurun.matmul", A(1, 2, { stream = 5 }), arg_error(3, "matmul", "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number"))
+row("gpurun.matmul", A(5, 5, { stream = R.stream }), arg_error(1, "matmul", "a " .. VIEW_EXPECTED .. "number"))
+row("gpurun.matmul", A(v44(), 5, { stream = R.stream }), arg_error(2, "matmul", "b " .. VIEW_EXPECTED .. "number"))
+row("gpurun.matmul", A({ buffer = R.buffer, rows = 2, cols = 8 }, v44(), { stream = R.stream }),
+  arg_error(2, "matmul", "k does not fit: a is 2 x 8, so k is 8, but b has 4 rows"))
+row("gpurun.matmul", A({ buffer = R.buffer, rows = 2, cols = 8 }, v44(), { transa = true, stream = R.stream }),
+  arg_error(2, "matmul", "k does not fit: transposed a is 8 x 2, so k is 2, but b has 4 rows"))
+row("gpurun.matmul", A(v44(), v44(R.buffer_f64), { stream = R.stream }),
+  arg_error(2, "matmul", "b has dtype float64 but a float32: both must be of one dtype"))
+row("gpurun.matmul", A(v44(), v44(), { alpha = 1e300, stream = R.stream }),
+  arg_error(3, "matmul", "options.alpha 1e+300 is out of range for float32 (the compute dtype)"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.building }),
+  arg_error(3, "matmul", "options.out is needed on a GraphBuilder: no buffer can be made while capturing"))
+row("gpurun.matmul", A(v44(R.closed_buffer), v44(), { stream = R.stream }), "attempt to use a closed gpurun.Buffer")
+row("gpurun.matmul", A(v44(), v44(), { stream = R.closed_stream }), "attempt to use a closed gpurun.Stream")
+row("gpurun.matmul", A({ v44() }, v44(), { stream = R.stream }),
+  arg_error(2, "matmul", "a and b must both be views or both be lists of views"))
+row("gpurun.axpy", A(), arg_error(2, "axpy", "x must be a gpurun.Buffer, got nil"))
+row("gpurun.axpy", A(1, R.buffer, R.buffer8), arg_error(3, "axpy", "n does not fit: x has 16 elements, y 8"))
+row("gpurun.axpy", A(1, R.buffer, R.buffer_f64), arg_error(3, "axpy", "y has dtype float64 but x float32: both must be of one dtype"))
+row("gpurun.axpy", A(1, R.buffer_i32, R.buffer_i32), arg_error(2, "axpy", "x has dtype int32; " .. BLAS_TYPES))
+row("gpurun.axpy", A("2", R.buffer, R.buffer, { stream = R.stream }), arg_error(1, "axpy", "alpha must be a number or a gpurun.Buffer, got string"))
+row("gpurun.axpy", A(R.buffer_f64, R.buffer, R.buffer, { stream = R.stream }),
+  arg_error(1, "axpy", "an alpha buffer holds one float32 (the compute dtype of float32), got 16 float64"))
+row("gpurun.axpy", A(1, R.buffer, R.buffer, { nope = 1 }), arg_error(4, "axpy", "unknown option 'nope' (known: stream)"))
+row("gpurun.scal", A(), arg_error(2, "scal", "x must be a gpurun.Buffer, got nil"))
+row("gpurun.scal", A(1, R.buffer, 5), arg_error(3, "scal", "options table expected, got number"))
+row("gpurun.scal", A(1e300, R.buffer, { stream = R.stream }), arg_error(1, "scal", "alpha 1e+300 is out of range for float32 (the compute dtype)"))
+row("gpurun.dot", A(), arg_error(1, "dot", "x must be a gpurun.Buffer, got nil"))
+row("gpurun.dot", A(R.buffer, R.buffer8), arg_error(2, "dot", "n does not fit: x has 16 elements, y 8"))
+row("gpurun.dot", A(R.buffer, R.buffer, { out = 5, stream = R.stream }), arg_error(3, "dot", "options.out must be a gpurun.Buffer, got number"))
+row("gpurun.dot", A(R.buffer, R.buffer, { out = R.buffer_f64, stream = R.stream }),
+  arg_error(3, "dot", "options.out must hold one float32 (x's dtype), got 16 float64"))
+row("gpurun.dot", A(R.buffer, R.buffer, { stream = R.building }),
+  arg_error(3, "dot", "options.out is needed on a GraphBuilder: no buffer can be made while capturing"))
+row("gpurun.nrm2", A(), arg_error(1, "nrm2", "x must be a gpurun.Buffer, got nil"))
+row("gpurun.nrm2", A(R.buffer, { nope = 1 }), arg_error(2, "nrm2", "unknown option 'nope' (known: out, stream)"))
+
 -- ---- gpurun.system -----------------------------------------------------------------------------
 
 -- Arguments are checked before NVML is opened, so these need neither NVML

@@ -21,6 +21,7 @@ catalog.internal_types = {
   CompileOutput = "NVRTC's output during a compile, freed by the collector",
   LinkOutput = "nvJitLink's output during a link, freed by the collector",
   Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
+  BlasHandle = "a stream's cuBLAS handle and workspace, kept by graphs that captured its calls",
 }
 
 -- Types that need a current device to make one (the others can be made on
@@ -79,6 +80,11 @@ catalog.device_types = {
 --   For structs: struct_fields (gpurun.struct's field list), struct_options
 --   (its { align = }), struct_values (a value's { name = number, ... }),
 --   struct_field_name (a field's name, or anything).
+--   For cuBLAS: matrix_options (gpurun.matrix's { ld =, batch =, stride = }),
+--   matrix_view (a 2-D view, a list of them, or anything), matmul_options
+--   (gpurun.matmul's table), blas_alpha (a number or a 1-element buffer),
+--   blas_options (axpy's and scal's { stream = }), blas_result_options
+--   (dot's and nrm2's { out =, stream = }).
 -- reduces = the call generates and compiles a kernel for its arguments'
 -- dtypes (NVRTC's time, once per dtype: the fuzzer's draws stay few).
 -- writes = the argument position of a path the call writes (the fuzzer
@@ -162,6 +168,12 @@ catalog.functions = {
   guard = { args = { "any" } },
   struct = { args = { "struct_fields", "struct_options" } },
   check_tensor_map = { args = { "tensor_map_options", "dtype", "count", "integer" } },
+  matrix = { args = { "buffer", "integer", "integer", "matrix_options" } },
+  matmul = { args = { "matrix_view", "matrix_view", "matmul_options" } },
+  axpy = { args = { "blas_alpha", "buffer", "buffer", "blas_options" } },
+  scal = { args = { "blas_alpha", "buffer", "blas_options" } },
+  dot = { args = { "buffer", "buffer", "blas_result_options" } },
+  nrm2 = { args = { "buffer", "blas_result_options" } },
 }
 
 -- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's

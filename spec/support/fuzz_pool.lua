@@ -583,6 +583,40 @@ draws = {
     { { axis = 3 }, { nope = 1 }, { accumulate = "half" }, { rows = 3, cols = 3, axis = 2 },
       { offsets = 5 }, "x" }),
   scan_op = from({ "sum", "prod", "min", "max" }, 0.8, { "a + b", "argmax", "", "nope", 5 }),
+  -- cuBLAS: 2-D views of the pool's buffers (small, so that some fit and
+  -- some products agree), lists of them, and the options.
+  matrix_options = from({ nil, {}, { ld = 4 }, { batch = 2 }, { batch = 2, stride = 4 }, { ld = 2 } }, 0.8,
+    { { ld = 0 }, { batch = 0 }, { stride = -1 }, { nope = 1 }, { ld = 1 << 40 }, 5 }),
+  matrix_view = function(p)
+    local function view()
+      local sides = { 1, 2, 4 }
+      return { buffer = p:typed("Buffer"), rows = p:pick(sides), cols = p:pick(sides),
+               batch = p:chance(0.2) and 2 or nil }
+    end
+    local roll = p.random()
+    if roll < 0.75 then return view() end
+    if roll < 0.85 then return { view(), view() } end
+    return p:pick({ 5, "x", {}, { rows = 2 }, { buffer = p:typed("Buffer"), rows = 0, cols = 2 },
+                    { buffer = p:typed("Buffer"), rows = 1 << 40, cols = 1 } })
+  end,
+  matmul_options = function(p)
+    if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { alpha = "x" }, { transa = 1 } }) end
+    return { stream = draws.launch_target(p), alpha = p:chance(0.3) and p:pick(FLOATS) or nil,
+             beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil, transa = p:chance(0.3) or nil,
+             transb = p:chance(0.3) or nil, out = p:chance(0.3) and draws.matrix_view(p) or nil }
+  end,
+  blas_alpha = function(p)
+    if p:chance(0.7) then return p:pick(FLOATS) end
+    return p:typed("Buffer")
+  end,
+  blas_options = function(p)
+    if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { stream = 5 } }) end
+    return { stream = draws.launch_target(p) }
+  end,
+  blas_result_options = function(p)
+    if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { out = 5 } }) end
+    return { stream = draws.launch_target(p), out = p:chance(0.5) and p:typed("Buffer") or nil }
+  end,
   -- gpurun.system: NVML's device indices (or a report's), its capabilities.
   system_device = from({ 0, 1, { index = 0 } }, 0.8, { -1, 7, 1 << 40, 0.5, "0", {}, { index = "0" } }),
   p2p_caps = from({ nil, "read", "write", "nvlink", "atomics", "pci" }, 0.8, { "READ", "", 2, {} }),

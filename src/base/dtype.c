@@ -9,51 +9,56 @@
 
 /* Each type is aligned to its size in C and CUDA C (__half and
  * __nv_bfloat16 are declared __align__(2)). */
-#define INTEGER(name_, c, short_, numpy_, bytes, kind_, lo, hi, flo, fhi, text, tma) \
+#define INTEGER(name_, c, short_, numpy_, bytes, kind_, lo, hi, flo, fhi, text, tma, library) \
     {.name = name_, .c_type = c, .compute_type = c, .short_name = short_, .numpy = numpy_, \
      .size = bytes, .align = bytes, .kind = kind_, .min = lo, .max = hi, .float_low = flo, \
-     .float_high = fhi, .range = text, .tensor_map_type = tma}
+     .float_high = fhi, .range = text, .tensor_map_type = tma, .library_type = library}
 #define FLOAT(name_, c, header, compute, short_, numpy_, bytes, digits_, largest_, overflow_, \
-              tma) \
+              tma, library) \
     {.name = name_, .c_type = c, .c_header = header, .compute_type = compute, \
      .short_name = short_, .numpy = numpy_, .size = bytes, .align = bytes, \
      .kind = GPURUN_KIND_FLOAT, .digits = digits_, .largest = largest_, .overflow = overflow_, \
-     .tensor_map_type = tma}
+     .tensor_map_type = tma, .library_type = library}
+
+/* cudaDataType's values (library_types.h: CUDA_R_32F, ...), which gpurun
+ * builds without. */
+enum { R_32F = 0, R_64F = 1, R_16F = 2, R_8I = 3, R_8U = 8, R_32I = 10, R_32U = 12, R_16BF = 14,
+       R_16I = 20, R_16U = 22, R_64I = 24, R_64U = 26 };
 
 /* The TMA types are cuda.core's: int8 and int16 have none. */
 const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
     /* The overflow threshold of a binary format is its largest finite value
      * plus half an ulp: FLT_MAX is 0x1.fffffep127, and so on. */
     [GPURUN_FLOAT32] = FLOAT("float32", "float", NULL, "float", "f32", "<f4", 4, 24, FLT_MAX,
-                             0x1.ffffffp127, CU_TENSOR_MAP_DATA_TYPE_FLOAT32),
+                             0x1.ffffffp127, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, R_32F),
     [GPURUN_FLOAT64] = FLOAT("float64", "double", NULL, "double", "f64", "<f8", 8, 53, DBL_MAX,
-                             INFINITY, CU_TENSOR_MAP_DATA_TYPE_FLOAT64),
+                             INFINITY, CU_TENSOR_MAP_DATA_TYPE_FLOAT64, R_64F),
     [GPURUN_INT32] = INTEGER("int32", "int", "i32", "<i4", 4, GPURUN_KIND_SIGNED, INT32_MIN,
                              INT32_MAX, -0x1p31, 0x1p31, "-2147483648..2147483647",
-                             CU_TENSOR_MAP_DATA_TYPE_INT32),
+                             CU_TENSOR_MAP_DATA_TYPE_INT32, R_32I),
     [GPURUN_UINT32] = INTEGER("uint32", "unsigned int", "u32", "<u4", 4, GPURUN_KIND_UNSIGNED, 0,
                               UINT32_MAX, 0, 0x1p32, "0..4294967295",
-                              CU_TENSOR_MAP_DATA_TYPE_UINT32),
+                              CU_TENSOR_MAP_DATA_TYPE_UINT32, R_32U),
     [GPURUN_INT64] = INTEGER("int64", "long long", "i64", "<i8", 8, GPURUN_KIND_SIGNED,
                              INT64_MIN, INT64_MAX, -0x1p63, 0x1p63,
-                             "-9223372036854775808..9223372036854775807", CU_TENSOR_MAP_DATA_TYPE_INT64),
+                             "-9223372036854775808..9223372036854775807", CU_TENSOR_MAP_DATA_TYPE_INT64, R_64I),
     [GPURUN_UINT64] = INTEGER("uint64", "unsigned long long", "u64", "<u8", 8,
                               GPURUN_KIND_UNSIGNED, 0, INT64_MAX, 0, 0x1p64,
-                              "0..18446744073709551615", CU_TENSOR_MAP_DATA_TYPE_UINT64),
+                              "0..18446744073709551615", CU_TENSOR_MAP_DATA_TYPE_UINT64, R_64U),
     [GPURUN_INT8] = INTEGER("int8", "signed char", "i8", "|i1", 1, GPURUN_KIND_SIGNED, INT8_MIN,
-                            INT8_MAX, -0x1p7, 0x1p7, "-128..127", -1),
+                            INT8_MAX, -0x1p7, 0x1p7, "-128..127", -1, R_8I),
     [GPURUN_UINT8] = INTEGER("uint8", "unsigned char", "u8", "|u1", 1, GPURUN_KIND_UNSIGNED, 0,
-                             UINT8_MAX, 0, 0x1p8, "0..255", CU_TENSOR_MAP_DATA_TYPE_UINT8),
+                             UINT8_MAX, 0, 0x1p8, "0..255", CU_TENSOR_MAP_DATA_TYPE_UINT8, R_8U),
     [GPURUN_INT16] = INTEGER("int16", "short", "i16", "<i2", 2, GPURUN_KIND_SIGNED, INT16_MIN,
-                             INT16_MAX, -0x1p15, 0x1p15, "-32768..32767", -1),
+                             INT16_MAX, -0x1p15, 0x1p15, "-32768..32767", -1, R_16I),
     [GPURUN_UINT16] = INTEGER("uint16", "unsigned short", "u16", "<u2", 2, GPURUN_KIND_UNSIGNED,
                               0, UINT16_MAX, 0, 0x1p16, "0..65535",
-                              CU_TENSOR_MAP_DATA_TYPE_UINT16),
+                              CU_TENSOR_MAP_DATA_TYPE_UINT16, R_16U),
     [GPURUN_FLOAT16] = FLOAT("float16", "__half", "cuda_fp16.h", "float", "f16", "<f2", 2, 11,
-                             65504.0, 65520.0, CU_TENSOR_MAP_DATA_TYPE_FLOAT16),
+                             65504.0, 65520.0, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, R_16F),
     /* NumPy has no bfloat16. */
     [GPURUN_BFLOAT16] = FLOAT("bfloat16", "__nv_bfloat16", "cuda_bf16.h", "float", "bf16", NULL,
-                              2, 8, 0x1.fep127, 0x1.ffp127, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
+                              2, 8, 0x1.fep127, 0x1.ffp127, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, R_16BF),
 };
 
 int gpurun_dtype_from_name(const char *name)

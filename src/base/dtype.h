@@ -45,6 +45,9 @@ struct gpurun_dtype_info {
     /* The CUtensorMapDataType a TMA descriptor of these elements has, or -1
      * (int8 and int16 have none). */
     int tensor_map_type;
+    /* The cudaDataType (library_types.h) CUDA's libraries (cuBLAS, cuFFT,
+     * cuSPARSE) name these elements by. */
+    int library_type;
 };
 
 extern const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT];

@@ -4,6 +4,7 @@
  * Nothing else lives here. */
 #include "runtime/runtime.h"
 
+#include "types/blas.h"
 #include "types/buffer/buffer.h"
 #include "types/buffer/pinned_buffer.h"
 #include "types/compare.h"
@@ -70,6 +71,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_tensor_map,    /* gpurun.TensorMap, Buffer:as_tensor_map, check_tensor_map */
     gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
+    gpurun_open_blas,          /* the C side of matmul, axpy, dot, nrm2, scal */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
@@ -90,6 +92,7 @@ static const char *const lua_parts[] = {
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
+    "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
     "system",          /* gpurun.system (NVML) */
 };
 

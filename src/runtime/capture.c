@@ -504,6 +504,8 @@ struct pending_free {
     void *host;
     CUevent last_use;
     CUgraphExec exec; /* a graph kernels may launch: destroyed after the context's work */
+    void (*release)(void *object); /* a library's handle: released after the context's work */
+    void *object;
 };
 static struct pending_free pending[MAX_PENDING_FREES];
 static size_t pending_count;
@@ -549,9 +551,27 @@ static CUresult destroy_exec_now(CUgraphExec exec)
     return result != CUDA_SUCCESS ? result : destroyed;
 }
 
-static CUresult free_in_context(CUdeviceptr pointer, CUgraphExec exec, CUcontext context,
-                                int after_device)
+/* A library's handle whose release waits for the device (cublasDestroy
+ * does), released once the work queued before cannot use it any more. */
+static CUresult release_now(void (*release)(void *object), void *object)
 {
+    CUresult result = CUDA_CALL(cuCtxSynchronize);
+    release(object);
+    return result;
+}
+
+static CUresult in_context(const struct pending_free *entry)
+{
+    if (entry->release)
+        return release_now(entry->release, entry->object);
+    if (entry->exec)
+        return destroy_exec_now(entry->exec);
+    return free_now(entry->pointer, entry->after_device);
+}
+
+static CUresult free_in_context(const struct pending_free *entry)
+{
+    CUcontext context = entry->context;
     CUcontext current = gpurun_runtime.current_context;
     /* No current context means the runtime has been closed at exit, and
      * releasing the primary contexts freed everything in them; abandoned
@@ -559,10 +579,10 @@ static CUresult free_in_context(CUdeviceptr pointer, CUgraphExec exec, CUcontext
     if (current == NULL || gpurun_runtime.abandoned)
         return CUDA_SUCCESS;
     if (context == current)
-        return exec ? destroy_exec_now(exec) : free_now(pointer, after_device);
+        return in_context(entry);
     CUresult result = CUDA_CALL(cuCtxSetCurrent, context);
     if (result == CUDA_SUCCESS)
-        result = exec ? destroy_exec_now(exec) : free_now(pointer, after_device);
+        result = in_context(entry);
     CUresult restored = CUDA_CALL(cuCtxSetCurrent, current);
     return result != CUDA_SUCCESS ? result : restored;
 }
@@ -595,16 +615,15 @@ void gpurun_flush_frees(void)
             (void)free_host(pending[pending_count].host, pending[pending_count].last_use,
                             pending[pending_count].context);
         else
-            (void)free_in_context(pending[pending_count].pointer, pending[pending_count].exec,
-                                  pending[pending_count].context,
-                                  pending[pending_count].after_device);
+            (void)free_in_context(&pending[pending_count]);
     }
 }
 
 static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int after_device)
 {
-    if (defer_free((struct pending_free){ .pointer = pointer, .context = context,
-                                          .after_device = after_device }))
+    struct pending_free entry = { .pointer = pointer, .context = context,
+                                  .after_device = after_device };
+    if (defer_free(entry))
         return CUDA_SUCCESS;
     gpurun_flush_frees(); /* nothing while frees must wait */
     /* A full list while frees must wait: a pool's memory leaks rather than be
@@ -613,7 +632,7 @@ static CUresult free_device_memory(CUdeviceptr pointer, CUcontext context, int a
      * cuMemFree of cuMemAlloc's memory fails the capture, as before. */
     if (must_defer() && after_device)
         return CUDA_SUCCESS;
-    return free_in_context(pointer, NULL, context, after_device);
+    return free_in_context(&entry);
 }
 
 CUresult gpurun_free_memory(CUdeviceptr pointer, CUcontext context)
@@ -626,16 +645,30 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
     return free_device_memory(pointer, context, 1);
 }
 
-CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
+/* What waits for the context's work (a graph kernels launch, a library's
+ * handle): now, or once no capture is in progress. A full list while a
+ * capture runs keeps it rather than destroy it under work that may still
+ * use it. */
+static CUresult after_device(struct pending_free entry)
 {
-    if (defer_free((struct pending_free){ .context = context, .exec = exec }))
+    if (defer_free(entry))
         return CUDA_SUCCESS;
     gpurun_flush_frees();
-    /* A full list while a capture runs: the graph stays rather than be
-     * destroyed under a kernel that may still launch it. */
     if (must_defer())
         return CUDA_SUCCESS;
-    return free_in_context(0, exec, context, 0);
+    return free_in_context(&entry);
+}
+
+CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context)
+{
+    return after_device((struct pending_free){ .context = context, .exec = exec });
+}
+
+CUresult gpurun_release_after_device(void (*release)(void *object), void *object,
+                                     CUcontext context)
+{
+    return after_device((struct pending_free){ .context = context, .release = release,
+                                                .object = object });
 }
 
 CUresult gpurun_free_host_memory(void *pointer, CUevent last_use, CUcontext kernel_context)

@@ -552,6 +552,13 @@ CUresult gpurun_free_memory_after_device(CUdeviceptr pointer, CUcontext context)
  * progress, once none is. */
 CUresult gpurun_destroy_exec_after_device(CUgraphExec exec, CUcontext context);
 
+/* Runs release(object) (a library's handle whose release waits for the
+ * device, as cublasDestroy does) in `context` after all of its work queued
+ * so far; while a capture is in progress, once none is. At exit, after
+ * the contexts were released, it does not run: that released everything. */
+CUresult gpurun_release_after_device(void (*release)(void *object), void *object,
+                                     CUcontext context);
+
 /* Frees page-locked host memory (cuMemFreeHost) once the event of its last
  * queued copy (NULL: none) has completed, destroying the event, and, for
  * mapped memory kernels were given, once kernel_context's work is done

@@ -141,6 +141,21 @@ static int stream_wait(lua_State *L)
     return 1;
 }
 
+#define MAX_CLOSE_HOOKS 4
+static gpurun_stream_close_hook close_hooks[MAX_CLOSE_HOOKS];
+
+void gpurun_add_stream_close_hook(gpurun_stream_close_hook hook)
+{
+    for (int i = 0; i < MAX_CLOSE_HOOKS; i++) {
+        if (close_hooks[i] == hook)
+            return;
+        if (close_hooks[i] == NULL) {
+            close_hooks[i] = hook;
+            return;
+        }
+    }
+}
+
 static int stream_close(lua_State *L)
 {
     struct gpurun_stream_object *object = gpurun_check_tagged(L, 1, &gpurun_stream_tag);
@@ -152,6 +167,8 @@ static int stream_close(lua_State *L)
     if (gpurun_runtime.current_stream == stream)
         gpurun_set_current_stream(L, 0, NULL);
     object->header.closed = 1;
+    for (int i = 0; i < MAX_CLOSE_HOOKS && close_hooks[i]; i++)
+        close_hooks[i](L, stream);
     /* Work already queued finishes; the driver frees the stream after it.
      * Its ordering event marks the end of that work, for memory a pool
      * frees later on another stream (types/buffer/memory.c). */

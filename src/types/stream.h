@@ -33,6 +33,12 @@ struct gpurun_stream_object *gpurun_push_stream_object(lua_State *L, CUcontext c
  * wait for. */
 void gpurun_close_stream_of_ended_context(lua_State *L, int index);
 
+/* What a type above keeps for a stream (a library's handle bound to it)
+ * goes when the stream closes: each hook runs in Stream:close, before the
+ * stream is destroyed. Set once per type, when it is opened. */
+typedef void (*gpurun_stream_close_hook)(lua_State *L, struct gpurun_stream *stream);
+void gpurun_add_stream_close_hook(gpurun_stream_close_hook hook);
+
 void gpurun_open_stream(lua_State *L);
 
 #endif
