@@ -58,6 +58,9 @@ describe("gpurun.matrix", function()
             gpurun.matrix, buffer, 10, 11)
     refuses("matrix: 4 x 4 (ld 5, batch 6, stride 20) needs 119 elements, its buffer has 100",
             gpurun.matrix, buffer, 4, 4, { ld = 5, batch = 6 })
+    -- 4 * 2^62 wraps to 0 in integers: the check must not.
+    refuses("matrix: 2 x 2 (ld 2, batch 5, stride 4611686018427387904) needs 18446744073709551616 "
+            .. "elements, its buffer has 100", gpurun.matrix, buffer, 2, 2, { batch = 5, stride = 1 << 62 })
     refuses("matrix.stride must be an integer of 0 or more, got 1.5", gpurun.matrix, buffer, 2, 2,
             { batch = 2, stride = 1.5 })
     refuses("matrix.buffer has dtype int8; cuBLAS takes float32, float64, float16 or bfloat16",

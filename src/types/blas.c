@@ -223,9 +223,14 @@ static void check_matrix(lua_State *L, int arg, const struct gpurun_buffer *buff
 {
     if (ld < (rows > 1 ? rows : 1) || stride < 0)
         gpurun_arg_error(L, arg, "a leading dimension of at least %d expected, got %d", rows, ld);
-    long long last = rows == 0 || cols == 0 ? 0
-                   : (long long)(batch - 1) * stride + (long long)(cols - 1) * ld + rows;
-    check_extent(L, arg, buffer, last);
+    if (rows == 0 || cols == 0)
+        return;
+    long long span = (long long)(cols - 1) * ld + rows;
+    /* (batch - 1) * stride may pass 2^63: compared by division. */
+    if (batch > 1 && stride > (LLONG_MAX - span) / (batch - 1))
+        gpurun_arg_error(L, arg, "the operation reaches past element %I of a buffer of %I",
+                         (LUAI_UACINT)LLONG_MAX, (LUAI_UACINT)buffer->count);
+    check_extent(L, arg, buffer, (long long)(batch - 1) * stride + span);
 }
 
 /* After the operands were checked, with the handle at the top: a capture

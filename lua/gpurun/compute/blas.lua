@@ -97,11 +97,12 @@ local function view_fields(view, what)
   if math.type(stride) ~= "integer" or stride < 0 then
     return nil, ("%s.stride must be an integer of 0 or more, got %s"):format(what, shown(stride))
   end
-  local needed = (batch - 1) * stride + (rows - 1) * ld + cols
-  if needed > #buffer then
-    return nil, ("%s: %d x %d (ld %d%s) needs %d elements, its buffer has %d"):format(what, rows,
-      cols, ld, batch > 1 and (", batch %d, stride %d"):format(batch, stride) or "", needed,
-      #buffer)
+  -- In floats past the first matrix: (batch - 1) * stride can pass 2^63.
+  local span = (rows - 1) * ld + cols
+  if span > #buffer or (batch > 1 and stride > (#buffer - span) // (batch - 1)) then
+    return nil, ("%s: %d x %d (ld %d%s) needs %.0f elements, its buffer has %d"):format(what, rows,
+      cols, ld, batch > 1 and (", batch %d, stride %d"):format(batch, stride) or "",
+      (batch - 1) * (stride + 0.0) + span, #buffer)
   end
   return buffer, rows, cols, ld, batch, batch > 1 and stride or 0
 end
