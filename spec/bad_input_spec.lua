@@ -1949,7 +1949,7 @@ row("Buffer:advise", A(R.managed, 1), arg_error(1, "advise", ADVICE .. "1"))
 row("Buffer:advise", A(R.managed, "set_preferred_location"), arg_error(2, "advise",
   "advice 'set_preferred_location' is about a location: pass \"host\", a gpurun.Device or a device ordinal"))
 row("Buffer:advise", A(R.managed, "set_accessed_by", nil), arg_error(2, "advise",
-  "advice 'set_accessed_by' is about a location"))
+  "advice 'set_accessed_by' is about a location: pass \"host\", a gpurun.Device or a device ordinal"))
 row("Buffer:advise", A(R.managed, "set_accessed_by", "nowhere"), arg_error(2, "advise", LOCATION .. '"nowhere"'))
 row("Buffer:advise", A(R.managed, "set_read_mostly", R.stream), arg_error(2, "advise", LOCATION .. "gpurun.Stream"))
 

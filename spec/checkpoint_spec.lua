@@ -85,7 +85,7 @@ describe("gpurun.checkpoint", function()
       pcall(gpurun.checkpoint.checkpoint)
       error("ends while " .. gpurun.checkpoint.state())
     ]]
-    local result = process.run("timeout 120 " .. process.gpurun_command() .. " -e " .. q(script))
+    local result = process.run("timeout 120 env " .. process.gpurun_command() .. " -e " .. q(script))
     assert.are.equal(1, result.code, result.stderr)
     -- Or the lock was refused (a container), naming why.
     assert.is_truthy(result.stderr:find("ends while %a+") or result.stderr:find("cuCheckpointProcessLock: CUDA_ERROR_"),
