@@ -15,12 +15,14 @@ function files.read(path)
   return text
 end
 
--- The files git tracks under the folders (paths from the repository's
--- root) that are there; {} outside a git checkout. (A copy of the tree
--- beside an older checkout's .git lists files since moved or removed.)
+-- The files under the folders (paths from the repository's root) that git
+-- tracks or would track (not ignored), and that are there; {} outside a
+-- git checkout. (A copy of the tree beside an older checkout's .git has
+-- files that .git never saw, and lacks some it names.)
 function files.tracked(folders)
   local list = {}
-  local pipe = assert(io.popen("git ls-files -- " .. table.concat(folders, " ") .. " 2>/dev/null"))
+  local pipe = assert(io.popen("git ls-files --cached --others --exclude-standard -- "
+    .. table.concat(folders, " ") .. " 2>/dev/null"))
   for line in pipe:lines() do
     local file = io.open(line, "rb")
     if file then
