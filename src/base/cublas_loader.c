@@ -64,13 +64,8 @@ const char *cublas_loader_error(void)
 
 char *cublas_format_error(char *buffer, size_t size, const char *call, cublas_status status)
 {
-    const char *name = cublas.cublasGetStatusName ? cublas.cublasGetStatusName(status) : NULL;
-    const char *description =
-        cublas.cublasGetStatusString ? cublas.cublasGetStatusString(status) : NULL;
-    if (name)
-        snprintf(buffer, size, "%s: %s (%s)", call, name,
-                 description ? description : "no description");
-    else
-        snprintf(buffer, size, "%s: cuBLAS status %d", call, (int)status);
-    return buffer;
+    return library_format_result(
+        buffer, size, call, "cuBLAS", (int)status,
+        cublas.cublasGetStatusName ? cublas.cublasGetStatusName(status) : NULL,
+        cublas.cublasGetStatusString ? cublas.cublasGetStatusString(status) : NULL);
 }
