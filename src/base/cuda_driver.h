@@ -69,7 +69,11 @@
     X(cuTensorMapEncodeTiled, 12000) X(cuTensorMapReplaceAddress, 12000) \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050) \
     X(cuMemAllocManaged, 6000) X(cuMemPrefetchAsync, 12020) X(cuMemAdvise, 12020) \
-    X(cuMemHostGetDevicePointer, 3020)
+    X(cuMemHostGetDevicePointer, 3020) \
+    X(cuMemPoolExportToShareableHandle, 11020) X(cuMemPoolImportFromShareableHandle, 11020) \
+    X(cuMemPoolExportPointer, 11020) X(cuMemPoolImportPointer, 11020) \
+    X(cuMemPoolSetAccess, 11020) X(cuMemPoolGetAccess, 11020) \
+    X(cuIpcGetEventHandle, 4010) X(cuIpcOpenEventHandle, 4010)
 
 /* Entry points of features a driver may lack (green contexts, process
  * checkpoints): left NULL where the driver has none, so that gpurun still

@@ -4,6 +4,7 @@
  * Nothing else lives here. */
 #include "runtime/runtime.h"
 
+#include "types/allocation_handle.h"
 #include "types/blas.h"
 #include "types/buffer/buffer.h"
 #include "types/buffer/pinned_buffer.h"
@@ -16,6 +17,7 @@
 #include "types/graph.h"
 #include "types/graph_builder.h"
 #include "types/graph_nodes.h"
+#include "types/ipc.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"
 #include "types/launch.h"
@@ -53,7 +55,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_sm_resource,   /* gpurun.SMResource */
     gpurun_open_device,        /* gpurun.Device */
     gpurun_open_context,       /* gpurun.Context, Device:create_context */
-    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory */
+    gpurun_open_allocation_handle, /* gpurun.IPCAllocationHandle */
+    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory, IPC */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
     gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
@@ -79,6 +82,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
     gpurun_open_checkpoint,    /* checkpoint.lock, checkpoint, restore, unlock, state */
+    gpurun_open_ipc,           /* the C side of gpurun.ipc */
 };
 
 /* The parts of the module written in Lua (lua/gpurun/builtin/), opened in
@@ -94,6 +98,7 @@ static const char *const lua_parts[] = {
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
     "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
     "system",          /* gpurun.system (NVML) */
+    "ipc",             /* gpurun.ipc.send, receive */
 };
 
 int luaopen_gpurun(lua_State *L)

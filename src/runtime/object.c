@@ -274,10 +274,35 @@ void gpurun_set_functions(lua_State *L, const luaL_Reg *functions)
     set_named(L, functions, "gpurun", ".");
 }
 
+/* __call of a type's table of constructors: the type's own constructor,
+ * upvalue 1, with the arguments after the table. */
+static int call_constructor(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_replace(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 void gpurun_set_type_functions(lua_State *L, const struct gpurun_tag *tag,
                                const luaL_Reg *functions)
 {
-    luaL_getsubtable(L, -1, short_name(tag));
+    if (lua_getfield(L, -1, short_name(tag)) == LUA_TFUNCTION) {
+        /* The type's constructor (gpurun.Event{...}): its table of other
+         * constructors stays callable as it was. */
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushvalue(L, -3);
+        lua_pushcclosure(L, call_constructor, 1);
+        lua_setfield(L, -2, "__call");
+        lua_setmetatable(L, -2);
+        lua_remove(L, -2);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, short_name(tag));
+    } else {
+        lua_pop(L, 1);
+        luaL_getsubtable(L, -1, short_name(tag));
+    }
     set_named(L, functions, tag->type_name, ".");
     lua_pop(L, 1);
 }

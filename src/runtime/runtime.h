@@ -99,7 +99,9 @@ void gpurun_set_functions(lua_State *L, const luaL_Reg *functions);
 
 /* Sets the functions in the table gpurun.<Type> of the module table at the
  * top (made when missing), named "gpurun.<Type>.<name>" in their errors:
- * a type's constructors other than itself (gpurun.ObjectCode.from_cubin). */
+ * a type's constructors other than itself (gpurun.ObjectCode.from_cubin).
+ * Where gpurun.<Type> is the type's constructor function, it becomes a
+ * table that calls that function (gpurun.Event{...}, gpurun.Event.from_ipc). */
 void gpurun_set_type_functions(lua_State *L, const struct gpurun_tag *tag,
                                const luaL_Reg *functions);
 
@@ -276,6 +278,14 @@ void *gpurun_push_staging(lua_State *L, size_t bytes);
 
 /* "4.00 GiB" */
 const char *gpurun_format_size(char *text, size_t size, size_t bytes);
+
+/* The IPC descriptor (base/ipc_descriptor.h) string at arg, read into
+ * *descriptor: an argument error for a non-string, for bytes that are not
+ * a whole descriptor of this version ("bad IPC descriptor: truncated: 12
+ * of 120 bytes"), for another kind than `kind`, and for a device ordinal
+ * past the devices visible. */
+struct ipc_descriptor;
+void gpurun_check_ipc_descriptor(lua_State *L, int arg, int kind, struct ipc_descriptor *descriptor);
 
 /* ---- contexts, devices, the current stream (runtime/state.c) ------------ */
 

@@ -3,6 +3,8 @@
  * this file turns their verdicts into messages. */
 #include "runtime/runtime.h"
 
+#include "base/ipc_descriptor.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -310,4 +312,24 @@ const char *gpurun_format_size(char *text, size_t size, size_t bytes)
     }
     snprintf(text, size, "%.2f %s", scaled, units[unit]);
     return text;
+}
+
+void gpurun_check_ipc_descriptor(lua_State *L, int arg, int kind, struct ipc_descriptor *descriptor)
+{
+    if (lua_type(L, arg) != LUA_TSTRING)
+        gpurun_type_error(L, arg, "string (an IPC descriptor)");
+    size_t length = 0;
+    const char *bytes = lua_tolstring(L, arg, &length);
+    char why[160];
+    if (ipc_descriptor_decode((const unsigned char *)bytes, length, descriptor, why, sizeof why)
+        != 0)
+        gpurun_arg_error(L, arg, "bad IPC descriptor: %s", why);
+    if (descriptor->kind != kind)
+        gpurun_arg_error(L, arg, "a %s's IPC descriptor expected, got a %s's",
+                         ipc_descriptor_kind_name(kind), ipc_descriptor_kind_name(descriptor->kind));
+    gpurun_require_driver(L);
+    int count = cuda_driver_device_count();
+    if (descriptor->device >= count)
+        gpurun_arg_error(L, arg, "the descriptor names CUDA device %d: %d device(s) visible",
+                         descriptor->device, count);
 }

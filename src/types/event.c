@@ -1,6 +1,11 @@
 /* gpurun.Event: events made by gpurun.Event{...} or by Stream:record(),
- * timing between two of them, and waiting for one. */
+ * timing between two of them, waiting for one, and sharing one with
+ * another process (Event{ ipc = true }, ipc_descriptor, Event.from_ipc). */
 #include "types/event.h"
+
+#include <string.h>
+
+#include "base/ipc_descriptor.h"
 
 const struct gpurun_tag gpurun_event_tag = {"gpurun.Event"};
 
@@ -105,15 +110,87 @@ static int event_blocking(lua_State *L)
     return 1;
 }
 
-/* Event([{ timing = true, blocking = false }]): timing = false makes an
- * event that only orders work (cheaper to record and wait on), blocking =
- * true makes event:sync() yield the CPU instead of spinning. */
+static int event_ipc(lua_State *L)
+{
+    lua_pushboolean(L, (self(L)->flags & CU_EVENT_INTERPROCESS) != 0);
+    return 1;
+}
+
+/* ipc_descriptor() -> a string naming the event to another process
+ * (cuIpcGetEventHandle), which waits on it after Event.from_ipc. */
+static int event_ipc_descriptor(lua_State *L)
+{
+    struct gpurun_event *event = check_event(L, 1);
+    if (!(event->flags & CU_EVENT_INTERPROCESS))
+        return gpurun_error(L, "Event:ipc_descriptor: the event was not made with "
+                               "gpurun.Event{ ipc = true }");
+    CUipcEventHandle handle;
+    memset(&handle, 0, sizeof handle);
+    CUcontext previous = gpurun_enter_context(event->context);
+    CUresult result = CUDA_CALL(cuIpcGetEventHandle, &handle, event->handle);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "exporting an event to other processes");
+    struct ipc_descriptor descriptor;
+    memset(&descriptor, 0, sizeof descriptor);
+    descriptor.kind = IPC_KIND_EVENT;
+    descriptor.device = event->device;
+    memcpy(descriptor.data, &handle, sizeof handle < IPC_DATA_BYTES ? sizeof handle
+                                                                   : IPC_DATA_BYTES);
+    unsigned char bytes[IPC_DESCRIPTOR_BYTES];
+    ipc_descriptor_encode(&descriptor, bytes);
+    lua_pushlstring(L, (const char *)bytes, sizeof bytes);
+    return 1;
+}
+
+/* Event.from_ipc(descriptor) -> another process's event
+ * (cuIpcOpenEventHandle), on the current device, which must be the
+ * event's: streams wait on it, event:sync() and query() see it. */
+static int module_event_from_ipc(lua_State *L)
+{
+    struct ipc_descriptor descriptor;
+    gpurun_check_ipc_descriptor(L, 1, IPC_KIND_EVENT, &descriptor);
+    CUcontext context = gpurun_require_context(L);
+    if (descriptor.device != gpurun_runtime.current_device)
+        return gpurun_arg_error(L, 1, "the event belongs to device %d, the current device is "
+                                      "%d (make device %d current first)", descriptor.device,
+                                gpurun_runtime.current_device, descriptor.device);
+    struct gpurun_event *event = gpurun_new_object(L, sizeof *event, 0, &gpurun_event_tag);
+    event->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+    event->context = context;
+    event->device = descriptor.device;
+    event->recorded = 1;
+    CUipcEventHandle handle;
+    memset(&handle, 0, sizeof handle);
+    memcpy(&handle, descriptor.data, sizeof handle < IPC_DATA_BYTES ? sizeof handle
+                                                                   : IPC_DATA_BYTES);
+    if (CUDA_CALL(cuIpcOpenEventHandle, &event->handle, handle) != CUDA_SUCCESS) {
+        event->handle = NULL;
+        return gpurun_cuda_error(L, "opening another process's event");
+    }
+    event->header.closed = 0;
+    return 1;
+}
+
+/* Event([{ timing = true, blocking = false, ipc = false }]): timing = false
+ * makes an event that only orders work (cheaper to record and wait on),
+ * blocking = true makes event:sync() yield the CPU instead of spinning,
+ * ipc = true one that other processes can wait on (Event:ipc_descriptor),
+ * which the driver allows only without timing. */
 static int module_event(lua_State *L)
 {
-    static const char *const known[] = {"timing", "blocking", NULL};
+    static const char *const known[] = {"timing", "blocking", "ipc", NULL};
     gpurun_check_options(L, 1, known);
     unsigned int flags = CU_EVENT_DEFAULT;
-    if (!gpurun_opt_boolean_field(L, 1, "timing", 1))
+    int ipc = gpurun_opt_boolean_field(L, 1, "ipc", 0);
+    int timing = gpurun_opt_boolean_field(L, 1, "timing", !ipc);
+    if (ipc && timing)
+        return gpurun_arg_error(L, 1, "an event with ipc = true has no timing (the driver "
+                                      "requires CU_EVENT_DISABLE_TIMING): leave timing out or "
+                                      "pass timing = false");
+    if (ipc)
+        flags |= CU_EVENT_INTERPROCESS;
+    if (!timing)
         flags |= CU_EVENT_DISABLE_TIMING;
     if (gpurun_opt_boolean_field(L, 1, "blocking", 0))
         flags |= CU_EVENT_BLOCKING_SYNC;
@@ -132,6 +209,7 @@ static const luaL_Reg event_methods[] = {
     {"sync", event_sync},
     {"query", event_query},
     {"elapsed_ms", event_elapsed_ms},
+    {"ipc_descriptor", event_ipc_descriptor},
     {"close", event_close},
     {NULL, NULL}
 };
@@ -140,6 +218,7 @@ static const luaL_Reg event_fields[] = {
     {"device", event_device},
     {"timing", event_timing},
     {"blocking", event_blocking},
+    {"ipc", event_ipc},
     {NULL, NULL}
 };
 
@@ -160,8 +239,14 @@ static const luaL_Reg module_functions[] = {
     {NULL, NULL}
 };
 
+static const luaL_Reg type_functions[] = {
+    {"from_ipc", module_event_from_ipc},
+    {NULL, NULL}
+};
+
 void gpurun_open_event(lua_State *L)
 {
     gpurun_register_type(L, &event_type);
     gpurun_set_functions(L, module_functions);
+    gpurun_set_type_functions(L, &gpurun_event_tag, type_functions);
 }

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/ipc_descriptor.h"
 #include "types/device.h"
 
 const struct gpurun_tag gpurun_memory_pool_tag = {"gpurun.MemoryPool"};
@@ -51,6 +52,13 @@ const char *gpurun_push_pool_name(lua_State *L, const struct gpurun_memory_pool 
     char size[32];
     if (!pool->owned)
         return lua_pushfstring(L, "gpurun.MemoryPool(device %d, default)", pool->device);
+    if (pool->imported)
+        return lua_pushfstring(L, "gpurun.MemoryPool(device %d, imported)", pool->device);
+    if (pool->ipc && pool->max_size == 0)
+        return lua_pushfstring(L, "gpurun.MemoryPool(device %d, ipc)", pool->device);
+    if (pool->ipc)
+        return lua_pushfstring(L, "gpurun.MemoryPool(device %d, ipc, max %s)", pool->device,
+                               gpurun_format_size(size, sizeof size, pool->max_size));
     if (pool->max_size == 0)
         return lua_pushfstring(L, "gpurun.MemoryPool(device %d)", pool->device);
     return lua_pushfstring(L, "gpurun.MemoryPool(device %d, max %s)", pool->device,
@@ -177,6 +185,39 @@ static int option_device(lua_State *L, int arg)
     return ordinal;
 }
 
+int gpurun_check_device_argument(lua_State *L, int arg)
+{
+    if (gpurun_to_tagged(L, arg, &gpurun_device_tag))
+        return gpurun_check_device_ordinal(L, arg);
+    lua_Integer value = 0;
+    if (!gpurun_exact_integer(L, arg, &value)) {
+        const char *got = gpurun_value_text(L, arg);
+        return gpurun_arg_error(L, arg, "a gpurun.Device or a device ordinal expected, got %s",
+                                got);
+    }
+    gpurun_require_driver(L);
+    int count = cuda_driver_device_count();
+    if (value < 0 || value >= count)
+        return gpurun_arg_error(L, arg, "CUDA device %I not found: %d device(s) visible",
+                                (LUAI_UACINT)value, count);
+    return (int)value;
+}
+
+CUresult gpurun_create_pool(CUmemoryPool *handle, int ordinal, size_t max_size, int ipc)
+{
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = ipc ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = ordinal;
+    props.maxSize = max_size;
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult result = CUDA_CALL(cuMemPoolCreate, handle, &props);
+    gpurun_restore_captures(relaxed);
+    return result;
+}
+
 /* release_threshold: bytes, or math.huge (the default) to keep all. */
 static cuuint64_t option_threshold(lua_State *L, int arg)
 {
@@ -202,13 +243,16 @@ static cuuint64_t option_threshold(lua_State *L, int arg)
     return threshold;
 }
 
-/* MemoryPool([{ device = current, release_threshold = math.huge, max_size = 0 }])
- * -> a new pool of device memory (cuMemPoolCreate), destroyed by close(). */
+/* MemoryPool([{ device = current, release_threshold = math.huge, max_size = 0,
+ * ipc = false }]) -> a new pool of device memory (cuMemPoolCreate),
+ * destroyed by close(); with ipc, one whose handle exports as a POSIX file
+ * descriptor, so that other processes can import it and its buffers. */
 static int module_memory_pool(lua_State *L)
 {
-    static const char *const known[] = {"device", "release_threshold", "max_size", NULL};
+    static const char *const known[] = {"device", "release_threshold", "max_size", "ipc", NULL};
     gpurun_check_options(L, 1, known);
     lua_settop(L, 1);
+    int ipc = gpurun_opt_boolean_field(L, 1, "ipc", 0);
     lua_Integer max_size = gpurun_opt_integer_field(L, 1, "max_size", 0,
                                                     "a non-negative integer number of bytes");
     if (max_size < 0)
@@ -217,23 +261,29 @@ static int module_memory_pool(lua_State *L)
     cuuint64_t threshold = option_threshold(L, 1);
     int ordinal = option_device(L, 1);
     CUcontext context = gpurun_primary_context(L, ordinal);
-    check_pools_supported(L, ordinal);
+    CUdevice device = check_pools_supported(L, ordinal);
+    if (ipc) {
+        int supported = 0;
+        CHECK_CUDA(L, "asking whether the device shares pools as file descriptors",
+                   cuDeviceGetAttribute, &supported,
+                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device);
+        if (!supported)
+            gpurun_error(L, "gpurun.MemoryPool: device %d cannot share a pool as a POSIX file "
+                            "descriptor (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_"
+                            "SUPPORTED is 0), so ipc = true is refused", ordinal);
+    }
     struct gpurun_memory_pool *pool =
         gpurun_new_object(L, sizeof *pool, 0, &gpurun_memory_pool_tag);
     pool->context = context;
     pool->device = ordinal;
     pool->owned = 1;
+    pool->ipc = ipc;
     pool->max_size = (size_t)max_size;
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = ordinal;
-    props.maxSize = (size_t)max_size;
-    struct gpurun_relaxed relaxed = gpurun_relax_captures();
-    CUresult result = CUDA_CALL(cuMemPoolCreate, &pool->handle, &props);
-    gpurun_restore_captures(relaxed);
+    if (ipc && ipc_new_pool_id(pool->pool_id) != 0)
+        return gpurun_error(L, "gpurun.MemoryPool: the system gave no random bytes for the "
+                               "pool's identity");
+    CUresult result = gpurun_create_pool(&pool->handle, ordinal, (size_t)max_size, ipc);
+    struct gpurun_relaxed relaxed;
     if (result != CUDA_SUCCESS) {
         char size[32];
         pool->handle = NULL;
@@ -381,6 +431,18 @@ static int pool_buffers(lua_State *L)
     return 1;
 }
 
+static int pool_ipc(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->ipc);
+    return 1;
+}
+
+static int pool_is_imported(lua_State *L)
+{
+    lua_pushboolean(L, self(L)->imported);
+    return 1;
+}
+
 static int pool_is_default(lua_State *L)
 {
     lua_pushboolean(L, !self(L)->owned);
@@ -487,10 +549,10 @@ static int device_reset_graph_memory_peaks(lua_State *L)
 
 /* ---- registration ------------------------------------------------------- */
 
-/*   gpurun.MemoryPool{ device =, release_threshold =, max_size = }   a new pool
+/*   gpurun.MemoryPool{ device =, release_threshold =, max_size =, ipc = }   a new pool
  *   dev:memory_pool()                      the device's default pool
  *   pool.used, .reserved, .used_high, .reserved_high, .release_threshold,
- *   .max_size, .device, .buffers, .is_default, .handle
+ *   .max_size, .device, .buffers, .is_default, .handle, .ipc, .is_imported
  *   pool:trim([keep_bytes]), pool:reset_peaks(), pool:close()
  *   dev:graph_memory(), dev:trim_graph_memory(), dev:reset_graph_memory_peaks() */
 
@@ -512,6 +574,8 @@ static const luaL_Reg pool_fields[] = {
     {"buffers", pool_buffers},
     {"is_default", pool_is_default},
     {"handle", pool_handle},
+    {"ipc", pool_ipc},
+    {"is_imported", pool_is_imported},
     {NULL, NULL}
 };
 
@@ -544,4 +608,5 @@ void gpurun_open_memory_pool(lua_State *L)
     gpurun_register_type(L, &pool_type);
     gpurun_add_methods(L, &gpurun_device_tag, device_methods);
     gpurun_set_functions(L, module_functions);
+    gpurun_open_memory_pool_ipc(L);
 }

@@ -18,6 +18,13 @@ struct gpurun_memory_pool {
     size_t max_size;          /* bytes; 0: the driver's own limit */
     int live_buffers;         /* buffers from it not freed yet: close is refused meanwhile */
     size_t graph_bytes;       /* bytes of open buffers made from it inside graph captures */
+    /* Shared between processes (MemoryPool{ ipc = true }, types/memory_pool_ipc.c):
+     * its handle exports as a POSIX file descriptor; `imported`: this
+     * process's view of another's pool, which allocates nothing; pool_id:
+     * the exporting pool's identity, which its descriptors carry. */
+    int ipc;
+    int imported;
+    unsigned char pool_id[16];
 };
 
 /* The open MemoryPool at index, or an error. */
@@ -42,6 +49,19 @@ const char *gpurun_push_pool_name(lua_State *L, const struct gpurun_memory_pool 
 int gpurun_pool_out_of_memory(lua_State *L, const struct gpurun_memory_pool *pool, size_t bytes,
                               const char *what, int in_capture);
 
+/* Sets *handle to a new pool on device ordinal (0: cuMemPoolCreate's
+ * properties below, with handleTypes for an IPC pool), in relaxed capture
+ * mode. Returns the driver's result. */
+CUresult gpurun_create_pool(CUmemoryPool *handle, int ordinal, size_t max_size, int ipc);
+
+/* An ordinal argument or Device at arg that names a visible device, or an
+ * error "CUDA device 3 not found: 1 device(s) visible". */
+int gpurun_check_device_argument(lua_State *L, int arg);
+
 void gpurun_open_memory_pool(lua_State *L);
+
+/* MemoryPool:get_allocation_handle, set_access, get_access and
+ * MemoryPool.from_allocation_handle (types/memory_pool_ipc.c). */
+void gpurun_open_memory_pool_ipc(lua_State *L);
 
 #endif

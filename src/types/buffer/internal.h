@@ -59,4 +59,9 @@ struct gpurun_buffer *gpurun_push_buffer_object(lua_State *L, size_t count, int 
 /* gpurun.managed, Buffer:prefetch and Buffer:advise, registered. */
 void gpurun_open_managed(lua_State *L);
 
+/* ---- ipc.c --------------------------------------------------------------- */
+
+/* Buffer:ipc_descriptor and gpurun.Buffer.from_ipc, registered. */
+void gpurun_open_buffer_ipc(lua_State *L);
+
 #endif

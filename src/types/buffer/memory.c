@@ -369,6 +369,11 @@ static struct gpurun_buffer *push_ordered_buffer(lua_State *L, size_t count, int
         pool_index = lua_gettop(L);
     }
     struct gpurun_memory_pool *pool = gpurun_check_memory_pool(L, pool_index);
+    if (pool->imported) {
+        const char *name = gpurun_push_pool_name(L, pool);
+        gpurun_error(L, "%s allocates nothing: its memory is another process's (map that "
+                        "process's buffers with gpurun.Buffer.from_ipc)", name);
+    }
     /* Messages only: no text is made on the way to a buffer. */
 #define WHAT() lua_pushfstring(L, "for %I %s elements", (LUAI_UACINT)count, info->name)
 #define SIZE_TEXT() gpurun_format_size(size_text, sizeof size_text, bytes)

@@ -3,7 +3,7 @@
  * from_bytes), with its fields and its tables of methods, registered.
  * Beside it: buffer.c (what a Buffer is), memory.c (allocation, views, the
  * close), copies.c (moving elements), managed.c (managed memory: managed,
- * prefetch, advise), pinned_buffer.c (gpurun.PinnedBuffer);
+ * prefetch, advise), ipc.c (sharing with other processes), pinned_buffer.c (gpurun.PinnedBuffer);
  * comparing buffers is types/compare.c, generating them types/generator.c.
  * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
  * and every range (first, count) that view, fill, copy_from, copy_to,
@@ -245,4 +245,5 @@ void gpurun_open_buffer(lua_State *L)
     gpurun_set_functions(L, module_functions);
     gpurun_capture_set_drop(gpurun_drop_buffer);
     gpurun_open_managed(L);
+    gpurun_open_buffer_ipc(L);
 }
