@@ -15,7 +15,7 @@ describe("gpurun.MemoryPool without a GPU", function()
   it("checks its options before it needs a device", function()
     assert.matches("option 'max_size' must be a non%-negative integer number of bytes",
                    error_of(gpurun.MemoryPool, { max_size = -1 }))
-    assert.matches("unknown option 'nope' %(known: device, release_threshold, max_size%)",
+    assert.matches("unknown option 'nope' %(known: device, release_threshold, max_size, ipc%)",
                    error_of(gpurun.MemoryPool, { nope = 1 }))
     assert.matches("option 'release_threshold' must be a non%-negative integer number of bytes or math.huge",
                    error_of(gpurun.MemoryPool, { release_threshold = 0.5 }))
