@@ -82,7 +82,7 @@ local CLOSED = {
   ProgramOptions = "closed_options", Program = "closed_program", ObjectCode = "closed_ptx",
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
-  Condition = "closed_condition",
+  Condition = "closed_condition", IPCAllocationHandle = "closed_handle",
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
   LinkerOptions = "closed_linker_options", Linker = "closed_linker",
   TensorMap = "closed_tensor_map", SMResource = "closed_sm", Context = "closed_context",
@@ -94,7 +94,7 @@ local FIELD = {
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
   MemoryPool = "device", LinkerOptions = "arch", StructLayout = "size", Struct = "x",
-  SMResource = "sm_count", Context = "device",
+  SMResource = "sm_count", Context = "device", IPCAllocationHandle = "fd",
 }
 
 local SETTOP_FIRST = {
@@ -1704,7 +1704,10 @@ row("dist.reduce_scatter", A(R.buffer_i32, R.buffer), arg_error(2, "dist.reduce_
 
 -- ---- event and stream options ----------------------------------------------------------
 
-local EVENT_KNOWN = "(known: timing, blocking)"
+local EVENT_KNOWN = "(known: timing, blocking, ipc)"
+row("gpurun.Event", A({ ipc = true, timing = true }), arg_error(1, "Event", "an event with ipc = true has no "
+  .. "timing (the driver requires CU_EVENT_DISABLE_TIMING): leave timing out or pass timing = false"))
+row("gpurun.Event", A({ ipc = 1 }), arg_error(1, "Event", "option 'ipc' must be a boolean, got number"))
 row("gpurun.Event", A(5), arg_error(1, "Event", "table of options expected, got number"))
 row("gpurun.Event", A("timing"), arg_error(1, "Event", "table of options expected, got string"))
 row("gpurun.Event", A(R.config), arg_error(1, "Event", "table of options expected, got gpurun.LaunchConfig"))
@@ -2103,10 +2106,111 @@ row("gpurun.zeros", nil, P"gpurun%.MemoryPool%(device %d+, max 64%.00 MiB%): out
 row("gpurun.empty", A(16), "cannot allocate a gpurun.Buffer while a graph is being built (allocate before "
   .. "begin_building, or pass { stream = builder } to allocate inside the graph)", { before = { "building" } })
 
+-- ---- sharing between processes ---------------------------------------------------
+
+-- A descriptor as Buffer:ipc_descriptor lays one out (base/ipc_descriptor.c),
+-- with the fields a row changes.
+local function descriptor(fields)
+  fields = fields or {}
+  return string.pack("<c8I2I2I4I4I4c16I8I8c64", fields.magic or "gpurunIP", fields.version or 1,
+    fields.kind or 2, fields.length or 120, fields.device or 0, fields.dtype or 0,
+    ("\0"):rep(16), fields.count or 4, fields.bytes or 16, ("\0"):rep(64))
+end
+local BUFFER_DESCRIPTOR, EVENT_DESCRIPTOR = descriptor(), descriptor({ kind = 3 })
+local POOL_DESCRIPTOR = descriptor({ kind = 1 })
+local BAD_DESCRIPTORS = {
+  { "abc", "bad IPC descriptor: not a gpurun IPC descriptor (3 bytes without its magic)" },
+  { BUFFER_DESCRIPTOR:sub(1, 40), "bad IPC descriptor: truncated: 40 of 120 bytes" },
+  { BUFFER_DESCRIPTOR:sub(1, 12), "bad IPC descriptor: truncated: 12 of 120 bytes" },
+  { descriptor({ magic = "cudaIPC!" }), "bad IPC descriptor: not a gpurun IPC descriptor (120 bytes without its magic)" },
+  { descriptor({ version = 2 }), "bad IPC descriptor: descriptor version 2, this gpurun reads version 1" },
+  { descriptor({ length = 0xffffffff }), "bad IPC descriptor: its length field says 4294967295 bytes, a version 1 descriptor has 120" },
+  { BUFFER_DESCRIPTOR .. "x", "bad IPC descriptor: trailing bytes: 121 of 120 bytes" },
+  { descriptor({ kind = 9 }), "bad IPC descriptor: unknown descriptor kind 9" },
+  { descriptor({ device = 0x80000000 }), "bad IPC descriptor: device 2147483648 out of range" },
+}
+for _, case in ipairs(BAD_DESCRIPTORS) do
+  row("gpurun.Buffer.from_ipc", A(case[1]), arg_error(1, "from_ipc", case[2]))
+  row("gpurun.Event.from_ipc", A(case[1]), arg_error(1, "from_ipc", case[2]))
+end
+row("gpurun.Buffer.from_ipc", A(), arg_error(1, "from_ipc", "string (an IPC descriptor) expected, got no value"))
+row("gpurun.Buffer.from_ipc", A(R.buffer), arg_error(1, "from_ipc", "string (an IPC descriptor) expected, got gpurun.Buffer"))
+row("gpurun.Buffer.from_ipc", A(EVENT_DESCRIPTOR), arg_error(1, "from_ipc",
+  "IPC descriptor of a buffer expected, got one of a event"))
+row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR), NO_DRIVER, { when = "no_driver" })
+row("gpurun.Buffer.from_ipc", A(descriptor({ device = 63 })), arg_error(1, "from_ipc",
+  "the descriptor names CUDA device 63"), { gpu = true })
+row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, 5), arg_error(2, "from_ipc",
+  "gpurun.MemoryPool (imported with gpurun.MemoryPool.from_allocation_handle) expected, got number"), { gpu = true })
+row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, R.closed_pool), "attempt to use a closed gpurun.MemoryPool", { gpu = true })
+row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, R.pool), arg_error(2, "from_ipc",
+  "gpurun.MemoryPool(device 0) is not an imported pool"), { gpu = true })
+row("gpurun.Event.from_ipc", A(), arg_error(1, "from_ipc", "string (an IPC descriptor) expected, got no value"))
+row("gpurun.Event.from_ipc", A(BUFFER_DESCRIPTOR), arg_error(1, "from_ipc",
+  "IPC descriptor of a event expected, got one of a buffer"))
+row("gpurun.Event.from_ipc", A(EVENT_DESCRIPTOR), NO_DRIVER, { when = "no_driver" })
+row("gpurun.Event.from_ipc", A(descriptor({ kind = 3, device = 63 })), arg_error(1, "from_ipc",
+  "the descriptor names CUDA device 63"), { gpu = true })
+
+row("gpurun.IPCAllocationHandle", A(), arg_error(1, "IPCAllocationHandle", "a file descriptor (an integer) expected, got no value"))
+row("gpurun.IPCAllocationHandle", A(1.5), arg_error(1, "IPCAllocationHandle", "a file descriptor (an integer) expected, got 1.5"))
+row("gpurun.IPCAllocationHandle", A(-1), arg_error(1, "IPCAllocationHandle", "-1 is not an open file descriptor"))
+row("gpurun.IPCAllocationHandle", A(1 << 40), arg_error(1, "IPCAllocationHandle", "1099511627776 is not an open file descriptor"))
+row("gpurun.IPCAllocationHandle", A(2, 5), arg_error(2, "IPCAllocationHandle", "string (a pool's descriptor) or nil expected, got number"))
+row("gpurun.MemoryPool.from_allocation_handle", A(), arg_error(1, "from_allocation_handle",
+  "gpurun.IPCAllocationHandle expected, got no value"))
+row("gpurun.MemoryPool.from_allocation_handle", A(R.closed_handle), "attempt to use a closed gpurun.IPCAllocationHandle")
+row("gpurun.MemoryPool.from_allocation_handle", A(R.handle), arg_error(2, "from_allocation_handle",
+  "the handle carries no descriptor"))
+row("gpurun.MemoryPool.from_allocation_handle", A(R.handle, "xyz"), arg_error(2, "from_allocation_handle",
+  "bad IPC descriptor: not a gpurun IPC descriptor (3 bytes without its magic)"))
+row("gpurun.MemoryPool.from_allocation_handle", A(R.handle, BUFFER_DESCRIPTOR), arg_error(2,
+  "from_allocation_handle", "IPC descriptor of a pool expected, got one of a buffer"))
+row("gpurun.MemoryPool.from_allocation_handle", A(R.handle, POOL_DESCRIPTOR), NO_DRIVER, { when = "no_driver" })
+
+-- gpurun.ipc: every wait ends at the timeout; a path that is no socket is refused.
+local NO_SOCKET = os.tmpname() .. ".no-such-socket"
+local NOT_A_SOCKET = os.tmpname() -- a plain file
+local LONG_PATH = "/tmp/" .. ("x"):rep(200)
+local SHORT = { timeout = 0.05 }
+for _, name in ipairs({ "send", "receive" }) do
+  local label = "gpurun.ipc." .. name
+  local function after_path(...) if name == "send" then return {}, ... end return ... end
+  row(label, A(), arg_error(1, name, "socket path (a non-empty string) expected, got nil"))
+  row(label, A(""), arg_error(1, name, "socket path (a non-empty string) expected, got an empty string"))
+  row(label, A(5), arg_error(1, name, "socket path (a non-empty string) expected, got number"))
+  row(label, A("a\0b"), arg_error(1, name, "socket path contains a NUL byte"))
+  local at = name == "send" and 3 or 2
+  row(label, A(NO_SOCKET, after_path(5)), arg_error(at, name, "options table expected, got number"))
+  local prefix = ("bad argument #%d to '%s' ("):format(at, name)
+  row(label, A(NO_SOCKET, after_path({ nope = 1 })), prefix .. "unknown option 'nope' (known: ")
+  for _, timeout in ipairs({ 0, -1, NAN, INF, "1", 1e9 }) do
+    row(label, A(NO_SOCKET, after_path({ timeout = timeout })), prefix
+      .. "option 'timeout' must be a number of seconds above 0 and at most 86400, got ")
+  end
+  row(label, A(LONG_PATH, after_path(SHORT)), "a Unix socket's path has 1 to 107")
+end
+row("gpurun.ipc.send", A(NO_SOCKET, 5), arg_error(2, "send",
+  "sequence of strings, pools and allocation handles expected, got number"))
+row("gpurun.ipc.send", A(NO_SOCKET, { 5 }, SHORT), arg_error(2, "send",
+  "value 1: string, gpurun.MemoryPool or gpurun.IPCAllocationHandle expected, got number"))
+row("gpurun.ipc.send", A(NO_SOCKET, { R.handle }, SHORT), arg_error(2, "send",
+  "value 1: the allocation handle carries no descriptor"))
+row("gpurun.ipc.send", A(NO_SOCKET, { R.closed_handle }, SHORT), "attempt to use a closed gpurun.IPCAllocationHandle")
+row("gpurun.ipc.send", A(NO_SOCKET, { "x" }, SHORT), "gpurun.ipc.send: no receiver at '" .. NO_SOCKET
+  .. "' within 0.05 s (no such socket)")
+row("gpurun.ipc.receive", A(NO_SOCKET, SHORT), "gpurun.ipc.receive: no sender connected to '" .. NO_SOCKET
+  .. "' within 0.05 s")
+row("gpurun.ipc.receive", A(NOT_A_SOCKET, SHORT), "exists and is not a socket")
+row("gpurun.ipc.receive", A(NO_SOCKET, { import = 1 }), arg_error(2, "receive", "option 'import' must be a boolean, got number"))
+row("gpurun.ipc.receive", A(NO_SOCKET, { max_bytes = 3 }), arg_error(2, "receive",
+  "option 'max_bytes' must be an integer from 14 to 4294967295, got 3"))
+
 row("gpurun.MemoryPool", A(5), arg_error(1, "MemoryPool", "table of options expected, got number"))
 row("gpurun.MemoryPool", A("big"), arg_error(1, "MemoryPool", "table of options expected, got string"))
 row("gpurun.MemoryPool", A({ nope = 1 }),
-  arg_error(1, "MemoryPool", "unknown option 'nope' (known: device, release_threshold, max_size)"))
+  arg_error(1, "MemoryPool", "unknown option 'nope' (known: device, release_threshold, max_size, ipc)"))
+row("gpurun.MemoryPool", A({ ipc = "yes" }), arg_error(1, "MemoryPool", "option 'ipc' must be a boolean, got string"))
 row("gpurun.MemoryPool", A({ maxsize = 1 }), "unknown option 'maxsize'")
 row("gpurun.MemoryPool", A({ max_size = -1 }), arg_error(1, "MemoryPool",
   "option 'max_size' must be a non-negative integer number of bytes (0: the driver's limit), got -1"))

@@ -314,6 +314,8 @@ GPU_FACTORIES = {
     gone:close()
     return map
   end,
+  handle = function() return gpurun.IPCAllocationHandle(2) end, -- over a duplicate of stderr
+  closed_handle = function() return closed(gpurun.IPCAllocationHandle(2)) end,
   pool = function() current_device(); return gpurun.MemoryPool() end,
   closed_pool = function() current_device(); return closed(gpurun.MemoryPool()) end,
   small_pool = function() current_device(); return gpurun.MemoryPool({ max_size = 64 << 20 }) end, -- the driver rounds a maximum up to its granularity (32 MiB on an H200)
@@ -445,6 +447,7 @@ local function caller(label, any_self)
   local module_function = label:match("^gpurun%.([%w_]+)$") or label:match("^gpurun%.(%u%w*%.[%w_]+)$")
     or label:match("^gpurun%.(system%.[%w_]+)$")
     or label:match("^gpurun%.(checkpoint%.[%w_]+)$")
+    or label:match("^gpurun%.(ipc%.[%w_]+)$")
   local type_name, method = label:match("^(%u%w*):([%w_]+)$")
   local mt_type, metamethod = label:match("^(%u%w*)%.(__[%w_]+)$")
   local dist_function = label:match("^dist%.([%w_]+)$")

@@ -325,7 +325,7 @@ void gpurun_check_ipc_descriptor(lua_State *L, int arg, int kind, struct ipc_des
         != 0)
         gpurun_arg_error(L, arg, "bad IPC descriptor: %s", why);
     if (descriptor->kind != kind)
-        gpurun_arg_error(L, arg, "a %s's IPC descriptor expected, got a %s's",
+        gpurun_arg_error(L, arg, "IPC descriptor of a %s expected, got one of a %s",
                          ipc_descriptor_kind_name(kind), ipc_descriptor_kind_name(descriptor->kind));
     gpurun_require_driver(L);
     int count = cuda_driver_device_count();
