@@ -78,6 +78,8 @@ local SMALL = {
     runs = { { "--gpumethod", "0" }, { "--gpumethod", "1" }, { "--gpumethod", "2" } },
     passed = "\n&&&& jacobiCudaGraphs PASSED\n",
   },
+  ["samples/4_DistributedComputing/ipcMemoryPool.lua"] = { runs = { { "--elements", "1000", "--timeout", "60" } },
+    passed = "\nIPC round-trip: OK\n" },
   ["samples/4_DistributedComputing/multiGPUGradientAverage.lua"] = {
     runs = { { "--size", "1000" } }, ranks = 2, passed = "\n[PASS] Gradient averaging is correct on all ranks.\n",
   },

@@ -25,8 +25,8 @@ cuda.core, cuda.compute, CuPy and NumPy are installed, and runs an original
 only when its file is there and python3 is: an original that stops for a
 missing package is reported so, not as a failure. The C++ graph samples'
 originals need the cuda-samples build and are not run here. The
-distributed ports run under mpirun, one rank per GPU, where the host has two
-GPUs or more, and are skipped otherwise. A port passes when it exits 0.
+ports over gpurun.dist run under mpirun, one rank per GPU, where the host has
+two GPUs or more, and are skipped otherwise. A port passes when it exits 0.
 USAGE
 }
 
@@ -100,9 +100,9 @@ failed=0
 skipped=0
 while read -r sample path; do
   name=${sample##*/}
-  # The distributed ports run one MPI rank per GPU, and need two at least.
+  # The ports over gpurun.dist run one MPI rank per GPU, and need two at least.
   command=("$bin" "$path")
-  if [[ $sample == 4_DistributedComputing/* ]]; then
+  if grep -q 'require("gpurun.dist")' "$path"; then
     if [ "$devices" -lt 2 ] || ! command -v mpirun >/dev/null; then
       echo
       echo "== $sample: skipped: one MPI rank per GPU, and this host has $devices GPU$(

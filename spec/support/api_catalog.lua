@@ -197,7 +197,8 @@ catalog.type_functions = {
   -- damaged one, or anything), allocation_handle (an IPCAllocationHandle),
   -- socket_path (a Unix socket's path), ipc_values (send's sequence),
   -- ipc_options (send's and receive's { timeout =, import =, max_bytes = };
-  -- the fuzzer keeps timeouts short). ipc: it waits on a socket.
+  -- the fuzzer keeps timeouts short). ipc: it waits on a socket, with its
+  -- options at that position (the fuzzer's guard shortens the wait).
   MemoryPool = {
     from_allocation_handle = { args = { "allocation_handle", "ipc_descriptor" }, needs = "driver" },
   },
@@ -208,8 +209,8 @@ catalog.type_functions = {
     from_ipc = { args = { "ipc_descriptor" }, needs = "driver" },
   },
   ipc = {
-    send = { args = { "socket_path", "ipc_values", "ipc_options" }, ipc = true },
-    receive = { args = { "socket_path", "ipc_options" }, ipc = true },
+    send = { args = { "socket_path", "ipc_values", "ipc_options" }, ipc = 3 },
+    receive = { args = { "socket_path", "ipc_options" }, ipc = 2 },
   },
   -- gpurun.checkpoint: this process's checkpoint (checkpoint_lock_options:
   -- lock's { timeout_ms = }).

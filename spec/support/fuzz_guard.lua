@@ -61,6 +61,26 @@ function guard.tame(spec, args, self_offset)
       args[at] = guard.SCRATCH_PATH
     end
   end
+  if spec.ipc then
+    -- A socket only in the scratch folder, and every wait short: a
+    -- receive with the default timeout would listen for half a minute.
+    local path = args[1 + self_offset]
+    if type(path) == "string" and path ~= "" and not path:find("\0", 1, true) then
+      args[1 + self_offset] = guard.SCRATCH_PATH .. ".sock"
+    end
+    local at = spec.ipc + self_offset
+    local drawn = args[at]
+    if drawn == nil or type(drawn) == "table" then
+      local options = {}
+      for key, value in next, drawn or {} do options[key] = value end
+      local timeout = rawget(options, "timeout")
+      if timeout == nil or (type(timeout) == "number" and timeout > 0.02) then
+        options.timeout = 0.02
+      end
+      args[at] = options
+      if args.n and args.n < at then args.n = at end
+    end
+  end
   if spec.condition_default then
     local at = spec.condition_default + self_offset
     local value = tonumber(args[at])

@@ -469,6 +469,25 @@ draws = {
   pipeline_options = from({ nil, {}, { name = "fuzz" }, { max_streams = 2 }, { fuse = false },
     { timing = true }, { strict = true } }, 0.7, { { nope = 1 }, { max_streams = 0 }, "x", 5 }),
   pool = function(p) return p:typed("MemoryPool") end,
+  ipc_descriptor = function(p)
+    local sound = string.pack("<c8I2I2I4I4I4c16I8I8c64", "gpurunIP", 1, p:pick({ 1, 2, 3 }), 120,
+      p:pick({ 0, 1, 63 }), p:pick({ 0, 1, 99 }), ("\0"):rep(16), p:pick({ 0, 4, 1 << 62 }),
+      p:pick({ 0, 16, 1 << 63 }), ("\0"):rep(64))
+    return p:pick({ sound, sound:sub(1, p:pick({ 0, 8, 15, 16, 119 })), sound .. "x",
+      "gpurunIP\2\0", ("\255"):rep(120), "" })
+  end,
+  allocation_handle = function(p)
+    if p:chance(0.8) then return p:typed("IPCAllocationHandle") end
+    return p:any()
+  end,
+  file_descriptor = from({ 2, 1 }, 0.7, { -1, 1 << 40, 1.5, "2" }),
+  socket_path = from({ "fuzz.sock" }, 0.8, { "", ("x"):rep(200), 5 }),
+  ipc_values = function(p)
+    return p:pick({ {}, { "a" }, { "a", "" }, { p:typed("IPCAllocationHandle") }, { 5 }, "x" })
+  end,
+  ipc_options = from({ nil, {}, { timeout = 0.01 }, { import = false } }, 0.7,
+    { { timeout = -1 }, { timeout = 0 / 0 }, { nope = 1 }, { max_bytes = 3 }, { import = 1 }, 5 }),
+  access_mode = from({ "rw", "r", "none" }, 0.8, { "x", 5, "" }),
   managed_options = from({ nil, {}, { attach = "global" }, { attach = "host" } }, 0.8,
     { { attach = "device" }, { attach = 1 }, { attach = "" }, { nope = 1 }, "host", 5 }),
   pinned_options = from({ nil, {}, { mapped = true }, { mapped = false } }, 0.8,

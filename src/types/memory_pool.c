@@ -263,14 +263,14 @@ static int module_memory_pool(lua_State *L)
     CUcontext context = gpurun_primary_context(L, ordinal);
     CUdevice device = check_pools_supported(L, ordinal);
     if (ipc) {
-        int supported = 0;
+        int handle_types = 0;
         CHECK_CUDA(L, "asking whether the device shares pools as file descriptors",
-                   cuDeviceGetAttribute, &supported,
-                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device);
-        if (!supported)
+                   cuDeviceGetAttribute, &handle_types,
+                   CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device);
+        if (!(handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
             gpurun_error(L, "gpurun.MemoryPool: device %d cannot share a pool as a POSIX file "
-                            "descriptor (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_"
-                            "SUPPORTED is 0), so ipc = true is refused", ordinal);
+                            "descriptor (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES is "
+                            "%d), so ipc = true is refused", ordinal, handle_types);
     }
     struct gpurun_memory_pool *pool =
         gpurun_new_object(L, sizeof *pool, 0, &gpurun_memory_pool_tag);

@@ -101,7 +101,7 @@ return function(internal)
               type_name(1, value)), 0)
         end
       end
-      core.send(socket_path, table.concat(parts), options.timeout or DEFAULT_TIMEOUT, handles)
+      core.send(socket_path, table.concat(parts), rawget(options, "timeout") or DEFAULT_TIMEOUT, handles)
     end)
     for _, handle in ipairs(exported) do handle:close() end
     if not ok then raise(tostring(why)) end
@@ -163,7 +163,7 @@ return function(internal)
       raise(("bad argument #2 to '%s' (option 'max_bytes' must be an integer from 14 to "
         .. "4294967295, got %s)"):format(name, tostring(max_bytes)))
     end
-    local bytes, handles = core.receive(socket_path, options.timeout or DEFAULT_TIMEOUT, max_bytes)
+    local bytes, handles = core.receive(socket_path, rawget(options, "timeout") or DEFAULT_TIMEOUT, max_bytes)
     local ok, values, count = pcall(parse, bytes, handles)
     if not ok then
       for _, handle in ipairs(handles) do handle:close() end
