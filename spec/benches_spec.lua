@@ -20,6 +20,7 @@ local BAD_VALUE = {
   ["bench/cubin_load.lua"] = { "--seconds -1", "--seconds: expected a positive number" },
   ["bench/managed_memory.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
   ["bench/lto_link.lua"] = { "--sizes 4096,x", "--sizes: expected a positive integer, got 'x'" },
+  ["bench/ipc_share.lua"] = { "--buffers 0", "--buffers: expected a positive integer, got '0'" },
   ["bench/system_report.lua"] = { "--reps 0", "--reps: expected a positive integer, got '0'" },
   ["bench/tensor_map_launch.lua"] = { "--seconds 0", "--seconds: expected a positive number" },
 }
