@@ -1,12 +1,10 @@
 -- bench/ipc_share.lua: what sharing a pool's buffers with another process
 -- costs. The parent exports --buffers buffers of a MemoryPool{ ipc = true }
--- (Buffer:ipc_descriptor) and sends the pool and the descriptors to a
--- child gpurun (this script with --child) over gpurun.ipc; the child
--- imports each (Buffer.from_ipc) and closes it. Printed: microseconds per
--- buffer to export, to import, to close an import (medians of --reps), the
--- pool's export and import once, and the round trip of a write: the parent
--- fills a buffer and records an IPC event, the child waits on it and reads
--- the first element, from the parent's fill to the child's answer.
+-- and sends them with the pool to a child gpurun (this script, --child),
+-- which imports each and closes it. Printed: us per buffer to export, to
+-- import and to close an import (medians of --reps), the pool's export and
+-- import once, and a write's round trip: the parent fills a buffer and
+-- records an IPC event, the child waits on it and reads the first element.
 --
 --   build/gpurun bench/ipc_share.lua [--buffers 1000] [--reps 5] [--elements 1024]
 

@@ -20,11 +20,11 @@ static int push_handle(lua_State *L)
 /* send(path, bytes, timeout, { handles... }) */
 static int core_send(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = gpurun_check_string(L, 1, NULL);
     size_t length = 0;
-    const char *bytes = luaL_checklstring(L, 2, &length);
-    double timeout = luaL_checknumber(L, 3);
-    luaL_checktype(L, 4, LUA_TTABLE);
+    const char *bytes = gpurun_check_string(L, 2, &length);
+    double timeout = gpurun_check_number(L, 3);
+    gpurun_check_table(L, 4);
     int fds[IPC_SOCKET_MAX_FDS];
     int count = (int)lua_rawlen(L, 4);
     if (count > IPC_SOCKET_MAX_FDS)
@@ -70,9 +70,9 @@ static int push_received(lua_State *L)
 /* receive(path, timeout, max_bytes) -> bytes, { handles... } */
 static int core_receive(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
-    double timeout = luaL_checknumber(L, 2);
-    lua_Integer max_bytes = luaL_checkinteger(L, 3);
+    const char *path = gpurun_check_string(L, 1, NULL);
+    double timeout = gpurun_check_number(L, 2);
+    lua_Integer max_bytes = gpurun_check_integer(L, 3, NULL);
     struct received message = {0};
     char why[512];
     if (ipc_socket_receive(path, timeout, (size_t)max_bytes, &message.bytes, &message.length,
