@@ -11,13 +11,14 @@ local common = {}
 -- operation sees), header (the one declaring c, or nil), size,
 -- compute_size (the bytes of compute: what a reduction's accumulator or a
 -- scan's value takes), scalar (the typed-scalar constructor), float, kind,
--- min, max.
+-- min, max, digits (a float's significant bits).
 common.DTYPES = {}
 local names = {}
 for index, dtype in ipairs(gpurun.dtypes) do
   common.DTYPES[dtype.name] = {
     c = dtype.c_type, compute = dtype.compute_type, header = dtype.header, size = dtype.size,
     scalar = dtype.scalar, float = dtype.float, kind = dtype.kind, min = dtype.min, max = dtype.max,
+    digits = dtype.digits,
   }
   names[index] = dtype.name
 end

@@ -355,6 +355,49 @@ struct __nv_bfloat16 {
     }
 };
 
+// The device_rng kernels' intrinsics: the high half of a 64-bit product,
+// conversions rounding down (toward -inf), and sine and cosine of pi x.
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
+{
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+inline float __double2float_rd(double x)
+{
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+// The 16-bit value just below a finite one (sign and magnitude, as IEEE).
+inline unsigned short emu_bits_below(unsigned short bits)
+{
+    if (bits & 0x8000u)
+        return (unsigned short)(bits + 1u);
+    return bits == 0 ? (unsigned short)0x8001u : (unsigned short)(bits - 1u);
+}
+inline __half __float2half_rd(float x)
+{
+    __half h(x);
+    if ((float)h > x)
+        h.bits = emu_bits_below(h.bits);
+    return h;
+}
+inline __nv_bfloat16 __float2bfloat16_rd(float x)
+{
+    __nv_bfloat16 h(x);
+    if ((float)h > x)
+        h.bits = emu_bits_below(h.bits);
+    return h;
+}
+inline void sincospif(float x, float *s, float *c)
+{
+    *s = (float)sin(M_PI * (double)x);
+    *c = (float)cos(M_PI * (double)x);
+}
+inline void sincospi(double x, double *s, double *c)
+{
+    *s = sin(M_PI * x);
+    *c = cos(M_PI * x);
+}
+
 // The scan's helpers, as C++ (the real ones are inline PTX).
 #define GPURUN_SCAN_COMMON
 inline void _gs_store_release(unsigned int *p, unsigned int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

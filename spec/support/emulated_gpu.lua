@@ -172,6 +172,10 @@ function Session:program(text)
   return index
 end
 
+-- The parameter types a plain Lua number is passed to, by their C spelling.
+local NUMBER_PACK = { ["unsigned long long"] = "<I8", ["long long"] = "<i8", double = "<d",
+                      float = "<f", int = "<i4", ["unsigned int"] = "<I4" }
+
 function Session:record_launch(kernel, config, ...)
   local count = select("#", ...)
   assert(count == #kernel.params, ("%s: %d arguments for %d parameters"):format(kernel.name, count,
@@ -183,7 +187,10 @@ function Session:record_launch(kernel, config, ...)
     if getmetatable(arg) == Buffer then
       lines[#lines + 1] = ("b %d %d"):format(arg.id, arg.offset)
     else
-      local bytes = arg.bytes -- a typed scalar's bytes, as a kernel parameter holds them
+      -- a typed scalar's bytes, as a kernel parameter holds them; a plain
+      -- number as gpurun.launch converts it to the parameter's type
+      local bytes = type(arg) == "number" and string.pack(NUMBER_PACK[kernel.params[index].c], arg)
+        or arg.bytes
       lines[#lines + 1] = ("s %d %s"):format(#bytes, hex(bytes))
     end
   end

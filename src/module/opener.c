@@ -97,6 +97,7 @@ static const char *const lua_parts[] = {
     "guard",           /* gpurun.guard */
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
     "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
+    "random",          /* gpurun.device_rng, gpurun.DeviceGenerator */
     "system",          /* gpurun.system (NVML) */
     "ipc",             /* gpurun.ipc.send, receive */
 };
