@@ -82,6 +82,7 @@ local CLOSED = {
   ProgramOptions = "closed_options", Program = "closed_program", ObjectCode = "closed_ptx",
   Kernel = "closed_kernel", LaunchPlan = "closed_plan", Buffer = "closed_buffer",
   Generator = "closed_rng", GraphBuilder = "closed_builder", Graph = "closed_graph",
+  DeviceGenerator = "closed_drng",
   Condition = "closed_condition", IPCAllocationHandle = "closed_handle",
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
   LinkerOptions = "closed_linker_options", Linker = "closed_linker",
@@ -2021,6 +2022,79 @@ row("Buffer:save", A(R.buffer, SAVE_PATH, { 4, 4.5 }),
 row("Buffer:save", A(R.buffer, SAVE_PATH, 16), arg_error(2, "save", "shape table expected, got number"))
 row("Buffer:save", A(R.view, SAVE_PATH, { 16 }), arg_error(2, "save", "shape {16} holds 16 elements, the buffer 8"))
 row("Buffer:save", A(R.orphan_view, SAVE_PATH), "attempt to use a closed gpurun.Buffer")
+
+-- ---- device generators -----------------------------------------------------------------------
+
+row("gpurun.device_rng", A(), arg_error(1, "device_rng", "integer seed expected, got no value"))
+row("gpurun.device_rng", A(nil), arg_error(1, "device_rng", "integer seed expected, got nil"))
+row("gpurun.device_rng", A("1"), arg_error(1, "device_rng", "integer seed expected, got string"))
+row("gpurun.device_rng", A(R.rng), arg_error(1, "device_rng", "integer seed expected, got gpurun.Generator"))
+row("gpurun.device_rng", A(1.5), arg_error(1, "device_rng", "integer seed expected, got 1.5"))
+row("gpurun.device_rng", A(NAN), P("integer seed expected, got " .. NAN_TEXT))
+row("gpurun.device_rng", A(INF), arg_error(1, "device_rng", "integer seed expected, got inf"))
+row("gpurun.device_rng", A(1), NO_DEVICE, { when = "no_device" })
+row("gpurun.device_rng", A(1), NO_DRIVER, { when = "no_driver" })
+
+local FILLS = { random = {}, uniform = { 0, 1 }, normal = { 0, 1 }, integers = { 0, 10 } }
+for _, method in ipairs({ "random", "uniform", "normal", "integers" }) do
+  local label, at = "DeviceGenerator:" .. method, #FILLS[method] + 2
+  local function with(first, ...)
+    local args = A(R.drng, first, table.unpack(FILLS[method]))
+    for i = 1, select("#", ...) do args[args.n + i] = select(i, ...) end
+    args.n = args.n + select("#", ...)
+    return args
+  end
+  for _, count in ipairs({ 0, -1, 1.5, "16", {} }) do
+    row(label, with(count, nil, { stream = R.stream }),
+      arg_error(1, method, "gpurun.Buffer or positive element count expected, got "
+        .. (type(count) == "number" and tostring(count) or type(count))))
+  end
+  row(label, with(16, "float8", { stream = R.stream }), arg_error(at, method, "unknown dtype 'float8' " .. DTYPE_LIST))
+  row(label, with(16, 4, { stream = R.stream }), arg_error(at, method, "dtype name expected, got number"))
+  row(label, with(16, nil, { strem = R.stream }), "unknown option 'strem' (known: stream)")
+  row(label, with(16, nil, { stream = 3 }),
+    "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number")
+  row(label, with(16, nil, "fast"), "options table expected, got string")
+  row(label, with(R.closed_buffer, nil, { stream = R.stream }), "attempt to use a closed gpurun.Buffer")
+  row(label, with(16, nil, { stream = R.building }), "pass the buffer to fill on a gpurun.GraphBuilder")
+end
+local FLOAT_ONLY = "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"
+row("DeviceGenerator:random", A(R.drng, 16, "int32", { stream = R.stream }), arg_error(2, "random", FLOAT_ONLY))
+row("DeviceGenerator:random", A(R.drng, R.buffer_i32, { stream = R.stream }), arg_error(1, "random", FLOAT_ONLY))
+row("DeviceGenerator:random", A(R.drng, R.buffer, "float64", { stream = R.stream }),
+  arg_error(2, "random", "dtype float64 does not match the buffer's, float32"))
+row("DeviceGenerator:integers", A(R.drng, R.buffer, 0, 4, { stream = R.stream }),
+  arg_error(1, "integers", "integer dtype expected, got float32 (random() makes float buffers)"))
+row("DeviceGenerator:uniform", A(R.drng, 16, "0", 1), arg_error(2, "uniform", "number expected for low, got string"))
+row("DeviceGenerator:uniform", A(R.drng, 16, 0, INF), arg_error(3, "uniform", "high must be finite, got inf"))
+row("DeviceGenerator:uniform", A(R.drng, 16, NAN, 1), P("low must be finite, got " .. NAN_TEXT))
+row("DeviceGenerator:uniform", A(R.drng, 16, 1, 1),
+  arg_error(3, "uniform", "high (1) must be greater than low (1), with high - low finite"))
+row("DeviceGenerator:uniform", A(R.drng, 16, -1e308, 1e308), "with high - low finite")
+row("DeviceGenerator:uniform", A(R.drng, 16, 0, 70000, "float16"),
+  arg_error(3, "uniform", "range [0, 70000) does not fit float16 (largest 65504)"))
+row("DeviceGenerator:normal", A(R.drng, 16, 0, -1), arg_error(3, "normal", "std must be 0 or more, got -1"))
+row("DeviceGenerator:normal", A(R.drng, 16, INF, 1), arg_error(2, "normal", "mean must be finite, got inf"))
+row("DeviceGenerator:normal", A(R.drng, 16, 0, {}), arg_error(3, "normal", "number expected for std, got table"))
+row("DeviceGenerator:integers", A(R.drng, 16, {}, 1), arg_error(2, "integers", "number expected, got table"))
+row("DeviceGenerator:integers", A(R.drng, 16, 0, 1.5), arg_error(3, "integers", "number has no integer representation"))
+row("DeviceGenerator:integers", A(R.drng, 16, 5, 5), arg_error(3, "integers", "high (5) must be greater than low (5)"))
+row("DeviceGenerator:integers", A(R.drng, 16, 0, 300, "uint8"),
+  arg_error(3, "integers", "range [0, 300) does not fit uint8 (0..255)"))
+row("DeviceGenerator:integers", A(R.drng, 16, -1, 10, "uint32"), "range [-1, 10) does not fit uint32")
+row("DeviceGenerator:set_state", A(R.drng, 3),
+  arg_error(1, "set_state", "table { seed =, offset =, stream = } expected, got number"))
+row("DeviceGenerator:set_state", A(R.drng, {}), arg_error(1, "set_state", "integer seed expected, got nil"))
+row("DeviceGenerator:set_state", A(R.drng, { seed = 1.5 }), arg_error(1, "set_state", "integer seed expected, got 1.5"))
+row("DeviceGenerator:set_state", A(R.drng, { sed = 1 }), "unknown option 'sed' (known: seed, offset, stream)")
+row("DeviceGenerator:set_state", A(R.drng, { seed = 1, offset = -1 }),
+  arg_error(1, "set_state", "offset must be an integer of 0 or more, got -1"))
+row("DeviceGenerator:set_state", A(R.drng, { seed = 1, stream = "s" }),
+  arg_error(1, "set_state", "stream must be a gpurun.Stream or gpurun.GraphBuilder, got string"))
+row("DeviceGenerator:get_state", A(R.drng, 5), arg_error(1, "get_state", "options table expected, got number"))
+row("DeviceGenerator:get_state", A(R.drng, { nope = 1 }), "unknown option 'nope' (known: stream)")
+row("DeviceGenerator:get_state", A(R.drng, { stream = R.building }),
+  "options.stream must be a gpurun.Stream (the state is read now, so it cannot be captured), got gpurun.GraphBuilder")
 
 -- ---- memory pools and stream-ordered buffers ---------------------------------------------
 

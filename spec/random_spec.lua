@@ -163,6 +163,37 @@ describe("device_rng on the emulated GPU", function()
     end
   end)
 
+  -- `rounds` rounds of the four fills into given buffers, after `warm`
+  -- rounds: the KiB the collector counted during them.
+  local function growth(gen, out, ints, opts, warm, rounds)
+    local function round()
+      gen:random(out, opts)
+      gen:uniform(out, -1, 1, opts)
+      gen:normal(out, 0, 1, opts)
+      gen:integers(ints, -5, 5, opts)
+    end
+    for _ = 1, warm do round() end
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, rounds do round() end
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    return after - before
+  end
+
+  it("fills a given buffer with no table or string made once its kernels are loaded", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local gen = gpurun.device_rng(3)
+    local out, ints = session:zeros(64, "float32"), session:zeros(64, "int16")
+    local opts = { stream = session.stream }
+    growth(gen, out, ints, opts, 3, 0) -- the kernels and the launch shapes are made
+    local launches = 0
+    gpurun.launch = function() launches = launches + 1 end -- the session puts its own back
+    assert.equal(0, growth(gen, out, ints, opts, 0, 1000))
+    assert.equal(4000, launches)
+  end)
+
   it("refuses every bad argument, naming it, before anything runs", function()
     local session <close> = emulated.session{ multiprocessors = 2 }
     local stream = session.stream
@@ -276,6 +307,28 @@ describe("device_rng on the device", function()
         check(v >= 3 and v < 100, "%s element %d: %d", dtype, i, v)
       end
     end
+  end)
+
+  it("allocates nothing per fill into a given buffer once its kernels are loaded #gpu", function()
+    local s = setup()
+    local gen <close> = gpurun.device_rng(9)
+    local out <close> = gpurun.empty(4096, "float32")
+    local ints <close> = gpurun.empty(4096, "int16")
+    local opts = { stream = s }
+    for _ = 1, 4 do
+      gen:random(out, opts); gen:uniform(out, -1, 1, opts); gen:normal(out, 0, 1, opts); gen:integers(ints, -5, 5, opts)
+    end
+    s:sync()
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 1000 do
+      gen:random(out, opts); gen:uniform(out, -1, 1, opts); gen:normal(out, 0, 1, opts); gen:integers(ints, -5, 5, opts)
+    end
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    s:sync()
+    assert.are.equal(before, after)
   end)
 
   it("draws new numbers at each replay of a captured fill; set_state reproduces them #gpu", function()

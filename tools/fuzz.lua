@@ -255,6 +255,7 @@ local function gpu_factories()
     return factory.code:get_kernel("vec_add"):bind(factory.config, a, a, a, gpurun.u64(16))
   end
   function fresh.GraphBuilder() return fresh.Stream():create_graph_builder() end
+  function fresh.DeviceGenerator() return gpurun.device_rng(next_of({ 1, -7, 0, math.maxinteger })) end
   -- A group of a split, the remainder, or the whole device's SMs; green
   -- contexts of a group (the device's minimum partition).
   function fresh.SMResource()
@@ -308,7 +309,7 @@ local function setup_gpu()
 
   pool:add(device)
   for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan",
-      "MemoryPool", "TensorMap" }) do
+      "MemoryPool", "TensorMap", "DeviceGenerator" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end

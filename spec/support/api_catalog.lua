@@ -10,7 +10,7 @@ local catalog = {}
 -- metatable's name.
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
-  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "GraphBuilder", "Graph",
+  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "DeviceGenerator", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
   "StructLayout", "Struct",
   "TensorMap", "SMResource", "Context", "IPCAllocationHandle",
@@ -29,7 +29,7 @@ catalog.internal_types = {
 catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
-  MemoryPool = true, TensorMap = true, SMResource = true, Context = true,
+  MemoryPool = true, TensorMap = true, SMResource = true, Context = true, DeviceGenerator = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -85,6 +85,9 @@ catalog.device_types = {
 --   (gpurun.matmul's table), blas_alpha (a number or a 1-element buffer),
 --   blas_options (axpy's and scal's { stream = }), blas_result_options
 --   (dot's and nrm2's { out =, stream = }).
+--   For device_rng: buffer_or_count (a fill's buffer, or an element count),
+--   rng_options (a fill's and get_state's { stream = }), rng_state
+--   (set_state's { seed =, offset =, stream = }).
 -- reduces = the call generates and compiles a kernel for its arguments'
 -- dtypes (NVRTC's time, once per dtype: the fuzzer's draws stay few).
 -- writes = the argument position of a path the call writes (the fuzzer
@@ -136,6 +139,7 @@ catalog.functions = {
   compare = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   allclose = { args = { "buffer", "buffer_or_number", "tolerance", "tolerance" }, needs = "device" },
   default_rng = { args = { "seed" } },
+  device_rng = { args = { "seed" }, needs = "device" },
   elementwise = { args = { "params_text", "params_text", "c_expression", "kernel_name", "kernel_options" } },
   elementwise_pipeline = { args = { "params_text", "stage_list", "stage_names", "kernel_name",
                                     "pipeline_kernel_options" } },
@@ -324,6 +328,18 @@ catalog.methods = {
     random_table = { args = { "count", "dtype" }, host_table = 1 },
     close = { args = {} },
   },
+  DeviceGenerator = {
+    random = { args = { "buffer_or_count", "dtype", "rng_options" }, allocates = 1, reduces = true },
+    uniform = { args = { "buffer_or_count", "number", "number", "dtype", "rng_options" }, allocates = 1,
+                reduces = true },
+    normal = { args = { "buffer_or_count", "number", "number", "dtype", "rng_options" }, allocates = 1,
+               reduces = true },
+    integers = { args = { "buffer_or_count", "integer", "integer", "dtype", "rng_options" }, allocates = 1,
+                 reduces = true },
+    set_state = { args = { "rng_state" } },
+    get_state = { args = { "rng_options" } },
+    close = { args = {} },
+  },
   GraphBuilder = {
     begin_building = { args = {} },
     end_building = { args = {} },
@@ -407,6 +423,7 @@ catalog.metamethods = {
   Scalar = { "__index", "__tostring" },
   Buffer = { "__index", "__len", "__tostring", "__close" },
   Generator = { "__tostring", "__close" },
+  DeviceGenerator = { "__tostring", "__close" },
   GraphBuilder = { "__index", "__tostring", "__close" },
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },

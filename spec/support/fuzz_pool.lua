@@ -632,6 +632,21 @@ draws = {
     if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { stream = 5 } }) end
     return { stream = draws.launch_target(p) }
   end,
+  buffer_or_count = function(p)
+    if p:chance(0.6) then return p:typed("Buffer") end
+    return p:count()
+  end,
+  rng_options = function(p)
+    if p:chance(0.1) then return p:pick({ 5, { nope = 1 }, { stream = 5 }, "stream" }) end
+    return { stream = draws.launch_target(p) }
+  end,
+  rng_state = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, {}, { seed = 1.5 }, { seed = 1, offset = -1 }, { seed = 1, stream = "s" }, { nope = 1 } })
+    end
+    return { seed = p:pick({ 0, 1, -7, math.maxinteger }), offset = p:pick({ 0, 3, 1 << 40 }),
+             stream = p:chance(0.5) and draws.launch_target(p) or nil }
+  end,
   blas_result_options = function(p)
     if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { out = 5 } }) end
     return { stream = draws.launch_target(p), out = p:chance(0.5) and p:typed("Buffer") or nil }
