@@ -1,5 +1,5 @@
 """bench/common.py: what the Python peers of the gpurun benches share
-(fused_compare.py, reduce_compare.py, alloc_compare.py,
+(fused_compare.py, reduce_compare.py, alloc_compare.py, random_compare.py,
 cubin_load_compare.py): their options (--sizes, --reps, --seconds,
 --json), the timed loop as gpurun.bench.measure runs it, JSON in and
 out, and notes on stderr. Standard library only: the scripts import
