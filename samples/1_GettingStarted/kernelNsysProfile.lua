@@ -2,9 +2,9 @@
 -- kernelNsysProfile (cuda.core). Three template kernels (vector add, SAXPY,
 -- sqrt(x^2 + 1) + sin(x)) compiled by name and launched inside named NVTX
 -- ranges, for Nsight Systems to show (nsys profile gpurun ...), then checked
--- against the same operations on the host. gpurun's generator draws
--- uniform numbers, so the two normal input arrays are made from them on
--- the host (Box-Muller) where the original draws them on the GPU with CuPy.
+-- against the same operations on the host. The two standard normal input
+-- arrays are drawn on the GPU, by gpurun.device_rng where the original
+-- calls CuPy's generator.
 --
 --   gpurun samples/1_GettingStarted/kernelNsysProfile.lua [-n N | --array-size N]
 
@@ -45,24 +45,13 @@ cli:integer_option("-n --array-size", "Array size.", 50000, 1)
 local options = cli:parse(arg)
 local n = options.array_size
 
--- n standard normal draws from the generator's uniforms (Box-Muller), and
--- their mean and standard deviation.
-local function normal_draws(rng)
-  local uniform = rng:random_table(n + n % 2)
-  local values, sum, squares = {}, 0.0, 0.0
-  for i = 1, n, 2 do
-    local radius = math.sqrt(-2 * math.log(1 - uniform[i])) -- 1 - u is in (0, 1]
-    local angle = 2 * math.pi * uniform[i + 1]
-    values[i], values[i + 1] = radius * math.cos(angle), radius * math.sin(angle)
-  end
-  values[n + 1] = nil
-  for i = 1, n do
-    values[i] = string.unpack("f", string.pack("f", values[i])) -- as float32 holds it
-    sum = sum + values[i]
-  end
-  local mean = sum / n
-  for i = 1, n do squares = squares + (values[i] - mean) ^ 2 end
-  return values, mean, math.sqrt(squares / n)
+-- The mean and the standard deviation of a sequence.
+local function moments(values)
+  local sum, squares = 0.0, 0.0
+  for i = 1, #values do sum = sum + values[i] end
+  local mean = sum / #values
+  for i = 1, #values do squares = squares + (values[i] - mean) ^ 2 end
+  return mean, math.sqrt(squares / #values)
 end
 
 local device = nvtx.with_range("Device Initialization", function()
@@ -79,23 +68,26 @@ print(("Array size: %s\n"):format(with_commas(n)))
 
 local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
-local rng <close> = gpurun.default_rng(42)
+local rng <close> = gpurun.device_rng(42)
+local a <close> = gpurun.empty(n, "float32")
+local b <close> = gpurun.empty(n, "float32")
 local a_values, b_values
 nvtx.with_range("Create GPU Arrays", function()
-  local a_mean, a_std, b_mean, b_std
-  a_values, a_mean, a_std = normal_draws(rng)
-  b_values, b_mean, b_std = normal_draws(rng)
-  print("Phase 1: Created arrays on GPU (normal draws made on the host)")
+  rng:normal(a, 0, 1)
+  rng:normal(b, 0, 1)
+  device:sync()
+  a_values, b_values = a:to_table(), b:to_table()
+  local a_mean, a_std = moments(a_values)
+  local b_mean, b_std = moments(b_values)
+  print("Phase 1: Created arrays on GPU with gpurun.device_rng")
   print(("  Array shape: (%d,)"):format(n))
   print("  Array dtype: float32")
   print(("  Array a - Mean: %.4f, Std: %.4f"):format(a_mean, a_std))
   print(("  Array b - Mean: %.4f, Std: %.4f\n"):format(b_mean, b_std))
 end)
-local a <close> = gpurun.array(a_values, "float32")
-local b <close> = gpurun.array(b_values, "float32")
 
 local c <close> = gpurun.empty(n, "float32")
-local y <close> = gpurun.array(b_values, "float32")
+local y <close> = gpurun.empty(n, "float32")
 local transformed <close> = gpurun.empty(n, "float32")
 nvtx.with_range("gpurun Custom Kernels", function()
   print("Phase 2: gpurun custom CUDA C++ kernels on GPU")
@@ -111,6 +103,7 @@ nvtx.with_range("gpurun Custom Kernels", function()
     stream:sync()
   end)
   nvtx.with_range("SAXPY (gpurun)", function()
+    y:copy_from(b, stream)
     gpurun.launch(stream, config, code:get_kernel("saxpy<float>"), ALPHA, a, y, size)
     stream:sync()
   end)
