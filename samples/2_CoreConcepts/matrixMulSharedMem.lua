@@ -1,7 +1,7 @@
 -- matrixMulSharedMem.lua: a port of NVIDIA cuda-samples' python/2_CoreConcepts/
 -- matrixMulSharedMem (cuda.core). A tiled matrix product: each 16 x 16
 -- block of threads stages a tile of A and a tile of B in shared memory and
--- sums their products four at a time (an unrolled inner loop), timed with
+-- sums their products (an unrolled inner loop), timed with
 -- events against the library's GEMM, here cuBLAS through gpurun.matmul
 -- (the original times nvmath's cuBLASLt Matmul). Both results are checked
 -- against the same product computed in float64 by cuBLAS. The original takes
@@ -14,42 +14,17 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local check = require("gpurun.check")
+local kernels = require("gpurun.samples.kernels")
 
 local TILE_SIZE = 16
 local INT_MAX = 2147483647
 local RULE, LINE = string.rep("=", 60), string.rep("-", 60)
 
-local KERNEL = [[
-#define TILE_SIZE 16
-
-extern "C" __global__ void matmul_shared(const float *A, const float *B, float *C,
-                                         int M, int N, int K)
-{
-    __shared__ float a_tile[TILE_SIZE][TILE_SIZE];
-    __shared__ float b_tile[TILE_SIZE][TILE_SIZE];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int row = blockIdx.y * TILE_SIZE + ty;
-    const int col = blockIdx.x * TILE_SIZE + tx;
-    float sum = 0.0f;
-    for (int base = 0; base < K; base += TILE_SIZE) {
-        const int a_col = base + tx, b_row = base + ty;
-        a_tile[ty][tx] = row < M && a_col < K ? A[(size_t)row * K + a_col] : 0.0f;
-        b_tile[ty][tx] = b_row < K && col < N ? B[(size_t)b_row * N + col] : 0.0f;
-        __syncthreads();
-        /* Four products a step, written out: the loop over the tile unrolled. */
-#pragma unroll
-        for (int j = 0; j < TILE_SIZE; j += 4) {
-            sum += a_tile[ty][j] * b_tile[j][tx];
-            sum += a_tile[ty][j + 1] * b_tile[j + 1][tx];
-            sum += a_tile[ty][j + 2] * b_tile[j + 2][tx];
-            sum += a_tile[ty][j + 3] * b_tile[j + 3][tx];
-        }
-        __syncthreads();
-    }
-    if (row < M && col < N)
-        C[(size_t)row * N + col] = sum;
-}
-]]
+-- The tiled kernel the samples share (lua/gpurun/samples/kernels/
+-- matmul_epilogue.cu): with no epilogue and a zero bias it is the original's
+-- product, its inner loop unrolled by the compiler.
+local KERNEL = ("#define TILE_SIZE %d\n#define EPILOGUE(value) (value)\n"):format(TILE_SIZE)
+  .. kernels.source("matmul_epilogue")
 
 local cli = args.new("matrixMulSharedMem.lua",
   "Matrix multiplication with a shared-memory tiled kernel, against cuBLAS.")
@@ -77,7 +52,7 @@ print("Compute Capability: sm_" .. device.arch)
 
 local program <close> = gpurun.Program(KERNEL, "c++", gpurun.ProgramOptions{ arch = "sm_" .. device.arch })
 local code <close> = program:compile("cubin")
-local kernel = code:get_kernel("matmul_shared")
+local kernel = code:get_kernel("matmul_epilogue")
 print("Custom kernel compiled ✓")
 
 print(("\nMatrix: A(%dx%d) × B(%dx%d) = C(%dx%d)"):format(m, k, k, n, m, n))
@@ -119,7 +94,8 @@ print(LINE)
 local config = gpurun.LaunchConfig{ grid = { (n + TILE_SIZE - 1) // TILE_SIZE, (m + TILE_SIZE - 1) // TILE_SIZE },
                                     block = { TILE_SIZE, TILE_SIZE } }
 local a_buffer, b_buffer, c_buffer = a.buffer, b.buffer, c_custom.buffer
-report(time_ms(function() gpurun.launch(stream, config, kernel, a_buffer, b_buffer, c_buffer, m, n, k) end))
+local bias <close> = gpurun.zeros(n, "float32")
+report(time_ms(function() gpurun.launch(stream, config, kernel, a_buffer, b_buffer, bias, c_buffer, m, n, k) end))
 
 print("\n" .. LINE)
 print("VERIFICATION")

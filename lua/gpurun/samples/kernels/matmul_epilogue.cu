@@ -1,5 +1,5 @@
-// samples/2_CoreConcepts/persistentProgramCache.lua's generated kernel and
-// bench/object_code.lua's: C = EPILOGUE(A @ B + bias) for row-major float
+// samples/2_CoreConcepts/persistentProgramCache.lua's generated kernel, matrixMulSharedMem.lua's
+// tiled one and bench/cubin_load.lua's: C = EPILOGUE(A @ B + bias) for row-major float
 // matrices (A is M x K, B is K x N), one TILE_SIZE x TILE_SIZE block of
 // threads per tile of C, staging tiles of A and B in shared memory. The
 // code that compiles it defines TILE_SIZE and EPILOGUE(value) first.
