@@ -56,7 +56,8 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_device,        /* gpurun.Device */
     gpurun_open_context,       /* gpurun.Context, Device:create_context */
     gpurun_open_allocation_handle, /* gpurun.IPCAllocationHandle */
-    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory, IPC */
+    gpurun_open_memory_pool,   /* gpurun.MemoryPool, Device:memory_pool, graph memory */
+    gpurun_open_memory_pool_ipc, /* MemoryPool{ ipc = true }, from_allocation_handle */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
     gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */

@@ -608,5 +608,4 @@ void gpurun_open_memory_pool(lua_State *L)
     gpurun_register_type(L, &pool_type);
     gpurun_add_methods(L, &gpurun_device_tag, device_methods);
     gpurun_set_functions(L, module_functions);
-    gpurun_open_memory_pool_ipc(L);
 }
