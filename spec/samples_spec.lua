@@ -147,6 +147,26 @@ describe("samples/", function()
     assert.are.same({}, missing)
   end)
 
+  -- A name Device:get_attribute does not know fails only on a GPU host, so
+  -- the names the ports and scripts spell out are checked against the
+  -- table the method reads, here.
+  it("asks Device:get_attribute only for attributes it knows", function()
+    local known = {}
+    for name in assert(files.read("src/base/device_attributes.h")):gmatch("X%(([%w_]+),") do
+      known[name] = true
+    end
+    assert.truthy(known.memory_pools_supported)
+    local unknown = {}
+    local paths = ports()
+    for _, path in ipairs(files.tracked({ "scripts" })) do paths[#paths + 1] = path end
+    for _, path in ipairs(paths) do
+      for name in assert(files.read(path)):gmatch("get_attribute%(%s*\"([^\"]+)\"") do
+        if not known[name] then unknown[#unknown + 1] = path .. ": " .. name end
+      end
+    end
+    assert.are.same({}, unknown)
+  end)
+
   it("refuses a --threads the reduction tree cannot halve, before any GPU work", function()
     for _, path in ipairs{ "samples/2_CoreConcepts/reduction.lua", "samples/2_CoreConcepts/reductionMultiBlockCG.lua" } do
       for _, threads in ipairs{ "3", "2048" } do

@@ -78,8 +78,8 @@ end
 
 print(("Device %d: %s (sm_%s)"):format(options.device, device.name, device.arch))
 -- Bit 1 of the pool handle types: POSIX file descriptors.
-if device:get_attribute("MEMORY_POOLS_SUPPORTED") ~= 1
-    or device:get_attribute("MEMPOOL_SUPPORTED_HANDLE_TYPES") & 1 == 0 then
+if device:get_attribute("memory_pools_supported") ~= 1
+    or device:get_attribute("mempool_supported_handle_types") & 1 == 0 then
   print("Device does not support CUDA memory pools shared as POSIX file descriptors.")
   print()
   print("CUDA IPC is not available on this system; exiting cleanly.")
