@@ -2212,19 +2212,21 @@ row("gpurun.Buffer.from_ipc", A(R.buffer), arg_error(1, "from_ipc", "string (an 
 row("gpurun.Buffer.from_ipc", A(EVENT_DESCRIPTOR), arg_error(1, "from_ipc",
   "IPC descriptor of a buffer expected, got one of a event"))
 row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR), NO_DRIVER, { when = "no_driver" })
-row("gpurun.Buffer.from_ipc", A(descriptor({ device = 63 })), arg_error(1, "from_ipc",
-  "the descriptor names CUDA device 63"), { gpu = true })
+-- The message goes on with the count of devices visible, which the host decides.
+row("gpurun.Buffer.from_ipc", A(descriptor({ device = 63 })),
+  "bad argument #1 to 'gpurun.Buffer.from_ipc' (the descriptor names CUDA device 63: ", { gpu = true })
 row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, 5), arg_error(2, "from_ipc",
   "gpurun.MemoryPool (imported with gpurun.MemoryPool.from_allocation_handle) expected, got number"), { gpu = true })
 row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, R.closed_pool), "attempt to use a closed gpurun.MemoryPool", { gpu = true })
 row("gpurun.Buffer.from_ipc", A(BUFFER_DESCRIPTOR, R.pool), arg_error(2, "from_ipc",
-  "gpurun.MemoryPool(device 0) is not an imported pool"), { gpu = true })
+  "gpurun.MemoryPool(device 0) is not an imported pool: import the exporter's pool with "
+  .. "gpurun.MemoryPool.from_allocation_handle"), { gpu = true })
 row("gpurun.Event.from_ipc", A(), arg_error(1, "from_ipc", "string (an IPC descriptor) expected, got no value"))
 row("gpurun.Event.from_ipc", A(BUFFER_DESCRIPTOR), arg_error(1, "from_ipc",
   "IPC descriptor of a event expected, got one of a buffer"))
 row("gpurun.Event.from_ipc", A(EVENT_DESCRIPTOR), NO_DRIVER, { when = "no_driver" })
-row("gpurun.Event.from_ipc", A(descriptor({ kind = 3, device = 63 })), arg_error(1, "from_ipc",
-  "the descriptor names CUDA device 63"), { gpu = true })
+row("gpurun.Event.from_ipc", A(descriptor({ kind = 3, device = 63 })),
+  "bad argument #1 to 'gpurun.Event.from_ipc' (the descriptor names CUDA device 63: ", { gpu = true })
 
 row("gpurun.IPCAllocationHandle", A(), arg_error(1, "IPCAllocationHandle", "a file descriptor (an integer) expected, got no value"))
 row("gpurun.IPCAllocationHandle", A(1.5), arg_error(1, "IPCAllocationHandle", "a file descriptor (an integer) expected, got 1.5"))
@@ -2235,7 +2237,7 @@ row("gpurun.MemoryPool.from_allocation_handle", A(), arg_error(1, "from_allocati
   "gpurun.IPCAllocationHandle expected, got no value"))
 row("gpurun.MemoryPool.from_allocation_handle", A(R.closed_handle), "attempt to use a closed gpurun.IPCAllocationHandle")
 row("gpurun.MemoryPool.from_allocation_handle", A(R.handle), arg_error(2, "from_allocation_handle",
-  "the handle carries no descriptor"))
+  "the handle carries no descriptor: pass the pool's descriptor (from the exporter's handle.descriptor)"))
 row("gpurun.MemoryPool.from_allocation_handle", A(R.handle, "xyz"), arg_error(2, "from_allocation_handle",
   "bad IPC descriptor: not a gpurun IPC descriptor (3 bytes without its magic)"))
 row("gpurun.MemoryPool.from_allocation_handle", A(R.handle, BUFFER_DESCRIPTOR), arg_error(2,
