@@ -71,6 +71,12 @@ describe("tools/gpu-check.sh sanitizers", function()
     end
   end)
 
+  it("has small arguments for every program it runs", function()
+    local result = with_functions("program_lines >/dev/null")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+  end)
+
   it("lists each error of a report, and counts those the expected file does not list", function()
     local log = os.tmpname()
     local file = assert(io.open(log, "w"))
