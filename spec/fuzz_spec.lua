@@ -164,6 +164,32 @@ describe("the fuzzer", function()
     assert.are.equal(0, result.code, exit_text(result.code))
   end)
 
+  it("lets Graph:set_arg go ahead only where no replay can leave the buffers #gpu", function()
+    local guard = require("spec.support.fuzz_guard")
+    local kernels = require("spec.support.kernels")
+    local device, _, kernel = kernels.setup()
+    local stream <close> = device:create_stream()
+    local x <close> = gpurun.zeros(256, "float32")
+    local small <close> = gpurun.zeros(1, "float32")
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.launch(builder, gpurun.LaunchConfig({ grid = 1, block = 256 }), kernel("scale_shift"), x, 2, 0, 256)
+    builder:end_building()
+    local graph <close> = builder:complete()
+    local index = graph:nodes()[1].index
+    local entry = { label = "Graph:set_arg", spec = {} }
+    local function allowed(...)
+      local args = table.pack(graph, ...)
+      return guard.allowed(entry, args, args.n)
+    end
+    assert.is_true(allowed(index, 2, 5.0)) -- the scale: no address changes
+    assert.is_false(allowed(index, 1, small)) -- 256 threads write past one element
+    assert.is_false(allowed(index, 4, 4097)) -- a count past the buffer
+    assert.is_true(allowed(index, 9, 1)) -- no such position: refused
+    assert.is_true(allowed(index, 1, "not a pointer")) -- refused
+    assert.is_true(allowed(index + 1, 1, small)) -- no such node: refused
+  end)
+
   it("survives 100,000 random calls with no driver", function()
     fuzz("no GPU", "", "GPURUN_CUDA_DRIVER=" .. process.quote(NO_DRIVER) .. " ", 2)
   end)

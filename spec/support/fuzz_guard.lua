@@ -275,6 +275,24 @@ local function node_change_allowed(entry, args, n)
   return config.shmem_size >= node.shmem_size
 end
 
+-- Graph:set_arg changes one argument and keeps the node's others, which the
+-- guard cannot see: only a change that no replay can take out of bounds
+-- may go ahead (a position the model marks "any"), or one gpurun refuses
+-- (no such node or position, a value that does not pack).
+local function node_argument_allowed(args)
+  local node = graph_node(args[1], args[2])
+  if node == nil or node.kernel == nil then return true end
+  local model = KERNELS[field(node.kernel, "name")]
+  if model == nil then return false end
+  local position = args[3]
+  local ok, params = pcall(node.kernel.params, node.kernel)
+  if not ok or math.type(position) ~= "integer" or position < 1 or position > #params then
+    return true
+  end
+  if packed(args[4], params[position].size) == nil then return true end
+  return model[position] == "any"
+end
+
 -- Calls that write what they are given: a file handle in the pool (io.stderr)
 -- would get raw elements.
 local WRITES_FILES = { ["Buffer:copy_to"] = true }
@@ -314,6 +332,8 @@ function guard.allowed(entry, args, n)
     return guard.launch_allowed(args[1], args[2], args, 3, n)
   elseif entry.label == "Graph:set_args" or entry.label == "Graph:set_config" then
     return node_change_allowed(entry, args, n)
+  elseif entry.label == "Graph:set_arg" then
+    return node_argument_allowed(args)
   end
   return true
 end
