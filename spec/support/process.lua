@@ -36,6 +36,14 @@ function process.lua54()
   return path ~= "" and path or nil
 end
 
+-- The processors this process may run on (nproc), at least 1.
+function process.cores()
+  local pipe = io.popen("nproc 2>/dev/null")
+  local count = pipe and math.tointeger(tonumber(pipe:read("l") or ""))
+  if pipe then pipe:close() end
+  return count and count > 0 and count or 1
+end
+
 local function read_file(path)
   local file = io.open(path, "rb")
   if not file then return "" end
