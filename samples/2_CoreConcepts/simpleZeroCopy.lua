@@ -8,6 +8,7 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local grouped = require("gpurun.samples.digits").grouped
 
 local INT_MAX = 2147483647
 local BLOCK_SIZE = 256
@@ -30,16 +31,6 @@ cli:integer_option("--num_elements", "Number of elements in vectors (default: 10
 local options = cli:parse(arg)
 if options.num_elements > INT_MAX then
   cli:usage_error(("--num_elements must fit the kernel's int, got %d"):format(options.num_elements))
-end
-
--- 1048576 -> "1,048,576", as Python's {:,} writes it.
-local function grouped(n)
-  local text = tostring(n)
-  repeat
-    local done
-    text, done = text:gsub("^(%d+)(%d%d%d)", "%1,%2")
-  until done == 0
-  return text
 end
 
 local n = options.num_elements

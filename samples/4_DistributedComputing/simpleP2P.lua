@@ -12,6 +12,7 @@
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
+local grouped = require("gpurun.samples.digits").grouped
 
 local INT_MAX = 2147483647
 local COPIES = 100
@@ -38,16 +39,6 @@ if options.num_elements > INT_MAX then
   cli:usage_error(("--num_elements must fit the kernel's int, got %d"):format(options.num_elements))
 end
 local n = options.num_elements
-
--- 16777216 -> "16,777,216", as Python's {:,} writes it.
-local function grouped(count)
-  local text = tostring(count)
-  repeat
-    local done
-    text, done = text:gsub("^(%d+)(%d%d%d)", "%1,%2")
-  until done == 0
-  return text
-end
 
 -- The float32 bytes of (i % 4096) * scale for i = 0 .. count - 1.
 local function pattern_bytes(count, scale)
