@@ -291,4 +291,50 @@ describe("sharing with another process", function()
       assert.are.equal("none", pool:get_access(1))
     end
   end)
+
+  -- In a child: peer access that another spec enabled in this process would
+  -- let the launches through whatever the pool allows.
+  it("lets kernels on another device take the pool's buffers while set_access allows #gpu #multigpu", function()
+    if not gpurun.Device(1):can_access_peer(gpurun.Device(0)) then
+      pending("device 1 cannot reach device 0's memory")
+      return
+    end
+    local finish = child([[
+      local gpurun = require("gpurun")
+      local first, second = gpurun.Device(0), gpurun.Device(1)
+      first:set_current()
+      local pool = gpurun.MemoryPool({ device = 0 })
+      local a = gpurun.full(256, 1.5, "float32", { pool = pool })
+      local b = gpurun.full(256, 2.0, "float32", { pool = pool })
+      local out = gpurun.zeros(256, "float32", { pool = pool })
+      first:sync()
+      second:set_current()
+      local stream = second:create_stream()
+      local options = gpurun.ProgramOptions({ arch = "sm_" .. second.arch })
+      local code = gpurun.Program(arg[1], "c++", options):compile("cubin")
+      local add = code:get_kernel("vec_add")
+      local config = gpurun.LaunchConfig({ grid = 1, block = 256 })
+      local function try() return pcall(gpurun.launch, stream, config, add, a, b, out, gpurun.u64(256)) end
+      local before_ok, before = try()
+      pool:set_access(1, "rw")
+      local granted_ok = try()
+      stream:sync()
+      pool:set_access(1, "none")
+      local after_ok, after = try()
+      first:set_current()
+      local values = out:to_table()
+      print(before_ok, before, granted_ok, after_ok, after, values[1], values[256])
+    ]], require("spec.support.kernels").SOURCE)
+    local output, ok = finish()
+    assert.is_true(ok, output)
+    local refusal = "the gpurun.Buffer lives on device 0, which the kernel's device 1 cannot reach"
+    local fields = {}
+    for field in output:gmatch("[^\t\n]+") do fields[#fields + 1] = field end
+    assert.are.equal("false", fields[1], output)
+    assert_contains(refusal, fields[2])
+    assert.are.equal("true", fields[3], output)
+    assert.are.equal("false", fields[4], output)
+    assert_contains(refusal, fields[5])
+    assert.are.same({ "3.5", "3.5" }, { fields[6], fields[7] })
+  end)
 end)

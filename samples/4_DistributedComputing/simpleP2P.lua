@@ -117,10 +117,6 @@ local stream1 <close> = second:create_stream()
 local pool1 <close> = gpurun.MemoryPool{ device = second }
 pool1:set_access(first, "rw")
 local g1 <close> = gpurun.empty(n, "float32", { pool = pool1, stream = stream1 })
--- Pool access covers the memory; gpurun passes another device's buffer to
--- a kernel only once the devices' contexts have peer access too.
-first:enable_peer_access(second)
-second:enable_peer_access(first)
 print(("  Peer access enabled: GPU%d <-> GPU%d"):format(id0, id1))
 print(("  Peer access status: MR0 accessible by %s, MR1 accessible by %s"):format(
   accessible_by(pool0, devices), accessible_by(pool1, devices)))

@@ -269,7 +269,7 @@ static struct gpurun_buffer *pack_tensor_map(lua_State *L, const struct gpurun_k
         param_error(L, kernel, i, "the gpurun.TensorMap points at a closed gpurun.Buffer");
     if (gpurun_buffer_owner(buffer)->unallocated)
         gpurun_check_buffer_memory(L, buffer, capture);
-    if (!gpurun_peer_enabled(kernel->device, buffer->device))
+    if (!gpurun_buffer_reachable(buffer, kernel->device))
         param_error(L, kernel, i, "the gpurun.TensorMap's buffer lives on device %d, which the "
                                   "kernel's device %d cannot reach", buffer->device,
                     kernel->device);
@@ -364,10 +364,11 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
                                           "parameter is %d bytes", (int)size);
             if (kernel->param_pointer[i] == GPURUN_POINTER_NO)
                 param_error(L, kernel, i, "not a pointer: a gpurun.Buffer passes only as one");
-            if (!gpurun_peer_enabled(kernel->device, buffer->device))
+            if (!gpurun_buffer_reachable(buffer, kernel->device))
                 param_error(L, kernel, i, "the gpurun.Buffer lives on device %d, which the "
                                           "kernel's device %d cannot reach (enable peer access "
-                                          "first, or copy the buffer over)", buffer->device,
+                                          "or the pool's access for it first, or copy the "
+                                          "buffer over)", buffer->device,
                             kernel->device);
             memcpy(slot, &buffer->pointer, sizeof buffer->pointer);
             return buffer;

@@ -25,6 +25,9 @@ struct gpurun_memory_pool {
     int ipc;
     int imported;
     unsigned char pool_id[16];
+    /* Devices set_access gave "r" or "rw" (bit per ordinal): their kernels
+     * may take its buffers. */
+    unsigned long long reached_by;
 };
 
 /* The open MemoryPool at index, or an error. */

@@ -133,6 +133,12 @@ static int pool_set_access(lua_State *L)
     if (result != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "giving device %d \"%s\" access to a memory pool of device %d",
                                  ordinal, mode, pool->device);
+    if (ordinal < GPURUN_MAX_DEVICES) {
+        if (ACCESS_FLAGS[which] == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            pool->reached_by &= ~(1ULL << ordinal);
+        else
+            pool->reached_by |= 1ULL << ordinal;
+    }
     return 1;
 }
 

@@ -83,6 +83,18 @@ static inline struct gpurun_buffer *gpurun_buffer_owner(struct gpurun_buffer *bu
     return buffer->base ? buffer->base : buffer;
 }
 
+/* Whether kernels on another device may use the buffer's memory: a peer
+ * enabled with Device:enable_peer_access, or a device its pool gave access
+ * to (MemoryPool:set_access). */
+int gpurun_buffer_reached_from(const struct gpurun_buffer *buffer, int device);
+
+/* Whether kernels on `device` may use the buffer's memory, inline for the
+ * launch path: its own device needs no call. */
+static inline int gpurun_buffer_reachable(struct gpurun_buffer *buffer, int device)
+{
+    return buffer->device == device || gpurun_buffer_reached_from(gpurun_buffer_owner(buffer), device);
+}
+
 /* Records that the Buffer at index (whose memory is owner's) is used by
  * work queued on the Stream at stream_index, so that its free waits for
  * that work: a new stream goes into used_on, held by a user value; memory
