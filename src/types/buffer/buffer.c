@@ -10,6 +10,7 @@
 
 #include "types/buffer/pinned_buffer.h"
 #include "types/graph_builder.h"
+#include "types/memory_pool.h"
 
 const struct gpurun_tag gpurun_buffer_tag = {"gpurun.Buffer"};
 
@@ -286,4 +287,12 @@ void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
     }
     if (result != CUDA_SUCCESS)
         gpurun_transfer_error(L, "filling a gpurun.Buffer");
+}
+
+int gpurun_buffer_reached_from(const struct gpurun_buffer *buffer, int device)
+{
+    if (gpurun_peer_enabled(device, buffer->device))
+        return 1;
+    return buffer->pool && device >= 0 && device < GPURUN_MAX_DEVICES
+           && ((buffer->pool->reached_by >> device) & 1);
 }

@@ -465,11 +465,3 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
     buffer->header.closed = 0;
     return buffer;
 }
-
-int gpurun_buffer_reached_from(const struct gpurun_buffer *buffer, int device)
-{
-    if (gpurun_peer_enabled(device, buffer->device))
-        return 1;
-    return buffer->pool && device >= 0 && device < GPURUN_MAX_DEVICES
-           && ((buffer->pool->reached_by >> device) & 1);
-}
