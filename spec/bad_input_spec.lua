@@ -774,9 +774,22 @@ row("pipeline:fill", A(R.pipe, "i8", 1000), BAD .. "stage 'fill i8': the fill va
 row("pipeline:fill", A(R.pipe, "i32", NAN), P("stage 'fill i32': the fill value for 'i32': integer expected for int32, got " .. NAN_TEXT))
 row("pipeline:fill", A(R.pipe, "t", 1e300), BAD .. "stage 'fill t': the fill value for 't': 1e+300 out of range for float32")
 row("pipeline:fill", A(R.pipe, R.named_buffer, 1), BAD .. "fill destination: " .. NAMED)
+local function M(data, r, c) return { buffer = data, rows = r, cols = c } end
+local MATMUL = BAD .. "stage 'matmul u = t t': "
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 2, 8), M("u", 4, 8)), MATMUL .. "k does not fit: a is 4 x 4, so k is 4, but b has 2 rows")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 8), M("t", 8, 2), M("u", 4, 2)), MATMUL .. "a: 4 x 8 (ld 8) needs 32 elements, its buffer has 16")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 2, 4)), MATMUL .. "m does not fit: out has 2 rows, a gives 4")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("i8", 4, 4)), BAD .. "stage 'matmul i8 = t t': out.buffer has dtype int8; cuBLAS takes float32, float64, float16 or bfloat16")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { alpha = "2" }), MATMUL .. "options.alpha must be a number, got string")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { transa = 1 }), MATMUL .. "options.transa must be a boolean, got number")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { nope = 1 }), BAD .. "matmul: unknown option 'nope' (known: name, reads, writes, alpha, beta, transa, transb)")
+row("pipeline:matmul", A(R.pipe, 5, M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul a must be a 2-D view { buffer =, rows =, cols = [, ld =, batch =, stride =] }, got number")
+row("pipeline:matmul", A(R.pipe, M("nope", 4, 4), M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul a.buffer: a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got 'nope', which names none")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M(R.named_buffer, 4, 4), M("u", 4, 4)), BAD .. "matmul b.buffer: " .. NAMED)
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 0, 4)), MATMUL .. "out.rows must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 0")
 row("pipeline:host", A(R.pipe, 5), BAD .. "host: a function expected, got number")
 row("pipeline:host", A(R.pipe, print, { reads = 5 }), BAD .. "stage 'host': reads must be a list of data, got number")
-local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host)"
+local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host, p:matmul)"
 row("pipeline:plan", A(R.empty_pipe), NO_STAGES)
 row("pipeline:plan", A(R.pipe, { nope = 1 }), BAD .. "plan: unknown option 'nope' (known: sources)")
 row("pipeline:explain", A(R.empty_pipe), NO_STAGES)

@@ -119,6 +119,41 @@ describe("gpurun.pipeline on the GPU", function()
     stream:close()
   end)
 
+  it("runs a cuBLAS product as a stage, stage by stage and in the graph #gpu", function()
+    local _, stream = setup()
+    local M, K, NN = 8, 5, 3
+    local hx = host_values(M * K, function(i) return (i % 7) - 3 end)
+    local hw = host_values(K * NN, function(i) return (i % 4) * 0.5 end)
+    local x, w = gpurun.array(hx, "float32"), gpurun.array(hw, "float32")
+    local out = gpurun.full(M * NN, 1, "float32")
+    local y = gpurun.zeros(M * NN, "float32")
+    local p <close> = gpurun.pipeline{ name = "gemm_stage" }
+    local h = p:temporary("h", M * NN, "float32")
+    p:copy(h, out)
+    p:matmul({ buffer = x, rows = M, cols = K }, { buffer = w, rows = K, cols = NN },
+             { buffer = h, rows = M, cols = NN }, { alpha = 2, beta = 1 })
+    p:call(scale, h, p:scalar("alpha", -1.0), y)
+    local expected = {}
+    for i = 0, M - 1 do
+      for j = 0, NN - 1 do
+        local sum = 0
+        for k = 0, K - 1 do sum = sum + hx[i * K + k + 1] * hw[k * NN + j + 1] end
+        expected[i * NN + j + 1] = -(2 * sum + 1)
+      end
+    end
+    p:run(stream)
+    close_enough(y:to_table(stream), expected, "run")
+    y:fill(0.0, stream)
+    p:graph(stream)
+    close_enough(y:to_table(stream), expected, "graph")
+    x:copy_from(host_values(M * K, function(i) return hx[i] * 2 end), stream)
+    p:graph(stream) -- the graph reads x's memory when it replays
+    local twice = {}
+    for i, v in ipairs(expected) do twice[i] = 2 * (v + 1) - 1 end
+    close_enough(y:to_table(stream), twice, "graph replayed on new x")
+    stream:close()
+  end)
+
   it("sets a scalar of a fused group in place #gpu", function()
     local _, stream = setup()
     local hd = host_values(N, function(i) return i % 9 end)

@@ -252,6 +252,47 @@ describe("gpurun.pipeline plans", function()
     assert.are.equal(0, #q:plan().edges) -- nothing in common
   end)
 
+  it("plans a cuBLAS product as a stage: a and b read, out written, read too where beta is not 0", function()
+    local p = gpurun.pipeline{ name = "mm" }
+    local x, w = p:temporary("x", 64 * 32), p:temporary("w", 32 * 16)
+    local h, y = p:temporary("h", 64 * 16), p:temporary("y", 64 * 16)
+    p:fill(x, 1.0, { name = "fx" }):fill(w, 1.0, { name = "fw" }):fill(h, 0.0, { name = "fh" })
+    p:matmul({ buffer = x, rows = 64, cols = 32 }, { buffer = w, rows = 32, cols = 16 },
+             { buffer = h, rows = 64, cols = 16 }, { beta = 1, name = "gemm" })
+    p:call(scale, h, p:scalar("alpha", 2.0), y)
+    local plan = p:plan()
+    assert.are.equal("fh>gemm:h:RAW fw>gemm:w:RAW fx>gemm:x:RAW gemm>scale:h:RAW", edge_set(plan))
+    local gemm = plan.stages[4]
+    assert.are.equal("matmul", gemm.kind)
+    assert.are.same({ "x", "w", "h" }, { gemm.reads[1], gemm.reads[2], gemm.reads[3] })
+    assert.truthy(p:explain():find("gemm             matmul reads x, w, h; writes h", 1, true))
+    -- beta 0: out is only written, so the fill before it is overwritten, not waited for
+    local q = gpurun.pipeline{ name = "mm0" }
+    local a, c = q:temporary("a", 16), q:temporary("c", 16)
+    q:fill(a, 1.0, { name = "fa" }):fill(c, 5.0, { name = "fc" })
+    q:matmul({ buffer = a, rows = 4, cols = 4 }, { buffer = a, rows = 4, cols = 4 },
+             { buffer = c, rows = 4, cols = 4, batch = 1 }, { transa = true, name = "gemm" })
+    assert.are.equal("fa>gemm:a:RAW fc>gemm:c:WAW", edge_set(q:plan()))
+  end)
+
+  it("refuses a cuBLAS product across devices, and shapes that do not fit", function()
+    local p = gpurun.pipeline{ name = "mmsplit", devices = { 0, 1 } }
+    local x = p:temporary("x", 16)
+    p:matmul({ buffer = x, rows = 4, cols = 4 }, { buffer = x, rows = 4, cols = 4 },
+             { buffer = p:temporary("y", 16), rows = 4, cols = 4 })
+    local ok, message = pcall(p.run, p) -- slicing comes before the stream
+    assert.is_false(ok)
+    assert.truthy(message:find("stage 'matmul y = x x' (a matmul stage) does not work element by element", 1,
+                               true))
+    local q = gpurun.pipeline{ name = "mmbad" }
+    local a = q:temporary("a", 24)
+    ok, message = pcall(q.matmul, q, { buffer = a, rows = 4, cols = 6 }, { buffer = a, rows = 4, cols = 6 },
+                        { buffer = a, rows = 4, cols = 6 }, { transb = true })
+    assert.is_false(ok)
+    assert.truthy(message:find("pipeline 'mmbad': stage 'matmul a = a a': n does not fit: out has 6 cols, "
+                               .. "transposed b gives 4", 1, true), message)
+  end)
+
   it("explains the plan and draws it", function()
     local p = sample()
     local text = p:explain()

@@ -532,7 +532,9 @@ end
 -- anything), pipeline_value (a number for a scalar or a fill),
 -- pipeline_dtype, kernel_object (an elementwise kernel, or what is not
 -- one), buffer_options (p:buffer's), stage_options ({ name =, reads =,
--- writes = }), plan_options (p:plan's), and the kinds above.
+-- writes = }), plan_options (p:plan's), pipeline_matrix (a 2-D view whose
+-- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's), and
+-- the kinds above.
 -- takes_nothing: nothing it could refuse on a machine without a GPU.
 -- runs: it launches the pipeline's stages (the fuzzer runs only pipelines
 -- that launch no raw kernel, whose arguments no guard has looked at).
@@ -547,6 +549,7 @@ catalog.pipeline = {
   copy = { args = { "pipeline_data", "pipeline_data", "stage_options" } },
   fill = { args = { "pipeline_data", "pipeline_value", "stage_options" } },
   host = { args = { "host_function", "stage_options" } },
+  matmul = { args = { "pipeline_matrix", "pipeline_matrix", "pipeline_matrix", "pipeline_matmul_options" } },
   plan = { args = { "plan_options" } },
   explain = { args = {} },
   to_dot = { args = { "dot_options" } },

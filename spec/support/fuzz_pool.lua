@@ -711,6 +711,19 @@ draws = {
   buffer_options = from({ nil, { filled = true }, { filled = false } }, 0.8, { { filled = 1 }, { nope = 1 }, 5 }),
   stage_options = from({ nil, {}, { name = "s1" }, { reads = { "t" } }, { writes = { "u" } } }, 0.8,
     { { nope = 1 }, { reads = 5 }, { name = "" }, { writes = { "nope" } }, 5 }),
+  pipeline_matrix = function(p)
+    if p:chance(0.1) then return p:pick({ 5, "t", {}, { rows = 2 }, { buffer = "t", rows = 0, cols = 4 } }) end
+    local sides = { 1, 2, 4, 8 }
+    return { buffer = draws.pipeline_data(p), rows = p:pick(sides), cols = p:pick(sides),
+             ld = p:chance(0.1) and p:pick({ 1, 4, 16 }) or nil, batch = p:chance(0.1) and 2 or nil }
+  end,
+  pipeline_matmul_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { alpha = "x" }, { transa = 1 }, { name = "" }, { reads = 5 } })
+    end
+    return { alpha = p:chance(0.3) and p:pick(FLOATS) or nil, beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil,
+             transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil }
+  end,
   plan_options = from({ nil, {}, { sources = true } }, 0.85, { { nope = 1 }, 5 }),
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",

@@ -60,20 +60,33 @@ local function dimension(value, what, field, minimum)
   return nil
 end
 
+local function dtype_problem(dtype, what)
+  if not COMPUTE[dtype] then
+    return ("%s has dtype %s; cuBLAS takes %s"):format(what, tostring(dtype), BLAS_DTYPES)
+  end
+  return nil
+end
+
 local function buffer_problem(value, what, field)
   if type_name(value) ~= "gpurun.Buffer" then
     return ("%s%s must be a gpurun.Buffer, got %s"):format(what, field, type_name(value))
   end
-  if not COMPUTE[value.dtype] then
-    return ("%s%s has dtype %s; cuBLAS takes %s"):format(what, field, value.dtype, BLAS_DTYPES)
-  end
-  return nil
+  return dtype_problem(value.dtype, what .. field)
+end
+
+-- A view's buffer as the shape checks see it: its dtype and length, or nil
+-- and why not (what names it). A declared pipeline's matmul stage passes
+-- its own, for data that has no memory yet.
+local function buffer_measure(buffer, what)
+  local why = buffer_problem(buffer, what, "")
+  if why then return nil, why end
+  return buffer.dtype, #buffer
 end
 
 -- The fields of a view, checked: buffer, rows, cols, ld, batch, stride
 -- (stride 0 for a single matrix), or nil and why not. A view is a plain
 -- table (gpurun.matrix makes one); its fields are read raw.
-local function view_fields(view, what)
+local function view_fields(view, what, measure)
   if not common.is_plain_table(view) then
     return nil, ("%s must be a 2-D view (gpurun.matrix(buffer, rows, cols)), got %s"):format(what,
       type_name(view))
@@ -81,7 +94,9 @@ local function view_fields(view, what)
   local why = options_rule.unknown(view, MATRIX_KEYS)
   if why then return nil, what .. ": " .. why end
   local buffer = rawget(view, "buffer")
-  why = buffer_problem(buffer, what, ".buffer")
+  local dtype, length = (measure or buffer_measure)(buffer, what .. ".buffer")
+  if not dtype then return nil, length end
+  why = dtype_problem(dtype, what .. ".buffer")
   if why then return nil, why end
   local rows, cols = rawget(view, "rows"), rawget(view, "cols")
   why = dimension(rows, what, ".rows", 1) or dimension(cols, what, ".cols", 1)
@@ -99,10 +114,10 @@ local function view_fields(view, what)
   end
   -- In floats past the first matrix: (batch - 1) * stride can pass 2^63.
   local span = (rows - 1) * ld + cols
-  if span > #buffer or (batch > 1 and stride > (#buffer - span) // (batch - 1)) then
+  if span > length or (batch > 1 and stride > (length - span) // (batch - 1)) then
     return nil, ("%s: %d x %d (ld %d%s) needs %.0f elements, its buffer has %d"):format(what, rows,
       cols, ld, batch > 1 and (", batch %d, stride %d"):format(batch, stride) or "",
-      (batch - 1) * (stride + 0.0) + span, #buffer)
+      (batch - 1) * (stride + 0.0) + span, length)
   end
   return buffer, rows, cols, ld, batch, batch > 1 and stride or 0
 end
@@ -188,71 +203,95 @@ local function loaded(fname)
   if why then raise(fname .. ": " .. why) end
 end
 
-local function same_device(fname, n, what, buffer, target)
+
+-- Why a buffer is not on the target's device, or nil.
+local function device_problem(what, buffer, target)
   local device = target.device
   if type_name(target) == "gpurun.GraphBuilder" then device = target.stream.device end
   if buffer.device ~= device then
-    bad_argument(fname, n, "%s is on device %d but the stream on device %d", what, buffer.device,
-                 device)
+    return ("%s is on device %d but the stream on device %d"):format(what, buffer.device, device)
   end
+  return nil
 end
 
--- One product's checked shape: m, n, k, batch and what each operand
--- passes (buffer, ld, stride). Raises naming the dimension that does not
--- fit. out_view nil: out is made.
-local function product(fname, a_view, b_view, out_view, transa, transb, target, names)
+-- One product's shape: m, n, k, batch and what each operand passes
+-- (buffer, ld, stride); or nil, the argument's position and why not,
+-- naming the dimension that does not fit. out_view nil: out is made;
+-- target nil: no device to check against; measure: see buffer_measure.
+function blas.product_shape(a_view, b_view, out_view, transa, transb, target, names, measure)
   local a_name, b_name, out_name = names[1], names[2], names[3]
-  local a, a_rows, a_cols, a_ld, a_batch, a_stride = view_fields(a_view, a_name)
-  if not a then bad_argument(fname, 1, "%s", a_rows) end
-  local b, b_rows, b_cols, b_ld, b_batch, b_stride = view_fields(b_view, b_name)
-  if not b then bad_argument(fname, 2, "%s", b_rows) end
+  local a, a_rows, a_cols, a_ld, a_batch, a_stride = view_fields(a_view, a_name, measure)
+  if not a then return nil, 1, a_rows end
+  local b, b_rows, b_cols, b_ld, b_batch, b_stride = view_fields(b_view, b_name, measure)
+  if not b then return nil, 2, b_rows end
   if b.dtype ~= a.dtype then
-    bad_argument(fname, 2, "%s has dtype %s but %s %s: both must be of one dtype", b_name,
-                 b.dtype, a_name, a.dtype)
+    return nil, 2, ("%s has dtype %s but %s %s: both must be of one dtype"):format(b_name,
+      b.dtype, a_name, a.dtype)
   end
   local m, k = a_rows, a_cols
   if transa then m, k = a_cols, a_rows end
   local kb, n = b_rows, b_cols
   if transb then kb, n = b_cols, b_rows end
   if kb ~= k then
-    bad_argument(fname, 2, "k does not fit: %s%s is %d x %d, so k is %d, but %s has %d %s",
-                 transa and "transposed " or "", a_name, m, k, k, b_name, kb,
-                 transb and "cols (transposed)" or "rows")
+    return nil, 2, ("k does not fit: %s%s is %d x %d, so k is %d, but %s has %d %s"):format(
+      transa and "transposed " or "", a_name, m, k, k, b_name, kb,
+      transb and "cols (transposed)" or "rows")
   end
   if a_batch ~= 1 and b_batch ~= 1 and a_batch ~= b_batch then
-    bad_argument(fname, 2, "the batches differ: %s has %d matrices, %s %d", a_name, a_batch,
-                 b_name, b_batch)
+    return nil, 2, ("the batches differ: %s has %d matrices, %s %d"):format(a_name, a_batch,
+      b_name, b_batch)
   end
   local batch = math.max(a_batch, b_batch)
-  same_device(fname, 1, a_name, a, target)
-  same_device(fname, 2, b_name, b, target)
+  local why = target and device_problem(a_name, a, target)
+  if why then return nil, 1, why end
+  why = target and device_problem(b_name, b, target)
+  if why then return nil, 2, why end
   if out_view == nil then
     return m, n, k, batch, a, a_ld, a_stride, b, b_ld, b_stride
   end
   local what = out_name
-  local c, c_rows, c_cols, c_ld, c_batch, c_stride = view_fields(out_view, what)
-  if not c then bad_argument(fname, 3, "%s", c_rows) end
+  local c, c_rows, c_cols, c_ld, c_batch, c_stride = view_fields(out_view, what, measure)
+  if not c then return nil, 3, c_rows end
   if c.dtype ~= a.dtype then
-    bad_argument(fname, 3, "%s has dtype %s but %s %s", what, c.dtype, a_name, a.dtype)
+    return nil, 3, ("%s has dtype %s but %s %s"):format(what, c.dtype, a_name, a.dtype)
   end
   if c_rows ~= m then
-    bad_argument(fname, 3, "m does not fit: %s has %d rows, %s%s gives %d", what, c_rows,
-                 transa and "transposed " or "", a_name, m)
+    return nil, 3, ("m does not fit: %s has %d rows, %s%s gives %d"):format(what, c_rows,
+      transa and "transposed " or "", a_name, m)
   end
   if c_cols ~= n then
-    bad_argument(fname, 3, "n does not fit: %s has %d cols, %s%s gives %d", what, c_cols,
-                 transb and "transposed " or "", b_name, n)
+    return nil, 3, ("n does not fit: %s has %d cols, %s%s gives %d"):format(what, c_cols,
+      transb and "transposed " or "", b_name, n)
   end
   if c_batch ~= batch then
-    bad_argument(fname, 3, "the batch does not fit: %s has %d matrices, the product %d", what,
-                 c_batch, batch)
+    return nil, 3, ("the batch does not fit: %s has %d matrices, the product %d"):format(what,
+      c_batch, batch)
   end
   if batch > 1 and c_stride < c_rows * c_ld then
-    bad_argument(fname, 3, "%s.stride (%d) is less than rows * ld (%d): its matrices would overlap",
-                 what, c_stride, c_rows * c_ld)
+    return nil, 3, ("%s.stride (%d) is less than rows * ld (%d): its matrices would overlap")
+      :format(what, c_stride, c_rows * c_ld)
   end
-  same_device(fname, 3, what, c, target)
+  why = target and device_problem(what, c, target)
+  if why then return nil, 3, why end
   return m, n, k, batch, a, a_ld, a_stride, b, b_ld, b_stride, c, c_ld, c_stride
+end
+
+local function same_device(fname, n, what, buffer, target)
+  local why = device_problem(what, buffer, target)
+  if why then bad_argument(fname, n, "%s", why) end
+end
+
+-- product_shape's results, or its refusal raised as fname's bad argument.
+local function checked(fname, m, ...)
+  if m == nil then
+    local position, why = ...
+    bad_argument(fname, position, "%s", why)
+  end
+  return m, ...
+end
+
+local function product(fname, a_view, b_view, out_view, transa, transb, target, names)
+  return checked(fname, blas.product_shape(a_view, b_view, out_view, transa, transb, target, names))
 end
 
 -- A list of views (the batched form) rather than one view.

@@ -26,4 +26,5 @@ return {
   (require("gpurun.pipeline.stage_kinds.copy")),
   (require("gpurun.pipeline.stage_kinds.fill")),
   (require("gpurun.pipeline.stage_kinds.host")),
+  (require("gpurun.pipeline.stage_kinds.matmul")),
 }
