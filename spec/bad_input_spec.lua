@@ -666,6 +666,60 @@ row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, R.buffer),
 row("gpurun.select", A(R.stream, R.buffer, "x > 0", R.buffer, nil),
   "bad argument #5 to 'gpurun.select' (gpurun.Buffer expected for count, got nil)")
 
+-- ---- sorts and binary searches -----------------------------------------------------------
+
+for _, name in ipairs{ "sort", "lower_bound", "upper_bound" } do
+  local label = "gpurun." .. name
+  local fname = "'" .. label .. "'"
+  local first = name == "sort" and "keys" or "sorted"
+  row(label, A(), "bad argument #1 to " .. fname .. " (" .. TARGET .. "nil)")
+  row(label, A(42), "bad argument #1 to " .. fname .. " (" .. TARGET .. "number)")
+  row(label, A(R.options), "bad argument #1 to " .. fname .. " (" .. TARGET .. "gpurun.ProgramOptions)")
+  row(label, A(R.stream, 5), "bad argument #2 to " .. fname .. " (gpurun.Buffer expected for " .. first
+      .. ", got number)")
+  row(label, A(R.stream, R.closed_buffer, R.buffer), "attempt to use a closed gpurun.Buffer")
+  row(label, A(R.closed_stream, R.buffer, R.buffer), "attempt to use a closed gpurun.Stream")
+end
+row("gpurun.sort", A(R.stream, R.buffer, "x"), "bad argument #3 to 'gpurun.sort' (options table expected, got string)")
+row("gpurun.sort", A(R.stream, R.buffer, { order = 1 }), "bad argument #3 to 'gpurun.sort' (unknown option 'order' "
+    .. "(known: values, descending, out, values_out, segments))")
+row("gpurun.sort", A(R.stream, R.buffer, { descending = "yes" }),
+  "bad argument #3 to 'gpurun.sort' (options.descending must be a boolean, got string)")
+row("gpurun.sort", A(R.stream, R.buffer, { values = 5 }),
+  "bad argument #3 to 'gpurun.sort' (gpurun.Buffer expected for options.values, got number)")
+row("gpurun.sort", A(R.stream, R.buffer, { values = R.closed_buffer }), "attempt to use a closed gpurun.Buffer")
+row("gpurun.sort", A(R.stream, R.buffer, { values = R.buffer8 }),
+  "bad argument #3 to 'gpurun.sort' (options.values has 8 elements, but keys has 16)")
+row("gpurun.sort", A(R.stream, R.buffer, { values = R.buffer }),
+  "bad argument #3 to 'gpurun.sort' (keys and options.values share memory)")
+row("gpurun.sort", A(R.stream, R.buffer, { values = R.view }),
+  "bad argument #3 to 'gpurun.sort' (options.values has 8 elements, but keys has 16)")
+row("gpurun.sort", A(R.stream, R.buffer, { out = R.buffer_i32 }),
+  "bad argument #3 to 'gpurun.sort' (options.out must have the keys' dtype float32, got int32)")
+row("gpurun.sort", A(R.stream, R.buffer, { out = R.buffer8 }),
+  "bad argument #3 to 'gpurun.sort' (options.out has 8 elements, fewer than the keys' 16)")
+row("gpurun.sort", A(R.stream, R.buffer, { values_out = R.buffer_i32 }),
+  "bad argument #3 to 'gpurun.sort' (options.values_out needs options.values)")
+row("gpurun.sort", A(R.stream, R.buffer, { segments = R.buffer_f64 }),
+  "bad argument #3 to 'gpurun.sort' (options.segments must be int32, uint32, int64 or uint64 offsets "
+    .. "(at least one), got 16 float64)")
+row("gpurun.sort", A(R.stream, R.buffer, { segments = R.buffer_i32, values = R.buffer_i32 }),
+  "bad argument #3 to 'gpurun.sort' (options.values and options.segments share memory)")
+for _, name in ipairs{ "lower_bound", "upper_bound" } do
+  local label = "gpurun." .. name
+  local fname = "'" .. label .. "'"
+  row(label, A(R.stream, R.buffer, nil), "bad argument #3 to " .. fname .. " (gpurun.Buffer expected for queries, got nil)")
+  row(label, A(R.stream, R.buffer, R.buffer_i32), "bad argument #3 to " .. fname
+      .. " (queries must have the sorted buffer's dtype float32, got int32)")
+  row(label, A(R.stream, R.buffer, R.buffer, { out = R.buffer_i32 }), "bad argument #4 to " .. fname
+      .. " (options.out must be int64 (1-based positions), got int32)")
+  row(label, A(R.stream, R.buffer, R.buffer, { nope = 1 }), "bad argument #4 to " .. fname
+      .. " (unknown option 'nope' (known: out))")
+  row(label, A(R.stream, R.buffer, R.buffer, 5), "bad argument #4 to " .. fname .. " (options table expected, got number)")
+  row(label, A(R.building, R.buffer, R.buffer), "bad argument #4 to " .. fname
+      .. " (options.out is needed on a GraphBuilder: no buffer can be made while capturing)")
+end
+
 -- ---- host callbacks and pipelines ------------------------------------------------------
 
 row("gpurun.HostCallback", A(), arg_error(1, "HostCallback", "function expected, got no value"))

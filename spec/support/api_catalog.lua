@@ -73,7 +73,9 @@ catalog.device_types = {
 --   (a map, post-map or reduce expression), reduce_op (a named operation or
 --   an expression of a and b), identity, reduction_options (gpurun.reduction's),
 --   reduce_options (the prebuilt reductions'), scan_op, scan_options,
---   predicate (select's). kernel_options (gpurun.elementwise's). For
+--   predicate (select's). sort_options (gpurun.sort's { values =, descending =,
+--   out =, values_out =, segments = }), search_options (lower_bound's and
+--   upper_bound's { out = }). kernel_options (gpurun.elementwise's). For
 --   elementwise pipelines: stage_list (their stages,
 --   reading params_text's names), stage_names (their outputs),
 --   pipeline_kernel_options (gpurun.elementwise_pipeline's options).
@@ -161,6 +163,9 @@ catalog.functions = {
   exclusive_scan = { args = { "launch_target", "buffer", "buffer", "scan_op", "scan_options" }, reduces = true },
   select = { args = { "launch_target", "buffer", "predicate", "buffer", "buffer", "scan_options" },
              reduces = true },
+  sort = { args = { "launch_target", "buffer", "sort_options" }, reduces = true },
+  lower_bound = { args = { "launch_target", "buffer", "buffer", "search_options" }, reduces = true },
+  upper_bound = { args = { "launch_target", "buffer", "buffer", "search_options" }, reduces = true },
   join = { args = { "builder", "builder", "builder", "..." } },
   Event = { args = { "event_options" }, needs = "device" },
   from_bytes = { args = { "bytes", "dtype" }, needs = "device" },

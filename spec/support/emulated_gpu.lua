@@ -370,7 +370,7 @@ end
 
 -- session{ multiprocessors = 2, concurrency = 4 } -> a session, installed:
 -- session.modules holds fresh copies of the compute modules (prebuilt,
--- scan, reduction, elementwise), so that the kernels made on its stand-in
+-- scan, reduction, elementwise, sort), so that the kernels made on its stand-in
 -- device stay out of the caches behind gpurun.sum and the others;
 -- session.stream and session.builder are stand-ins. Close it (<close>).
 --
@@ -401,6 +401,7 @@ function emulated.session(options)
   self.modules.scan = require("gpurun.compute.scan")
   self.modules.reduction = require("gpurun.compute.reduction")
   self.modules.elementwise = require("gpurun.compute.elementwise")
+  self.modules.sort = require("gpurun.compute.sort")
   return self
 end
 

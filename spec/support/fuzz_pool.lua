@@ -657,6 +657,22 @@ draws = {
   scan_options = from({ {}, { identity = 0 }, { deterministic = true }, { block = 64, items = 7 } },
     0.8, { { items = 0 }, { identity = NAN }, { nope = true }, { block = 1024, items = 32 }, "x" }),
   predicate = from({ "x > 0.5f", "x != 0", "i % 2 == 0" }, 0.8, { "", "nope(", 5 }),
+  -- gpurun.sort's options: the pool's buffers as values, out, values_out
+  -- and segments (some of another size or dtype, some the keys' own).
+  sort_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, "x", { nope = 1 }, { descending = 1 }, { values = 5 }, { values_out = {} },
+                      { segments = "0" } })
+    end
+    return { values = p:chance(0.4) and p:typed("Buffer") or nil, descending = p:chance(0.3) or nil,
+             out = p:chance(0.2) and p:typed("Buffer") or nil,
+             values_out = p:chance(0.1) and p:typed("Buffer") or nil,
+             segments = p:chance(0.15) and p:typed("Buffer") or nil }
+  end,
+  search_options = function(p)
+    if p:chance(0.15) then return p:pick({ 5, "x", { nope = 1 }, { out = 5 } }) end
+    return p:chance(0.5) and { out = p:typed("Buffer") } or nil
+  end,
   -- Structs (tools/fuzz.lua's layouts have fields x float32, n uint64, v
   -- float32[4], h float16, b uint8[3]).
   struct_fields = from({ { { "x", "float32" } }, { { "x", "float32" }, { "n", "uint64" } },

@@ -97,6 +97,7 @@ static const char *const lua_parts[] = {
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
+    "sort",            /* gpurun.sort, lower_bound, upper_bound */
     "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
     "random",          /* gpurun.device_rng, gpurun.DeviceGenerator */
     "system",          /* gpurun.system (NVML) */

@@ -1,0 +1,344 @@
+-- gpurun.sort, gpurun.lower_bound and gpurun.upper_bound: the checks, the
+-- plan of passes and the launches over the kernels sort_source.lua writes.
+-- Temporaries come from the target's pool (allocation nodes on a
+-- GraphBuilder), so a warmed-up sort captures into a graph.
+--
+--   gpurun.sort(stream, keys, { values = v, descending = true })
+--   local at = gpurun.lower_bound(stream, sorted, queries)  -- int64, 1-based
+
+local gpurun = require("gpurun")
+local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
+local arguments = require("gpurun.compute.arguments")
+local device_code = require("gpurun.compute.device_code")
+local source = require("gpurun.compute.sort_source")
+
+local DTYPES = common.DTYPES
+local raise = common.raise
+local type_name, bad_argument = common.type_name, common.bad_argument
+local check_target = arguments.check_target
+
+local sort = {}
+
+local SORT_OPTIONS = { "values", "descending", "out", "values_out", "segments" }
+local SEARCH_OPTIONS = { "out" }
+local OFFSET_DTYPES = { int32 = true, uint32 = true, int64 = true, uint64 = true }
+local MAX_ELEMENTS = 0xffffffff -- places are 32-bit
+local BLOCK, TILE = source.BLOCK, source.TILE
+
+local function check_buffer(fname, n, value, what)
+  arguments.check_buffer(fname, n, value, what, "sorts")
+end
+
+-- ---- programs ------------------------------------------------------------------------
+
+-- Programs made so far: key dtype -> descending -> value size (0: none)
+-- -> offset dtype ("": none) -> program.
+local programs = {}
+
+local function program_for(dtype, descending, value_size, offset_dtype)
+  local node = programs
+  for _, key in ipairs{ dtype, descending, value_size or 0 } do
+    node[key] = node[key] or {}
+    node = node[key]
+  end
+  local found = node[offset_dtype or ""]
+  if not found then
+    found = {
+      kind = "sort", name = "gpurun_sort", block = BLOCK, blocks_per_sm = 8,
+      key_dtype = dtype, value_size = value_size, offset_dtype = offset_dtype,
+      source = source.generate(dtype, descending, value_size, offset_dtype),
+      kernel_names = source.KERNEL_NAMES, devices = {},
+    }
+    node[offset_dtype or ""] = found
+  end
+  return found
+end
+
+-- What a program is for, in messages: "float32 keys and int32 values".
+local function described(fname, keys, values, segments)
+  local text = ("%s keys"):format(keys.dtype)
+  if values then text = text .. (" and %s values"):format(values.dtype) end
+  if segments then text = text .. (" in %s segments"):format(segments.dtype) end
+  return ("%s for %s"):format(fname, text)
+end
+
+-- The program's kernels on the buffers' device. Loading code is one of
+-- the calls a capture forbids, so a first call on a builder is refused,
+-- saying which call to make first.
+local function loaded(fname, program, target, device, keys, values, segments)
+  if not program.devices[device] and type_name(target) == "gpurun.GraphBuilder" then
+    raise(("%s compiles its kernels on its first call; make one call on a stream (any size) "
+           .. "before capturing it"):format(described(fname, keys, values, segments)))
+  end
+  return device_code.compiled(program, program, device).kernels
+end
+
+-- ---- checks ------------------------------------------------------------------------
+
+local function bytes_of(buffer)
+  return #buffer * DTYPES[buffer.dtype].size
+end
+
+-- Whether two buffers' memory overlaps.
+local function overlaps(a, b)
+  return a.ptr < b.ptr + bytes_of(b) and b.ptr < a.ptr + bytes_of(a) and #a > 0 and #b > 0
+end
+
+-- Whether b is exactly a's memory (the same elements).
+local function same_memory(a, b)
+  return a.ptr == b.ptr and a.dtype == b.dtype and #a == #b
+end
+
+local function check_options(fname, n, options, known)
+  if options == nil then return {} end
+  if not common.is_plain_table(options) then
+    bad_argument(fname, n, "options table expected, got %s", type_name(options))
+  end
+  local unknown = options_rule.unknown(options, known)
+  if unknown then bad_argument(fname, n, "%s", unknown) end
+  return options
+end
+
+-- An option that must be a Buffer of the keys' device when given.
+local function option_buffer(fname, n, options, name, device)
+  local value = rawget(options, name)
+  if value == nil then return nil end
+  check_buffer(fname, n, value, "options." .. name)
+  if value.device ~= device then
+    bad_argument(fname, n, "options.%s is on device %d, but the keys are on device %d", name,
+                 value.device, device)
+  end
+  return value
+end
+
+-- Refuses two of the named buffers whose memory overlaps, unless `allowed`
+-- says the pair may be one buffer (in place).
+local function check_overlaps(fname, n, list, allowed)
+  for i = 1, #list do
+    for j = i + 1, #list do
+      local a, b = list[i], list[j]
+      if a.buffer and b.buffer and overlaps(a.buffer, b.buffer) then
+        local pair = a.name .. "/" .. b.name
+        if not (allowed[pair] and same_memory(a.buffer, b.buffer)) then
+          bad_argument(fname, n, "%s and %s share memory", a.name, b.name)
+        end
+      end
+    end
+  end
+end
+
+-- ---- sort ------------------------------------------------------------------------
+
+local function digit_passes(largest)
+  local passes = 1
+  while largest > 255 do
+    largest = largest >> 8
+    passes = passes + 1
+  end
+  return passes
+end
+
+-- One pass: histogram, scan of the counts, scatter.
+local function run_pass(target, kernels, shape, pass)
+  gpurun.launch(target, shape.tiles_config, kernels.gpurun_sort_histogram, shape.n, shape.tiles, pass.shift,
+                pass.segment_pass, pass.keys, pass.segments, shape.counts)
+  gpurun.launch(target, shape.digits_config, kernels.gpurun_sort_scan_counts, shape.tiles, shape.counts,
+                shape.totals)
+  gpurun.launch(target, shape.tiles_config, kernels.gpurun_sort_scatter, shape.n, shape.tiles, pass.shift,
+                pass.segment_pass, pass.keys, pass.keys_out, pass.values, pass.values_out, pass.segments,
+                pass.segments_out, pass.move_segments, shape.counts, shape.totals)
+end
+
+local function temporary(count, dtype, target)
+  return gpurun.empty(count, dtype, { stream = target })
+end
+
+-- sort(target, keys [, options]) -> keys (or options.out): a stable LSD
+-- radix sort. options: values (moved with their keys), descending,
+-- out (the keys sorted into it; keys left as they are), values_out,
+-- segments (S + 1 offsets: each segment [offsets[s], offsets[s + 1])
+-- sorted on its own).
+function sort.sort(target, keys, options)
+  local fname = "gpurun.sort"
+  check_target(fname, target)
+  check_buffer(fname, 2, keys, "keys")
+  options = check_options(fname, 3, options, SORT_OPTIONS)
+  local n, device = #keys, keys.device
+  local values = option_buffer(fname, 3, options, "values", device)
+  local out = option_buffer(fname, 3, options, "out", device)
+  local values_out = option_buffer(fname, 3, options, "values_out", device)
+  local segments = option_buffer(fname, 3, options, "segments", device)
+  local descending = rawget(options, "descending")
+  if descending == nil then descending = false end
+  if type(descending) ~= "boolean" then
+    bad_argument(fname, 3, "options.descending must be a boolean, got %s", type_name(descending))
+  end
+  if values and #values ~= n then
+    bad_argument(fname, 3, "options.values has %d elements, but keys has %d", #values, n)
+  end
+  if out and out.dtype ~= keys.dtype then
+    bad_argument(fname, 3, "options.out must have the keys' dtype %s, got %s", keys.dtype, out.dtype)
+  end
+  if out and #out < n then
+    bad_argument(fname, 3, "options.out has %d elements, fewer than the keys' %d", #out, n)
+  end
+  if values_out and not values then
+    bad_argument(fname, 3, "options.values_out needs options.values")
+  end
+  if values_out and values_out.dtype ~= values.dtype then
+    bad_argument(fname, 3, "options.values_out must have the values' dtype %s, got %s", values.dtype,
+                 values_out.dtype)
+  end
+  if values_out and #values_out < n then
+    bad_argument(fname, 3, "options.values_out has %d elements, fewer than the keys' %d", #values_out, n)
+  end
+  if segments and (not OFFSET_DTYPES[segments.dtype] or #segments < 1) then
+    bad_argument(fname, 3, "options.segments must be int32, uint32, int64 or uint64 offsets (at least "
+                 .. "one), got %d %s", #segments, segments.dtype)
+  end
+  if n > MAX_ELEMENTS then
+    bad_argument(fname, 2, "keys has %d elements; gpurun.sort sorts at most %d", n, MAX_ELEMENTS)
+  end
+  if out then out = out:view(1, n) end
+  if values_out then values_out = values_out:view(1, n) end
+  check_overlaps(fname, 3, {
+    { name = "keys", buffer = keys }, { name = "options.values", buffer = values },
+    { name = "options.out", buffer = out }, { name = "options.values_out", buffer = values_out },
+    { name = "options.segments", buffer = segments },
+  }, { ["keys/options.out"] = true, ["options.values/options.values_out"] = true })
+  if out and same_memory(out, keys) then out = nil end
+  if values_out and same_memory(values_out, values) then values_out = nil end
+
+  local value_size = values and DTYPES[values.dtype].size
+  local program = program_for(keys.dtype, descending, value_size, segments and segments.dtype)
+  local kernels = loaded(fname, program, target, device, keys, values, segments)
+  local keys_dest = out or keys
+  if n == 0 then return keys_dest end
+
+  local tiles = (n + TILE - 1) // TILE
+  local entry = program.devices[device]
+  local grid = device_code.blocks(entry, n, BLOCK)
+  local shape = {
+    n = gpurun.u64(n), tiles = gpurun.u32(tiles),
+    tiles_config = gpurun.LaunchConfig{ grid = tiles, block = BLOCK },
+    digits_config = gpurun.LaunchConfig{ grid = 256, block = BLOCK },
+    counts = temporary(256 * tiles, "uint32", target), totals = temporary(256, "uint32", target),
+  }
+  local made = { shape.counts, shape.totals }
+  local function scratch(count, dtype)
+    local buffer = temporary(count, dtype, target)
+    made[#made + 1] = buffer
+    return buffer
+  end
+  local grid_config = gpurun.LaunchConfig{ grid = grid, block = BLOCK }
+
+  local key_passes = DTYPES[keys.dtype].size
+  local segment_passes = segments and digit_passes(#segments) or 0
+  local passes = key_passes + segment_passes
+  local values_dest = values and (values_out or values)
+  -- Each pass writes to the destination or to a temporary, alternately, so
+  -- that the last writes the destination; where that would make the first
+  -- pass write over what it reads (in place, an odd count), the sort starts
+  -- from a copy.
+  local key_tmp = scratch(n, keys.dtype)
+  local value_tmp = values and scratch(n, values.dtype)
+  local key_from, value_from = keys, values
+  local copy_keys = passes % 2 == 1 and keys_dest == keys
+  local copy_values = values and passes % 2 == 1 and values_dest == values
+  if copy_keys or copy_values then
+    gpurun.launch(target, grid_config, kernels.gpurun_sort_copy, shape.n, copy_keys and 1 or 0, keys, key_tmp,
+                  copy_values and 1 or 0, values or keys, value_tmp or keys)
+    if copy_keys then key_from = key_tmp end
+    if copy_values then value_from = value_tmp end
+  end
+  local segment_from, segment_other
+  if segments then
+    segment_from, segment_other = scratch(n, "uint32"), scratch(n, "uint32")
+    gpurun.launch(target, grid_config, kernels.gpurun_sort_segment_ids, shape.n, segments,
+                  gpurun.u64(#segments), segment_from)
+  end
+  for pass = 1, passes do
+    local last_ones = (passes - pass) % 2 == 0
+    local key_to = last_ones and keys_dest or key_tmp
+    local value_to = values and (last_ones and values_dest or value_tmp)
+    local segment_pass = pass > key_passes
+    local step = {
+      shift = segment_pass and 8 * (pass - key_passes - 1) or 8 * (pass - 1),
+      segment_pass = segment_pass and 1 or 0,
+      keys = key_from, keys_out = key_to,
+      values = value_from or keys, values_out = value_to or keys,
+      segments = segment_from or keys, segments_out = segment_other or keys,
+      move_segments = segments and pass < passes and 1 or 0,
+    }
+    run_pass(target, kernels, shape, step)
+    key_from, value_from = key_to, value_to
+    if segments then segment_from, segment_other = segment_other, segment_from end
+  end
+  for _, buffer in ipairs(made) do buffer:close() end
+  return keys_dest
+end
+
+-- ---- binary search ------------------------------------------------------------------
+
+local function search(fname, upper, target, sorted, queries, options)
+  check_target(fname, target)
+  check_buffer(fname, 2, sorted, "sorted")
+  check_buffer(fname, 3, queries, "queries")
+  if queries.dtype ~= sorted.dtype then
+    bad_argument(fname, 3, "queries must have the sorted buffer's dtype %s, got %s", sorted.dtype,
+                 queries.dtype)
+  end
+  if queries.device ~= sorted.device then
+    bad_argument(fname, 3, "queries is on device %d, but sorted is on device %d", queries.device,
+                 sorted.device)
+  end
+  options = check_options(fname, 4, options, SEARCH_OPTIONS)
+  local m, device = #queries, sorted.device
+  local out = option_buffer(fname, 4, options, "out", device)
+  if out and out.dtype ~= "int64" then
+    bad_argument(fname, 4, "options.out must be int64 (1-based positions), got %s", out.dtype)
+  end
+  if out and #out < m then
+    bad_argument(fname, 4, "options.out has %d elements, fewer than the queries' %d", #out, m)
+  end
+  if out then
+    if overlaps(out, sorted) then bad_argument(fname, 4, "options.out and sorted share memory") end
+    if overlaps(out, queries) then bad_argument(fname, 4, "options.out and queries share memory") end
+  elseif type_name(target) == "gpurun.GraphBuilder" then
+    bad_argument(fname, 4, "options.out is needed on a GraphBuilder: no buffer can be made while capturing")
+  end
+  local program = program_for(sorted.dtype, false, nil, nil)
+  local kernels = loaded(fname, program, target, device, sorted)
+  out = out or gpurun.empty(m, "int64")
+  if m == 0 then return out end
+  local entry = program.devices[device]
+  local config = gpurun.LaunchConfig{ grid = device_code.blocks(entry, m, BLOCK), block = BLOCK }
+  gpurun.launch(target, config, kernels.gpurun_sort_search, gpurun.u64(#sorted), sorted, gpurun.u64(m),
+                queries, out, upper and 1 or 0)
+  return out
+end
+
+-- lower_bound(target, sorted, queries [, { out = }]) -> out (int64): for
+-- each query, the 1-based position of the first element of sorted
+-- (ascending) not less than it; #sorted + 1 past the end. NumPy's
+-- searchsorted(side="left") plus one.
+function sort.lower_bound(target, sorted, queries, options)
+  return search("gpurun.lower_bound", false, target, sorted, queries, options)
+end
+
+-- upper_bound: the same, before the first element greater than the query
+-- (searchsorted(side="right") plus one).
+function sort.upper_bound(target, sorted, queries, options)
+  return search("gpurun.upper_bound", true, target, sorted, queries, options)
+end
+
+-- The CUDA C of a sort program, as the specs compile it without a GPU.
+function sort.source(dtype, descending, value_dtype, offset_dtype)
+  return source.generate(dtype, descending, value_dtype and DTYPES[value_dtype].size, offset_dtype)
+end
+
+-- Errors end the capture in progress, as every gpurun error does.
+gpurun.guard(sort)
+
+return sort

@@ -1,0 +1,295 @@
+-- CUDA C source for gpurun.sort (a stable LSD radix sort, 8 bits a pass)
+-- and gpurun.lower_bound / upper_bound (a binary search per query). Keys
+-- are moved as their raw bits and ordered by their bits turned into an
+-- unsigned integer; docs/sort.md tells the design. No GPU and no gpurun
+-- objects: lua/gpurun/compute/sort.lua compiles and launches what this
+-- writes.
+
+local common = require("gpurun.common")
+
+local DTYPES = common.DTYPES
+
+local source = {}
+
+source.BLOCK = 256      -- threads of every kernel; also the radix (one digit per thread)
+source.ITEMS = 16       -- elements per thread of a tile: a tile is BLOCK * ITEMS elements
+source.TILE = source.BLOCK * source.ITEMS
+source.RADIX_BITS = 8
+
+-- The unsigned C type of each element size: keys, values and offsets
+-- travel as these bits.
+local BITS_C = { [1] = "unsigned char", [2] = "unsigned short", [4] = "unsigned int",
+                 [8] = "unsigned long long" }
+source.BITS_C = BITS_C
+
+-- A float dtype's sign bit, the largest bits of its infinity's magnitude
+-- and its canonical quiet NaN, as C literals: every NaN sorts as this one
+-- (after +inf), whatever its sign and payload.
+local FLOAT_BITS = {
+  [2] = { float16 = { "0x8000u", "0x7c00u", "0x7e00u" }, bfloat16 = { "0x8000u", "0x7f80u", "0x7fc0u" } },
+  [4] = { float32 = { "0x80000000u", "0x7f800000u", "0x7fc00000u" } },
+  [8] = { float64 = { "0x8000000000000000ull", "0x7ff0000000000000ull", "0x7ff8000000000000ull" } },
+}
+
+-- The body of _gsort_order: a key's bits -> an unsigned integer that
+-- orders as the keys do (ascending), or in reverse when descending.
+local function order_body(dtype, descending)
+  local info = DTYPES[dtype]
+  local lines = {}
+  if info.kind == "float" then
+    local sign, infinity, nan = table.unpack(FLOAT_BITS[info.size][dtype])
+    lines[#lines + 1] = ("    if ((_gsort_key)(bits & (_gsort_key)~(_gsort_key)%s) > (_gsort_key)%s)")
+      :format(sign, infinity)
+    lines[#lines + 1] = ("        bits = (_gsort_key)%s;"):format(nan)
+    lines[#lines + 1] = ("    bits = (bits & (_gsort_key)%s) ? (_gsort_key)~bits")
+      :format(sign)
+    lines[#lines + 1] = ("                                  : (_gsort_key)(bits | (_gsort_key)%s);")
+      :format(sign)
+  elseif info.kind == "signed" then
+    lines[#lines + 1] = ("    bits = (_gsort_key)(bits ^ (_gsort_key)((_gsort_key)1 << %d));"):format(info.size * 8 - 1)
+  end
+  if descending then
+    lines[#lines + 1] = "    bits = (_gsort_key)~bits;"
+  end
+  lines[#lines + 1] = "    return bits;"
+  return table.concat(lines, "\n")
+end
+
+local TEMPLATE = [[
+// gpurun.sort: @KEY@ keys@ORDER@@VALUES@@SEGMENTS@
+typedef @KEY_C@ _gsort_key;
+typedef @VALUE_C@ _gsort_value;
+typedef @OFFSET_C@ _gsort_offset;
+#define GSORT_BLOCK @BLOCK@
+#define GSORT_ITEMS @ITEMS@
+#define GSORT_TILE (GSORT_BLOCK * GSORT_ITEMS)
+#define GSORT_WARPS (GSORT_BLOCK / 32)
+#define GSORT_HAS_VALUES @HAS_VALUES@
+#define GSORT_OFFSET_SIGNED @OFFSET_SIGNED@
+
+__device__ __forceinline__ _gsort_key _gsort_order(_gsort_key bits)
+{
+@ORDER_BODY@
+}
+
+// What a search compares: as the sort orders, but -0.0 equal to +0.0, as
+// NumPy's searchsorted has it.
+__device__ __forceinline__ _gsort_key _gsort_search_order(_gsort_key bits)
+{
+@ZERO@    return _gsort_order(bits);
+}
+
+__device__ __forceinline__ unsigned int _gsort_digit(const _gsort_key *keys, const unsigned int *segments,
+                                                     unsigned long long i, unsigned int shift,
+                                                     int segment_pass)
+{
+    if (segment_pass)
+        return (segments[i] >> shift) & 255u;
+    return (unsigned int)((_gsort_order(keys[i]) >> shift) & (_gsort_key)255u);
+}
+
+__device__ __forceinline__ unsigned int _gsort_count_bits(unsigned int x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0fu;
+    return (x * 0x01010101u) >> 24;
+}
+
+// Each element's segment: how many offsets (clamped to [0, n]) are at or
+// before it, so segment s (1-based) holds [offsets[s], offsets[s + 1]).
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_segment_ids(unsigned long long n,
+    const _gsort_offset *offsets, unsigned long long count, unsigned int *segments)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * GSORT_BLOCK + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * GSORT_BLOCK) {
+        unsigned long long low = 0, high = count;
+        while (low < high) {
+            unsigned long long middle = (low + high) / 2;
+            _gsort_offset raw = offsets[middle];
+#if GSORT_OFFSET_SIGNED
+            unsigned long long at = raw < 0 ? 0ull : (unsigned long long)raw;
+#else
+            unsigned long long at = (unsigned long long)raw;
+#endif
+            if (at > n) at = n;
+            if (at <= i) low = middle + 1; else high = middle;
+        }
+        segments[i] = (unsigned int)low;
+    }
+}
+
+// Keys (and values) copied as they are: the start of an in-place sort with
+// an odd number of passes, so that the last pass lands in place.
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_copy(unsigned long long n, int copy_keys,
+    const _gsort_key *keys, _gsort_key *keys_copy, int copy_values, const _gsort_value *values,
+    _gsort_value *values_copy)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * GSORT_BLOCK + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * GSORT_BLOCK) {
+        if (copy_keys) keys_copy[i] = keys[i];
+#if GSORT_HAS_VALUES
+        if (copy_values) values_copy[i] = values[i];
+#endif
+    }
+}
+
+// counts[digit * tiles + tile]: how many of the tile's elements have the digit.
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_histogram(unsigned long long n,
+    unsigned int tiles, unsigned int shift, int segment_pass, const _gsort_key *keys,
+    const unsigned int *segments, unsigned int *counts)
+{
+    __shared__ unsigned int histogram[256];
+    const unsigned int t = threadIdx.x;
+    histogram[t] = 0;
+    __syncthreads();
+    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned long long i = start + (unsigned long long)item * GSORT_BLOCK + t;
+        if (i < n)
+            atomicAdd(&histogram[_gsort_digit(keys, segments, i, shift, segment_pass)], 1u);
+    }
+    __syncthreads();
+    counts[(unsigned long long)t * tiles + blockIdx.x] = histogram[t];
+}
+
+// Block d: digit d's counts over the tiles, scanned in place (exclusive),
+// and their total in totals[d].
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scan_counts(unsigned int tiles,
+    unsigned int *counts, unsigned int *totals)
+{
+    __shared__ unsigned int sums[256];
+    const unsigned int t = threadIdx.x;
+    unsigned int *row = counts + (unsigned long long)blockIdx.x * tiles;
+    const unsigned int per = (tiles + GSORT_BLOCK - 1) / GSORT_BLOCK;
+    const unsigned int first = t * per;
+    const unsigned int last = first + per < tiles ? first + per : tiles;
+    unsigned int sum = 0;
+    for (unsigned int i = first; i < last; ++i) sum += row[i];
+    sums[t] = sum;
+    __syncthreads();
+    if (t == 0) {
+        unsigned int run = 0;
+        for (int k = 0; k < GSORT_BLOCK; ++k) {
+            const unsigned int c = sums[k];
+            sums[k] = run;
+            run += c;
+        }
+        totals[blockIdx.x] = run;
+    }
+    __syncthreads();
+    unsigned int run = sums[t];
+    for (unsigned int i = first; i < last; ++i) {
+        const unsigned int c = row[i];
+        row[i] = run;
+        run += c;
+    }
+}
+
+// One tile's elements moved to their places: the digit's start (the
+// totals of smaller digits), the tile's place among the tiles (counts,
+// scanned), and the element's rank among the tile's earlier elements of
+// its digit, 256 elements (a round) at a time: within a warp by ballots,
+// then across the warps in order. So equal digits keep their order.
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scatter(unsigned long long n,
+    unsigned int tiles, unsigned int shift, int segment_pass, const _gsort_key *keys, _gsort_key *keys_out,
+    const _gsort_value *values, _gsort_value *values_out, const unsigned int *segments,
+    unsigned int *segments_out, int move_segments, const unsigned int *counts, const unsigned int *totals)
+{
+    __shared__ unsigned int place[256];
+    __shared__ unsigned int warp_counts[GSORT_WARPS * 256];
+    const unsigned int t = threadIdx.x, lane = t & 31u, warp = t >> 5;
+    place[t] = totals[t];
+    __syncthreads();
+    if (t == 0) {
+        unsigned int run = 0;
+        for (int k = 0; k < 256; ++k) {
+            const unsigned int c = place[k];
+            place[k] = run;
+            run += c;
+        }
+    }
+    __syncthreads();
+    place[t] += counts[(unsigned long long)t * tiles + blockIdx.x];
+    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned long long round = start + (unsigned long long)item * GSORT_BLOCK;
+        if (round >= n) break;
+        const unsigned long long i = round + t;
+        const bool valid = i < n;
+        const unsigned int digit = valid ? _gsort_digit(keys, segments, i, shift, segment_pass) : 0u;
+        for (int w = 0; w < GSORT_WARPS; ++w) warp_counts[w * 256 + t] = 0;
+        __syncthreads();
+        unsigned int peers = __ballot_sync(0xffffffffu, valid);
+        for (int bit = 0; bit < 8; ++bit) {
+            const unsigned int set = __ballot_sync(0xffffffffu, (digit >> bit) & 1u);
+            peers &= ((digit >> bit) & 1u) ? set : ~set;
+        }
+        const unsigned int before = peers & ((1u << lane) - 1u);
+        const unsigned int rank = _gsort_count_bits(before);
+        if (valid && before == 0) warp_counts[warp * 256 + digit] = _gsort_count_bits(peers);
+        __syncthreads();
+        unsigned int total = 0;
+        for (int w = 0; w < GSORT_WARPS; ++w) {
+            const unsigned int c = warp_counts[w * 256 + t];
+            warp_counts[w * 256 + t] = total;
+            total += c;
+        }
+        __syncthreads();
+        if (valid) {
+            const unsigned int to = place[digit] + warp_counts[warp * 256 + digit] + rank;
+            keys_out[to] = keys[i];
+#if GSORT_HAS_VALUES
+            values_out[to] = values[i];
+#endif
+            if (move_segments) segments_out[to] = segments[i];
+        }
+        __syncthreads();
+        place[t] += total;
+    }
+}
+
+// out[j]: the 1-based place of queries[j] in sorted (ascending): before
+// the first element not less than it (lower), or greater than it (upper).
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_search(unsigned long long n,
+    const _gsort_key *sorted, unsigned long long m, const _gsort_key *queries, long long *out, int upper)
+{
+    for (unsigned long long j = (unsigned long long)blockIdx.x * GSORT_BLOCK + threadIdx.x; j < m;
+         j += (unsigned long long)gridDim.x * GSORT_BLOCK) {
+        const _gsort_key query = _gsort_search_order(queries[j]);
+        unsigned long long low = 0, high = n;
+        while (low < high) {
+            const unsigned long long middle = (low + high) / 2;
+            const _gsort_key at = _gsort_search_order(sorted[middle]);
+            if (upper ? at <= query : at < query) low = middle + 1; else high = middle;
+        }
+        out[j] = (long long)low + 1;
+    }
+}
+]]
+
+source.KERNEL_NAMES = { "gpurun_sort_segment_ids", "gpurun_sort_copy", "gpurun_sort_histogram",
+                        "gpurun_sort_scan_counts", "gpurun_sort_scatter", "gpurun_sort_search" }
+
+-- The program for keys of `dtype`, descending or not, values of
+-- value_size bytes (nil: none) and offsets of offset_dtype (nil: none).
+function source.generate(dtype, descending, value_size, offset_dtype)
+  local info = DTYPES[dtype]
+  local offset = offset_dtype and DTYPES[offset_dtype]
+  local fields = {
+    KEY = dtype, ORDER = descending and ", descending" or "",
+    VALUES = value_size and (", %d-byte values"):format(value_size) or "",
+    SEGMENTS = offset_dtype and (", %s segment offsets"):format(offset_dtype) or "",
+    KEY_C = BITS_C[info.size], VALUE_C = BITS_C[value_size or 1],
+    OFFSET_C = offset and offset.c or "unsigned long long",
+    BLOCK = tostring(source.BLOCK), ITEMS = tostring(source.ITEMS),
+    HAS_VALUES = value_size and "1" or "0",
+    OFFSET_SIGNED = offset and offset.kind == "signed" and "1" or "0",
+    ORDER_BODY = order_body(dtype, descending),
+    ZERO = info.kind == "float"
+      and ("    if (bits == (_gsort_key)%s) bits = 0;\n"):format(FLOAT_BITS[info.size][dtype][1]) or "",
+  }
+  return (TEMPLATE:gsub("@([%u_]+)@", fields))
+end
+
+return source
