@@ -17,6 +17,7 @@ local BAD_VALUE = {
   ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },
   ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
   ["bench/random.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
+  ["bench/sort.lua"] = { "--sizes 4096,x", "--sizes: expected a positive integer, got 'x'" },
   ["bench/startup.lua"] = { "--reps -1", "--reps: expected a positive integer, got '-1'" },
   ["bench/cubin_load.lua"] = { "--seconds -1", "--seconds: expected a positive number" },
   ["bench/managed_memory.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
@@ -128,7 +129,7 @@ describe("the benches' Python peers", function()
         end
       end
     end
-    assert.are.equal(5, peers)
+    assert.are.equal(6, peers)
   end)
 
   it("measure as bench.measure does: the same iterations and calls", function()
