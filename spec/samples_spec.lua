@@ -26,6 +26,8 @@ local SMALL = {
   ["samples/1_GettingStarted/systemInfo.lua"] = { runs = { {}, { "--no-topology" } }, passed = "\nDone\n" },
   ["samples/1_GettingStarted/simplePrint.lua"] = { runs = { {} }, passed = "\n[3, 7]:\t\tValue is: 10\n" },
   ["samples/1_GettingStarted/vectorAdd.lua"] = { runs = { { "--elements", "1000" } }, passed = "\nTest PASSED\n" },
+  ["samples/2_CoreConcepts/binarySearch.lua"] = { runs = { {} },
+    passed = "  upper_bound: got [3, 3, 4, 5]  expected [3, 3, 4, 5]  OK\n\nDone\n" },
   ["samples/2_CoreConcepts/blockwiseSum.lua"] = { runs = { {} }, passed = "\nBlock-wise sum:  Test PASSED\n" },
   ["samples/2_CoreConcepts/cudaComputeLambdas.lua"] = { runs = { { "--device", "0" } },
                                                         passed = "  expected = [0, 2, 2, 6, 6, 12]  OK\n\nDone\n" },
