@@ -303,6 +303,22 @@ describe("emulated sorts", function()
     end
   end)
 
+  it("sort keys into out while their values sort in place, an odd count of passes", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local S = session.modules.sort
+    local n = 5000
+    local t, index = values(n, "int8", 11), {}
+    for i = 1, n do index[i] = i end
+    local keys, out = session:array(t, "int8"), session:zeros(n, "int8")
+    local moved = session:array(index, "int16")
+    S.sort(session.stream, keys, { out = out, values = moved })
+    session:run()
+    local bytes = keys:to_bytes()
+    local order = stable_order("int8", keys:to_table(), bytes, false)
+    assert(out:to_bytes() == permuted(bytes, 1, order))
+    assert.are.same(order, moved:to_table())
+  end)
+
   it("sort segments on their own, elements outside every segment as groups of their own", function()
     local session <close> = emulated.session{ multiprocessors = 2 }
     local S, stream = session.modules.sort, session.stream
