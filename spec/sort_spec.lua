@@ -397,9 +397,17 @@ describe("gpurun.sort on the GPU", function()
     stream:close()
   end)
 
-  -- keys of dtype on the device, with the host's copy of their bytes.
+  -- keys of dtype on the device, with the host's copy of their bytes and
+  -- values. uint64 keys from 2^63 up are negative Lua integers, which
+  -- gpurun.array refuses: they go as bytes, and come back compared unsigned.
   local function device_keys(n, dtype, seed)
     local t = values(n, dtype, seed)
+    if dtype == "uint64" then
+      local parts = {}
+      for i, v in ipairs(t) do parts[i] = string.pack("<i8", v) end
+      local keys = gpurun.from_bytes(table.concat(parts), dtype)
+      return keys, keys:to_bytes(), t
+    end
     local keys = gpurun.array(t, dtype)
     return keys, keys:to_bytes(), keys:to_table()
   end
