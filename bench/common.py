@@ -1,6 +1,6 @@
 """bench/common.py: what the Python peers of the gpurun benches share
 (fused_compare.py, reduce_compare.py, alloc_compare.py, random_compare.py,
-cubin_load_compare.py): their options (--sizes, --reps, --seconds,
+cubin_load_compare.py, sort_compare.py): their options (--sizes, --reps, --seconds,
 --json), the timed loop as gpurun.bench.measure runs it, JSON in and
 out, and notes on stderr. Standard library only: the scripts import
 cuda.core, CuPy and PyTorch themselves, where they use them.
@@ -17,6 +17,28 @@ PROGRAM = os.path.basename(sys.argv[0])
 WARMUP = 5
 MIN_ITERS, MAX_ITERS = 10, 5000  # iterations per repetition, as gpurun.bench.measure
 SHORTEST_ITER = 1e-7  # seconds: the probe's per-iteration time is at least this
+
+
+def peer_rows(sizes, seconds, reps, paths_by_module, device):
+    """Each (module, paths) pair's rows per size, paths(n, seconds, reps) -> a
+    dict of rows, and the device's name as torch gives it (else `device`).
+    A module that is missing or stops is noted; its rows are left out."""
+    rows = {n: {} for n in sizes}
+    for module, paths in paths_by_module:
+        try:
+            __import__(module)
+        except Exception as error:
+            note(f"{module} is missing ({type(error).__name__}: {error}): its rows show '-'")
+            continue
+        try:
+            for n in sizes:
+                rows[n].update(paths(n, seconds, reps))
+            if module == "torch":
+                import torch
+                device = torch.cuda.get_device_name()
+        except Exception as error:  # no GPU for it, say
+            note(f"{module} stopped ({type(error).__name__}: {error}): its remaining rows show '-'")
+    return rows, device
 
 
 def note(text):

@@ -10,7 +10,6 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local cjson = require("cjson")
 
 local cli = args.new("bench/random.lua",
   "gpurun.device_rng's float32 uniform and normal fills, against a copy and a memset, in GB/s written.")
@@ -92,19 +91,4 @@ local function print_table(device, results)
   end
 end
 
-local function main()
-  local device = cli:open_device(options.device)
-  local stream <close> = device:create_stream()
-  local results = {}
-  for index, n in ipairs(options.sizes) do
-    results[index] = measure_size(stream, n)
-  end
-  if options.json then
-    print(cjson.encode{ device = device.name, reps = options.reps, sizes = results })
-  else
-    print_table(device, results)
-  end
-  return 0
-end
-
-os.exit(main(), true)
+os.exit(bench.over_sizes(cli, options, measure_size, print_table), true)

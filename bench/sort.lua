@@ -2,7 +2,7 @@
 -- values, and gpurun.lower_bound of as many queries, at several sizes,
 -- each captured into a graph and the graph launched; bench/sort_compare.py
 -- times cupy.sort, torch.sort and cupy.searchsorted the same way.
--- docs/sort.md has the figures.
+-- docs/sort.md says what it times.
 --
 --   build/gpurun bench/sort.lua [--sizes 4096,65536,1048576,16777216] [--reps 15]
 --       [--seconds 0.1] [--device ID] [--json]
@@ -10,7 +10,6 @@
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
-local cjson = require("cjson")
 
 local cli = args.new("bench/sort.lua",
   "gpurun.sort (keys, pairs) and gpurun.lower_bound in graphs, in us per launch and keys per second.")
@@ -94,19 +93,4 @@ local function print_table(device, results)
   print("keys and pairs include the copy of their input (the copy row)")
 end
 
-local function main()
-  local device = cli:open_device(options.device)
-  local stream <close> = device:create_stream()
-  local results = {}
-  for index, n in ipairs(options.sizes) do
-    results[index] = measure_size(stream, n)
-  end
-  if options.json then
-    print(cjson.encode{ device = device.name, reps = options.reps, sizes = results })
-  else
-    print_table(device, results)
-  end
-  return 0
-end
-
-os.exit(main(), true)
+os.exit(bench.over_sizes(cli, options, measure_size, print_table), true)

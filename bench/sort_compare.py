@@ -136,21 +136,8 @@ def main():
     sizes = options.sizes
     gpurun = options.gpurun and common.read_json(options.gpurun, "gpurun")
     device = (gpurun or {}).get("device", "this GPU")
-    python = {n: {} for n in sizes}
-    for module, paths in (("cupy", cupy_paths), ("torch", torch_paths)):
-        try:
-            __import__(module)
-        except Exception as error:
-            common.note(f"{module} is missing ({type(error).__name__}: {error}): its rows show '-'")
-            continue
-        try:
-            for n in sizes:
-                python[n].update(paths(n, options.seconds, options.reps))
-            if module == "torch":
-                import torch
-                device = torch.cuda.get_device_name()
-        except Exception as error:  # no GPU for it, say
-            common.note(f"{module} stopped ({type(error).__name__}: {error}): its remaining rows show '-'")
+    python, device = common.peer_rows(sizes, options.seconds, options.reps,
+                                      (("cupy", cupy_paths), ("torch", torch_paths)), device)
     if options.json:
         common.print_json({"device": device, "reps": options.reps, "sizes": sizes, "gpurun": gpurun,
                            "python": {str(n): python[n] for n in sizes}})

@@ -8,6 +8,7 @@
 --   --> { iters = 1000, seconds = 0.0040, us_per_iter = 4.02, runs = { 0.0040 } }
 
 local gpurun = require("gpurun")
+local cjson = require("cjson")
 local with_range = require("gpurun.nvtx").with_range
 local check_options = require("gpurun.options").check
 local common = require("gpurun.common")
@@ -258,6 +259,24 @@ function bench.add_options(cli, defaults)
     cli:number_option("--seconds", "About how long one repetition runs.", defaults.seconds)
   end
   return cli
+end
+
+-- A bench over --sizes, whole: measure(stream, n) for each size on a stream
+-- of --device, then { device, reps, sizes = the results } as JSON (--json)
+-- or print_table(device, results). Returns 0, the script's exit status.
+function bench.over_sizes(cli, options, measure, print_table)
+  local device = cli:open_device(options.device)
+  local stream <close> = device:create_stream()
+  local results = {}
+  for index, n in ipairs(options.sizes) do
+    results[index] = measure(stream, n)
+  end
+  if options.json then
+    print(cjson.encode{ device = device.name, reps = options.reps, sizes = results })
+  else
+    print_table(device, results)
+  end
+  return 0
 end
 
 -- bench.capture runs while a builder captures: its errors (and those of the
