@@ -41,6 +41,27 @@ def peer_rows(sizes, seconds, reps, paths_by_module, device):
     return rows, device
 
 
+def torch_graphed(step, seconds, reps, holders, label, what):
+    """Seconds per replay of step() captured in a torch.cuda.CUDAGraph
+    (warmed up on a side stream first, as torch asks; holders[label] keeps
+    what the capture returned), timed as measure times; None, with a note
+    naming `what`, when torch refuses."""
+    import torch
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            holders[label] = step()
+        return measure(graph.replay, torch.cuda.synchronize, seconds, reps)
+    except Exception as error:
+        note(f"{what}: {type(error).__name__}: {error}")
+        return None
+
+
 def note(text):
     """One line on stderr, after the script's name."""
     print(f"{PROGRAM}: {text}", file=sys.stderr)

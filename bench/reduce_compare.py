@@ -75,18 +75,9 @@ def torch_paths(n, seconds, reps):
     holders = {}
 
     def graphed(label, step):
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up off the default stream, as torch asks
-                step()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                holders[label] = step()
-            figures[label] = common.measure(graph.replay, sync, seconds, reps)
-        except Exception as error:
-            common.note(f"{label} at {n} elements: {type(error).__name__}: {error}")
+        figure = common.torch_graphed(step, seconds, reps, holders, label, f"{label} at {n} elements")
+        if figure is not None:
+            figures[label] = figure
 
     graphed("torch.sum", lambda: torch.sum(x, dim=0, out=s))
     graphed("torch.argmax", lambda: torch.argmax(x))

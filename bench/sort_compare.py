@@ -69,23 +69,13 @@ def torch_paths(n, seconds, reps):
     keys = torch.empty_like(source)
     float_keys = torch.empty_like(float_source)
     sorted_keys = torch.sort(source).values
-    sync = torch.cuda.synchronize
     figures = {}
     holders = {}
 
     def graphed(label, step):
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up off the default stream, as torch asks
-                step()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                holders[label] = step()
-            figures[f"torch {label}"] = common.measure(graph.replay, sync, seconds, reps)
-        except Exception as error:
-            common.note(f"torch {label} at {n} elements: {type(error).__name__}: {error}")
+        figure = common.torch_graphed(step, seconds, reps, holders, label, f"torch {label} at {n} elements")
+        if figure is not None:
+            figures[f"torch {label}"] = figure
 
     def keys_sort():
         keys.copy_(source)
