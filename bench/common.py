@@ -41,6 +41,22 @@ def peer_rows(sizes, seconds, reps, paths_by_module, device):
     return rows, device
 
 
+def cupy_graphed(step, stream, seconds, reps, what):
+    """Seconds per launch of step() captured on a CuPy stream into a graph
+    (run once uncaptured first), timed as measure times; None, with a note
+    naming `what`, where CuPy cannot capture it."""
+    try:
+        step()
+        stream.synchronize()
+        stream.begin_capture()
+        step()
+        graph = stream.end_capture()
+        return measure(lambda: graph.launch(stream), stream.synchronize, seconds, reps)
+    except Exception as error:  # a CuPy without graphs, or an op that cannot be captured
+        note(f"{what}: {type(error).__name__}: {error}")
+        return None
+
+
 def torch_graphed(step, seconds, reps, holders, label, what):
     """Seconds per replay of step() captured in a torch.cuda.CUDAGraph
     (warmed up on a side stream first, as torch asks; holders[label] keeps

@@ -48,15 +48,9 @@ def cupy_paths(n, seconds, reps):
             "cupy.cumsum": lambda: cupy.cumsum(x, out=y),
         }
         for label, step in steps.items():
-            try:
-                step()
-                stream.synchronize()
-                stream.begin_capture()
-                step()
-                graph = stream.end_capture()
-                figures[label] = common.measure(lambda: graph.launch(stream), stream.synchronize, seconds, reps)
-            except Exception as error:  # a CuPy without graphs, or an op that cannot be captured
-                common.note(f"{label} at {n} elements: {type(error).__name__}: {error}")
+            figure = common.cupy_graphed(step, stream, seconds, reps, f"{label} at {n} elements")
+            if figure is not None:
+                figures[label] = figure
     return figures
 
 

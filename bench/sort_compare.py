@@ -46,16 +46,9 @@ def cupy_paths(n, seconds, reps):
             positions[...] = cupy.searchsorted(sorted_keys, source)
 
         for label, step in (("copy", copy), ("keys", keys_sort), ("pairs", pairs), ("search", search)):
-            try:
-                step()
-                stream.synchronize()
-                stream.begin_capture()
-                step()
-                graph = stream.end_capture()
-                figures[f"cupy {label}"] = common.measure(lambda: graph.launch(stream), stream.synchronize,
-                                                          seconds, reps)
-            except Exception as error:  # a CuPy without graphs, or a sort that cannot be captured
-                common.note(f"cupy {label} at {n} elements: {type(error).__name__}: {error}")
+            figure = common.cupy_graphed(step, stream, seconds, reps, f"cupy {label} at {n} elements")
+            if figure is not None:
+                figures[f"cupy {label}"] = figure
     return figures
 
 
