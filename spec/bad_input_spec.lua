@@ -841,9 +841,24 @@ row("pipeline:matmul", A(R.pipe, 5, M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul 
 row("pipeline:matmul", A(R.pipe, M("nope", 4, 4), M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul a.buffer: a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got 'nope', which names none")
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M(R.named_buffer, 4, 4), M("u", 4, 4)), BAD .. "matmul b.buffer: " .. NAMED)
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 0, 4)), MATMUL .. "out.rows must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 0")
+local SORT = BAD .. "stage 'sort t': "
+local DECLARED = "a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got "
+row("pipeline:sort", A(R.pipe, "t", { values = "t" }), SORT .. "keys and values are the same data ('t')")
+row("pipeline:sort", A(R.pipe, "t", { out = "i8" }), SORT .. "options.out must have the keys' dtype float32, got int8")
+row("pipeline:sort", A(R.pipe, "t", { values_out = "u" }), SORT .. "options.values_out needs options.values")
+row("pipeline:sort", A(R.pipe, "t", { values = "i8", values_out = "i32" }), SORT .. "options.values_out must have "
+  .. "the values' dtype int8, got int32")
+row("pipeline:sort", A(R.pipe, "t", { descending = "yes" }), SORT .. "options.descending must be a boolean, got string")
+row("pipeline:sort", A(R.pipe, "t", { segments = "u" }), SORT .. "options.segments must be int32, uint32, int64 or "
+  .. "uint64 offsets (at least one), got 16 float32")
+row("pipeline:sort", A(R.pipe, "nope"), BAD .. "sort keys: " .. DECLARED .. "'nope', which names none")
+row("pipeline:sort", A(R.pipe, R.named_buffer), BAD .. "sort keys: " .. NAMED)
+row("pipeline:sort", A(R.pipe, "t", { out = 5 }), BAD .. "sort options.out: " .. DECLARED .. "number")
+row("pipeline:sort", A(R.pipe, "t", { nope = 1 }), BAD .. "sort: unknown option 'nope' (known: name, reads, writes, "
+  .. "values, out, values_out, segments, descending)")
 row("pipeline:host", A(R.pipe, 5), BAD .. "host: a function expected, got number")
 row("pipeline:host", A(R.pipe, print, { reads = 5 }), BAD .. "stage 'host': reads must be a list of data, got number")
-local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host, p:matmul)"
+local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host, p:matmul, p:sort)"
 row("pipeline:plan", A(R.empty_pipe), NO_STAGES)
 row("pipeline:plan", A(R.pipe, { nope = 1 }), BAD .. "plan: unknown option 'nope' (known: sources)")
 row("pipeline:explain", A(R.empty_pipe), NO_STAGES)

@@ -154,6 +154,45 @@ describe("gpurun.pipeline on the GPU", function()
     stream:close()
   end)
 
+  it("runs a sort as a stage, stage by stage and in the graph #gpu", function()
+    local _, stream = setup()
+    local n = 1000
+    local hk = host_values(n, function(i) return (i * 7919) % 257 end)
+    local keys_in = gpurun.array(hk, "uint32")
+    local values_in = gpurun.array(host_values(n, function(i) return i end), "int32")
+    local sorted_keys, sorted_values = gpurun.zeros(n, "uint32"), gpurun.zeros(n, "int32")
+    local p <close> = gpurun.pipeline{ name = "sort_stage" }
+    local k, v = p:temporary("k", n, "uint32"), p:temporary("v", n, "int32")
+    p:copy(k, keys_in):copy(v, values_in)
+    p:sort(k, { values = v, descending = true })
+    p:copy(sorted_keys, k):copy(sorted_values, v)
+    -- descending and stable: equal keys keep their first order
+    local order = host_values(n, function(i) return i end)
+    table.sort(order, function(x, y)
+      if hk[x] ~= hk[y] then return hk[x] > hk[y] end
+      return x < y
+    end)
+    local expected_keys = {}
+    for i, at in ipairs(order) do expected_keys[i] = hk[at] end
+    p:run(stream)
+    assert.are.same(expected_keys, sorted_keys:to_table(stream))
+    assert.are.same(order, sorted_values:to_table(stream))
+    sorted_keys:fill(0, stream)
+    sorted_values:fill(0, stream)
+    p:graph(stream)
+    assert.are.same(expected_keys, sorted_keys:to_table(stream))
+    assert.are.same(order, sorted_values:to_table(stream))
+    -- a graph first: the stage compiles its kernels before the capture
+    local q <close> = gpurun.pipeline{ name = "sort_graph_first" }
+    local small = gpurun.array({ 5, -2, 7, 0, -9 }, "int16")
+    local tags = gpurun.array({ 1, 2, 3, 4, 5 }, "uint16")
+    q:sort(small, { values = tags, descending = true })
+    q:graph(stream)
+    assert.are.same({ 7, 5, 0, -2, -9 }, small:to_table(stream))
+    assert.are.same({ 3, 1, 4, 2, 5 }, tags:to_table(stream))
+    stream:close()
+  end)
+
   it("sets a scalar of a fused group in place #gpu", function()
     local _, stream = setup()
     local hd = host_values(N, function(i) return i % 9 end)

@@ -293,6 +293,54 @@ describe("gpurun.pipeline plans", function()
                                .. "transposed b gives 4", 1, true), message)
   end)
 
+  it("plans a sort as a stage: keys in place read and written, or read into out", function()
+    local p = gpurun.pipeline{ name = "srt" }
+    local k, v = p:temporary("k", 64, "uint32"), p:temporary("v", 64, "float32")
+    local ks, vs = p:temporary("ks", 64, "uint32"), p:temporary("vs", 64, "float32")
+    p:fill(k, 3, { name = "fk" }):fill(v, 1.0, { name = "fv" })
+    p:sort(k, { values = v, name = "inplace" })
+    p:sort(k, { out = ks, values = v, values_out = vs, descending = true, name = "into" })
+    p:fill(k, 0, { name = "reset" })
+    local plan = p:plan()
+    assert.are.equal("fk>inplace:k:RAW fv>inplace:v:RAW inplace>into:k:RAW into>reset:k:WAR",
+                     edge_set(plan))
+    assert.are.equal("sort", plan.stages[3].kind)
+    assert.truthy(p:explain():find("4 into             sort   reads k, v; writes ks, vs", 1, true), p:explain())
+    -- out may be the keys themselves (in place), as gpurun.sort allows
+    local q = gpurun.pipeline{ name = "srt1" }
+    local a = q:temporary("a", 8, "int64")
+    q:sort(a, { out = a })
+    assert.are.equal("sort", q:plan().stages[1].kind)
+  end)
+
+  it("refuses sorts whose data does not fit, as gpurun.sort would", function()
+    local p = gpurun.pipeline{ name = "srtbad" }
+    local k, v = p:temporary("k", 8, "float32"), p:temporary("v", 6, "int32")
+    local o = p:temporary("o", 8, "int32")
+    local cases = {
+      { { values = v }, "stage 'sort k': options.values has 6 elements, but keys has 8" },
+      { { out = o }, "stage 'sort k': options.out must have the keys' dtype float32, got int32" },
+      { { values_out = o }, "stage 'sort k': options.values_out needs options.values" },
+      { { values = k }, "stage 'sort k': keys and values are the same data ('k')" },
+      { { descending = 1 }, "stage 'sort k': options.descending must be a boolean, got number" },
+      { { segments = p:temporary("f", 3, "float32") }, "options.segments must be int32, uint32, int64 or uint64 offsets" },
+      { { stream = 1 }, "pipeline 'srtbad': sort: unknown option 'stream'" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, message = pcall(p.sort, p, k, case[1])
+      assert.is_false(ok)
+      assert.truthy(message:find(case[2], 1, true), message)
+    end
+    p:buffers{ state = {} }
+    local ok, message = pcall(p.sort, p, "state")
+    assert.is_false(ok)
+    assert.truthy(message:find("stage 'sort state': keys ('state') is host memory; gpurun.sort takes device "
+                               .. "buffers", 1, true), message)
+    ok, message = pcall(p.sort, p, "nothing")
+    assert.is_false(ok)
+    assert.truthy(message:find("sort keys: a declared buffer, temporary or view", 1, true), message)
+  end)
+
   it("explains the plan and draws it", function()
     local p = sample()
     local text = p:explain()

@@ -538,7 +538,8 @@ end
 -- pipeline_dtype, kernel_object (an elementwise kernel, or what is not
 -- one), buffer_options (p:buffer's), stage_options ({ name =, reads =,
 -- writes = }), plan_options (p:plan's), pipeline_matrix (a 2-D view whose
--- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's), and
+-- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's),
+-- pipeline_sort_options (p:sort's), and
 -- the kinds above.
 -- takes_nothing: nothing it could refuse on a machine without a GPU.
 -- runs: it launches the pipeline's stages (the fuzzer runs only pipelines
@@ -555,6 +556,7 @@ catalog.pipeline = {
   fill = { args = { "pipeline_data", "pipeline_value", "stage_options" } },
   host = { args = { "host_function", "stage_options" } },
   matmul = { args = { "pipeline_matrix", "pipeline_matrix", "pipeline_matrix", "pipeline_matmul_options" } },
+  sort = { args = { "pipeline_data", "pipeline_sort_options" } },
   plan = { args = { "plan_options" } },
   explain = { args = {} },
   to_dot = { args = { "dot_options" } },

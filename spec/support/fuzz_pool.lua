@@ -740,6 +740,14 @@ draws = {
     return { alpha = p:chance(0.3) and p:pick(FLOATS) or nil, beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil,
              transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil }
   end,
+  pipeline_sort_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { descending = 1 }, { values = 7 }, { name = "" }, { writes = 5 } })
+    end
+    return { values = p:chance(0.3) and draws.pipeline_data(p) or nil,
+             out = p:chance(0.2) and draws.pipeline_data(p) or nil,
+             descending = p:chance(0.3) or nil, name = p:chance(0.2) and "s" or nil }
+  end,
   plan_options = from({ nil, {}, { sources = true } }, 0.85, { { nope = 1 }, 5 }),
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",
     "value", "type", "state", "stream", "source", "options", "code", "log", "lowered_names",

@@ -154,6 +154,52 @@ local function temporary(count, dtype, target)
   return gpurun.empty(count, dtype, { stream = target })
 end
 
+local function measured(buffer)
+  return buffer.dtype, #buffer
+end
+
+-- The checks of a sort that need only its buffers' dtypes and sizes, so
+-- that a declared pipeline makes them before there is memory: nil, or the
+-- argument's position (2: keys, 3: options) and why. measure(buffer) gives
+-- a buffer's dtype and element count.
+function sort.shape_problem(keys, values, out, values_out, segments, measure)
+  local dtype, n = measure(keys)
+  local values_dtype, values_n, out_dtype, out_n, values_out_dtype, values_out_n
+  if values then values_dtype, values_n = measure(values) end
+  if out then out_dtype, out_n = measure(out) end
+  if values_out then values_out_dtype, values_out_n = measure(values_out) end
+  if values and values_n ~= n then
+    return 3, ("options.values has %d elements, but keys has %d"):format(values_n, n)
+  end
+  if out and out_dtype ~= dtype then
+    return 3, ("options.out must have the keys' dtype %s, got %s"):format(dtype, out_dtype)
+  end
+  if out and out_n < n then
+    return 3, ("options.out has %d elements, fewer than the keys' %d"):format(out_n, n)
+  end
+  if values_out and not values then
+    return 3, "options.values_out needs options.values"
+  end
+  if values_out and values_out_dtype ~= values_dtype then
+    return 3, ("options.values_out must have the values' dtype %s, got %s"):format(values_dtype,
+               values_out_dtype)
+  end
+  if values_out and values_out_n < n then
+    return 3, ("options.values_out has %d elements, fewer than the keys' %d"):format(values_out_n, n)
+  end
+  if segments then
+    local segments_dtype, segments_n = measure(segments)
+    if not OFFSET_DTYPES[segments_dtype] or segments_n < 1 then
+      return 3, ("options.segments must be int32, uint32, int64 or uint64 offsets (at least one), "
+                 .. "got %d %s"):format(segments_n, segments_dtype)
+    end
+  end
+  if n > MAX_ELEMENTS then
+    return 2, ("keys has %d elements; gpurun.sort sorts at most %d"):format(n, MAX_ELEMENTS)
+  end
+  return nil
+end
+
 -- sort(target, keys [, options]) -> keys (or options.out): a stable LSD
 -- radix sort. options: values (moved with their keys), descending,
 -- out (the keys sorted into it; keys left as they are), values_out,
@@ -174,32 +220,8 @@ function sort.sort(target, keys, options)
   if type(descending) ~= "boolean" then
     bad_argument(fname, 3, "options.descending must be a boolean, got %s", type_name(descending))
   end
-  if values and #values ~= n then
-    bad_argument(fname, 3, "options.values has %d elements, but keys has %d", #values, n)
-  end
-  if out and out.dtype ~= keys.dtype then
-    bad_argument(fname, 3, "options.out must have the keys' dtype %s, got %s", keys.dtype, out.dtype)
-  end
-  if out and #out < n then
-    bad_argument(fname, 3, "options.out has %d elements, fewer than the keys' %d", #out, n)
-  end
-  if values_out and not values then
-    bad_argument(fname, 3, "options.values_out needs options.values")
-  end
-  if values_out and values_out.dtype ~= values.dtype then
-    bad_argument(fname, 3, "options.values_out must have the values' dtype %s, got %s", values.dtype,
-                 values_out.dtype)
-  end
-  if values_out and #values_out < n then
-    bad_argument(fname, 3, "options.values_out has %d elements, fewer than the keys' %d", #values_out, n)
-  end
-  if segments and (not OFFSET_DTYPES[segments.dtype] or #segments < 1) then
-    bad_argument(fname, 3, "options.segments must be int32, uint32, int64 or uint64 offsets (at least "
-                 .. "one), got %d %s", #segments, segments.dtype)
-  end
-  if n > MAX_ELEMENTS then
-    bad_argument(fname, 2, "keys has %d elements; gpurun.sort sorts at most %d", n, MAX_ELEMENTS)
-  end
+  local position, why = sort.shape_problem(keys, values, out, values_out, segments, measured)
+  if position then bad_argument(fname, position, "%s", why) end
   if out then out = out:view(1, n) end
   if values_out then values_out = values_out:view(1, n) end
   check_overlaps(fname, 3, {
@@ -277,6 +299,15 @@ function sort.sort(target, keys, options)
   end
   for _, buffer in ipairs(made) do buffer:close() end
   return keys_dest
+end
+
+-- Compiles and loads the kernels that a sort of these dtypes runs on the
+-- device (an ordinal), so that a first call may be captured: what a
+-- declared pipeline does before capturing its stages.
+function sort.prepare(device, key_dtype, descending, value_dtype, segments_dtype)
+  local program = program_for(key_dtype, descending, value_dtype and DTYPES[value_dtype].size,
+                              segments_dtype)
+  device_code.compiled(program, program, device)
 end
 
 -- ---- binary search ------------------------------------------------------------------

@@ -397,6 +397,18 @@ function declare.resolve_data(self, value, what)
   return data
 end
 
+-- Why declared data cannot be a device buffer that a library takes (it is
+-- host memory, or a table), or nil; `takes` names the library.
+function declare.not_device_buffer(data, what, takes)
+  if data.host then
+    return ("%s ('%s') is host memory; %s takes device buffers"):format(what, data.name, takes)
+  end
+  if not data.count then
+    return ("%s ('%s') is a table; %s takes buffers"):format(what, data.name, takes)
+  end
+  return nil
+end
+
 -- An argument as stages keep it: { data = d } | { scalar = s } | { value = v }
 -- (`what` names it in messages).
 function declare.argument(self, value, default_name, what)

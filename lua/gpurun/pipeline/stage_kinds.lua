@@ -27,4 +27,5 @@ return {
   (require("gpurun.pipeline.stage_kinds.fill")),
   (require("gpurun.pipeline.stage_kinds.host")),
   (require("gpurun.pipeline.stage_kinds.matmul")),
+  (require("gpurun.pipeline.stage_kinds.sort")),
 }

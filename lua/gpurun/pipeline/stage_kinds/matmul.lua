@@ -20,12 +20,8 @@ local NAMES = { "a", "b", "out" }
 -- A view's buffer as blas's checks see it when it is declared data: its
 -- dtype and count, or nil and why not.
 local function data_measure(data, what)
-  if data.host then
-    return nil, ("%s ('%s') is host memory; cuBLAS takes device buffers"):format(what, data.name)
-  end
-  if not data.count then
-    return nil, ("%s ('%s') is a table; cuBLAS takes buffers"):format(what, data.name)
-  end
+  local why = declare.not_device_buffer(data, what, "cuBLAS")
+  if why then return nil, why end
   return data.dtype, data.count
 end
 
