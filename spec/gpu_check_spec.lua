@@ -77,6 +77,13 @@ describe("tools/gpu-check.sh sanitizers", function()
     assert.are.equal("", result.stderr)
   end)
 
+  it("runs only the programs $GPURUN_CHECK_PROGRAMS matches, where it is set", function()
+    local result = with_functions("GPURUN_CHECK_PROGRAMS='^(scripts/cudagraphs|bench/sort)\\.lua$' "
+      .. "program_lines | cut -f1")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("bench/sort.lua\nscripts/cudagraphs.lua\n", result.stdout)
+  end)
+
   it("lists each error of a report, and counts those the expected file does not list", function()
     local log = os.tmpname()
     local file = assert(io.open(log, "w"))

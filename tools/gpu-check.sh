@@ -61,7 +61,9 @@ usage() {
 # runs at once (default 6), $GPURUN_CHECK_RUN_SECONDS the limit of each
 # (default 300, then exit 124); GPURUN_CHECK_ASAN=0 leaves the ASan part out;
 # GPURUN_CHECK_BINDINGS=0 leaves the bindings' specs and the PTX check out of
-# the suite part.
+# the suite part; $GPURUN_CHECK_PROGRAMS (an extended regular expression)
+# runs compute-sanitizer on the programs it matches only, and the count
+# says how many ran.
 USAGE
 }
 
@@ -138,6 +140,7 @@ program_lines() {
     [[ " ${listed[*]} " == *" $program "* ]] || listed+=("$program")
   done
   for program in "${listed[@]}"; do
+    [[ -z "${GPURUN_CHECK_PROGRAMS:-}" || "$program" =~ $GPURUN_CHECK_PROGRAMS ]] || continue
     local command
     case "$program" in
       *.lua) command="$bin $program" ;;
