@@ -12,7 +12,8 @@
 --              (pipeline/compile.lua): runnable.refresh() resolves its
 --              arguments into runnable.args, runnable.launch(target) queues
 --              it on a stream or builder; also runnable.arity, and
---              runnable.object (a kernel object, for its prepare and
+--              runnable.object (a kernel object, or a table with prepare(),
+--              for its prepare (before a capture) and
 --              node_arguments) or runnable.node_slots() (where its graph
 --              node takes each scalar); state holds the device's callbacks
 --   accesses(p, stage) (optional) -> the accesses the schedule sees, where
