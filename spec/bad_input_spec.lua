@@ -1657,7 +1657,7 @@ row("gpurun.matrix", A(R.buffer, 2, 2, 5), arg_error(4, "matrix", "options table
 row("gpurun.matrix", A(R.buffer_i32, 2, 2), arg_error(1, "matrix", "matrix.buffer has dtype int32; " .. BLAS_TYPES))
 row("gpurun.matrix", A(R.closed_buffer, 2, 2), "attempt to use a closed gpurun.Buffer")
 row("gpurun.matmul", A(1, 2, 5), arg_error(3, "matmul", "options table expected, got number"))
-row("gpurun.matmul", A(1, 2, { nope = 1 }), arg_error(3, "matmul", "unknown option 'nope' (known: out, alpha, beta, transa, transb, stream)"))
+row("gpurun.matmul", A(1, 2, { nope = 1 }), arg_error(3, "matmul", "unknown option 'nope' (known: out, alpha, beta, transa, transb, stream, epilogue, bias)"))
 row("gpurun.matmul", A(1, 2, { alpha = "x" }), arg_error(3, "matmul", "options.alpha must be a number, got string"))
 row("gpurun.matmul", A(1, 2, { transa = 1 }), arg_error(3, "matmul", "options.transa must be a boolean, got number"))
 row("gpurun.matmul", A(1, 2, { stream = 5 }), arg_error(3, "matmul", "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number"))
@@ -1677,6 +1677,25 @@ row("gpurun.matmul", A(v44(R.closed_buffer), v44(), { stream = R.stream }), "att
 row("gpurun.matmul", A(v44(), v44(), { stream = R.closed_stream }), "attempt to use a closed gpurun.Stream")
 row("gpurun.matmul", A({ v44() }, v44(), { stream = R.stream }),
   arg_error(2, "matmul", "a and b must both be views or both be lists of views"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "RELU" }),
+  arg_error(3, "matmul", "options.epilogue must be one of bias, gelu, gelu_bias, relu, relu_bias (cuBLASLt's epilogues), got 'RELU'"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "bias" }),
+  arg_error(3, "matmul", "options.epilogue \"bias\" adds a bias: options.bias (a gpurun.Buffer of out's cols elements) is needed"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "gelu", bias = R.buffer }),
+  arg_error(3, "matmul", "options.bias is given but options.epilogue \"gelu\" adds none: use \"bias\", \"relu_bias\" or \"gelu_bias\""))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, bias = R.buffer }),
+  arg_error(3, "matmul", "options.bias is given without options.epilogue: a bias is added by the \"bias\", \"relu_bias\" and \"gelu_bias\" epilogues"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "relu_bias", bias = R.buffer_f64 }),
+  arg_error(3, "matmul", "options.bias has dtype float64 but out float32: cuBLASLt adds a bias of out's dtype"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "relu_bias", bias = R.buffer_i32 }),
+  arg_error(3, "matmul", "options.bias has dtype int32; " .. BLAS_TYPES))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "gelu_bias", bias = R.closed_buffer }),
+  "attempt to use a closed gpurun.Buffer")
+row("gpurun.matmul", A({ v44() }, { v44() }, { stream = R.stream, epilogue = "relu" }),
+  arg_error(3, "matmul", "an epilogue takes one matrix, not lists of views: run the products one by one"))
+row("gpurun.matmul", A({ buffer = R.buffer, rows = 2, cols = 2, batch = 2 }, { buffer = R.buffer, rows = 2, cols = 2 },
+  { stream = R.stream, epilogue = "relu" }),
+  arg_error(3, "matmul", "an epilogue takes one matrix, got a batch of 2: run the matrices one by one, or without an epilogue"))
 row("gpurun.axpy", A(), arg_error(2, "axpy", "x must be a gpurun.Buffer, got nil"))
 row("gpurun.axpy", A(1, R.buffer, R.buffer8), arg_error(3, "axpy", "n does not fit: x has 16 elements, y 8"))
 row("gpurun.axpy", A(1, R.buffer, R.buffer_f64), arg_error(3, "axpy", "y has dtype float64 but x float32: both must be of one dtype"))
