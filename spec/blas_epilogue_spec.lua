@@ -46,7 +46,7 @@ describe("gpurun.matmul's epilogue checks, before cuBLASLt", function()
 
   it("needs a bias for the bias epilogues and refuses one for the others", function()
     for _, name in ipairs{ "bias", "relu_bias", "gelu_bias" } do
-      refuses(('options.epilogue "%s" adds a bias: options.bias (a gpurun.Buffer of out\'s cols '
+      refuses(('options.epilogue "%s" adds a bias: options.bias (a buffer of out\'s cols '
         .. "elements) is needed"):format(name), gpurun.matmul, a, b,
         { out = out, stream = STREAM, epilogue = name })
     end

@@ -539,7 +539,8 @@ end
 -- pipeline_dtype, kernel_object (an elementwise kernel, or what is not
 -- one), buffer_options (p:buffer's), stage_options ({ name =, reads =,
 -- writes = }), plan_options (p:plan's), pipeline_matrix (a 2-D view whose
--- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's),
+-- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's, its
+-- epilogue from matmul_epilogue, its bias a pipeline_data),
 -- pipeline_sort_options (p:sort's), and
 -- the kinds above.
 -- takes_nothing: nothing it could refuse on a machine without a GPU.

@@ -743,7 +743,9 @@ draws = {
       return p:pick({ 5, { nope = 1 }, { alpha = "x" }, { transa = 1 }, { name = "" }, { reads = 5 } })
     end
     return { alpha = p:chance(0.3) and p:pick(FLOATS) or nil, beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil,
-             transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil }
+             transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil,
+             epilogue = p:chance(0.3) and draws.matmul_epilogue(p) or nil,
+             bias = p:chance(0.2) and draws.pipeline_data(p) or nil }
   end,
   pipeline_sort_options = function(p)
     if p:chance(0.15) then

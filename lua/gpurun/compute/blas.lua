@@ -243,7 +243,7 @@ function blas.epilogue_problem(epilogue, has_bias)
       EPILOGUE_NAMES, type(epilogue) == "string" and shown(epilogue) or type_name(epilogue))
   end
   if adds_bias(epilogue) and not has_bias then
-    return ('options.epilogue "%s" adds a bias: options.bias (a gpurun.Buffer of out\'s cols '
+    return ('options.epilogue "%s" adds a bias: options.bias (a buffer of out\'s cols '
       .. "elements) is needed"):format(epilogue)
   end
   if has_bias and not adds_bias(epilogue) then
