@@ -828,7 +828,7 @@ row("pipeline:fill", A(R.pipe, "i8", 1000), BAD .. "stage 'fill i8': the fill va
 row("pipeline:fill", A(R.pipe, "i32", NAN), P("stage 'fill i32': the fill value for 'i32': integer expected for int32, got " .. NAN_TEXT))
 row("pipeline:fill", A(R.pipe, "t", 1e300), BAD .. "stage 'fill t': the fill value for 't': 1e+300 out of range for float32")
 row("pipeline:fill", A(R.pipe, R.named_buffer, 1), BAD .. "fill destination: " .. NAMED)
-local function M(data, r, c) return { buffer = data, rows = r, cols = c } end
+local function M(data, r, c, batch) return { buffer = data, rows = r, cols = c, batch = batch } end
 local MATMUL = BAD .. "stage 'matmul u = t t': "
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 2, 8), M("u", 4, 8)), MATMUL .. "k does not fit: a is 4 x 4, so k is 4, but b has 2 rows")
 row("pipeline:matmul", A(R.pipe, M("t", 4, 8), M("t", 8, 2), M("u", 4, 2)), MATMUL .. "a: 4 x 8 (ld 8) needs 32 elements, its buffer has 16")
@@ -836,11 +836,23 @@ row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 2, 4)), MATM
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("i8", 4, 4)), BAD .. "stage 'matmul i8 = t t': out.buffer has dtype int8; cuBLAS takes float32, float64, float16 or bfloat16")
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { alpha = "2" }), MATMUL .. "options.alpha must be a number, got string")
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { transa = 1 }), MATMUL .. "options.transa must be a boolean, got number")
-row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { nope = 1 }), BAD .. "matmul: unknown option 'nope' (known: name, reads, writes, alpha, beta, transa, transb)")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { nope = 1 }), BAD .. "matmul: unknown option 'nope' (known: name, reads, writes, alpha, beta, transa, transb, epilogue, bias)")
 row("pipeline:matmul", A(R.pipe, 5, M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul a must be a 2-D view { buffer =, rows =, cols = [, ld =, batch =, stride =] }, got number")
 row("pipeline:matmul", A(R.pipe, M("nope", 4, 4), M("t", 4, 4), M("u", 4, 4)), BAD .. "matmul a.buffer: a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got 'nope', which names none")
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M(R.named_buffer, 4, 4), M("u", 4, 4)), BAD .. "matmul b.buffer: " .. NAMED)
 row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 0, 4)), MATMUL .. "out.rows must be 1..2147483647 (cuBLAS takes 32-bit sizes), got 0")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { epilogue = "nope" }),
+  MATMUL .. "options.epilogue must be one of bias, gelu, gelu_bias, relu, relu_bias (cuBLASLt's epilogues), got 'nope'")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { epilogue = "gelu_bias" }),
+  MATMUL .. "options.epilogue \"gelu_bias\" adds a bias: options.bias (a buffer of out's cols elements) is needed")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { bias = "t" }),
+  MATMUL .. "options.bias is given without options.epilogue")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { epilogue = "bias", bias = "i8" }),
+  MATMUL .. "options.bias has dtype int8 but out float32: cuBLASLt adds a bias of out's dtype")
+row("pipeline:matmul", A(R.pipe, M("t", 4, 4), M("t", 4, 4), M("u", 4, 4), { epilogue = "bias", bias = "nope" }),
+  BAD .. "matmul bias: " .. "a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got 'nope', which names none")
+row("pipeline:matmul", A(R.pipe, M("t", 2, 2, 2), M("t", 2, 2), M("u", 2, 2, 2), { epilogue = "relu" }),
+  MATMUL .. "an epilogue takes one matrix, got a batch of 2")
 local SORT = BAD .. "stage 'sort t': "
 local DECLARED = "a declared buffer, temporary or view (a handle, its name or a gpurun.Buffer) expected, got "
 row("pipeline:sort", A(R.pipe, "t", { values = "t" }), SORT .. "keys and values are the same data ('t')")
@@ -1657,7 +1669,7 @@ row("gpurun.matrix", A(R.buffer, 2, 2, 5), arg_error(4, "matrix", "options table
 row("gpurun.matrix", A(R.buffer_i32, 2, 2), arg_error(1, "matrix", "matrix.buffer has dtype int32; " .. BLAS_TYPES))
 row("gpurun.matrix", A(R.closed_buffer, 2, 2), "attempt to use a closed gpurun.Buffer")
 row("gpurun.matmul", A(1, 2, 5), arg_error(3, "matmul", "options table expected, got number"))
-row("gpurun.matmul", A(1, 2, { nope = 1 }), arg_error(3, "matmul", "unknown option 'nope' (known: out, alpha, beta, transa, transb, stream)"))
+row("gpurun.matmul", A(1, 2, { nope = 1 }), arg_error(3, "matmul", "unknown option 'nope' (known: out, alpha, beta, transa, transb, stream, epilogue, bias)"))
 row("gpurun.matmul", A(1, 2, { alpha = "x" }), arg_error(3, "matmul", "options.alpha must be a number, got string"))
 row("gpurun.matmul", A(1, 2, { transa = 1 }), arg_error(3, "matmul", "options.transa must be a boolean, got number"))
 row("gpurun.matmul", A(1, 2, { stream = 5 }), arg_error(3, "matmul", "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number"))
@@ -1677,6 +1689,25 @@ row("gpurun.matmul", A(v44(R.closed_buffer), v44(), { stream = R.stream }), "att
 row("gpurun.matmul", A(v44(), v44(), { stream = R.closed_stream }), "attempt to use a closed gpurun.Stream")
 row("gpurun.matmul", A({ v44() }, v44(), { stream = R.stream }),
   arg_error(2, "matmul", "a and b must both be views or both be lists of views"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "RELU" }),
+  arg_error(3, "matmul", "options.epilogue must be one of bias, gelu, gelu_bias, relu, relu_bias (cuBLASLt's epilogues), got 'RELU'"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "bias" }),
+  arg_error(3, "matmul", "options.epilogue \"bias\" adds a bias: options.bias (a buffer of out's cols elements) is needed"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "gelu", bias = R.buffer }),
+  arg_error(3, "matmul", "options.bias is given but options.epilogue \"gelu\" adds none: use \"bias\", \"relu_bias\" or \"gelu_bias\""))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, bias = R.buffer }),
+  arg_error(3, "matmul", "options.bias is given without options.epilogue: a bias is added by the \"bias\", \"relu_bias\" and \"gelu_bias\" epilogues"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "relu_bias", bias = R.buffer_f64 }),
+  arg_error(3, "matmul", "options.bias has dtype float64 but out float32: cuBLASLt adds a bias of out's dtype"))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "relu_bias", bias = R.buffer_i32 }),
+  arg_error(3, "matmul", "options.bias has dtype int32; " .. BLAS_TYPES))
+row("gpurun.matmul", A(v44(), v44(), { stream = R.stream, epilogue = "gelu_bias", bias = R.closed_buffer }),
+  "attempt to use a closed gpurun.Buffer")
+row("gpurun.matmul", A({ v44() }, { v44() }, { stream = R.stream, epilogue = "relu" }),
+  arg_error(3, "matmul", "an epilogue takes one matrix, not lists of views: run the products one by one"))
+row("gpurun.matmul", A({ buffer = R.buffer, rows = 2, cols = 2, batch = 2 }, { buffer = R.buffer, rows = 2, cols = 2 },
+  { stream = R.stream, epilogue = "relu" }),
+  arg_error(3, "matmul", "an epilogue takes one matrix, got a batch of 2: run the matrices one by one, or without an epilogue"))
 row("gpurun.axpy", A(), arg_error(2, "axpy", "x must be a gpurun.Buffer, got nil"))
 row("gpurun.axpy", A(1, R.buffer, R.buffer8), arg_error(3, "axpy", "n does not fit: x has 16 elements, y 8"))
 row("gpurun.axpy", A(1, R.buffer, R.buffer_f64), arg_error(3, "axpy", "y has dtype float64 but x float32: both must be of one dtype"))

@@ -75,7 +75,8 @@ describe("gpurun.matmul's checks, before cuBLAS", function()
 
   it("refuses bad options by name", function()
     refuses("#3 to 'gpurun.matmul' (options table expected, got string)", gpurun.matmul, a, b, "x")
-    refuses("unknown option 'trans' (known: out, alpha, beta, transa, transb, stream)", gpurun.matmul, a, b,
+    refuses("unknown option 'trans' (known: out, alpha, beta, transa, transb, stream, epilogue, bias)",
+            gpurun.matmul, a, b,
             { trans = true })
     refuses("options.beta must be a number, got boolean", gpurun.matmul, a, b, { beta = true })
     refuses("options.transb must be a boolean, got string", gpurun.matmul, a, b, { transb = "yes" })

@@ -154,6 +154,33 @@ describe("gpurun.pipeline on the GPU", function()
     stream:close()
   end)
 
+  it("runs a product with a relu_bias epilogue as a stage, and in the graph #gpu", function()
+    local _, stream = setup()
+    local M, K, NN = 6, 4, 5
+    local hx = host_values(M * K, function(i) return (i % 5) - 2 end)
+    local hw = host_values(K * NN, function(i) return (i % 3) - 1 end)
+    local hb = host_values(NN, function(i) return i - 3 end)
+    local x, w = gpurun.array(hx, "float32"), gpurun.array(hw, "float32")
+    local bias, y = gpurun.array(hb, "float32"), gpurun.zeros(M * NN, "float32")
+    local p <close> = gpurun.pipeline{ name = "gemm_relu_bias" }
+    p:matmul({ buffer = x, rows = M, cols = K }, { buffer = w, rows = K, cols = NN },
+             { buffer = y, rows = M, cols = NN }, { epilogue = "relu_bias", bias = bias })
+    local expected = {}
+    for i = 0, M - 1 do
+      for j = 0, NN - 1 do
+        local sum = hb[j + 1]
+        for k = 0, K - 1 do sum = sum + hx[i * K + k + 1] * hw[k * NN + j + 1] end
+        expected[i * NN + j + 1] = math.max(sum, 0)
+      end
+    end
+    p:run(stream)
+    close_enough(y:to_table(stream), expected, "run")
+    y:fill(-1.0, stream)
+    p:graph(stream)
+    close_enough(y:to_table(stream), expected, "graph")
+    stream:close()
+  end)
+
   it("runs a sort as a stage, stage by stage and in the graph #gpu", function()
     local _, stream = setup()
     local n = 1000

@@ -275,6 +275,24 @@ describe("gpurun.pipeline plans", function()
     assert.are.equal("fa>gemm:a:RAW fc>gemm:c:WAW", edge_set(q:plan()))
   end)
 
+  it("plans a product with an epilogue: its bias is read, checked as declared", function()
+    local p = gpurun.pipeline{ name = "mmlt" }
+    local x, w = p:temporary("x", 8 * 4), p:temporary("w", 4 * 6)
+    local bias, h = p:temporary("bias", 6), p:temporary("h", 8 * 6)
+    p:fill(x, 1.0, { name = "fx" }):fill(w, 1.0, { name = "fw" }):fill(bias, 0.5, { name = "fb" })
+    p:matmul({ buffer = x, rows = 8, cols = 4 }, { buffer = w, rows = 4, cols = 6 },
+             { buffer = h, rows = 8, cols = 6 }, { epilogue = "gelu_bias", bias = bias, name = "gemm" })
+    assert.are.equal("fb>gemm:bias:RAW fw>gemm:w:RAW fx>gemm:x:RAW", edge_set(p:plan()))
+    assert.truthy(p:explain():find("gemm             matmul reads x, w, bias; writes h", 1, true))
+    local short = p:temporary("short", 5)
+    local ok, message = pcall(p.matmul, p, { buffer = x, rows = 8, cols = 4 },
+      { buffer = w, rows = 4, cols = 6 }, { buffer = h, rows = 8, cols = 6 },
+      { epilogue = "relu_bias", bias = short })
+    assert.is_false(ok)
+    assert.truthy(message:find("pipeline 'mmlt': stage 'matmul h = x w': options.bias has 5 elements "
+                               .. "but out has 6 cols: one per column is needed", 1, true), message)
+  end)
+
   it("refuses a cuBLAS product across devices, and shapes that do not fit", function()
     local p = gpurun.pipeline{ name = "mmsplit", devices = { 0, 1 } }
     local x = p:temporary("x", 16)

@@ -84,7 +84,8 @@ catalog.device_types = {
 --   struct_field_name (a field's name, or anything).
 --   For cuBLAS: matrix_options (gpurun.matrix's { ld =, batch =, stride = }),
 --   matrix_view (a 2-D view, a list of them, or anything), matmul_options
---   (gpurun.matmul's table), blas_alpha (a number or a 1-element buffer),
+--   (gpurun.matmul's table, its epilogue from matmul_epilogue: cuBLASLt's
+--   names and others, its bias a buffer), blas_alpha (a number or a 1-element buffer),
 --   blas_options (axpy's and scal's { stream = }), blas_result_options
 --   (dot's and nrm2's { out =, stream = }).
 --   For device_rng: buffer_or_count (a fill's buffer, or an element count),
@@ -538,7 +539,8 @@ end
 -- pipeline_dtype, kernel_object (an elementwise kernel, or what is not
 -- one), buffer_options (p:buffer's), stage_options ({ name =, reads =,
 -- writes = }), plan_options (p:plan's), pipeline_matrix (a 2-D view whose
--- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's),
+-- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's, its
+-- epilogue from matmul_epilogue, its bias a pipeline_data),
 -- pipeline_sort_options (p:sort's), and
 -- the kinds above.
 -- takes_nothing: nothing it could refuse on a machine without a GPU.

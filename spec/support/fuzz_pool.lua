@@ -622,8 +622,13 @@ draws = {
     if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { alpha = "x" }, { transa = 1 } }) end
     return { stream = draws.launch_target(p), alpha = p:chance(0.3) and p:pick(FLOATS) or nil,
              beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil, transa = p:chance(0.3) or nil,
-             transb = p:chance(0.3) or nil, out = p:chance(0.3) and draws.matrix_view(p) or nil }
+             transb = p:chance(0.3) or nil, out = p:chance(0.3) and draws.matrix_view(p) or nil,
+             epilogue = p:chance(0.3) and draws.matmul_epilogue(p) or nil,
+             bias = p:chance(0.2) and p:typed("Buffer") or nil }
   end,
+  -- cuBLASLt's epilogues, and names it has not (or not under that spelling).
+  matmul_epilogue = from({ "relu", "gelu", "bias", "relu_bias", "gelu_bias" }, 0.8,
+    { "RELU", "gelu_aux", "", "none", 5, true }),
   blas_alpha = function(p)
     if p:chance(0.7) then return p:pick(FLOATS) end
     return p:typed("Buffer")
@@ -738,7 +743,9 @@ draws = {
       return p:pick({ 5, { nope = 1 }, { alpha = "x" }, { transa = 1 }, { name = "" }, { reads = 5 } })
     end
     return { alpha = p:chance(0.3) and p:pick(FLOATS) or nil, beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil,
-             transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil }
+             transa = p:chance(0.3) or nil, transb = p:chance(0.3) or nil, name = p:chance(0.2) and "mm" or nil,
+             epilogue = p:chance(0.3) and draws.matmul_epilogue(p) or nil,
+             bias = p:chance(0.2) and draws.pipeline_data(p) or nil }
   end,
   pipeline_sort_options = function(p)
     if p:chance(0.15) then

@@ -1,13 +1,15 @@
-/* gpurun.BlasHandle, internal: cuBLAS bound to one stream, made by the
- * first BLAS call on it and closed with it; and the C side of gpurun.matmul,
- * axpy, dot, nrm2 and scal (lua/gpurun/compute/blas.lua), in
- * package.loaded["gpurun.blas_core"]. Shapes arrive checked by the Lua
- * side, in cuBLAS's column-major terms; C checks again only that every
- * matrix lies inside its buffer. Once a stream has its handle, a call
- * allocates nothing and formats nothing unless it raises. */
+/* gpurun.BlasHandle, internal: cuBLAS bound to one stream (and cuBLASLt
+ * with its plans, from the first epilogue), made by the first BLAS call
+ * on it and closed with it; the C side of gpurun.matmul, axpy, dot, nrm2
+ * and scal (lua/gpurun/compute/blas.lua), in package.loaded
+ * ["gpurun.blas_core"]. Shapes arrive checked by the Lua side, in cuBLAS's
+ * column-major terms; C checks again only that every matrix lies inside
+ * its buffer. Once a stream has its handle (and plan), a call allocates
+ * nothing and formats nothing unless it raises. */
 #include "types/blas.h"
 
 #include "base/cublas_loader.h"
+#include "base/cublaslt_plans.h"
 #include "types/buffer/buffer.h"
 #include "types/launch.h"
 
@@ -29,13 +31,20 @@ struct blas_handle {
     cublas_handle handle;
     CUcontext context;
     const struct gpurun_stream *stream; /* its key in the table, NULL once let go */
-    CUdeviceptr workspace;              /* the handle's own memory */
+    CUdeviceptr workspace;              /* the handle's own memory, cuBLASLt's too */
+    size_t workspace_bytes;
     int pointer_mode;                   /* as last set on the handle */
+    struct cublaslt_plans lt;           /* no handle until the first epilogue */
 };
 
 static void destroy_handle(void *handle)
 {
     (void)cublas.cublasDestroy_v2(handle);
+}
+
+static void destroy_lt_handle(void *handle)
+{
+    (void)cublaslt.cublasLtDestroy(handle);
 }
 
 /* Lets go of the stream's entry, if the table still names this handle. */
@@ -64,6 +73,10 @@ static int blas_handle_close(lua_State *L)
     unregister(L, blas);
     if (blas->handle)
         (void)gpurun_release_after_device(destroy_handle, blas->handle, blas->context);
+    cublaslt_plans_clear(&blas->lt);
+    if (blas->lt.handle)
+        (void)gpurun_release_after_device(destroy_lt_handle, blas->lt.handle, blas->context);
+    blas->lt.handle = NULL;
     if (blas->workspace)
         (void)gpurun_free_memory(blas->workspace, blas->context);
     blas->handle = NULL;
@@ -125,6 +138,7 @@ static struct blas_handle *push_new_handle(lua_State *L, struct gpurun_stream *s
     size_t bytes = workspace_bytes(L, stream->device);
     struct blas_handle *blas = gpurun_new_object(L, sizeof *blas, 0, &blas_handle_tag);
     blas->context = stream->context;
+    blas->workspace_bytes = bytes;
     blas->pointer_mode = CUBLAS_POINTERS_HOST;
     CUcontext previous = gpurun_enter_context(stream->context);
     struct gpurun_relaxed relaxed = gpurun_relax_captures();
@@ -344,6 +358,101 @@ static int core_gemm(lua_State *L)
     return 0;
 }
 
+static int raise_cublaslt(lua_State *L, const char *call, cublas_status status)
+{
+    char message[512];
+    cublaslt_format_error(message, sizeof message, call, status);
+    return gpurun_error(L, "%s while multiplying matrices with an epilogue", message);
+}
+
+/* The handle's cuBLASLt handle, made on its first epilogue. */
+static void require_lt(lua_State *L, struct blas_handle *blas)
+{
+    if (blas->lt.handle)
+        return;
+    if (cublaslt_loader_load() != 0)
+        gpurun_error(L, "%s", cublaslt_loader_error());
+    CUcontext previous = gpurun_enter_context(blas->context);
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    cublas_status status = cublaslt.cublasLtCreate(&blas->lt.handle);
+    gpurun_restore_captures(relaxed);
+    gpurun_leave_context(previous);
+    if (status != CUBLAS_SUCCESS) {
+        blas->lt.handle = NULL;
+        raise_cublaslt(L, "cublasLtCreate", status);
+    }
+}
+
+/* matmul_lt(target, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta,
+ *      c, ldc, compute, epilogue, bias): cuBLASLt's C = epilogue(alpha
+ * op(A) op(B) + beta C [+ bias]), column-major, one matrix each; bias
+ * (nil unless the epilogue adds one) holds m elements of C's dtype. */
+static int core_gemm_lt(lua_State *L)
+{
+    struct gpurun_capture *capture;
+    struct gpurun_stream *stream = check_target(L, &capture);
+    int transa = lua_toboolean(L, 2), transb = lua_toboolean(L, 3);
+    int m = check_int(L, 4), n = check_int(L, 5), k = check_int(L, 6);
+    lua_Number alpha = gpurun_check_number(L, 7), beta = gpurun_check_number(L, 12);
+    int lda = check_int(L, 9), ldb = check_int(L, 11), ldc = check_int(L, 14);
+    int compute = compute_type(L, 15);
+    int epilogue = check_int(L, 16);
+    struct gpurun_buffer *a = check_operand(L, 8, stream, capture);
+    struct gpurun_buffer *b = check_operand(L, 10, stream, capture);
+    struct gpurun_buffer *c = check_operand(L, 13, stream, capture);
+    struct gpurun_buffer *bias = NULL;
+    if (a->dtype != c->dtype || b->dtype != c->dtype)
+        gpurun_error(L, "gemm: A, B and C must share a dtype");
+    check_matrix(L, 8, a, transa ? k : m, transa ? m : k, lda, 0, 1);
+    check_matrix(L, 10, b, transb ? n : k, transb ? k : n, ldb, 0, 1);
+    check_matrix(L, 13, c, m, n, ldc, 0, 1);
+    if (epilogue & CUBLASLT_EPILOGUE_BIAS) {
+        bias = check_operand(L, 17, stream, capture);
+        if (bias->dtype != c->dtype)
+            gpurun_arg_error(L, 17, "a bias of dtype %s expected", gpurun_dtypes[c->dtype].name);
+        check_extent(L, 17, bias, m);
+    }
+    struct blas_handle *blas = push_handle(L, stream);
+    require_lt(L, blas);
+    static const int operands[] = {8, 10, 13, 17};
+    note_operands(L, capture, stream, operands, bias ? 4 : 3);
+    union scalar alpha_value, beta_value;
+    const void *alpha_pointer = host_scalar(&alpha_value, compute, alpha);
+    const void *beta_pointer = host_scalar(&beta_value, compute, beta);
+    const void *bias_pointer = bias ? (const void *)bias->pointer : NULL;
+    struct cublaslt_shape shape = {
+        transa, transb, m, n, k, lda, ldb, ldc, gpurun_dtypes[c->dtype].library_type,
+        compute == GPURUN_FLOAT64 ? CUBLAS_COMPUTE_FLOAT64 : CUBLAS_COMPUTE_FLOAT32,
+        gpurun_dtypes[compute].library_type, epilogue,
+        cublaslt_alignment((const void *)a->pointer), cublaslt_alignment((const void *)b->pointer),
+        cublaslt_alignment((const void *)c->pointer), cublaslt_alignment(bias_pointer)};
+    const char *call = NULL;
+    cublas_status status = CUBLAS_SUCCESS;
+    CUcontext previous = gpurun_enter_context(blas->context);
+    const struct cublaslt_plan *plan =
+        cublaslt_plan_for(&blas->lt, &shape, blas->workspace_bytes, &call, &status);
+    if (plan)
+        status = cublaslt_plan_run(&blas->lt, plan, alpha_pointer, (const void *)a->pointer,
+                                   (const void *)b->pointer, beta_pointer, (void *)c->pointer,
+                                   bias_pointer, (void *)blas->workspace, blas->workspace_bytes,
+                                   (cublas_stream)stream->handle, &call);
+    gpurun_leave_context(previous);
+    if (status != CUBLAS_SUCCESS)
+        raise_cublaslt(L, call, status);
+    return 0;
+}
+
+/* EPILOGUES: the cuBLASLt epilogues gpurun.matmul takes, by their
+ * lower-cased CUBLASLT_EPILOGUE_* names. */
+static const struct {
+    const char *name;
+    int code;
+} epilogues[] = {
+    {"relu", CUBLASLT_EPILOGUE_RELU},           {"gelu", CUBLASLT_EPILOGUE_GELU},
+    {"bias", CUBLASLT_EPILOGUE_BIAS},           {"relu_bias", CUBLASLT_EPILOGUE_RELU_BIAS},
+    {"gelu_bias", CUBLASLT_EPILOGUE_GELU_BIAS},
+};
+
 /* A vector of n elements at arg, and the scalar there (a number, or a
  * 1-element buffer of the compute dtype: device pointer mode). */
 static void check_vector(lua_State *L, int arg, const struct gpurun_buffer *buffer, int n)
@@ -479,6 +588,16 @@ static int core_load(lua_State *L)
     return 1;
 }
 
+/* load_lt() -> nil, or why cuBLASLt cannot be used. Never raises. */
+static int core_load_lt(lua_State *L)
+{
+    if (cublaslt_loader_load() == 0)
+        lua_pushnil(L);
+    else
+        lua_pushstring(L, cublaslt_loader_error());
+    return 1;
+}
+
 /* handles() -> how many streams have a handle now (for specs: none leak). */
 static int core_handles(lua_State *L)
 {
@@ -493,7 +612,9 @@ static int core_handles(lua_State *L)
 /* Named as the public functions they serve, which their errors name. */
 static const luaL_Reg core_functions[] = {
     {"load", core_load},
+    {"load_lt", core_load_lt},
     {"matmul", core_gemm},
+    {"matmul_lt", core_gemm_lt},
     {"axpy", core_axpy},
     {"scal", core_scal},
     {"dot", core_dot},
@@ -524,6 +645,12 @@ void gpurun_open_blas(lua_State *L)
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     lua_newtable(L);
     gpurun_set_functions(L, core_functions);
+    lua_createtable(L, 0, (int)(sizeof epilogues / sizeof epilogues[0]));
+    for (size_t i = 0; i < sizeof epilogues / sizeof epilogues[0]; i++) {
+        lua_pushinteger(L, epilogues[i].code);
+        lua_setfield(L, -2, epilogues[i].name);
+    }
+    lua_setfield(L, -2, "EPILOGUES");
     lua_setfield(L, -2, "gpurun.blas_core");
     lua_pop(L, 1);
 }

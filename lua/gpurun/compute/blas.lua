@@ -1,6 +1,7 @@
 -- gpurun.matrix, matmul, axpy, dot, nrm2 and scal: cuBLAS's policy and
 -- every check before any library call (views, shapes, dtypes, the compute
--- dtype, the stream); cuBLAS is called from C (src/types/blas.c).
+-- dtype, the stream, an epilogue and its bias, which go to cuBLASLt);
+-- cuBLAS and cuBLASLt are called from C (src/types/blas.c).
 --
 -- gpurun's matrices are row-major (element (i, j) of a view at
 -- i * ld + j) and cuBLAS's column-major: read column-major, a row-major
@@ -32,11 +33,19 @@ local BLAS_DTYPES = "float32, float64, float16 or bfloat16"
 
 local VIEW_KEYS = { "ld", "batch", "stride" }
 local MATRIX_KEYS = { "buffer", "rows", "cols", "ld", "batch", "stride" }
-local MATMUL_KEYS = { "out", "alpha", "beta", "transa", "transb", "stream" }
+local MATMUL_KEYS = { "out", "alpha", "beta", "transa", "transb", "stream", "epilogue", "bias" }
 local VECTOR_KEYS = { "stream" }
 local RESULT_KEYS = { "out", "stream" }
 local SINGLE_NAMES = { "a", "b", "options.out" }
 local FLOAT32_LARGEST = DTYPES.float32.max
+
+-- cuBLASLt's epilogues, name -> CUBLASLT_EPILOGUE_* (from C), and the
+-- names as a message lists them.
+local EPILOGUES = core.EPILOGUES
+local EPILOGUE_NAMES = {}
+for name in pairs(EPILOGUES) do EPILOGUE_NAMES[#EPILOGUE_NAMES + 1] = name end
+table.sort(EPILOGUE_NAMES)
+EPILOGUE_NAMES = table.concat(EPILOGUE_NAMES, ", ")
 
 local function bad_argument(fname, n, fmt, ...)
   common.bad_argument(fname, n, fmt, ...)
@@ -197,9 +206,10 @@ local function boolean_option(fname, n, options, key)
   return value == true
 end
 
--- cuBLAS opens on the first call that needs it, after the checks.
-local function loaded(fname)
-  local why = core.load()
+-- cuBLAS (and cuBLASLt for an epilogue) opens on the first call that
+-- needs it, after the checks.
+local function loaded(fname, epilogue)
+  local why = core.load() or (epilogue and core.load_lt())
   if why then raise(fname .. ": " .. why) end
 end
 
@@ -210,6 +220,56 @@ local function device_problem(what, buffer, target)
   if type_name(target) == "gpurun.GraphBuilder" then device = target.stream.device end
   if buffer.device ~= device then
     return ("%s is on device %d but the stream on device %d"):format(what, buffer.device, device)
+  end
+  return nil
+end
+
+local function adds_bias(epilogue)
+  return epilogue:find("bias", 1, true) ~= nil
+end
+
+-- Why an epilogue (a name or nil) and whether a bias is given do not go
+-- together, or nil: the checks that need no buffer.
+function blas.epilogue_problem(epilogue, has_bias)
+  if epilogue == nil then
+    if has_bias then
+      return "options.bias is given without options.epilogue: a bias is added by the "
+        .. '"bias", "relu_bias" and "gelu_bias" epilogues'
+    end
+    return nil
+  end
+  if type(epilogue) ~= "string" or not EPILOGUES[epilogue] then
+    return ("options.epilogue must be one of %s (cuBLASLt's epilogues), got %s"):format(
+      EPILOGUE_NAMES, type(epilogue) == "string" and shown(epilogue) or type_name(epilogue))
+  end
+  if adds_bias(epilogue) and not has_bias then
+    return ('options.epilogue "%s" adds a bias: options.bias (a buffer of out\'s cols '
+      .. "elements) is needed"):format(epilogue)
+  end
+  if has_bias and not adds_bias(epilogue) then
+    return ('options.bias is given but options.epilogue "%s" adds none: use "bias", "relu_bias" '
+      .. 'or "gelu_bias"'):format(epilogue)
+  end
+  return nil
+end
+
+-- Why a product of batch matrices, n columns of dtype, cannot take the
+-- epilogue's bias (dtype and length as measure gives them), or nil.
+function blas.bias_problem(bias, batch, n, dtype, measure)
+  if batch > 1 then
+    return ("an epilogue takes one matrix, got a batch of %d: run the matrices one by one, or "
+      .. "without an epilogue"):format(batch)
+  end
+  if bias == nil then return nil end
+  local bias_dtype, length = (measure or buffer_measure)(bias, "options.bias")
+  if not bias_dtype then return length end
+  if bias_dtype ~= dtype then
+    return ("options.bias has dtype %s but out %s: cuBLASLt adds a bias of out's dtype"):format(
+      bias_dtype, dtype)
+  end
+  if length < n then
+    return ("options.bias has %d elements but out has %d cols: one per column is needed"):format(
+      length, n)
   end
   return nil
 end
@@ -315,12 +375,26 @@ local function run(target, transa, transb, m, n, k, alpha, a, a_ld, a_stride, b,
               c, c_ld, c_stride, batch, COMPUTE[a.dtype])
 end
 
--- matmul(a, b [, { out =, alpha =, beta =, transa =, transb =, stream = }])
--- -> out: out = alpha op(a) op(b) + beta out, op(x) x or its transpose.
--- a and b are 2-D views (a batch of them, strided) or lists of views.
+-- The same product through cuBLASLt, with an epilogue: bias, one per
+-- column of the row-major C, is one per row of cuBLAS's C^T.
+local function run_lt(target, transa, transb, m, n, k, alpha, a, a_ld, b, b_ld, beta, c, c_ld,
+                      epilogue, bias)
+  core.matmul_lt(target, transb, transa, n, m, k, alpha, b, b_ld, a, a_ld, beta, c, c_ld,
+                 COMPUTE[a.dtype], EPILOGUES[epilogue], bias)
+end
+
+-- matmul(a, b [, { out =, alpha =, beta =, transa =, transb =, stream =,
+-- epilogue =, bias = }]) -> out: out = alpha op(a) op(b) + beta out, op(x)
+-- x or its transpose, then the epilogue (relu, gelu, bias, relu_bias,
+-- gelu_bias: cuBLASLt's, fused). a and b are 2-D views (a batch of them,
+-- strided) or lists of views; an epilogue takes single matrices.
 function blas.matmul(a, b, options)
   local fname = "gpurun.matmul"
   check_options(fname, 3, options, MATMUL_KEYS)
+  local epilogue = options and rawget(options, "epilogue")
+  local bias = options and rawget(options, "bias")
+  local why = blas.epilogue_problem(epilogue, bias ~= nil)
+  if why then bad_argument(fname, 3, "%s", why) end
   local out = options and rawget(options, "out")
   local alpha = number_option(fname, 3, options, "alpha", 1)
   local beta = number_option(fname, 3, options, "beta", 0)
@@ -332,10 +406,20 @@ function blas.matmul(a, b, options)
       product(fname, a, b, out, transa, transb, target, SINGLE_NAMES)
     check_scalar(fname, 3, "options.alpha", alpha, COMPUTE[a_buffer.dtype])
     check_scalar(fname, 3, "options.beta", beta, COMPUTE[a_buffer.dtype])
-    loaded(fname)
+    if epilogue then
+      why = blas.bias_problem(bias, batch, n, a_buffer.dtype)
+      if why then bad_argument(fname, 3, "%s", why) end
+      if bias then same_device(fname, 3, "options.bias", bias, target) end
+    end
+    loaded(fname, epilogue)
     if out == nil then
       out = new_out(fname, target, m, n, batch, a_buffer.dtype)
       c, c_ld, c_stride = out.buffer, n, batch > 1 and m * n or 0
+    end
+    if epilogue then
+      run_lt(target, transa, transb, m, n, k, alpha, a_buffer, a_ld, b_buffer, b_ld, beta, c, c_ld,
+             epilogue, bias)
+      return out
     end
     run(target, transa, transb, m, n, k, alpha, a_buffer, a_ld, a_stride, b_buffer, b_ld, b_stride,
         beta, c, c_ld, c_stride, batch)
@@ -344,6 +428,10 @@ function blas.matmul(a, b, options)
   -- The batched form: lists of one length, each product checked before any runs.
   if not is_list(a) or not is_list(b) then
     bad_argument(fname, is_list(a) and 2 or 1, "a and b must both be views or both be lists of views")
+  end
+  if epilogue then
+    bad_argument(fname, 3, "an epilogue takes one matrix, not lists of views: run the products "
+                 .. "one by one")
   end
   if #a ~= #b then
     bad_argument(fname, 2, "the lists differ in length: a has %d views, b %d", #a, #b)

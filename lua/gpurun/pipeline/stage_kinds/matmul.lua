@@ -1,7 +1,8 @@
--- The stage kind "matmul": gpurun.matmul (cuBLAS) of two 2-D views of
--- declared data into a third, declared by p:matmul. a and b are read, out
--- written (and read where beta is not 0); shapes, dtypes and batches are
--- checked as declared, by blas's own checks.
+-- The stage kind "matmul": gpurun.matmul (cuBLAS, or cuBLASLt with an
+-- epilogue) of two 2-D views of declared data into a third, declared by
+-- p:matmul. a, b and an epilogue's bias are read, out written (and read
+-- where beta is not 0); shapes, dtypes, batches, the epilogue and its bias
+-- are checked as declared, by blas's own checks.
 local common = require("gpurun.common")
 local blas = require("gpurun.compute.blas")
 local declare = require("gpurun.pipeline.declare")
@@ -12,8 +13,9 @@ local type_name = common.type_name
 
 local kind = { name = "matmul", method = "matmul" }
 
-local OPTIONS = { "name", "reads", "writes", "alpha", "beta", "transa", "transb" }
-local OPTIONS_SHAPE = "{ alpha =, beta =, transa =, transb =, name =, reads =, writes = }"
+local OPTIONS = { "name", "reads", "writes", "alpha", "beta", "transa", "transb", "epilogue", "bias" }
+local OPTIONS_SHAPE = "{ alpha =, beta =, transa =, transb =, epilogue =, bias =, name =, reads =, "
+  .. "writes = }"
 local VIEW_KEYS = { "buffer", "rows", "cols", "ld", "batch", "stride" }
 local NAMES = { "a", "b", "out" }
 
@@ -66,20 +68,32 @@ function kind.declare(p, a, b, out, options)
   local beta = option(p, name, options, "beta", "number", 0)
   local transa = option(p, name, options, "transa", "boolean", false)
   local transb = option(p, name, options, "transb", "boolean", false)
-  local m, _, why = blas.product_shape(views[1], views[2], views[3], transa, transb, nil,
+  local m, n, why, batch = blas.product_shape(views[1], views[2], views[3], transa, transb, nil,
                                               NAMES, data_measure)
   if m == nil then
     raise(("pipeline '%s': stage '%s': %s"):format(p.name, name, why))
   end
+  local epilogue, bias = options.epilogue, options.bias
+  why = blas.epilogue_problem(epilogue, bias ~= nil)
+  if not why and epilogue then
+    bias = bias and declare.resolve_data(p, bias, "matmul bias")
+    why = blas.bias_problem(bias, batch, n, a_data.dtype, data_measure)
+  end
+  if why then
+    raise(("pipeline '%s': stage '%s': %s"):format(p.name, name, why))
+  end
   local stage = { name = name, views = views, alpha = alpha, beta = beta, transa = transa,
-                  transb = transb }
+                  transb = transb, epilogue = epilogue, bias = bias }
   local out_mode = beta ~= 0 and "rw" or "w"
-  stage.accesses, stage.declared = declare.accesses_of(p, name, {
+  local inferred = {
     { data = a_data, mode = "r", how = "matmul a", const = true },
     { data = b_data, mode = "r", how = "matmul b", const = true },
     { data = out_data, mode = out_mode, how = beta ~= 0 and "matmul out, read where beta is not 0"
                                               or "matmul out" },
-  }, declare.read_overrides(p, options, ("stage '%s'"):format(name)))
+  }
+  if bias then inferred[4] = { data = bias, mode = "r", how = "matmul bias", const = true } end
+  stage.accesses, stage.declared = declare.accesses_of(p, name, inferred,
+    declare.read_overrides(p, options, ("stage '%s'"):format(name)))
   return stage
 end
 
@@ -92,10 +106,11 @@ function kind.compile(stage, runnable, state)
                 stride = view.stride }
   end
   local call = { out = made[3], alpha = stage.alpha, beta = stage.beta, transa = stage.transa,
-                 transb = stage.transb }
+                 transb = stage.transb, epilogue = stage.epilogue }
   local buffer_of = launch_arguments.buffer_of
   runnable.refresh = function()
     for i, view in ipairs(stage.views) do made[i].buffer = buffer_of(state, view.buffer) end
+    if stage.bias then call.bias = buffer_of(state, stage.bias) end
   end
   runnable.launch = function(target)
     call.stream = target
