@@ -87,6 +87,7 @@ local CLOSED = {
   PinnedBuffer = "closed_pinned", HostCallback = "closed_callback", MemoryPool = "closed_pool",
   LinkerOptions = "closed_linker_options", Linker = "closed_linker",
   TensorMap = "closed_tensor_map", SMResource = "closed_sm", Context = "closed_context",
+  CsrMatrix = "closed_csr",
 }
 -- A field each type's __index reads (methods still resolve when closed).
 local FIELD = {
@@ -95,7 +96,7 @@ local FIELD = {
   LaunchPlan = "kernel", Graph = "node_count", Condition = "default", Event = "device",
   LaunchConfig = "grid", Scalar = "value", PinnedBuffer = "size", HostCallback = "pending",
   MemoryPool = "device", LinkerOptions = "arch", StructLayout = "size", Struct = "x",
-  SMResource = "sm_count", Context = "device", IPCAllocationHandle = "fd",
+  SMResource = "sm_count", Context = "device", IPCAllocationHandle = "fd", CsrMatrix = "nnz",
 }
 
 local SETTOP_FIRST = {
@@ -1728,6 +1729,56 @@ row("gpurun.dot", A(R.buffer, R.buffer, { stream = R.building }),
   arg_error(3, "dot", "options.out is needed on a GraphBuilder: no buffer can be made while capturing"))
 row("gpurun.nrm2", A(), arg_error(1, "nrm2", "x must be a gpurun.Buffer, got nil"))
 row("gpurun.nrm2", A(R.buffer, { nope = 1 }), arg_error(2, "nrm2", "unknown option 'nope' (known: out, stream)"))
+
+-- ---- cuSPARSE: csr, spmv, spmm ---------------------------------------------------------------
+
+local function csr_args(offsets, indices, values, height, width)
+  return A(offsets or R.buffer_i32, indices or R.buffer_i32, values or R.buffer, height or 15, width or 4)
+end
+local ONE_DTYPE = ": both must be of one dtype"
+row("gpurun.csr", A(), arg_error(1, "csr", "row_offsets must be a gpurun.Buffer, got nil"))
+row("gpurun.csr", A(R.buffer_i32, 5, R.buffer, 15, 4), arg_error(2, "csr", "col_indices must be a gpurun.Buffer, got number"))
+row("gpurun.csr", csr_args(nil, nil, nil, 0), arg_error(4, "csr", "rows must be 1..2147483647 (int32 indices), got 0"))
+row("gpurun.csr", csr_args(nil, nil, nil, 15, 1.5), arg_error(5, "csr", "cols must be an integer, got 1.5"))
+row("gpurun.csr", csr_args(nil, nil, nil, 15, "4"), arg_error(5, "csr", "cols must be an integer, got string"))
+row("gpurun.csr", csr_args(R.buffer), arg_error(1, "csr", "row_offsets must be int32, got float32"))
+row("gpurun.csr", csr_args(nil, R.buffer), arg_error(2, "csr", "col_indices must be int32, got float32"))
+row("gpurun.csr", csr_args(nil, nil, R.buffer_i32), arg_error(3, "csr", "values must be float32 or float64, got int32"))
+row("gpurun.csr", csr_args(nil, nil, nil, 4), arg_error(1, "csr", "row_offsets must hold rows + 1 = 5 offsets, got 16"))
+row("gpurun.csr", csr_args(nil, nil, R.buffer8), arg_error(2, "csr", "nnz does not fit: 16 col_indices but 8 values"))
+row("gpurun.csr", csr_args(R.closed_buffer), "attempt to use a closed gpurun.Buffer")
+local S = { stream = R.stream }
+row("gpurun.spmv", A(), arg_error(1, "spmv", "A must be a gpurun.CsrMatrix (gpurun.csr), got nil"))
+row("gpurun.spmv", A(R.buffer, R.buffer, R.buffer), arg_error(1, "spmv", "A must be a gpurun.CsrMatrix (gpurun.csr), got gpurun.Buffer"))
+row("gpurun.spmv", A(R.csr, 5, R.buffer), arg_error(2, "spmv", "x must be a gpurun.Buffer, got number"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, 5), arg_error(4, "spmv", "options table expected, got number"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { nope = 1 }), arg_error(4, "spmv", "unknown option 'nope' (known: alpha, beta, transpose, stream)"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { alpha = "x" }), arg_error(4, "spmv", "options.alpha must be a number, got string"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { beta = 1e300, stream = R.stream }),
+  arg_error(4, "spmv", "options.beta 1e+300 is out of range for float32 (the compute dtype)"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { transpose = 1, stream = R.stream }),
+  arg_error(4, "spmv", "options.transpose must be a boolean, got number"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { stream = 5 }),
+  arg_error(4, "spmv", "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number"))
+row("gpurun.spmv", A(R.csr, R.buffer_f64, R.buffer, S), arg_error(2, "spmv", "x has dtype float64 but A float32" .. ONE_DTYPE))
+row("gpurun.spmv", A(R.csr, R.buffer8, R.buffer, S), arg_error(2, "spmv", "x must hold 16 elements (the cols of A), got 8"))
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer8, S), arg_error(3, "spmv", "y must hold 16 elements (the rows of A), got 8"))
+row("gpurun.spmv", A(R.closed_csr, R.buffer, R.buffer, S), "attempt to use a closed gpurun.CsrMatrix")
+row("gpurun.spmv", A(R.csr, R.closed_buffer, R.buffer, S), "attempt to use a closed gpurun.Buffer")
+row("gpurun.spmv", A(R.csr, R.buffer, R.buffer, { stream = R.closed_stream }), "attempt to use a closed gpurun.Stream")
+local function col(buffer, height, width)
+  return { buffer = buffer or R.buffer, rows = height or 16, cols = width or 1 }
+end
+row("gpurun.spmm", A(), arg_error(1, "spmm", "A must be a gpurun.CsrMatrix (gpurun.csr), got nil"))
+row("gpurun.spmm", A(R.csr, col(), col(), { nope = 1 }), arg_error(4, "spmm", "unknown option 'nope' (known: alpha, beta, transpose, stream)"))
+row("gpurun.spmm", A(R.csr, 5, col(), S), arg_error(2, "spmm", "B must be a 2-D view (gpurun.matrix(buffer, rows, cols)), got number"))
+row("gpurun.spmm", A(R.csr, col(nil, 4, 4), col(), S), arg_error(2, "spmm", "k does not fit: A is 16 x 16, so k is 16, but B has 4 rows"))
+row("gpurun.spmm", A(R.csr, col(), col(R.buffer8, 8, 1), S), arg_error(3, "spmm", "m does not fit: C has 8 rows, A gives 16"))
+row("gpurun.spmm", A(R.csr, col(R.buffer_f64), col(), S), arg_error(2, "spmm", "B has dtype float64 but A float32" .. ONE_DTYPE))
+row("gpurun.spmm", A(R.csr, { buffer = R.buffer, rows = 8, cols = 1, batch = 2 }, col(), S),
+  arg_error(2, "spmm", "B must be one matrix, got a batch of 2"))
+row("gpurun.spmm", A(R.csr, col(nil, 16, 2), col(), S), arg_error(2, "spmm", "B: 16 x 2 (ld 2) needs 32 elements, its buffer has 16"))
+row("gpurun.spmm", A(R.closed_csr, col(), col(), S), "attempt to use a closed gpurun.CsrMatrix")
 
 -- ---- gpurun.system -----------------------------------------------------------------------------
 

@@ -85,6 +85,10 @@ local SMALL = {
     runs = { { "--gpumethod", "0" }, { "--gpumethod", "1" }, { "--gpumethod", "2" } },
     passed = "\n&&&& jacobiCudaGraphs PASSED\n",
   },
+  ["samples/4_CUDA_Libraries/conjugateGradientCudaGraphs.lua"] = {
+    runs = { { "--n", "1000" }, { "--n", "1000", "--host-loop" } },
+    passed = "\n&&&& conjugateGradientCudaGraphs PASSED\n",
+  },
   ["samples/4_DistributedComputing/ipcMemoryPool.lua"] = { runs = { { "--elements", "1000", "--timeout", "60" } },
     passed = "\nIPC round-trip: OK\n" },
   ["samples/4_DistributedComputing/multiGPUGradientAverage.lua"] = {

@@ -269,6 +269,15 @@ local function gpu_factories()
     local groups = current_device().resources.sm:split({ count = current_device().resources.sm.min_partition_size })
     return current_device():create_context({ resources = groups })
   end
+  -- The n x n identity in CSR form, n and the dtype those of a pool's
+  -- buffers (16 float32, 64 float64), so that some products fit.
+  function fresh.CsrMatrix()
+    local n, dtype = table.unpack(next_of({ { 16, "float32" }, { 64, "float64" } }))
+    local offsets = {}
+    for i = 0, n do offsets[#offsets + 1] = i end
+    return gpurun.csr(gpurun.array(offsets, "int32"), gpurun.array(table.move(offsets, 1, n, 1, {}), "int32"),
+                      gpurun.full(n, 1, dtype), n, n)
+  end
   function fresh.TensorMap()
     return gpurun.zeros(64, next_of({ "float32", "int32" })):as_tensor_map({ box_dim = { 16 } })
   end
@@ -309,7 +318,7 @@ local function setup_gpu()
 
   pool:add(device)
   for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan",
-      "MemoryPool", "TensorMap", "DeviceGenerator" }) do
+      "MemoryPool", "TensorMap", "DeviceGenerator", "CsrMatrix" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end

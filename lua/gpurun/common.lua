@@ -45,6 +45,8 @@ local READ_FIELDS = {
   ["gpurun.Scalar"] = { "dtype", "dtype" },
   ["gpurun.Stream"] = { "device", "integer" },
   ["gpurun.Kernel"] = { "name", "string", "num_params", "integer" },
+  ["gpurun.CsrMatrix"] = { "rows", "integer", "cols", "integer", "nnz", "integer", "device",
+                           "integer", "dtype", "dtype" },
 }
 local NO_FIELDS = {}
 

@@ -13,7 +13,7 @@ catalog.types = {
   "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "DeviceGenerator", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
   "StructLayout", "Struct",
-  "TensorMap", "SMResource", "Context", "IPCAllocationHandle",
+  "TensorMap", "SMResource", "Context", "IPCAllocationHandle", "CsrMatrix",
 }
 
 -- Metatables gpurun registers for itself that no script ever holds.
@@ -22,6 +22,7 @@ catalog.internal_types = {
   LinkOutput = "nvJitLink's output during a link, freed by the collector",
   Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
   BlasHandle = "a stream's cuBLAS handle and workspace, kept by graphs that captured its calls",
+  SparseHandles = "the devices' cuSPARSE handles, destroyed when the Lua state closes",
 }
 
 -- Types that need a current device to make one (the others can be made on
@@ -30,6 +31,7 @@ catalog.device_types = {
   Device = true, Stream = true, Event = true, Kernel = true, LaunchPlan = true,
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
   MemoryPool = true, TensorMap = true, SMResource = true, Context = true, DeviceGenerator = true,
+  CsrMatrix = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -88,6 +90,8 @@ catalog.device_types = {
 --   names and others, its bias a buffer), blas_alpha (a number or a 1-element buffer),
 --   blas_options (axpy's and scal's { stream = }), blas_result_options
 --   (dot's and nrm2's { out =, stream = }).
+--   For cuSPARSE: csr_matrix (a CsrMatrix, or anything), sparse_options
+--   (spmv's and spmm's { alpha =, beta =, transpose =, stream = }).
 --   For device_rng: buffer_or_count (a fill's buffer, or an element count),
 --   rng_options (a fill's and get_state's { stream = }), rng_state
 --   (set_state's { seed =, offset =, stream = }).
@@ -185,6 +189,9 @@ catalog.functions = {
   scal = { args = { "blas_alpha", "buffer", "blas_options" } },
   dot = { args = { "buffer", "buffer", "blas_result_options" } },
   nrm2 = { args = { "buffer", "blas_result_options" } },
+  csr = { args = { "buffer", "buffer", "buffer", "integer", "integer" } },
+  spmv = { args = { "csr_matrix", "buffer", "buffer", "sparse_options" } },
+  spmm = { args = { "csr_matrix", "matrix_view", "matrix_view", "sparse_options" } },
 }
 
 -- Functions a type's table holds (gpurun.ObjectCode.from_cubin, cuda.core's
@@ -411,6 +418,9 @@ catalog.methods = {
     sync = { args = {} },
     close = { args = {} },
   },
+  CsrMatrix = {
+    close = { args = {} },
+  },
 }
 
 -- Metamethods a script reaches through operators and indexing (the
@@ -444,6 +454,7 @@ catalog.metamethods = {
   SMResource = { "__index", "__tostring", "__close" },
   Context = { "__index", "__tostring", "__close" },
   IPCAllocationHandle = { "__index", "__tostring", "__close" },
+  CsrMatrix = { "__index", "__tostring", "__close" },
 }
 
 -- require("gpurun.dist"), after torch.distributed: its functions, with

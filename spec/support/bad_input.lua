@@ -221,6 +221,14 @@ GPU_FACTORIES = {
     return require("gpurun.dist").init()
   end,
   closed_buffer = function() current_device(); return closed(gpurun.zeros(16, "float32")) end,
+  csr = function() -- the 16 x 16 identity, float32
+    current_device()
+    local offsets = {}
+    for i = 0, 16 do offsets[#offsets + 1] = i end
+    return gpurun.csr(gpurun.array(offsets, "int32"), gpurun.array(table.move(offsets, 1, 16, 1, {}), "int32"),
+                      gpurun.full(16, 1, "float32"), 16, 16)
+  end,
+  closed_csr = function(env) return closed(GPU_FACTORIES.csr(env)) end,
   view = function(env) return env.buffer:view(5, 8) end,
   orphan_view = function() -- its base was closed
     current_device()

@@ -637,6 +637,16 @@ draws = {
     if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { stream = 5 } }) end
     return { stream = draws.launch_target(p) }
   end,
+  -- cuSPARSE: the pool's CSR matrices, and the products' options.
+  csr_matrix = function(p)
+    if p:chance(0.9) then return p:typed("CsrMatrix") end
+    return p:pick({ 5, "x", {}, p:typed("Buffer") })
+  end,
+  sparse_options = function(p)
+    if p:chance(0.1) then return p:pick({ nil, 5, { nope = 1 }, { alpha = "x" }, { transpose = 1 } }) end
+    return { stream = draws.launch_target(p), alpha = p:chance(0.3) and p:pick(FLOATS) or nil,
+             beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil, transpose = p:chance(0.3) or nil }
+  end,
   buffer_or_count = function(p)
     if p:chance(0.6) then return p:typed("Buffer") end
     return p:count()

@@ -1,9 +1,9 @@
 /* The skeleton the loaders of libraries opened on first use share (MPI,
- * NCCL, nvJitLink, NVML, cuBLAS, cuBLASLt and libzstd): one attempt per
- * process, the handle, a table of entry points filled by name, and on
- * failure one reason kept and nothing half-loaded left. The CUDA driver's
- * loader (base/cuda_driver.c) is of the same shape but not of this
- * skeleton: its entry points come through cuGetProcAddress at pinned
+ * NCCL, nvJitLink, NVML, cuBLAS, cuBLASLt, cuSPARSE and libzstd): one
+ * attempt per process, the handle, a table of entry points filled by name,
+ * and on failure one reason kept and nothing half-loaded left. The CUDA
+ * driver's loader (base/cuda_driver.c) is of the same shape but not of
+ * this skeleton: its entry points come through cuGetProcAddress at pinned
  * versions, and its outcome is a CUresult. No Lua. */
 #ifndef GPURUN_BASE_LIBRARY_LOADER_H
 #define GPURUN_BASE_LIBRARY_LOADER_H

@@ -10,6 +10,7 @@
 #include "types/buffer/pinned_buffer.h"
 #include "types/compare.h"
 #include "types/condition.h"
+#include "types/csr_matrix.h"
 #include "types/device.h"
 #include "types/dist.h"
 #include "types/dtypes.h"
@@ -76,6 +77,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch,        /* launch, Kernel:check_argument */
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_blas,          /* the C side of matmul, axpy, dot, nrm2, scal */
+    gpurun_open_csr_matrix,    /* gpurun.CsrMatrix, the C side of csr, spmv, spmm */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
@@ -99,6 +101,7 @@ static const char *const lua_parts[] = {
     "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
     "sort",            /* gpurun.sort, lower_bound, upper_bound */
     "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
+    "sparse",          /* gpurun.csr, spmv, spmm */
     "random",          /* gpurun.device_rng, gpurun.DeviceGenerator */
     "system",          /* gpurun.system (NVML) */
     "ipc",             /* gpurun.ipc.send, receive */

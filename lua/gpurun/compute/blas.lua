@@ -206,6 +206,12 @@ local function boolean_option(fname, n, options, key)
   return value == true
 end
 
+-- What the sparse products (compute/sparse.lua) share with these calls:
+-- the stream rule, option tables, and scalars in the compute dtype.
+blas.target_of, blas.check_options, blas.check_scalar = target_of, check_options, check_scalar
+blas.number_option, blas.boolean_option = number_option, boolean_option
+blas.view_fields = view_fields
+
 -- cuBLAS (and cuBLASLt for an epilogue) opens on the first call that
 -- needs it, after the checks.
 local function loaded(fname, epilogue)
