@@ -212,7 +212,7 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16, complex64, complex128)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
@@ -529,6 +529,10 @@ local EW = "elementwise kernel 'k'"
 row("gpurun.elementwise", A(), "elementwise kernel 'kernel' in_params: a string such as \"float32 a, float32 b\" expected, got nil")
 row("gpurun.elementwise", A(5, "float32 r", "r = 1", "k"), EW .. " in_params: a string such as")
 row("gpurun.elementwise", A("float32 a"), "out_params: a string such as")
+row("gpurun.elementwise", A("complex64 a", "float32 r", "r = 1", "k"),
+  EW .. " in_params: dtype complex64 for a: generated kernels take real dtypes, not complex ones")
+row("gpurun.elementwise", A("float32 a", "complex128 r", "r = a", "k"),
+  EW .. " out_params: dtype complex128 for r: generated kernels take real dtypes, not complex ones")
 row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a non-empty string of CUDA C")
 row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
@@ -1456,6 +1460,10 @@ row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph
 
 row("Generator:random", A(R.rng, 16, "int32"),
   arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"))
+row("Generator:random", A(R.rng, 16, "complex64"),
+  arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got complex64 (integers() makes integer buffers)"))
+row("Generator:integers", A(R.rng, 16, 0, 4, "complex128"),
+  arg_error(4, "integers", "integer dtype expected, got complex128 (random() makes float buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
 row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
