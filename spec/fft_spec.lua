@@ -59,6 +59,8 @@ describe("gpurun.fft.plan", function()
     refuses("(options table expected, got string)", plan, 8, "c2c")
     refuses("(shape (1048576, 1048576) with batch 16384 is too large", plan, { 1 << 20, 1 << 20 },
       { batch = 1 << 14 })
+    refuses("(shape (4294967296, 4294967296) with batch 1 is too large (18446744073709551616 elements))",
+      plan, { 1 << 32, 1 << 32 })
     refuses("(options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got number)", plan, 8,
       { stream = 1 })
   end)

@@ -141,11 +141,13 @@ function fft.describe(fname, shape, options)
   if why then bad_argument(fname, 2, "%s", why) end
   local last = shape[#shape]
   local half = last // 2 + 1
-  local full, halved = product(shape), product(shape, half)
-  if full * batch >= MAX_ELEMENTS or full >= MAX_ELEMENTS then
+  local elements = batch + 0.0 -- in floats: an integer product could wrap
+  for _, n in ipairs(shape) do elements = elements * n end
+  if elements >= MAX_ELEMENTS then
     bad_argument(fname, 1, "shape %s with batch %d is too large (%.0f elements)", shape_text(shape),
-                 batch, full * (batch + 0.0))
+                 batch, elements)
   end
+  local full, halved = product(shape), product(shape, half)
   local record = { shape = shape, kind = kind, dtype = precision.complex, real = precision.real,
                    batch = batch, type = precision[kind], half = half }
   local complex, real = precision.complex, precision.real
