@@ -213,7 +213,7 @@ count_rows("Generator:random", "random", { R.rng }, 1)
 count_rows("Generator:integers", "integers", { R.rng }, 1)
 count_rows("Generator:random_table", "random_table", { R.rng }, 1)
 
-local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+local DTYPE_LIST = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16, complex64, complex128)"
 local function dtype_rows(label, name, before, at)
   local function with(value)
     local args = A(table.unpack(before))
@@ -530,6 +530,10 @@ local EW = "elementwise kernel 'k'"
 row("gpurun.elementwise", A(), "elementwise kernel 'kernel' in_params: a string such as \"float32 a, float32 b\" expected, got nil")
 row("gpurun.elementwise", A(5, "float32 r", "r = 1", "k"), EW .. " in_params: a string such as")
 row("gpurun.elementwise", A("float32 a"), "out_params: a string such as")
+row("gpurun.elementwise", A("complex64 a", "float32 r", "r = 1", "k"),
+  EW .. " in_params: dtype complex64 for a: generated kernels take real dtypes, not complex ones")
+row("gpurun.elementwise", A("float32 a", "complex128 r", "r = a", "k"),
+  EW .. " out_params: dtype complex128 for r: generated kernels take real dtypes, not complex ones")
 row("gpurun.elementwise", A("float32 a", "float32 r"), "the operation must be a non-empty string of CUDA C")
 row("gpurun.elementwise", A("float32 a", "float32 r", "", "k"), EW .. ": the operation must be a non-empty string")
 row("gpurun.elementwise", A("float32 a", "float32 r", "r = a", 5), "the name must be a C identifier not starting with '_', got 5")
@@ -1480,10 +1484,46 @@ row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph b
 row("Buffer.__close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
   { before = { "graph" } })
 
+-- ---- gpurun.fft (cuFFT): every check comes before a plan is made or cuFFT opens ----------
+
+local FFT_STREAM = setmetatable({}, { __name = "gpurun.Stream", __index = { device = 0 } })
+local function fft_stand_in(dtype, n, device)
+  return setmetatable({}, { __name = "gpurun.Buffer", __len = function() return n end,
+    __index = { dtype = dtype, ptr = 0x7f0000000000, device = device or 0 } })
+end
+local FP = "gpurun.fft.plan"
+row(FP, A(), arg_error(1, FP, "shape must be a positive integer or a sequence of 1 to 3, got nil"))
+row(FP, A(0), arg_error(1, FP, "shape[1] must be a positive integer, got 0"))
+row(FP, A({ 4, -2 }), arg_error(1, FP, "shape[2] must be a positive integer, got -2"))
+row(FP, A({ 2, 2, 2, 2 }), arg_error(1, FP, "shape must have 1 to 3 dimensions (cuFFT's plans), got 4"))
+row(FP, A(8, { kind = "dct" }), arg_error(2, FP, "options.kind must be 'c2c', 'r2c' or 'c2r', got 'dct'"))
+row(FP, A(8, { dtype = "int8" }), arg_error(2, FP, "options.dtype must be complex64 or complex128 (or "
+  .. "float32 or float64, the same precisions), got 'int8'"))
+row(FP, A(8, { batch = 1.5 }), arg_error(2, FP, "options.batch must be a positive integer, got 1.5"))
+row(FP, A(8, { stream = 5 }), arg_error(2, FP, "options.stream must be a gpurun.Stream or "
+  .. "gpurun.GraphBuilder, got number"))
+row(FP, A(8, 5), arg_error(2, FP, "options table expected, got number"))
+for _, name in ipairs({ "fft", "ifft", "rfft", "irfft" }) do
+  local label = "gpurun.fft." .. name
+  local dtype = name == "rfft" and "float32" or "complex64"
+  row(label, A(), arg_error(1, label, "gpurun.Buffer expected, got nil"))
+  row(label, A(fft_stand_in(name == "rfft" and "int32" or "float32", 8)), arg_error(1, label,
+    ("x has dtype %s; %s takes %s"):format(name == "rfft" and "int32" or "float32", label,
+      name == "rfft" and "float32 or float64" or "complex64 or complex128")))
+  row(label, A(fft_stand_in(dtype, 8), { n = 0 }), arg_error(2, label, "options.n must be a positive integer, got 0"))
+  row(label, A(fft_stand_in(dtype, 8), { nope = 1 }), arg_error(2, label, "unknown option 'nope' (known: n, stream)"))
+  row(label, A(fft_stand_in(dtype, 8, 1), { stream = FFT_STREAM }), arg_error(1, label,
+    "x is on device 1 but the stream on device 0"))
+end
+
 -- ---- generators ------------------------------------------------------------------------------
 
 row("Generator:random", A(R.rng, 16, "int32"),
   arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got int32 (integers() makes integer buffers)"))
+row("Generator:random", A(R.rng, 16, "complex64"),
+  arg_error(2, "random", "float dtype (float32, float64, float16, bfloat16) expected, got complex64 (integers() makes integer buffers)"))
+row("Generator:integers", A(R.rng, 16, 0, 4, "complex128"),
+  arg_error(4, "integers", "integer dtype expected, got complex128 (random() makes float buffers)"))
 row("Generator:random", A(R.rng, 16), NO_DEVICE, { when = "no_device" })
 row("Generator:random", A(R.rng, 16), NO_DRIVER, { when = "no_driver" })
 row("Generator:random", A(R.rng, 1 << 40), TOO_BIG, { gpu = true })
@@ -2634,6 +2674,7 @@ local ACCEPTING = {
   cache_info = function(r) return type(r[1]) == "table" and type(r[1].enabled) == "boolean" end,
   clear_cache_counters = function(r) return r.n == 0 end,
   current_stream = function(r) return r[1] == nil or catalog.type_of(r[1]) == "Stream" end,
+  ["fft.clear_cache"] = function(r) return r.n == 0 end,
 }
 
 -- ---- sequences that could crash or corrupt memory: each in a child process ---------------
@@ -2886,7 +2927,9 @@ describe("bad input", function()
       end
     end
     for name in pairs(ACCEPTING) do
-      if not catalog.functions[name] or not catalog.functions[name].never_raises then
+      local group, inner = name:match("^(%l+)%.([%w_]+)$") -- "fft.clear_cache": gpurun.fft's
+      local entry = group and catalog.type_functions[group][inner] or catalog.functions[name]
+      if not entry or not entry.never_raises then
         problems[#problems + 1] = "gpurun." .. name .. " is not a never_raises function in the catalog"
       end
     end
@@ -2932,7 +2975,9 @@ describe("bad input", function()
     local calls = 0
     for _, name in ipairs(catalog.sorted_keys(ACCEPTING)) do
       for _, value in ipairs(junk) do
-        local results = table.pack(pcall(gpurun[name], value, value))
+        local f = gpurun
+        for part in name:gmatch("[^.]+") do f = f[part] end -- "fft.clear_cache": gpurun.fft's
+        local results = table.pack(pcall(f, value, value))
         calls = calls + 1
         assert(results[1], ("gpurun.%s(%s) raised %s"):format(name, tostring(value), tostring(results[2])))
         assert(ACCEPTING[name](table.pack(table.unpack(results, 2, results.n))),

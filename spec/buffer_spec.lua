@@ -44,7 +44,7 @@ end
 
 describe("gpurun buffers without a device", function()
   it("reject unknown dtypes, listing the valid ones", function()
-    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16)"
+    local list = "(expected one of: float32, float64, int32, uint32, int64, uint64, int8, uint8, int16, uint16, float16, bfloat16, complex64, complex128)"
     assert_error("bad argument #2 to 'gpurun.empty' (unknown dtype 'float8' " .. list, gpurun.empty, 4, "float8")
     assert_error("unknown dtype 'f32'", gpurun.zeros, 4, "f32")
     assert_error("bad argument #3 to 'gpurun.full' (unknown dtype 'bool'", gpurun.full, 4, 1, "bool")

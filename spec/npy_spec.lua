@@ -92,7 +92,7 @@ describe("gpurun.npy", function()
     assert_contains("big-endian data ('>i8') is not supported", why(dict("'>i8'", "False", "(3,)")))
     assert_contains("Fortran-ordered arrays are not supported: save a C-ordered copy (np.ascontiguousarray(a))",
       why(dict("'<f4'", "True", "(3, 4)")))
-    for _, descr in ipairs({ "|b1", "<c8", "|O", "<U10", "|S5", "<M8[ns]", "|V2" }) do
+    for _, descr in ipairs({ "|b1", "<c32", "|O", "<U10", "|S5", "<M8[ns]", "|V2" }) do
       assert_contains(("dtype '%s' is not supported (gpurun reads <f4 float32, <f8 float64"):format(descr),
         why(dict("'" .. descr .. "'", "False", "(3,)")))
       assert_contains("bfloat16 has no NumPy dtype, so no .npy file holds it",

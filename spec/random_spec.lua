@@ -56,11 +56,13 @@ describe("device_rng's generated CUDA C", function()
     local source = require("gpurun.compute.random_source")
     local options = gpurun.ProgramOptions{ std = "c++17", arch = "sm_90" }
     for _, dtype in ipairs(gpurun.dtypes) do
+      if dtype.kind == "complex" then goto next_dtype end -- refused (see the bad-input rows)
       local text, names = source.source(dtype.name)
       local ptx = gpurun.Program(text, "c++", options):compile("ptx").code
       for _, kind in ipairs(source.kinds(dtype.name)) do
         assert.truthy(ptx:find(".entry " .. names[kind], 1, true), dtype.name .. " " .. kind)
       end
+      ::next_dtype::
     end
   end)
 end)

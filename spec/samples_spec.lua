@@ -56,6 +56,8 @@ local SMALL = {
              { "--n", "5000", "--threads", "64", "--maxblocks", "4", "--iterations", "2" } },
     passed = "\nTest PASSED\n",
   },
+  ["samples/2_CoreConcepts/fftSignalAnalysis.lua"] = { runs = { { "--iterations", "2" } },
+    passed = "\n    5000 Hz: [OK]\n\nDone\n" },
   ["samples/2_CoreConcepts/matrixMulSharedMem.lua"] = {
     -- Sizes that are not multiples of the tile: the kernel's edges.
     runs = { { "--m", "100", "--n", "70", "--k", "45", "--num_iterations", "2" }, {} },

@@ -256,6 +256,10 @@ local function gpu_factories()
   end
   function fresh.GraphBuilder() return fresh.Stream():create_graph_builder() end
   function fresh.DeviceGenerator() return gpurun.device_rng(next_of({ 1, -7, 0, math.maxinteger })) end
+  function fresh.FftPlan()
+    return gpurun.fft.plan(next_of({ 8, { 4, 4 } }), { kind = next_of({ "c2c", "r2c", "c2r" }),
+      dtype = next_of({ "complex64", "complex128" }), stream = fresh.Stream() })
+  end
   -- A group of a split, the remainder, or the whole device's SMs; green
   -- contexts of a group (the device's minimum partition).
   function fresh.SMResource()
@@ -318,7 +322,7 @@ local function setup_gpu()
 
   pool:add(device)
   for _, type_name in ipairs({ "Stream", "Event", "GraphBuilder", "Graph", "LaunchPlan",
-      "MemoryPool", "TensorMap", "DeviceGenerator", "CsrMatrix" }) do
+      "MemoryPool", "TensorMap", "DeviceGenerator", "CsrMatrix", "FftPlan" }) do
     for _ = 1, 2 do pool:add(fresh[type_name]()) end
     add_closed(fresh[type_name]())
   end

@@ -13,8 +13,9 @@ local common = {}
 -- scan's value takes), scalar (the typed-scalar constructor), float, kind,
 -- min, max, digits (a float's significant bits).
 common.DTYPES = {}
-local names = {}
+local names, real_names = {}, {}
 for index, dtype in ipairs(gpurun.dtypes) do
+  if dtype.kind ~= "complex" then real_names[#real_names + 1] = dtype.name end
   common.DTYPES[dtype.name] = {
     c = dtype.c_type, compute = dtype.compute_type, header = dtype.header, size = dtype.size,
     scalar = dtype.scalar, float = dtype.float, kind = dtype.kind, min = dtype.min, max = dtype.max,
@@ -31,6 +32,8 @@ for _, info in pairs(common.DTYPES) do
 end
 -- The dtypes as one line of text, in gpurun.dtypes' order.
 common.DTYPE_NAMES = table.concat(names, ", ")
+-- Those of them generated kernels take: all but the complex ones.
+common.REAL_DTYPE_NAMES = table.concat(real_names, ", ")
 
 function common.is_identifier(text)
   return type(text) == "string" and text:match("^[%a_][%w_]*$") ~= nil

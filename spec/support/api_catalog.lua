@@ -10,7 +10,7 @@ local catalog = {}
 -- metatable's name.
 catalog.types = {
   "Device", "Stream", "Event", "ProgramOptions", "Program", "ObjectCode", "Kernel",
-  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "DeviceGenerator", "GraphBuilder", "Graph",
+  "LaunchPlan", "LaunchConfig", "Scalar", "Buffer", "Generator", "DeviceGenerator", "FftPlan", "GraphBuilder", "Graph",
   "Condition", "PinnedBuffer", "HostCallback", "MemoryPool", "LinkerOptions", "Linker",
   "StructLayout", "Struct",
   "TensorMap", "SMResource", "Context", "IPCAllocationHandle", "CsrMatrix",
@@ -23,6 +23,7 @@ catalog.internal_types = {
   Communicator = "the world's NCCL communicator (gpurun.dist), kept by graphs that captured its collectives",
   BlasHandle = "a stream's cuBLAS handle and workspace, kept by graphs that captured its calls",
   SparseHandles = "the devices' cuSPARSE handles, destroyed when the Lua state closes",
+  FftPlanCore = "a cuFFT plan and its work area, held by a gpurun.FftPlan and by graphs that captured it",
 }
 
 -- Types that need a current device to make one (the others can be made on
@@ -32,6 +33,7 @@ catalog.device_types = {
   Buffer = true, GraphBuilder = true, Graph = true, Condition = true, PinnedBuffer = true,
   MemoryPool = true, TensorMap = true, SMResource = true, Context = true, DeviceGenerator = true,
   CsrMatrix = true,
+  FftPlan = true,
 }
 
 -- Argument kinds (the fuzzer draws a plausible value for each, or anything):
@@ -229,6 +231,17 @@ catalog.type_functions = {
     send = { args = { "socket_path", "ipc_values", "ipc_options" }, ipc = 3 },
     receive = { args = { "socket_path", "ipc_options" }, ipc = 2 },
   },
+  -- gpurun.fft (cuFFT): fft_shape (a size or a sequence of them),
+  -- fft_plan_options (plan's { kind =, dtype =, batch =, stream = }),
+  -- fft_call_options (the one-call functions' { n =, stream = }).
+  fft = {
+    plan = { args = { "fft_shape", "fft_plan_options" }, needs = "device" },
+    fft = { args = { "buffer", "fft_call_options" }, allocates = 1 },
+    ifft = { args = { "buffer", "fft_call_options" }, allocates = 1 },
+    rfft = { args = { "buffer", "fft_call_options" }, allocates = 1 },
+    irfft = { args = { "buffer", "fft_call_options" }, allocates = 2 },
+    clear_cache = { args = {}, never_raises = true },
+  },
   -- gpurun.checkpoint: this process's checkpoint (checkpoint_lock_options:
   -- lock's { timeout_ms = }).
   checkpoint = {
@@ -341,6 +354,11 @@ catalog.methods = {
     random_table = { args = { "count", "dtype" }, host_table = 1 },
     close = { args = {} },
   },
+  -- fft_execute_options: { direction =, stream = }.
+  FftPlan = {
+    execute = { args = { "buffer", "buffer", "fft_execute_options" } },
+    close = { args = {} },
+  },
   DeviceGenerator = {
     random = { args = { "buffer_or_count", "dtype", "rng_options" }, allocates = 1, reduces = true },
     uniform = { args = { "buffer_or_count", "number", "number", "dtype", "rng_options" }, allocates = 1,
@@ -440,6 +458,7 @@ catalog.metamethods = {
   Buffer = { "__index", "__len", "__tostring", "__close" },
   Generator = { "__tostring", "__close" },
   DeviceGenerator = { "__tostring", "__close" },
+  FftPlan = { "__index", "__tostring", "__close" },
   GraphBuilder = { "__index", "__tostring", "__close" },
   Graph = { "__index", "__tostring", "__close" },
   Condition = { "__index", "__tostring", "__close" },

@@ -647,6 +647,25 @@ draws = {
     return { stream = draws.launch_target(p), alpha = p:chance(0.3) and p:pick(FLOATS) or nil,
              beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil, transpose = p:chance(0.3) or nil }
   end,
+  fft_shape = from({ 8, 16, { 4, 4 }, { 2, 3, 4 }, 1 }, 0.8,
+    { 0, -1, 2.5, "8", {}, { 4, 0 }, { 2, 2, 2, 2 }, { 1 << 40, 1 << 40 } }),
+  fft_plan_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { kind = "dct" }, { dtype = "int8" }, { batch = 0 }, { stream = 5 } })
+    end
+    return { kind = p:pick({ nil, "c2c", "r2c", "c2r" }), dtype = p:pick({ nil, "complex64", "complex128", "float32" }),
+             batch = p:pick({ nil, 1, 2 }), stream = draws.launch_target(p) }
+  end,
+  fft_execute_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { direction = "backward" }, { stream = 5 } })
+    end
+    return { direction = p:pick({ nil, "forward", "inverse" }), stream = draws.launch_target(p) }
+  end,
+  fft_call_options = function(p)
+    if p:chance(0.15) then return p:pick({ 5, { nope = 1 }, { n = 0 }, { n = 2.5 }, { stream = 5 } }) end
+    return { n = p:pick({ nil, 4, 8, 16 }), stream = draws.launch_target(p) }
+  end,
   buffer_or_count = function(p)
     if p:chance(0.6) then return p:typed("Buffer") end
     return p:count()

@@ -18,12 +18,18 @@
     {.name = name_, .c_type = c, .c_header = header, .compute_type = compute, \
      .short_name = short_, .numpy = numpy_, .size = bytes, .align = bytes, \
      .kind = GPURUN_KIND_FLOAT, .digits = digits_, .largest = largest_, .overflow = overflow_, \
-     .tensor_map_type = tma, .library_type = library}
+     .tensor_map_type = tma, .library_type = library, .part = -1}
+/* CUDA's float2 and double2, which cuFFT's cufftComplex and
+ * cufftDoubleComplex are, aligned to their size as CUDA C declares them. */
+#define COMPLEX(name_, c, numpy_, bytes, part_, digits_, largest_, overflow_, library) \
+    {.name = name_, .c_type = c, .compute_type = c, .numpy = numpy_, .size = bytes, \
+     .align = bytes, .kind = GPURUN_KIND_COMPLEX, .digits = digits_, .largest = largest_, \
+     .overflow = overflow_, .tensor_map_type = -1, .library_type = library, .part = part_}
 
 /* cudaDataType's values (library_types.h: CUDA_R_32F, ...), which gpurun
  * builds without. */
 enum { R_32F = 0, R_64F = 1, R_16F = 2, R_8I = 3, R_8U = 8, R_32I = 10, R_32U = 12, R_16BF = 14,
-       R_16I = 20, R_16U = 22, R_64I = 24, R_64U = 26 };
+       R_16I = 20, R_16U = 22, R_64I = 24, R_64U = 26, C_32F = 4, C_64F = 5 };
 
 /* The TMA types are cuda.core's: int8 and int16 have none. */
 const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
@@ -59,6 +65,11 @@ const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT] = {
     /* NumPy has no bfloat16. */
     [GPURUN_BFLOAT16] = FLOAT("bfloat16", "__nv_bfloat16", "cuda_bf16.h", "float", "bf16", NULL,
                               2, 8, 0x1.fep127, 0x1.ffp127, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, R_16BF),
+    /* No typed scalar and no TMA type. */
+    [GPURUN_COMPLEX64] = COMPLEX("complex64", "float2", "<c8", 8, GPURUN_FLOAT32, 24, FLT_MAX,
+                                 0x1.ffffffp127, C_32F),
+    [GPURUN_COMPLEX128] = COMPLEX("complex128", "double2", "<c16", 16, GPURUN_FLOAT64, 53,
+                                  DBL_MAX, INFINITY, C_64F),
 };
 
 int gpurun_dtype_from_name(const char *name)
@@ -172,9 +183,31 @@ static enum gpurun_fit store_real(int dtype, double value, void *out)
     return GPURUN_FITS;
 }
 
+enum gpurun_fit gpurun_store_complex(int dtype, double re, double im, void *out)
+{
+    int part = gpurun_dtypes[dtype].part;
+    unsigned char parts[GPURUN_MAX_ELEMENT_SIZE];
+    size_t half = gpurun_dtypes[part].size;
+    enum gpurun_fit fit = store_real(part, re, parts);
+    if (fit == GPURUN_FITS)
+        fit = store_real(part, im, parts + half);
+    if (fit == GPURUN_FITS)
+        memcpy(out, parts, 2 * half);
+    return fit;
+}
+
+void gpurun_complex_element(int dtype, const void *raw, double *re, double *im)
+{
+    int part = gpurun_dtypes[dtype].part;
+    *re = gpurun_float_element(part, raw);
+    *im = gpurun_float_element(part, (const unsigned char *)raw + gpurun_dtypes[part].size);
+}
+
 enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_COMPLEX)
+        return gpurun_store_complex(dtype, (double)value, 0, out);
     if (info->kind == GPURUN_KIND_FLOAT)
         return store_real(dtype, (double)value, out);
     if (value < info->min || value > info->max)
@@ -186,6 +219,8 @@ enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out)
 enum gpurun_fit gpurun_store_float(int dtype, double value, void *out)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_COMPLEX)
+        return gpurun_store_complex(dtype, value, 0, out);
     if (info->kind == GPURUN_KIND_FLOAT)
         return store_real(dtype, value, out);
     if (value != floor(value))
@@ -236,6 +271,8 @@ void gpurun_widen(int dtype, const void *raw, double *out, size_t n)
     case GPURUN_UINT8: WIDEN(uint8_t); break;
     case GPURUN_INT16: WIDEN(int16_t); break;
     case GPURUN_UINT16: WIDEN(uint16_t); break;
+    case GPURUN_COMPLEX64: n *= 2; WIDEN(float); break;
+    case GPURUN_COMPLEX128: n *= 2; WIDEN(double); break;
     default: {
         const uint16_t *in = raw;
         for (size_t i = 0; i < n; i++)

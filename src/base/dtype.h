@@ -14,10 +14,17 @@ enum gpurun_dtype {
     GPURUN_INT32, GPURUN_UINT32, GPURUN_INT64, GPURUN_UINT64,
     GPURUN_INT8, GPURUN_UINT8, GPURUN_INT16, GPURUN_UINT16,
     GPURUN_FLOAT16, GPURUN_BFLOAT16,
+    GPURUN_COMPLEX64, GPURUN_COMPLEX128,
     GPURUN_DTYPE_COUNT
 };
 
-enum gpurun_dtype_kind { GPURUN_KIND_FLOAT, GPURUN_KIND_SIGNED, GPURUN_KIND_UNSIGNED };
+enum gpurun_dtype_kind {
+    GPURUN_KIND_FLOAT, GPURUN_KIND_SIGNED, GPURUN_KIND_UNSIGNED,
+    GPURUN_KIND_COMPLEX /* a pair (re, im) of the float dtype `part`, re first */
+};
+
+/* The most bytes one element takes (complex128). */
+#define GPURUN_MAX_ELEMENT_SIZE 16
 
 struct gpurun_dtype_info {
     const char *name;         /* "float32" */
@@ -37,9 +44,10 @@ struct gpurun_dtype_info {
     int64_t min, max;
     double float_low, float_high;
     const char *range;
-    /* Float kinds: significant bits (24 for float32), the largest finite
-     * value, and the smallest magnitude that rounds to infinity (INFINITY
-     * for float64: every finite double is a float64). */
+    /* Float kinds (and the parts of a complex kind): significant bits (24
+     * for float32), the largest finite value, and the smallest magnitude
+     * that rounds to infinity (INFINITY for float64: every finite double is
+     * a float64). */
     int digits;
     double largest, overflow;
     /* The CUtensorMapDataType a TMA descriptor of these elements has, or -1
@@ -48,6 +56,8 @@ struct gpurun_dtype_info {
     /* The cudaDataType (library_types.h) CUDA's libraries (cuBLAS, cuFFT,
      * cuSPARSE) name these elements by. */
     int library_type;
+    /* Complex kinds: the float dtype of each part; -1 for the others. */
+    int part;
 };
 
 extern const struct gpurun_dtype_info gpurun_dtypes[GPURUN_DTYPE_COUNT];
@@ -61,6 +71,7 @@ const char *gpurun_dtype_names(void);
 enum gpurun_fit { GPURUN_FITS, GPURUN_NOT_INTEGRAL, GPURUN_OUT_OF_RANGE };
 
 /* Stores an integer or a float as one element of dtype at out (size bytes,
+ * a complex dtype taking it as the real part, with 0 as the imaginary one,
  * little-endian), or says why it does not fit (out is then untouched).
  *
  * The rules: an integer type takes an integer value in its range, or a float
@@ -74,8 +85,15 @@ enum gpurun_fit { GPURUN_FITS, GPURUN_NOT_INTEGRAL, GPURUN_OUT_OF_RANGE };
 enum gpurun_fit gpurun_store_integer(int dtype, int64_t value, void *out);
 enum gpurun_fit gpurun_store_float(int dtype, double value, void *out);
 
+/* Stores re + im i as one element of a complex dtype: each part by the
+ * rules of its float dtype. */
+enum gpurun_fit gpurun_store_complex(int dtype, double re, double im, void *out);
+
+/* The two parts of one element of a complex dtype at raw. */
+void gpurun_complex_element(int dtype, const void *raw, double *re, double *im);
+
 /* Elements at raw widened to doubles (exactly, for every dtype but the
- * 64-bit integers past 2^53). */
+ * 64-bit integers past 2^53); a complex element gives two, re then im. */
 void gpurun_widen(int dtype, const void *raw, double *out, size_t n);
 
 /* One element of a float dtype at raw, as a double. */

@@ -6,6 +6,7 @@
 
 #include "types/allocation_handle.h"
 #include "types/blas.h"
+#include "types/fft_plan.h"
 #include "types/buffer/buffer.h"
 #include "types/buffer/pinned_buffer.h"
 #include "types/compare.h"
@@ -78,6 +79,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_launch_plan,   /* gpurun.LaunchPlan, Kernel:bind */
     gpurun_open_blas,          /* the C side of matmul, axpy, dot, nrm2, scal */
     gpurun_open_csr_matrix,    /* gpurun.CsrMatrix, the C side of csr, spmv, spmm */
+    gpurun_open_fft_plan,      /* the C side of gpurun.fft */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
@@ -102,6 +104,7 @@ static const char *const lua_parts[] = {
     "sort",            /* gpurun.sort, lower_bound, upper_bound */
     "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
     "sparse",          /* gpurun.csr, spmv, spmm */
+    "fft",             /* gpurun.fft, gpurun.FftPlan */
     "random",          /* gpurun.device_rng, gpurun.DeviceGenerator */
     "system",          /* gpurun.system (NVML) */
     "ipc",             /* gpurun.ipc.send, receive */

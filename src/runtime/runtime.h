@@ -227,14 +227,16 @@ int gpurun_check_dtype(lua_State *L, int arg, int fallback);
 size_t gpurun_check_count(lua_State *L, int arg);
 
 /* The number at index as one element of dtype at out: NULL, or pushes and
- * returns why it does not fit ("300 out of range for uint8 (0..255)"). */
+ * returns why it does not fit ("300 out of range for uint8 (0..255)"). A
+ * complex dtype takes a number (its real part) or a pair {re, im}. */
 const char *gpurun_to_element(lua_State *L, int index, int dtype, void *out);
 
 /* As gpurun_to_element for an argument, raising an argument error. */
 void gpurun_check_element(lua_State *L, int arg, int dtype, void *out);
 
 /* Pushes the element of dtype at p: integers for integer dtypes (uint64
- * values past the Lua integers as floats), floats for float dtypes. */
+ * values past the Lua integers as floats), floats for float dtypes, a new
+ * pair {re, im} of floats for complex dtypes. */
 void gpurun_push_element(lua_State *L, int dtype, const void *p);
 
 /* The first `count` elements of the sequence at table_index, stored as
@@ -249,7 +251,7 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
  * staging); for other memory, push the table with gpurun_new_sequence,
  * check its owner again, then gpurun_fill_sequence, which runs none. */
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what);
-void gpurun_new_sequence(lua_State *L, size_t count, const char *what);
+void gpurun_new_sequence(lua_State *L, size_t count, int dtype, const char *what);
 void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count);
 
 /* The fields every container of elements has (Buffer, PinnedBuffer), for

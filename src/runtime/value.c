@@ -160,9 +160,38 @@ size_t gpurun_check_count(lua_State *L, int arg)
     return (size_t)count;
 }
 
+/* A complex element: a number (the real part) or a pair {re, im}. */
+static const char *to_complex(lua_State *L, int index, int dtype, void *out)
+{
+    const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    double parts[2] = {0, 0};
+    if (lua_type(L, index) == LUA_TNUMBER) {
+        parts[0] = lua_tonumber(L, index);
+    } else if (lua_type(L, index) == LUA_TTABLE) {
+        index = lua_absindex(L, index);
+        for (int i = 0; i < 2; i++) {
+            int type = lua_rawgeti(L, index, i + 1);
+            parts[i] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+            if (type != LUA_TNUMBER)
+                return lua_pushfstring(L, "{re, im} pair of numbers expected for %s, got %s "
+                                          "as its %s", info->name, lua_typename(L, type),
+                                       i == 0 ? "re" : "im");
+        }
+    } else {
+        return lua_pushfstring(L, "number or {re, im} pair expected, got %s",
+                               gpurun_type_name(L, index));
+    }
+    if (gpurun_store_complex(dtype, parts[0], parts[1], out) == GPURUN_FITS)
+        return NULL;
+    return lua_pushfstring(L, "{%f, %f} out of range for %s", parts[0], parts[1], info->name);
+}
+
 const char *gpurun_to_element(lua_State *L, int index, int dtype, void *out)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
+    if (info->kind == GPURUN_KIND_COMPLEX)
+        return to_complex(L, index, dtype, out);
     if (lua_type(L, index) != LUA_TNUMBER)
         return lua_pushfstring(L, "number expected, got %s", gpurun_type_name(L, index));
     enum gpurun_fit fit = lua_isinteger(L, index)
@@ -185,11 +214,27 @@ void gpurun_check_element(lua_State *L, int arg, int dtype, void *out)
         gpurun_arg_error(L, arg, "%s", why);
 }
 
+/* Sets [1] and [2] of the pair table at the top: no allocation. */
+static void set_pair(lua_State *L, double re, double im)
+{
+    lua_pushnumber(L, re);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, im);
+    lua_rawseti(L, -2, 2);
+}
+
 void gpurun_push_element(lua_State *L, int dtype, const void *p)
 {
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
     if (info->kind == GPURUN_KIND_FLOAT) {
         lua_pushnumber(L, gpurun_float_element(dtype, p));
+        return;
+    }
+    if (info->kind == GPURUN_KIND_COMPLEX) {
+        double re, im;
+        gpurun_complex_element(dtype, p, &re, &im); /* before the table can run a finalizer */
+        lua_createtable(L, 2, 0);
+        set_pair(L, re, im);
         return;
     }
     uint64_t bits = gpurun_integer_element(dtype, p);
@@ -215,11 +260,19 @@ void gpurun_store_sequence(lua_State *L, int table_index, int arg, size_t count,
     }
 }
 
-void gpurun_new_sequence(lua_State *L, size_t count, const char *what)
+void gpurun_new_sequence(lua_State *L, size_t count, int dtype, const char *what)
 {
     if (count > INT_MAX)
         gpurun_error(L, "%s: %I elements are too many for a Lua table", what, (LUAI_UACINT)count);
     lua_createtable(L, (int)count, 0);
+    if (gpurun_dtypes[dtype].kind != GPURUN_KIND_COMPLEX)
+        return;
+    /* The pairs too, so that filling them runs no collector. */
+    for (size_t i = 0; i < count; i++) {
+        lua_createtable(L, 2, 0);
+        set_pair(L, 0, 0);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
 }
 
 void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count)
@@ -227,6 +280,16 @@ void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count)
     size_t size = gpurun_dtypes[dtype].size;
     const unsigned char *bytes = p;
     /* Numbers and a presized table: nothing here runs the collector. */
+    if (gpurun_dtypes[dtype].kind == GPURUN_KIND_COMPLEX) {
+        for (size_t i = 0; i < count; i++) {
+            double re, im;
+            gpurun_complex_element(dtype, bytes + i * size, &re, &im);
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            set_pair(L, re, im);
+            lua_pop(L, 1);
+        }
+        return;
+    }
     for (size_t i = 0; i < count; i++) {
         gpurun_push_element(L, dtype, bytes + i * size);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -235,7 +298,7 @@ void gpurun_fill_sequence(lua_State *L, int dtype, const void *p, size_t count)
 
 void gpurun_push_sequence(lua_State *L, int dtype, const void *p, size_t count, const char *what)
 {
-    gpurun_new_sequence(L, count, what);
+    gpurun_new_sequence(L, count, dtype, what);
     gpurun_fill_sequence(L, dtype, p, count);
 }
 

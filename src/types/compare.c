@@ -139,6 +139,16 @@ static void compare_sequences(lua_State *L, struct comparison *c)
     compare_chunk(c, 0, x, y, y_scalar, count);
 }
 
+/* A complex element is two numbers, which one tolerance does not cover. */
+static void refuse_complex(lua_State *L, int arg, const struct gpurun_buffer *buffer)
+{
+    if (gpurun_dtypes[buffer->dtype].kind == GPURUN_KIND_COMPLEX)
+        gpurun_arg_error(L, arg, "%s buffers are not compared (compare the tables of their "
+                                 "parts: gpurun.from_bytes(buf:to_bytes(), \"%s\"))",
+                         gpurun_dtypes[buffer->dtype].name,
+                         gpurun_dtypes[gpurun_dtypes[buffer->dtype].part].name);
+}
+
 /* compare(x, y [, rtol [, atol]]) with x a Buffer and y a Buffer of as many
  * elements (any dtype) or a number, or x and y Lua values. */
 static void run_comparison(lua_State *L, struct comparison *c, const char *operation)
@@ -150,12 +160,14 @@ static void run_comparison(lua_State *L, struct comparison *c, const char *opera
     if (!gpurun_to_tagged(L, 1, &gpurun_buffer_tag))
         gpurun_type_error(L, 1, "gpurun.Buffer or table of numbers");
     struct operand x = {gpurun_check_live_buffer(L, 1), NULL, NULL};
+    refuse_complex(L, 1, x.buffer);
     struct operand y = {NULL, NULL, NULL};
     double y_scalar = 0;
     if (lua_type(L, 2) == LUA_TNUMBER) {
         y_scalar = lua_tonumber(L, 2);
     } else if (gpurun_to_tagged(L, 2, &gpurun_buffer_tag)) {
         y.buffer = gpurun_check_live_buffer(L, 2);
+        refuse_complex(L, 2, y.buffer);
         if (y.buffer->count != x.buffer->count)
             gpurun_arg_error(L, 2, "gpurun.Buffer of %I elements expected, got %I",
                              (LUAI_UACINT)x.buffer->count, (LUAI_UACINT)y.buffer->count);

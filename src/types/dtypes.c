@@ -80,7 +80,7 @@ static void set_integer(lua_State *L, const char *key, lua_Integer value)
 
 static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
 {
-    static const char *const kinds[] = {"float", "signed", "unsigned"};
+    static const char *const kinds[] = {"float", "signed", "unsigned", "complex"};
     lua_createtable(L, 0, 15);
     set_string(L, "name", info->name);
     set_string(L, "c_type", info->c_type);
@@ -95,7 +95,10 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
     lua_setfield(L, -2, "float");
     lua_pushboolean(L, info->tensor_map_type >= 0);
     lua_setfield(L, -2, "tensor_map");
-    if (info->kind == GPURUN_KIND_FLOAT) {
+    if (info->kind == GPURUN_KIND_COMPLEX) {
+        set_string(L, "part", gpurun_dtypes[info->part].name);
+        set_integer(L, "digits", info->digits);
+    } else if (info->kind == GPURUN_KIND_FLOAT) {
         set_integer(L, "digits", info->digits);
         set_number(L, "min", -info->largest);
         set_number(L, "max", info->largest);
@@ -119,7 +122,10 @@ static void push_entry(lua_State *L, const struct gpurun_dtype_info *info)
  *       align = 2, c_type = "__half", header = "cuda_fp16.h", compute_type = "float",
  *       scalar = "f16", numpy = "<f2", kind = "float", float = true, tensor_map = true,
  *       digits = 11,
- *       min = -65504.0, max = 65504.0, overflow = 65520.0 } */
+ *       min = -65504.0, max = 65504.0, overflow = 65520.0 }
+ *   gpurun.dtypes.complex64                     --> { name = "complex64", size = 8,
+ *       align = 8, c_type = "float2", kind = "complex", part = "float32", float = false,
+ *       digits = 24, numpy = "<c8", ... } */
 void gpurun_open_dtypes(lua_State *L)
 {
     lua_createtable(L, GPURUN_DTYPE_COUNT, GPURUN_DTYPE_COUNT);

@@ -211,7 +211,7 @@ static int generator_integers(lua_State *L)
     lua_Integer high = gpurun_check_integer(L, 4, NULL);
     int dtype = gpurun_check_dtype(L, 5, GPURUN_INT32);
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
-    if (info->kind == GPURUN_KIND_FLOAT)
+    if (info->kind == GPURUN_KIND_FLOAT || info->kind == GPURUN_KIND_COMPLEX)
         gpurun_arg_error(L, 5, "integer dtype expected, got %s (random() makes float buffers)",
                          info->name);
     if (high <= low)

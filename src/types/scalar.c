@@ -88,6 +88,8 @@ void gpurun_open_scalar(lua_State *L)
     gpurun_register_type(L, &scalar_type_info);
     for (int dtype = 0; dtype < GPURUN_DTYPE_COUNT; dtype++) {
         const char *name = gpurun_dtypes[dtype].short_name;
+        if (name == NULL)
+            continue;
         lua_pushfstring(L, "gpurun.%s", name);
         lua_pushinteger(L, dtype);
         lua_pushcclosure(L, make_scalar, 2);

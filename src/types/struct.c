@@ -67,7 +67,7 @@ static void set_field(lua_State *L, struct gpurun_struct *value,
     const char *name = lua_tostring(L, key_index);
     const struct gpurun_dtype_info *info = &gpurun_dtypes[field->dtype];
     if (!field->array) {
-        unsigned char element[8];
+        unsigned char element[GPURUN_MAX_ELEMENT_SIZE];
         const char *why = gpurun_to_element(L, value_index, field->dtype, element);
         if (why)
             gpurun_error(L, "gpurun.Struct field '%s': %s", name, why);

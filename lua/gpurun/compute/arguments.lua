@@ -50,6 +50,10 @@ local function match_dtype(kernel, index, dtype, scalar_type)
   if param.variable then
     local bound = kernel.bound[param.type]
     if bound == nil then
+      if DTYPES[dtype] and DTYPES[dtype].kind == "complex" then
+        param_error(kernel, index, "%s cannot be %s: generated kernels take real dtypes, not "
+                    .. "complex ones", param.type, dtype)
+      end
       kernel.bound[param.type] = dtype
     elseif bound ~= dtype then
       param_error(kernel, index, "%s is %s, but %s is %s here", param.type, bound,
@@ -317,6 +321,10 @@ function arguments.check_buffer(fname, n, value, what, takers)
   if not DTYPES[value.dtype] then
     common.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
                         common.DTYPE_NAMES)
+  end
+  if DTYPES[value.dtype].kind == "complex" then
+    common.bad_argument(fname, n, "%s has dtype %s; %s take real dtypes, not complex ones",
+                        what, value.dtype, takers)
   end
 end
 

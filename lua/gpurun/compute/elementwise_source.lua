@@ -79,7 +79,11 @@ function source.parse_params(text, what)
     local variable = not DTYPES[dtype]
     if variable and (not dtype:match("^%u[%w_]*$") or RESERVED[dtype]) then
       return nil, ("%s: unknown dtype '%s' for %s (dtypes: %s; a type variable starts with a "
-                   .. "capital letter, as T)"):format(what, dtype, name, common.DTYPE_NAMES)
+                   .. "capital letter, as T)"):format(what, dtype, name, common.REAL_DTYPE_NAMES)
+    end
+    if DTYPES[dtype] and DTYPES[dtype].kind == "complex" then
+      return nil, ("%s: dtype %s for %s: generated kernels take real dtypes, not complex ones")
+        :format(what, dtype, name)
     end
     params[#params + 1] = { type = dtype, name = name, variable = variable or nil }
   end

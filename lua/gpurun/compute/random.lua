@@ -86,7 +86,10 @@ local function check_dtype(fname, at, dtype, integers)
   if not info then
     bad_argument(fname, at, "unknown dtype %s (expected one of: %s)", quoted(dtype), common.DTYPE_NAMES)
   end
-  if integers and info.float then
+  if info.kind == "complex" then
+    bad_argument(fname, at, "%s dtype expected, got %s (device_rng fills real dtypes)",
+                 integers and "integer" or ("float (%s)"):format(FLOATS), dtype)
+  elseif integers and info.float then
     bad_argument(fname, at, "integer dtype expected, got %s (random() makes float buffers)", dtype)
   elseif not integers and not info.float then
     bad_argument(fname, at, "float dtype (%s) expected, got %s (integers() makes integer buffers)", FLOATS, dtype)

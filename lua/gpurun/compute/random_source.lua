@@ -27,6 +27,7 @@ local EXTRA = {
 }
 
 function random_source.kinds(dtype)
+  if DTYPES[dtype].kind == "complex" then return {} end
   if DTYPES[dtype].float then return { "random", "uniform", "normal" } end
   return { "integers" }
 end

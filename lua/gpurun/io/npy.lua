@@ -58,11 +58,12 @@ local NAMES = {
   half = "<f2", single = "<f4", double = "<f8", float = "<f8", byte = "|i1", ubyte = "|u1",
   short = "<i2", ushort = "<u2", intc = "<i4", uintc = "<u4", int = "<i8", int_ = "<i8",
   intp = "<i8", long = "<i8", longlong = "<i8", uint = "<u8", uintp = "<u8", ulong = "<u8",
-  ulonglong = "<u8",
+  ulonglong = "<u8", csingle = "<c8", cdouble = "<c16", complex = "<c16",
 }
 for dtype, descr in pairs(DESCRS) do NAMES[dtype] = descr end
 local CODES = { e = "<f2", f = "<f4", d = "<f8", b = "|i1", B = "|u1", h = "<i2", H = "<u2",
-  i = "<i4", I = "<u4", l = "<i8", q = "<i8", p = "<i8", L = "<u8", Q = "<u8", P = "<u8" }
+  i = "<i4", I = "<u4", l = "<i8", q = "<i8", p = "<i8", L = "<u8", Q = "<u8", P = "<u8",
+  F = "<c8", D = "<c16" }
 local KIND_SIZES = {}
 for _, descr in pairs(DESCRS) do KIND_SIZES[descr:sub(2)] = descr end
 
@@ -86,7 +87,7 @@ function npy.dtype(descr)
   if dtype then return dtype end
   if type(descr) ~= "string" then return nil, "the header's descr is not a string" end
   local order, body = descr:match("^([<>=|]?)(.+)$")
-  local kind, digits = (body or ""):match("^([fiu])(%d+)$")
+  local kind, digits = (body or ""):match("^([fiuc])(%d+)$")
   dtype = DTYPES[CODES[body]] or (kind and DTYPES[KIND_SIZES[kind .. digits:match("^0*(%d+)$")]])
   if dtype and (order ~= ">" or SIZES[dtype] == 1) then return dtype end
   if dtype then

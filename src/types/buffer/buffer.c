@@ -271,17 +271,22 @@ void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
         result = CUDA_CALL(cuMemsetD32Async, buffer->pointer, word, n, stream);
         break;
     }
-    default: {
-        unsigned int halves[2];
-        memcpy(halves, pattern, sizeof halves);
-        if (halves[0] != halves[1] && capturing)
+    default: { /* 8 or 16 bytes: one 4-byte word repeated, or no memset */
+        size_t words = buffer->element_size / 4;
+        unsigned int word[GPURUN_MAX_ELEMENT_SIZE / 4];
+        memcpy(word, pattern, buffer->element_size);
+        int uniform = 1;
+        for (size_t i = 1; i < words; i++)
+            uniform &= word[i] == word[0];
+        if (!uniform && capturing)
             gpurun_error(L, "Buffer:fill: a graph's fill is a memset of 1, 2 or 4-byte words, and "
-                            "the two halves of this 8-byte value differ: fill before "
-                            "begin_building, or launch a kernel that fills (capture abandoned)");
-        if (halves[0] != halves[1])
+                            "the %s of this %d-byte value differ: fill before "
+                            "begin_building, or launch a kernel that fills (capture abandoned)",
+                         words == 2 ? "two halves" : "4-byte words", (int)buffer->element_size);
+        if (!uniform)
             fill_by_doubling(L, buffer, pattern, stream);
         else
-            result = CUDA_CALL(cuMemsetD32Async, buffer->pointer, halves[0], 2 * n, stream);
+            result = CUDA_CALL(cuMemsetD32Async, buffer->pointer, word[0], words * n, stream);
         break;
     }
     }

@@ -110,7 +110,7 @@ static void copy_buffer(lua_State *L, struct gpurun_buffer *self, struct gpurun_
 static int read_one(lua_State *L, struct gpurun_buffer *buffer, size_t index, int stream_index,
                     const char *operation)
 {
-    unsigned char value[8];
+    unsigned char value[GPURUN_MAX_ELEMENT_SIZE];
     CUstream stream = gpurun_begin_transfer(L, stream_index, operation);
     gpurun_read_elements(L, buffer, index, 1, value, stream);
     gpurun_end_transfer(L, stream, operation);
@@ -353,7 +353,7 @@ int gpurun_buffer_fill(lua_State *L)
 {
     lua_settop(L, 5); /* staging pushed later must not pass for a stream argument */
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
-    unsigned char pattern[8];
+    unsigned char pattern[GPURUN_MAX_ELEMENT_SIZE];
     gpurun_check_element(L, 2, buffer->dtype, pattern);
     size_t first, count;
     int stream_index = gpurun_opt_range(L, 3, buffer->count, 0, &first, &count);
@@ -485,7 +485,7 @@ int gpurun_buffer_set(lua_State *L)
     lua_settop(L, 4);
     struct gpurun_buffer *buffer = gpurun_check_live_buffer(L, 1);
     size_t index = gpurun_check_index(L, 2, buffer->count, "element");
-    unsigned char value[8];
+    unsigned char value[GPURUN_MAX_ELEMENT_SIZE];
     gpurun_check_element(L, 3, buffer->dtype, value);
     CUstream stream = gpurun_begin_transfer(L, 4, "Buffer:set");
     gpurun_write_elements(L, buffer, index, 1, value, stream);

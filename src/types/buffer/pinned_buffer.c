@@ -177,7 +177,7 @@ static int pinned_set(lua_State *L)
 static int pinned_fill(lua_State *L)
 {
     struct gpurun_pinned *pinned = check_ready(L);
-    unsigned char pattern[8];
+    unsigned char pattern[GPURUN_MAX_ELEMENT_SIZE];
     gpurun_check_element(L, 2, pinned->dtype, pattern);
     size_t first, count;
     gpurun_opt_range(L, 3, pinned->count, 0, &first, &count);
@@ -193,7 +193,7 @@ static int pinned_to_table(lua_State *L)
     struct gpurun_pinned *pinned = check_ready(L);
     size_t first, count;
     gpurun_opt_range(L, 2, pinned->count, 0, &first, &count);
-    gpurun_new_sequence(L, count, "PinnedBuffer:to_table");
+    gpurun_new_sequence(L, count, pinned->dtype, "PinnedBuffer:to_table");
     /* The table's allocation can run a finalizer that closes the buffer,
      * whose memory is then unmapped. */
     pinned = check_ready(L);

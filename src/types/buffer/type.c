@@ -127,7 +127,7 @@ static int module_zeros(lua_State *L)
 {
     size_t count = gpurun_check_count(L, 1);
     int dtype = gpurun_check_dtype(L, 2, GPURUN_FLOAT32);
-    static const unsigned char zero[8];
+    static const unsigned char zero[GPURUN_MAX_ELEMENT_SIZE];
     lua_settop(L, 3);
     struct gpurun_placement where;
     gpurun_check_placement(L, 3, &where, 0);
@@ -141,7 +141,7 @@ static int module_full(lua_State *L)
 {
     size_t count = gpurun_check_count(L, 1);
     int dtype = gpurun_check_dtype(L, 3, GPURUN_FLOAT32);
-    unsigned char pattern[8];
+    unsigned char pattern[GPURUN_MAX_ELEMENT_SIZE];
     gpurun_check_element(L, 2, dtype, pattern);
     lua_settop(L, 4);
     struct gpurun_placement where;
