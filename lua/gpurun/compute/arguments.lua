@@ -7,7 +7,9 @@
 -- `variants` (the tree of signatures seen), `scalars` (the typed scalars
 -- made for the call in progress) and `arguments` (converted arguments).
 
+local gpurun = require("gpurun")
 local common = require("gpurun.common")
+local options_rule = require("gpurun.options")
 
 local DTYPES = common.DTYPES
 local raise = common.raise
@@ -300,6 +302,34 @@ function arguments.collect(kernel, what)
     end
   end
   kernel.arity = #kernel.params
+end
+
+-- A library call's options table checked against the keys it knows: the
+-- table, or {} for nil.
+function arguments.check_options(fname, n, options, known)
+  if options == nil then return {} end
+  if not common.is_plain_table(options) then
+    common.bad_argument(fname, n, "options table expected, got %s", type_name(options))
+  end
+  local why = options_rule.unknown(options, known)
+  if why then common.bad_argument(fname, n, "%s", why) end
+  return options
+end
+
+-- The stream a library call goes on: options.stream (a Stream, or a
+-- GraphBuilder that is building), else the current stream.
+function arguments.stream_option(fname, n, options)
+  local target = options and rawget(options, "stream")
+  if target == nil then target = gpurun.current_stream() end
+  if target == nil then
+    common.bad_argument(fname, n, "no stream: pass { stream = s } or call gpurun.set_current_stream(s)")
+  end
+  local kind = type_name(target)
+  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
+    common.bad_argument(fname, n, "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got %s",
+                        kind)
+  end
+  return target
 end
 
 -- The target argument (1) of a function that launches: a Stream or a

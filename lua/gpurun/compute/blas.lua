@@ -11,9 +11,11 @@
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
 local options_rule = require("gpurun.options")
+local arguments = require("gpurun.compute.arguments")
 
 local core = package.loaded["gpurun.blas_core"] -- src/types/blas.c, opened with the module
 local DTYPES, type_name, raise = common.DTYPES, common.type_name, common.raise
+local check_options, target_of = arguments.check_options, arguments.stream_option
 
 local blas = {}
 
@@ -154,31 +156,6 @@ function blas.matrix(buffer, rows, cols, options)
   return view
 end
 
--- The stream a call goes on: options.stream (a Stream, or a GraphBuilder
--- that is building), else the current stream.
-local function target_of(fname, n, options)
-  local target = options and rawget(options, "stream")
-  if target == nil then target = gpurun.current_stream() end
-  if target == nil then
-    bad_argument(fname, n, "no stream: pass { stream = s } or call gpurun.set_current_stream(s)")
-  end
-  local kind = type_name(target)
-  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
-    bad_argument(fname, n, "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got %s",
-                 kind)
-  end
-  return target
-end
-
-local function check_options(fname, n, options, known)
-  if options == nil then return end
-  if not common.is_plain_table(options) then
-    bad_argument(fname, n, "options table expected, got %s", type_name(options))
-  end
-  local why = options_rule.unknown(options, known)
-  if why then bad_argument(fname, n, "%s", why) end
-end
-
 -- A scalar computed in float32 must be one: a finite number past
 -- float32's range would turn into an infinity on its way to cuBLAS.
 local function check_scalar(fname, n, what, value, compute)
@@ -207,8 +184,8 @@ local function boolean_option(fname, n, options, key)
 end
 
 -- What the sparse products (compute/sparse.lua) share with these calls:
--- the stream rule, option tables, and scalars in the compute dtype.
-blas.target_of, blas.check_options, blas.check_scalar = target_of, check_options, check_scalar
+-- scalars in the compute dtype, typed options, 2-D views.
+blas.check_scalar = check_scalar
 blas.number_option, blas.boolean_option = number_option, boolean_option
 blas.view_fields = view_fields
 

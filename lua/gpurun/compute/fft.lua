@@ -7,10 +7,11 @@
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
-local options_rule = require("gpurun.options")
+local arguments = require("gpurun.compute.arguments")
 
 local core = package.loaded["gpurun.fft_core"] -- src/types/fft_plan.c, opened with the module
 local type_name, raise = common.type_name, common.raise
+local check_options, target_of = arguments.check_options, arguments.stream_option
 
 local fft = {}
 
@@ -34,16 +35,6 @@ local MAX_ELEMENTS = 1 << 53
 
 local function bad_argument(fname, n, fmt, ...)
   common.bad_argument(fname, n, fmt, ...)
-end
-
-local function check_options(fname, n, options, known)
-  if options == nil then return {} end
-  if not common.is_plain_table(options) then
-    bad_argument(fname, n, "options table expected, got %s", type_name(options))
-  end
-  local why = options_rule.unknown(options, known)
-  if why then bad_argument(fname, n, "%s", why) end
-  return options
 end
 
 local function shape_text(shape)
@@ -90,22 +81,6 @@ local function product(shape, last)
   local count = 1
   for i = 1, #shape - 1 do count = count * shape[i] end
   return count * (last or shape[#shape])
-end
-
--- The stream a call goes on: options.stream (a Stream, or a GraphBuilder
--- that is building), else the current stream.
-local function target_of(fname, n, options)
-  local target = rawget(options, "stream")
-  if target == nil then target = gpurun.current_stream() end
-  if target == nil then
-    bad_argument(fname, n, "no stream: pass { stream = s } or call gpurun.set_current_stream(s)")
-  end
-  local kind = type_name(target)
-  if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
-    bad_argument(fname, n, "options.stream must be a gpurun.Stream or gpurun.GraphBuilder, got %s",
-                 kind)
-  end
-  return target
 end
 
 local function device_of(target)

@@ -8,7 +8,6 @@
 
 local gpurun = require("gpurun")
 local common = require("gpurun.common")
-local options_rule = require("gpurun.options")
 local arguments = require("gpurun.compute.arguments")
 local device_code = require("gpurun.compute.device_code")
 local source = require("gpurun.compute.sort_source")
@@ -16,7 +15,7 @@ local source = require("gpurun.compute.sort_source")
 local DTYPES = common.DTYPES
 local raise = common.raise
 local type_name, bad_argument = common.type_name, common.bad_argument
-local check_target = arguments.check_target
+local check_target, check_options = arguments.check_target, arguments.check_options
 
 local sort = {}
 
@@ -88,16 +87,6 @@ end
 -- Whether b is exactly a's memory (the same elements).
 local function same_memory(a, b)
   return a.ptr == b.ptr and a.dtype == b.dtype and #a == #b
-end
-
-local function check_options(fname, n, options, known)
-  if options == nil then return {} end
-  if not common.is_plain_table(options) then
-    bad_argument(fname, n, "options table expected, got %s", type_name(options))
-  end
-  local unknown = options_rule.unknown(options, known)
-  if unknown then bad_argument(fname, n, "%s", unknown) end
-  return options
 end
 
 -- An option that must be a Buffer of the keys' device when given.

@@ -6,6 +6,7 @@
 
 local common = require("gpurun.common")
 local blas = require("gpurun.compute.blas")
+local arguments = require("gpurun.compute.arguments")
 
 local core = package.loaded["gpurun.sparse_core"] -- src/types/csr_matrix.c, opened with the module
 local type_name, raise, bad_argument = common.type_name, common.raise, common.bad_argument
@@ -82,13 +83,13 @@ end
 -- The options every product takes: alpha, beta (numbers in A's dtype),
 -- transpose and the stream.
 local function product_options(fname, n, a, options)
-  blas.check_options(fname, n, options, PRODUCT_KEYS)
+  arguments.check_options(fname, n, options, PRODUCT_KEYS)
   local alpha = blas.number_option(fname, n, options, "alpha", 1)
   local beta = blas.number_option(fname, n, options, "beta", 0)
   blas.check_scalar(fname, n, "options.alpha", alpha, a.dtype)
   blas.check_scalar(fname, n, "options.beta", beta, a.dtype)
   local transpose = blas.boolean_option(fname, n, options, "transpose")
-  local target = blas.target_of(fname, n, options)
+  local target = arguments.stream_option(fname, n, options)
   local device = target.device
   if type_name(target) == "gpurun.GraphBuilder" then device = target.stream.device end
   if device ~= a.device then
