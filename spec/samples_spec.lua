@@ -24,6 +24,8 @@ local SMALL = {
   ["samples/1_GettingStarted/kernelNsysProfile.lua"] = { runs = { { "-n", "1001" }, { "--array-size", "4096" } },
                                                         passed = "\nThe sample is complete PASSED!\n" },
   ["samples/1_GettingStarted/systemInfo.lua"] = { runs = { {}, { "--no-topology" } }, passed = "\nDone\n" },
+  ["samples/1_GettingStarted/numpyVsCupy.lua"] = { runs = { { "-n", "300", "--samples", "64" } },
+                                                 passed = "\nDemo completed successfully!\n" },
   ["samples/1_GettingStarted/simplePrint.lua"] = { runs = { {} }, passed = "\n[3, 7]:\t\tValue is: 10\n" },
   ["samples/1_GettingStarted/vectorAdd.lua"] = { runs = { { "--elements", "1000" } }, passed = "\nTest PASSED\n" },
   ["samples/2_CoreConcepts/binarySearch.lua"] = { runs = { {} },
