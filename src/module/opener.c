@@ -95,15 +95,11 @@ static void (*const openers[])(lua_State *L) = {
 static const char *const lua_parts[] = {
     "program_options", /* gpurun.ProgramOptions */
     "linker_options",  /* gpurun.LinkerOptions */
-    "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
-    "reductions",      /* gpurun.reduction, sum..., inclusive_scan, exclusive_scan, select */
-    "sort",            /* gpurun.sort, lower_bound, upper_bound */
-    "blas",            /* gpurun.matrix, matmul, axpy, dot, nrm2, scal */
-    "sparse",          /* gpurun.csr, spmv, spmm */
+    "library_functions", /* gpurun.elementwise, reduction, sum..., sort, matmul, csr... */
     "fft",             /* gpurun.fft, gpurun.FftPlan */
     "random",          /* gpurun.device_rng, gpurun.DeviceGenerator */
     "system",          /* gpurun.system (NVML) */
