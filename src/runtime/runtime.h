@@ -238,6 +238,10 @@ void gpurun_check_element(lua_State *L, int arg, int dtype, void *out);
  * values past the Lua integers as floats), floats for float dtypes, a new
  * pair {re, im} of floats for complex dtypes. */
 void gpurun_push_element(lua_State *L, int dtype, const void *p);
+/* Loads a run-time library through its loader and pushes nil, or the
+ * loader's reason it cannot be used: the `load()` of a library's core
+ * table. Never raises. */
+int gpurun_push_load_status(lua_State *L, int (*load)(void), const char *(*why)(void));
 
 /* The first `count` elements of the sequence at table_index, stored as
  * elements of dtype at out; the first that does not fit is an argument

@@ -396,3 +396,12 @@ void gpurun_check_ipc_descriptor(lua_State *L, int arg, int kind, struct ipc_des
         gpurun_arg_error(L, arg, "the descriptor names CUDA device %d: %d device(s) visible",
                          descriptor->device, count);
 }
+
+int gpurun_push_load_status(lua_State *L, int (*load)(void), const char *(*why)(void))
+{
+    if (load() == 0)
+        lua_pushnil(L);
+    else
+        lua_pushstring(L, why());
+    return 1;
+}

@@ -581,21 +581,13 @@ static int core_nrm2(lua_State *L)
 /* load() -> nil, or why cuBLAS cannot be used. Never raises. */
 static int core_load(lua_State *L)
 {
-    if (cublas_loader_load() == 0)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, cublas_loader_error());
-    return 1;
+    return gpurun_push_load_status(L, cublas_loader_load, cublas_loader_error);
 }
 
 /* load_lt() -> nil, or why cuBLASLt cannot be used. Never raises. */
 static int core_load_lt(lua_State *L)
 {
-    if (cublaslt_loader_load() == 0)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, cublaslt_loader_error());
-    return 1;
+    return gpurun_push_load_status(L, cublaslt_loader_load, cublaslt_loader_error);
 }
 
 /* handles() -> how many streams have a handle now (for specs: none leak). */

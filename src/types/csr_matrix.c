@@ -511,11 +511,7 @@ static int core_spmm(lua_State *L)
 /* load() -> nil, or why cuSPARSE cannot be used. Never raises. */
 static int core_load(lua_State *L)
 {
-    if (cusparse_loader_load() == 0)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, cusparse_loader_error());
-    return 1;
+    return gpurun_push_load_status(L, cusparse_loader_load, cusparse_loader_error);
 }
 
 /* plans(A) -> how many product shapes the matrix has planned (for specs:

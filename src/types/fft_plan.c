@@ -234,11 +234,7 @@ static int core_execute(lua_State *L)
 /* load() -> nil, or why cuFFT cannot be used. Never raises. */
 static int core_load(lua_State *L)
 {
-    if (cufft_loader_load() == 0)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, cufft_loader_error());
-    return 1;
+    return gpurun_push_load_status(L, cufft_loader_load, cufft_loader_error);
 }
 
 /* plans() -> how many plans are open now. */

@@ -49,11 +49,7 @@ static nvml_device check_device(lua_State *L, int arg)
 /* load() -> nil, or why NVML cannot be used. Never raises. */
 static int core_load(lua_State *L)
 {
-    if (nvml_loader_load() == 0)
-        lua_pushnil(L);
-    else
-        lua_pushstring(L, nvml_loader_error());
-    return 1;
+    return gpurun_push_load_status(L, nvml_loader_load, nvml_loader_error);
 }
 
 /* versions() -> driver version ("580.65.06"), NVML version, CUDA version
