@@ -1,16 +1,19 @@
 -- dag.lua: a pipeline that is a graph, not a chain: two independent
 -- branches run side by side and a later stage joins them, as individual
 -- launches on two streams and as one graph, whose alpha then changes
--- without building a new one. With --declared, the same DAG comes from
--- gpurun.pipeline, which infers the streams, the wait, the fork and the join.
+-- without building a new one. --declared: the same DAG from gpurun.pipeline,
+-- which infers the streams, the wait, the fork and the join; --profile:
+-- each node's time (graph:profile), the critical path and the timeline.
 --
 --   gpurun scripts/dag.lua [--elements N] [--alpha X] [--beta X] [--iters N]
---                          [--declared] [--dot FILE] [--svg FILE] [--device ID] [--json]
+--                          [--declared] [--profile] [--dot FILE] [--svg FILE]
+--                          [--device ID] [--json]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
 local bench = require("gpurun.bench")
 local shell = require("gpurun.shell")
+local timeline = require("gpurun.timeline")
 
 local KERNELS = require("gpurun.samples.kernels").source("dag")
 
@@ -25,6 +28,7 @@ cli:number_option("--beta", "Branch 2's offset.", 0.5)
 cli.parser:option("--dot", "Write the graph's Graphviz DOT text to FILE.")
 cli.parser:option("--svg", "Draw the graph as SVG into FILE (needs Graphviz's dot).")
 cli:flag("--declared", "Declare the stages by their data (gpurun.pipeline) and let gpurun build the DAG.")
+cli:flag("--profile", "Time each node of the graph (graph:profile) and print the critical path.")
 cli:common_options{ iters = 1000 }
 local options = cli:parse(arg)
 
@@ -80,6 +84,19 @@ local function declared(p, kernels, buffers, config, alpha, beta, n)
   return p
 end
 
+-- --profile: each node's median time, the critical path and the timeline.
+local function print_profile(out, graph, stream)
+  local profile = graph:profile(stream, { replays = math.max(1, math.min(options.iters, 1000)) })
+  out:field("profile_critical_us", profile.critical_us)
+  out:field("profile_plain_us", profile.plain_us)
+  local node_us = {}
+  for k, node in ipairs(profile.nodes) do node_us[k] = node.us end
+  out:field("profile_node_us", node_us)
+  out:say("\nEach node's time (graph:profile, medians of " .. profile.replays .. " replays):")
+  out:say(require("gpurun.graph.profile").format(profile))
+  out:say(timeline.format(profile))
+end
+
 local function node_kinds(graph)
   local kinds = {}
   for _, node in ipairs(graph:nodes()) do kinds[#kinds + 1] = node.name or node.kind end
@@ -121,6 +138,7 @@ local function main_declared(device, out, checks, main_stream, kernels, buffers,
   out:timing("graph", "Graph replay:  ", replay)
   out:speedup("Graph speedup: ", individual, replay)
   out:say(("Graph: %d nodes (%s)"):format(graph.node_count, node_kinds(graph)))
+  if options.profile then print_profile(out, graph, main_stream) end
 
   -- A new alpha, set in the graph in place.
   local alpha2 = alpha * 3
@@ -246,6 +264,7 @@ local function main()
   out:timing("graph", "Graph replay:  ", replay)
   out:speedup("Graph speedup: ", individual, replay)
   out:say(("Graph: %d nodes (%s)"):format(graph.node_count, node_kinds(graph)))
+  if options.profile then print_profile(out, graph, main_stream) end
 
   -- The same graph with b_copy made and freed inside it, on the side branch.
   local function capture_with_temporary(builder)

@@ -1689,6 +1689,19 @@ row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title mus
 row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
 row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
+row("Graph:profile", A(R.graph), arg_error(1, "profile", "gpurun.Stream expected, got no value"))
+row("Graph:profile", A(R.graph, 1), arg_error(1, "profile", "gpurun.Stream expected, got number"))
+row("Graph:profile", A(R.graph, R.builder), arg_error(1, "profile", "gpurun.Stream expected, got gpurun.GraphBuilder"))
+row("Graph:profile", A(R.graph, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("Graph:profile", A(R.graph, R.stream, 5), arg_error(2, "profile", "table of options expected, got number"))
+row("Graph:profile", A(R.graph, R.stream, { replays = 0 }),
+  arg_error(2, "profile", "replays must be an integer from 1 to 10000, got 0"))
+row("Graph:profile", A(R.graph, R.stream, { replays = 2.5 }),
+  arg_error(2, "profile", "replays must be an integer from 1 to 10000, got 2.5"))
+row("Graph:profile", A(R.graph, R.stream, { replays = 10001 }),
+  arg_error(2, "profile", "replays must be an integer from 1 to 10000, got 10001"))
+row("Graph:profile", A(R.graph, R.stream, { replay = 3 }),
+  arg_error(2, "profile", "unknown option 'replay' (known: replays)"))
 
 -- ---- cuBLAS: matrix, matmul, axpy, scal, dot, nrm2 ------------------------------------------
 

@@ -256,6 +256,23 @@ describe("scripts/dag.lua", function()
   end)
 end)
 
+describe("scripts/dag.lua --profile", function()
+  it("prints each node's time and the critical path #gpu", function()
+    local result = run_script("scripts/dag.lua", { "--elements", "10000", "--iters", "20", "--profile" })
+    assert.are.equal(0, result.code, result.stderr)
+    local text = result.stdout
+    assert.truthy(text:find("graph:profile, medians of 20 replays", 1, true), text)
+    assert.truthy(text:find("critical path (*): ", 1, true), text)
+    assert.truthy(text:find("replay: instrumented ", 1, true), text)
+    result = run_script("scripts/dag.lua", { "--elements", "1000", "--iters", "5", "--profile", "--json" })
+    assert.are.equal(0, result.code, result.stderr)
+    local figures = cjson.decode(result.stdout)
+    assert.are.equal(4, #figures.profile_node_us)
+    for _, us in ipairs(figures.profile_node_us) do assert.is_true(us > 0) end
+    assert.is_true(figures.profile_critical_us > 0 and figures.profile_plain_us > 0)
+  end)
+end)
+
 describe("scripts/dag.lua --declared", function()
   it("builds the same DAG from the declaration, with the same results #gpu", function()
     local folder = os.tmpname()

@@ -24,6 +24,7 @@ catalog.internal_types = {
   BlasHandle = "a stream's cuBLAS handle and workspace, kept by graphs that captured its calls",
   SparseHandles = "the devices' cuSPARSE handles, destroyed when the Lua state closes",
   FftPlanCore = "a cuFFT plan and its work area, held by a gpurun.FftPlan and by graphs that captured it",
+  GraphProfileTwin = "Graph:profile's instrumented copy of a graph and its events, closed before it returns",
 }
 
 -- Types that need a current device to make one (the others can be made on
@@ -61,7 +62,7 @@ catalog.device_types = {
 --   kernel_arg (what a launch passes: Buffer, scalar, Struct, number, boolean),
 --   builder, condition, event_or_builder (GraphBuilder:wait),
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
---   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's),
+--   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's), profile_options (Graph:profile's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever), host_function (HostCallback's
 --   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
@@ -398,6 +399,7 @@ catalog.methods = {
     set_config = { args = { "node_index", "config" } },
     set_enabled = { args = { "node_index", "boolean" } },
     to_dot = { args = { "dot_options" } },
+    profile = { args = { "stream", "profile_options" }, runs = true },
     close = { args = {} },
   },
   Condition = {

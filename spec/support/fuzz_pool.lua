@@ -463,6 +463,9 @@ draws = {
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
   dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
     { { title = 5 }, { name = {} }, "title" }),
+  -- few replays: each is a replay of the graph's twin and one of the graph
+  profile_options = from({ nil, {}, { replays = 1 }, { replays = 3 } }, 0.7,
+    { { replays = 0 }, { replays = 1.5 }, { nope = 1 }, "replays", { replays = 1e9 } }),
   -- Host callbacks that return: a raising one is raised by whatever wait
   -- runs it, which may be the state check's.
   host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),

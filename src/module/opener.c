@@ -19,6 +19,7 @@
 #include "types/graph.h"
 #include "types/graph_builder.h"
 #include "types/graph_nodes.h"
+#include "types/graph_profile.h"
 #include "types/ipc.h"
 #include "types/host_callback.h"
 #include "types/kernel.h"
@@ -84,6 +85,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_graph,         /* gpurun.Graph */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
+    gpurun_open_graph_profile, /* the C side of Graph:profile */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
     gpurun_open_checkpoint,    /* checkpoint.lock, checkpoint, restore, unlock, state */
@@ -96,6 +98,7 @@ static const char *const lua_parts[] = {
     "program_options", /* gpurun.ProgramOptions */
     "linker_options",  /* gpurun.LinkerOptions */
     "graph_dot",       /* Graph:to_dot */
+    "graph_profile",   /* Graph:profile */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */

@@ -27,7 +27,9 @@ end
 -- The variant's program on device `device_id`: { code, kernels = { [name]
 -- = gpurun.Kernel }, multiprocessors, max_blocks (multiprocessors times
 -- kernel.blocks_per_sm, or as many blocks of kernel.block threads as every
--- one of its kernels keeps on a multiprocessor at once), device, shapes },
+-- one of its kernels keeps on a multiprocessor at once), device, shapes,
+-- programmatic (compute capability 9.0 or more: launches may use
+-- programmatic stream serialization, which the kernels wait for) },
 -- compiled and loaded on first use. `names` are the kernels to load
 -- (default: variant.kernel_names).
 --
@@ -61,6 +63,8 @@ function device_code.compiled(kernel, variant, device_id, names)
     program = program, code = code, -- kept: the kernels live as long as their code
     kernels = kernels, device = device,
     multiprocessors = device.multiprocessor_count,
+    -- (a stand-in device of the emulated specs may not say: then not)
+    programmatic = (device.compute_capability or { major = 0 }).major >= 9,
     max_blocks = device.multiprocessor_count * per_sm,
     shapes = {}, shape_count = 0,
   }
@@ -83,6 +87,15 @@ function device_code.shape(entry, key, make, ...)
   entry.shapes[key] = found
   entry.shape_count = entry.shape_count + 1
   return found
+end
+
+-- A launch configuration of `grid` blocks of `block` threads, and the same
+-- with programmatic stream serialization where the device takes it (else
+-- nil): both made once per shape, so that a launch makes neither.
+function device_code.configs(entry, grid, block)
+  local plain = gpurun.LaunchConfig{ grid = grid, block = block }
+  return plain, entry.programmatic and gpurun.LaunchConfig{
+    grid = grid, block = block, programmatic_stream_serialization = true } or nil
 end
 
 -- Blocks for `work` items at `per_block` a block: at least one, at most

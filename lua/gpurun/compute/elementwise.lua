@@ -109,21 +109,28 @@ end
 
 -- ---- compiled kernels and launch shapes -------------------------------------
 
--- The launch configurations and the n argument for size n, made once.
+-- The launch configurations and the n argument for size n, made once:
+-- each with programmatic stream serialization too (scalar_after, vec_after)
+-- on devices that take it, else the plain one again.
 local function make_shape(n, kernel, variant, entry)
   local per_block = kernel.block * kernel.unroll
-  return {
-    n = gpurun.u64(n),
-    scalar = gpurun.LaunchConfig{ grid = device_code.blocks(entry, n, per_block), block = kernel.block },
+  local shape = { n = gpurun.u64(n) }
+  shape.scalar, shape.scalar_after = device_code.configs(entry, device_code.blocks(entry, n, per_block),
+                                                         kernel.block)
+  if variant.width then
     -- blocks() gives at least one block, more threads than any tail
-    vec = variant.width and gpurun.LaunchConfig{
-      grid = device_code.blocks(entry, n // variant.width, per_block), block = kernel.block } or nil,
-  }
+    shape.vec, shape.vec_after = device_code.configs(entry,
+      device_code.blocks(entry, n // variant.width, per_block), kernel.block)
+  end
+  shape.scalar_after = shape.scalar_after or shape.scalar
+  shape.vec_after = shape.vec_after or shape.vec
+  return shape
 end
 
--- Everything a launch needs: the kernel to launch, its configuration, the
--- n argument, and whether numbers must be converted first.
-local function prepare(kernel, target, ...)
+-- Everything a launch needs: the kernel to launch, its configuration (with
+-- programmatic stream serialization when `after_kernel`), the n argument,
+-- and whether numbers must be converted first.
+local function prepare(kernel, target, after_kernel, ...)
   arguments.check_count(kernel, select("#", ...))
   local n, device, numbers = arguments.read(kernel, ...)
   local variant = arguments.find_variant(kernel, generate, ...)
@@ -131,9 +138,21 @@ local function prepare(kernel, target, ...)
   local entry = device_code.compiled(kernel, variant, device)
   local found = device_code.shape(entry, n, make_shape, kernel, variant, entry)
   if vectorisable(kernel, variant, ...) then
-    return entry.kernels[kernel.name .. "_vec"], found.vec, found.n, numbers
+    return entry.kernels[kernel.name .. "_vec"], after_kernel and found.vec_after or found.vec,
+           found.n, numbers
   end
-  return entry.kernels[kernel.name .. "_scalar"], found.scalar, found.n, numbers
+  return entry.kernels[kernel.name .. "_scalar"], after_kernel and found.scalar_after or found.scalar,
+         found.n, numbers
+end
+
+local function launch(kernel, target, after_kernel, ...)
+  local cuda_kernel, config, n, numbers = prepare(kernel, target, after_kernel, ...)
+  if numbers then
+    gpurun.launch(target, config, cuda_kernel, n, arguments.converted(kernel, ...))
+  else
+    gpurun.launch(target, config, cuda_kernel, n, ...)
+  end
+  return select(kernel.input_count + 1, ...)
 end
 
 -- kernel(target, inputs..., outputs...) or kernel:launch(...): target is a
@@ -149,20 +168,23 @@ end
 -- operation's first mention of it is not a plain `r = ...` statement.
 -- With buffers only, a call allocates nothing once its size has been seen.
 function Kernel:launch(target, ...)
-  local cuda_kernel, config, n, numbers = prepare(self, target, ...)
-  if numbers then
-    gpurun.launch(target, config, cuda_kernel, n, arguments.converted(self, ...))
-  else
-    gpurun.launch(target, config, cuda_kernel, n, ...)
-  end
-  return select(self.input_count + 1, ...)
+  return launch(self, target, false, ...)
 end
 Kernel.__call = Kernel.launch
+
+-- kernel:launch_after_kernel(target, ...): kernel:launch(target, ...) for
+-- where the node before it on the target is a kernel (a declared
+-- pipeline's plan says where): with programmatic stream serialization on
+-- devices of compute capability 9.0 and up, so that its launch overlaps
+-- the end of the kernel before, which its generated code waits for.
+function Kernel:launch_after_kernel(target, ...)
+  return launch(self, target, true, ...)
+end
 
 -- kernel:bind(inputs..., outputs...) -> a gpurun.LaunchPlan: the arguments
 -- checked and packed once, then plan:launch(stream or builder).
 function Kernel:bind(...)
-  local cuda_kernel, config, n, numbers = prepare(self, nil, ...)
+  local cuda_kernel, config, n, numbers = prepare(self, nil, false, ...)
   if numbers then
     return cuda_kernel:bind(config, n, arguments.converted(self, ...))
   end
@@ -173,7 +195,7 @@ end
 -- arguments need, without launching it: what a capture's first call needs
 -- done beforehand. Returns the kernel.
 function Kernel:prepare(...)
-  prepare(self, nil, ...)
+  prepare(self, nil, false, ...)
   return self
 end
 
@@ -182,7 +204,7 @@ end
 -- compiled kernel and every argument it passes, numbers typed), for
 -- Graph:set_args on the node a capture of it made.
 function Kernel:node_arguments(...)
-  local cuda_kernel, _, n, numbers = prepare(self, nil, ...)
+  local cuda_kernel, _, n, numbers = prepare(self, nil, false, ...)
   if numbers then
     return { { kernel = cuda_kernel, args = { n, arguments.converted(self, ...) } } }
   end

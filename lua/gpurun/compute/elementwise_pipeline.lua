@@ -462,12 +462,23 @@ end
 -- cols, axis or offsets). Temporaries (fuse = "never") are made on the
 -- target, so that on a builder their memory is the graph's, made and freed
 -- inside each replay.
-function ElementwisePipeline:launch(target, ...)
+--
+-- Without temporaries, each elementwise kernel after the first follows a
+-- kernel of the pipeline on the same target, and is launched as such
+-- (launch_after_kernel: programmatic stream serialization on devices that
+-- take it); with them, allocations and frees come between.
+local function launch(self, after_kernel, target, ...)
   check_count(self, select("#", ...))
   local shape = shape_of(self, ...)
   if #self.temporaries == 0 then
-    for _, kernel in ipairs(self.kernels) do
-      kernel:launch(target, pick(self, kernel, shape, ...))
+    local kernels = self.kernels
+    for position = 1, #kernels do
+      local kernel = kernels[position]
+      if kernel.launch_after_kernel and (after_kernel or position > 1) then
+        kernel:launch_after_kernel(target, pick(self, kernel, shape, ...))
+      else
+        kernel:launch(target, pick(self, kernel, shape, ...))
+      end
     end
     return select(self.input_count + 1, ...)
   end
@@ -483,7 +494,18 @@ function ElementwisePipeline:launch(target, ...)
   end
   return select(self.input_count + 1, ...)
 end
+
+function ElementwisePipeline:launch(target, ...)
+  return launch(self, false, target, ...)
+end
 ElementwisePipeline.__call = ElementwisePipeline.launch
+
+-- pipe:launch_after_kernel(target, ...): pipe:launch(target, ...) where the
+-- node before it on the target is a kernel, so that its first kernel is
+-- launched as such too.
+function ElementwisePipeline:launch_after_kernel(target, ...)
+  return launch(self, true, target, ...)
+end
 
 -- pipe:prepare(inputs..., outputs... [, shape]): every kernel compiled and
 -- loaded for these arguments (needed before a capture's first call).

@@ -39,6 +39,26 @@ __device__ __forceinline__ void _ew_store_cs(V *p, const V &value)
 }
 #endif]]
 
+-- The first lines of every generated kernel (elementwise, reductions,
+-- scans): on sm_90 and up, wait for the kernels this one was launched
+-- after with programmatic stream serialization (PDL) to finish and flush
+-- their memory, then let the kernel after this one start launching (its
+-- blocks start once every block of this one has passed here, and wait the
+-- same way). Without that launch attribute the wait returns at once; older
+-- archs compile neither instruction.
+source.GRID_DEPENDENCY = {
+  "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900",
+  '    asm volatile("griddepcontrol.wait;" ::: "memory");',
+  '    asm volatile("griddepcontrol.launch_dependents;" :::);',
+  "#endif",
+}
+
+function source.add_grid_dependency(add)
+  for _, line in ipairs(source.GRID_DEPENDENCY) do
+    add(line)
+  end
+end
+
 -- Names the generated code uses itself, and C++ words a parameter cannot be.
 local RESERVED = {}
 for word in ([[i n alignas alignof asm auto bool break case catch char class const constexpr
@@ -284,6 +304,7 @@ local function kernel_head(add, kernel, signature, suffix)
   add('extern "C" __global__ void __launch_bounds__(%d) %s_%s(%s)', kernel.block,
       kernel.name, suffix, parameter_list(kernel, signature))
   add("{")
+  source.add_grid_dependency(add)
   type_aliases(add, kernel, signature, "    ")
   add("    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;")
   add("    const unsigned long long first = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;")

@@ -433,8 +433,10 @@ local function columns_shape(kernel, entry, rows, cols, temp)
     finish = chunks > 1 and entry.kernels[kernel.name .. "_columns_finish"] or nil,
     config = gpurun.LaunchConfig{ grid = device_code.blocks(entry, chunks * cols, kernel.block),
                                   block = kernel.block },
-    finish_config = gpurun.LaunchConfig{ grid = device_code.blocks(entry, cols, kernel.block),
-                                         block = kernel.block },
+    -- after the chunks' kernel on the same target: launched as such
+    finish_config = select(2, device_code.configs(entry, device_code.blocks(entry, cols, kernel.block),
+                                                  kernel.block))
+      or gpurun.LaunchConfig{ grid = device_code.blocks(entry, cols, kernel.block), block = kernel.block },
   }
 end
 

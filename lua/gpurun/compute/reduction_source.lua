@@ -283,6 +283,7 @@ local function head(add, kernel, signature, suffix, shape_params)
   add('extern "C" __global__ void __launch_bounds__(%d) %s_%s(unsigned long long n, %s%s%s)',
       kernel.block, kernel.name, suffix, shape_params, params ~= "" and ", " or "", params)
   add("{")
+  source.add_grid_dependency(add)
   add("    using namespace _gr_%s;", kernel.name)
 end
 

@@ -6,6 +6,7 @@
 -- compiles and launches what this writes.
 
 local rs = require("gpurun.compute.reduction_source")
+local ew_source = require("gpurun.compute.elementwise_source")
 
 local ss = {}
 
@@ -267,6 +268,7 @@ function ss.generate(spec)
   add('extern "C" __global__ void __launch_bounds__(%d) %s(unsigned long long n, '
       .. "unsigned char *__restrict__ _temp, unsigned long long _tiles, %s)", block, spec.name, params)
   add("{")
+  ew_source.add_grid_dependency(add)
   add("    using namespace _gs_%s;", spec.name)
   add("    constexpr int ITEMS = %d, WARPS = %d;", items, warps)
   add("    constexpr unsigned long long TILE = %dull * ITEMS;", block)

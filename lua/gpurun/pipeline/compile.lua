@@ -34,7 +34,13 @@ local function compile_group(p, state, group, runnable)
   runnable.arity = count + #fused.outputs
   local pipe = fuse.kernel(p, group)
   runnable.object = pipe
-  runnable.launch = function(target) pipe(target, table.unpack(args, 1, runnable.arity)) end
+  if runnable.unit.programmatic then
+    runnable.launch = function(target)
+      pipe:launch_after_kernel(target, table.unpack(args, 1, runnable.arity))
+    end
+  else
+    runnable.launch = function(target) pipe(target, table.unpack(args, 1, runnable.arity)) end
+  end
   for _, input in ipairs(inputs) do
     if input.scalar then runnable.scalars[input.scalar] = true end
   end

@@ -90,7 +90,7 @@ function report.plan(self, options)
     local unit = units[u]
     units_out[u] = { index = u, name = unit_name(stages, unit), stages = copy_of(unit.stages),
                      stream = unit.stream, after = copy_of(unit.after), waits = copy_of(unit.waits),
-                     fused = unit.group ~= nil }
+                     fused = unit.group ~= nil, programmatic = unit.programmatic == true }
   end
 
   local streams_out = {}
@@ -177,6 +177,9 @@ function report.explain(self)
     for _, u in ipairs(list) do
       local unit = p.units[u]
       local text = unit.fused and ("[" .. unit.name .. "]") or unit.name
+      if unit.programmatic then
+        text = text .. " (PDL)" -- launched to overlap the kernel before it
+      end
       if #unit.waits > 0 then
         local on = {}
         for _, w in ipairs(unit.waits) do

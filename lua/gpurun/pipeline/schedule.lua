@@ -923,6 +923,32 @@ local function can_fuse(group, stage, stages)
     and head.device == stage.fusion.device
 end
 
+-- Marks unit.programmatic where a unit's launch may use programmatic
+-- stream serialization (PDL): its stream's unit before it launches a
+-- kernel, it waits for no other stream (an event wait would come between),
+-- its code waits for the kernel before (a fusion group's kernels, and the
+-- kinds with after_kernel), and no timing events are recorded between
+-- units. Whether the device takes it (9.0 and up) is the launch's affair.
+local function mark_programmatic(p, made)
+  if p.options.timing == "events" then return end
+  local stages, units = p.stages, made.units
+  local function launches_kernel(unit)
+    return unit.group ~= nil or stages[unit.head].kind.launches_kernel == true
+  end
+  local function after_kernel(unit)
+    local stage = stages[unit.head]
+    return unit.group ~= nil or (stage.kind.after_kernel ~= nil and stage.kind.after_kernel(stage))
+  end
+  for _, list in ipairs(made.streams) do
+    for k = 2, #list do
+      local unit = units[list[k]]
+      if #unit.waits == 0 and launches_kernel(units[list[k - 1]]) and after_kernel(unit) then
+        unit.programmatic = true
+      end
+    end
+  end
+end
+
 -- The schedule pipeline p runs (and p:plan() reports): the planner's, over
 -- the accesses each stage kind gives it, with what each temporary in memory
 -- becomes (a pool's: pipeline/compile.lua). Cached until the declaration
@@ -956,6 +982,7 @@ function schedule.of(p)
       end
     end
   end
+  mark_programmatic(p, made)
   made.version = p.version
   p.schedule = made
   return made

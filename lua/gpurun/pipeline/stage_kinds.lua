@@ -21,6 +21,12 @@
 --   describe(access) (optional) -> what explain() says of an inferred access
 --   split(stage) (optional) -> declare_on(slice), declaring the stage again
 --              on one device's slice, or nil and why it cannot split
+--   launches_kernel (optional) true when its stages' last node is a kernel
+--   after_kernel(stage) (optional) -> whether the stage's launch waits for
+--              the kernel before it in its own code (generated kernels do),
+--              so that it may be launched with programmatic stream
+--              serialization after a kernel (pipeline/schedule.lua marks
+--              where: runnable.unit.programmatic)
 return {
   (require("gpurun.pipeline.stage_kinds.call")),
   (require("gpurun.pipeline.stage_kinds.kernel")),

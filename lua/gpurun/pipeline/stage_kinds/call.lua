@@ -12,7 +12,13 @@ local launch_arguments = require("gpurun.pipeline.launch_arguments")
 local raise = common.raise
 local type_name = common.type_name
 
-local kind = { name = "call", method = "call" }
+local kind = { name = "call", method = "call", launches_kernel = true }
+
+-- Elementwise kernels and their pipelines are generated with the wait for
+-- the kernel before (compute/elementwise_source.lua's GRID_DEPENDENCY).
+function kind.after_kernel(stage)
+  return access.is_elementwise_kernel(stage.kernel) or access.is_elementwise_pipeline(stage.kernel)
+end
 
 -- Why the call would refuse scalar s for `param` when it runs (the
 -- value it holds now), or nil.
@@ -165,7 +171,13 @@ function kind.compile(stage, runnable, state)
   runnable.refresh = function() launch_arguments.resolve(state, stage.args, args, scalar_of) end
   runnable.arity = #stage.args
   runnable.object = kernel
-  runnable.launch = function(target) kernel(target, table.unpack(args, 1, runnable.arity)) end
+  if runnable.unit.programmatic then
+    runnable.launch = function(target)
+      kernel:launch_after_kernel(target, table.unpack(args, 1, runnable.arity))
+    end
+  else
+    runnable.launch = function(target) kernel(target, table.unpack(args, 1, runnable.arity)) end
+  end
 end
 
 -- split(stage) -> declare_on(slice), which declares the stage again on a

@@ -11,7 +11,9 @@ local launch_arguments = require("gpurun.pipeline.launch_arguments")
 local raise = common.raise
 local type_name = common.type_name
 
-local kind = { name = "kernel", method = "launch" }
+-- A raw kernel's code is the user's: it follows a kernel, but is launched
+-- as after one only if its own code waits (no after_kernel).
+local kind = { name = "kernel", method = "launch", launches_kernel = true }
 
 -- What the declaration reads of a gpurun.Kernel, or nil and why it cannot:
 -- closed, or a table whose metatable only names it one.
