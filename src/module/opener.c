@@ -97,6 +97,7 @@ static const char *const lua_parts[] = {
     "linker_options",  /* gpurun.LinkerOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
+    "loops",           /* GraphBuilder:while_loop, if_then, if_else from expressions */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
