@@ -617,7 +617,7 @@ void gpurun_open_graph_builder(lua_State *L)
      * names, for the Lua part that takes the methods' places. */
     luaL_getmetatable(L, gpurun_builder_tag.type_name);
     lua_getfield(L, -1, "methods");
-    static const char *const nodes[] = {"while_loop", "if_then", "if_else"};
+    static const char *const nodes[] = {"while_loop", "if_then", "if_cond", "if_else"};
     for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
         lua_getfield(L, -1, nodes[i]);
         lua_setfield(L, -4, nodes[i]);

@@ -19,44 +19,52 @@ return function(internal)
     return type(value) == "string"
   end
 
+  -- As the nodes' own check, before the expression is read.
+  local function check_building(builder, fname)
+    if not builder.is_building then
+      internal.raise(("%s: not building (it is %s)"):format(fname, builder.state))
+    end
+  end
+
   -- while_loop(condition [, { cancellable = true }]) -> body, or
   -- while_loop(expression, buffers [, { cancellable = true }]) -> body
-  local function while_loop(builder, ...)
-    local condition, second, third = ...
+  local function while_loop(...)
+    local builder, condition, second, third = ...
     local fname = "GraphBuilder:while_loop"
-    if type_name(1, builder) ~= "gpurun.GraphBuilder" then
-      return core.while_loop(builder, ...) -- its own message for a bad self
+    if type_name(select("#", ...), builder) ~= "gpurun.GraphBuilder" then
+      return core.while_loop(...) -- its own message for a bad self
     end
     if is_expression(condition) then
+      check_building(builder, fname)
       local tree, buffers = conditions().bind(fname, 1, condition, second)
       return conditions().expression_loop(builder, tree, buffers,
                                           conditions().loop_options(fname, 3, third))
     end
-    if type_name(select("#", ...), condition) ~= "gpurun.Condition" then
-      return core.while_loop(builder, condition) -- the C check's message
+    if type_name(select("#", ...) - 1, condition) ~= "gpurun.Condition" then
+      return core.while_loop(...) -- the C check's message
     end
-    return conditions().while_loop(builder, condition, conditions().loop_options(fname, 2, second))
+    return conditions().while_loop(builder, condition, fname, 2, second)
   end
 
   local function conditional(method)
     local fname = "GraphBuilder:" .. method
-    return function(builder, ...)
-      local condition, bindings = ...
-      if type_name(1, builder) == "gpurun.GraphBuilder" and is_expression(condition) then
+    return function(...)
+      local builder, condition, bindings = ...
+      if type_name(select("#", ...), builder) == "gpurun.GraphBuilder" and is_expression(condition) then
+        check_building(builder, fname)
         local tree, buffers = conditions().bind(fname, 1, condition, bindings)
         return conditions().expression_if(builder, method, tree, buffers)
       end
-      return core[method](builder, ...)
+      return core[method](...)
     end
   end
 
-  local if_then = conditional("if_then")
   return {
     methods = {
       GraphBuilder = {
         while_loop = while_loop,
-        if_then = if_then,
-        if_cond = if_then,
+        if_then = conditional("if_then"),
+        if_cond = conditional("if_cond"),
         if_else = conditional("if_else"),
       },
     },

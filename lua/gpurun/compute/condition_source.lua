@@ -19,9 +19,9 @@ local cs = {}
 
 cs.BLOCK = 512
 
--- The kernel for loops whose condition the user's kernels set: before the
--- loop and after each pass, it clears the condition once the flag is set
--- (after the user's decision in stream order, so the two never race).
+-- The kernel for loops whose condition the user's kernels set: after each
+-- pass, it clears the condition once the flag is set (after the user's
+-- decision in stream order, so the two never race).
 cs.CANCEL_NAME = "gpurun_loop_cancel"
 cs.CANCEL = [[
 #include <cuda_device_runtime_api.h>

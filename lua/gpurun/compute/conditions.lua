@@ -4,9 +4,9 @@
 -- gets. What GraphBuilder's while_loop, if_then and if_else run
 -- (builtin/loops.lua) over src/types/graph_builder.c's nodes.
 
--- A while loop is cancellable unless { cancellable = false }: before the
--- loop and after each pass, a kernel reads the graph's cancel flag (set by
--- graph:cancel() or Ctrl-C) and clears the condition once it is set. An
+-- A while loop is cancellable unless { cancellable = false }: after each
+-- pass, a kernel reads the graph's cancel flag (set by graph:cancel() or
+-- Ctrl-C) and clears the condition once it is set. An
 -- expression's decision kernel reads the flag itself, so its loops get no
 -- second kernel. bench/while_cancel.lua measures what the check costs.
 
@@ -122,16 +122,16 @@ local function check_cancel(builder, condition, cancel)
   gpurun.launch(builder, ONE, kernel, condition, gpurun.u64(cancel))
 end
 
--- while_loop(builder, condition, cancellable) -> body: the user's
--- condition, with the cancel check before the loop and after each pass.
-function conditions.while_loop(builder, condition, cancellable)
-  if not cancellable then
-    return core.while_loop(builder, condition)
-  end
-  local cancel = core.cancel_address(builder)
-  check_cancel(builder, condition, cancel)
+-- while_loop(builder, condition, options_at, options) -> body: the user's
+-- condition, with the cancel check after each pass (a cancel made before
+-- the loop starts ends it after its first pass). The node comes first, so
+-- that a bad condition gets the node's own message.
+function conditions.while_loop(builder, condition, fname, n, options)
   local body = core.while_loop(builder, condition)
-  core.set_closing(body, function(b) check_cancel(b, condition, cancel) end)
+  if conditions.loop_options(fname, n, options) then
+    local cancel = core.cancel_address(builder)
+    core.set_closing(body, function(b) check_cancel(b, condition, cancel) end)
+  end
   return body
 end
 
