@@ -1677,7 +1677,7 @@ row("GraphBuilder:while_loop", A(R.building, R.condition, { nope = true }), arg_
 row("GraphBuilder:while_loop", A(R.building, R.condition, { cancellable = 1 }), arg_error(2, "while_loop",
   "options.cancellable must be a boolean, got 1"))
 row("GraphBuilder:while_loop", A(R.building, "norm(x) < 0", { x = R.buffer }, { cancellable = "no" }),
-  arg_error(3, "while_loop", "options.cancellable must be a boolean, got \"no\""))
+  arg_error(3, "while_loop", "options.cancellable must be a boolean, got 'no'"))
 row("GraphBuilder:while_loop", A(R.builder, "norm(x) < 0", { x = R.buffer }),
   "GraphBuilder:while_loop: not building (it is idle)")
 row("Graph:cancel", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
