@@ -1,10 +1,13 @@
 -- converge.lua: a loop that runs until a value computed on the device
 -- converges, inside one graph launch: a Jacobi relaxation solved as one
--- graph with a while node, and again from Lua reading the residual back
--- after every step; both timed and checked against the host.
+-- graph with a while node decided by an expression (or, with
+-- --hand-written, by a kernel of its own), and again from Lua reading the
+-- residual back after every step; both timed and checked against the host.
+-- --cancel-after MS runs a loop that never ends and stops it from the host;
+-- --forever runs it until Ctrl-C.
 --
---   gpurun scripts/converge.lua [--points N] [--tol X] [--max-iters N]
---                               [--iters N] [--device ID] [--json]
+--   gpurun scripts/converge.lua [--points N] [--tol X] [--max-iters N] [--hand-written]
+--                               [--cancel-after MS | --forever] [--iters N] [--device ID] [--json]
 
 local gpurun = require("gpurun")
 local args = require("gpurun.args")
@@ -21,6 +24,8 @@ extern "C" __global__ void relax(const float *u, float *v, unsigned int n)
     v[i] = i == 0 || i == n - 1 ? u[i] : 0.5f * (u[i - 1] + u[i + 1]);
 }
 
+extern "C" __global__ void count(unsigned int *steps) { ++*steps; }
+
 extern "C" __global__ void decide(cudaGraphConditionalHandle condition, const float *residual,
                                   float tol, unsigned int *steps, unsigned int max_steps)
 {
@@ -34,6 +39,9 @@ local cli = args.new("converge.lua",
 cli:integer_option("--points", "Points of the grid.", 32, 3)
 cli:number_option("--tol", "Stop when no point changes by more than this.", 1e-4)
 cli:integer_option("--max-iters", "Steps at most.", 200000)
+cli:flag("--hand-written", "Decide the loop with a kernel of the script's, not an expression.")
+cli:integer_option("--cancel-after", "Also run a loop that never ends and cancel it after MS ms.", nil, 0)
+cli:flag("--forever", "Run a loop that never ends, until Ctrl-C.")
 cli:common_options{ iters = 5 }
 local options = cli:parse(arg)
 if options.tol <= 0 then
@@ -63,6 +71,39 @@ local function host_solve(n, tol, max_steps)
   return u, steps
 end
 
+-- A loop that never ends (nothing clears its condition), stopped from the
+-- host: graph:cancel() after --cancel-after ms, timed to the stream's end,
+-- then a sync that must find the device idle; or, with --forever, a wait
+-- that Ctrl-C ends (the loop checks its cancel flag after each pass).
+local function run_forever(stream, step, u, u0, given, out, checks)
+  local forever <close> = bench.capture(stream, function(builder)
+    u:copy_from(u0, builder)
+    local body = builder:while_loop(builder:create_condition(1))
+    body:begin_building()
+    step(body)
+    body:end_building()
+  end)
+  forever:launch(stream)
+  if given.forever then
+    out:say("\nRunning a loop that never ends: Ctrl-C stops it")
+    stream:sync()
+    return
+  end
+  local started = gpurun.perf_counter()
+  while gpurun.perf_counter() - started < given.cancel_after / 1000 do end
+  local asked = gpurun.perf_counter()
+  forever:cancel()
+  stream:sync()
+  local stopped = gpurun.perf_counter()
+  stream:sync()
+  local idle = gpurun.perf_counter()
+  out:field("cancel_ms", (stopped - asked) * 1e3)
+  out:field("idle_sync_us", (idle - stopped) * 1e6)
+  out:say(("Cancelled after %d ms: stopped %.3f ms after graph:cancel(); the next sync took %.1f us")
+    :format(given.cancel_after, (stopped - asked) * 1e3, (idle - stopped) * 1e6))
+  checks:condition("the device is idle after the cancel", stream:query(), "stream still busy")
+end
+
 -- Jacobi relaxation of u'' = 0 on --points points with u = 0 and u = 1 at
 -- the ends: each step sets every inner point to the mean of its
 -- neighbours, and the residual is the largest change a step made. The loop
@@ -86,6 +127,7 @@ local function main()
     gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
   local relax <close> = code:get_kernel("relax")
   local decide <close> = code:get_kernel("decide")
+  local count_step <close> = code:get_kernel("count")
 
   local u0 <close> = gpurun.array(initial(n), "float32")
   local u <close> = gpurun.empty(n, "float32")
@@ -104,17 +146,35 @@ local function main()
   u:copy_from(u0, stream) -- the step below reads u
   step(stream) -- compiles the reduction, which a capture cannot
 
-  -- The solve as one graph: reset, then a while loop whose body decides.
+  -- The solve as one graph: reset, then a while loop. By default an
+  -- expression decides it: the values before each step kept in w, and the
+  -- loop goes on while the step changed some point by more than tol (as
+  -- float32 compares it, as the kernel below does) and the steps are fewer
+  -- than max_steps. --hand-written: a kernel in the body decides.
+  local w <close> = gpurun.empty(n, "float32")
+  local tol32 = string.unpack("f", string.pack("f", tol))
+  local expression = ("max_abs_diff(u, w) > %.17g and max(steps) < %d"):format(tol32, max_steps)
   local graph <close> = bench.capture(stream, function(builder)
     u:copy_from(u0, builder)
     steps:fill(0, builder)
-    local again = builder:create_condition(1)
-    local body = builder:while_loop(again)
-    body:begin_building()
-    step(body)
-    gpurun.launch(body, one, decide, again, residual, tol, steps, max_steps)
+    local body
+    if options.hand_written then
+      local again = builder:create_condition(1)
+      body = builder:while_loop(again)
+      body:begin_building()
+      step(body)
+      gpurun.launch(body, one, decide, again, residual, tol, steps, max_steps)
+    else
+      w:fill(1e30, builder) -- far from u: the first step always runs
+      body = builder:while_loop(expression, { u = u, w = w, steps = steps })
+      body:begin_building()
+      w:copy_from(u, body)
+      step(body)
+      gpurun.launch(body, one, count_step, steps)
+    end
     body:end_building()
   end)
+  out:field("decision", options.hand_written and "kernel" or expression)
 
   -- The same solve from Lua: one device-to-host read per step.
   local function lua_solve(s)
@@ -161,6 +221,10 @@ local function main()
   out:say(("Per step: %.2f us in the graph, %.2f us from Lua"):format(per_step(in_graph),
                                                                     per_step(from_lua)))
   out:speedup("Graph speedup: ", from_lua, in_graph)
+
+  if options.cancel_after or options.forever then
+    run_forever(stream, step, u, u0, options, out, checks)
+  end
 
   gpurun.set_current_stream(nil)
   if checks:passed() then

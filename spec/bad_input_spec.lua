@@ -1638,6 +1638,49 @@ for _, method in ipairs({ "if_then", "if_cond", "if_else", "switch", "while_loop
   row("GraphBuilder:" .. method, A(R.building, R.other_condition, 2), arg_error(1, method,
     "a condition of this capture expected: it was made for another graph"))
 end
+-- Conditions from expressions (lua/gpurun/compute/condition_parse.lua).
+local KNOWN_REDUCTIONS = "known: sum, prod, min, max, mean, norm (norm2), max_abs, max_abs_diff, any, all"
+for _, method in ipairs({ "if_then", "if_cond", "if_else", "while_loop" }) do
+  local function bad_expression(expression, why)
+    row("GraphBuilder:" .. method, A(R.building, expression, { x = R.buffer }),
+      arg_error(1, method, "bad condition expression: " .. why))
+  end
+  bad_expression("", "unexpected the end of the expression at position 1 (expected a reduction, a "
+    .. "number, 'not' or '(')")
+  bad_expression("maxx(x) > 1", "unknown reduction 'maxx' at position 1 (" .. KNOWN_REDUCTIONS .. ")")
+  bad_expression("max(x) >", "unexpected the end of the expression at position 9 (expected a number)")
+  bad_expression("max(x) 1", "unexpected '1' at position 8 (expected a comparison (<, <=, >, >=, ==, ~=))")
+  bad_expression("max(x, x) > 1", "max takes 1 buffer, got 2 at position 1")
+  bad_expression("max_abs_diff(x) > 1", "max_abs_diff takes 2 buffers, got 1 at position 1")
+  bad_expression("(max(x) > 1", "unexpected the end of the expression at position 12 (expected ')')")
+  bad_expression("max(x) > 1 )", "unexpected ')' at position 12 (expected 'and', 'or' or the end)")
+  bad_expression("max(x) > 1e", "bad number '1e' at position 10")
+  bad_expression("max(x) @ 1", "unexpected character '@' at position 8")
+  bad_expression(string.rep("not ", 70) .. "max(x) > 1", "expression nested deeper than 64 at position 261")
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1"), arg_error(2, method,
+    "a table of the expression's buffers by name expected, got no value"))
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1", 5), arg_error(2, method,
+    "a table of the expression's buffers by name expected, got number"))
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1", {}), arg_error(2, method,
+    "the expression reads 'x', which the table does not bind"))
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1", { x = 5 }), arg_error(2, method,
+    "gpurun.Buffer expected for 'x', got number"))
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1", { x = R.closed_buffer }),
+    "attempt to use a closed gpurun.Buffer")
+  row("GraphBuilder:" .. method, A(R.building, "max(x) > 1", { x = R.buffer, y = R.buffer }),
+    arg_error(2, method, "'y' is bound but the expression never reads it"))
+end
+row("GraphBuilder:while_loop", A(R.building, R.condition, 5), arg_error(2, "while_loop",
+  "options table expected, got number"))
+row("GraphBuilder:while_loop", A(R.building, R.condition, { nope = true }), arg_error(2, "while_loop",
+  "unknown option 'nope' (known: cancellable)"))
+row("GraphBuilder:while_loop", A(R.building, R.condition, { cancellable = 1 }), arg_error(2, "while_loop",
+  "options.cancellable must be a boolean, got 1"))
+row("GraphBuilder:while_loop", A(R.building, "norm(x) < 0", { x = R.buffer }, { cancellable = "no" }),
+  arg_error(3, "while_loop", "options.cancellable must be a boolean, got 'no'"))
+row("GraphBuilder:while_loop", A(R.builder, "norm(x) < 0", { x = R.buffer }),
+  "GraphBuilder:while_loop: not building (it is idle)")
+row("Graph:cancel", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 for _, count in ipairs({ 0, 257 }) do
   row("GraphBuilder:switch", A(R.building, R.condition, count),
     arg_error(2, "switch", "a case count from 1 to 256 expected, got " .. count))

@@ -27,6 +27,7 @@ local BAD_VALUE = {
   ["bench/ipc_share.lua"] = { "--buffers 0", "--buffers: expected a positive integer, got '0'" },
   ["bench/system_report.lua"] = { "--reps 0", "--reps: expected a positive integer, got '0'" },
   ["bench/tensor_map_launch.lua"] = { "--seconds 0", "--seconds: expected a positive number" },
+  ["bench/while_cancel.lua"] = { "--passes 0", "--passes: expected a positive integer, got '0'" },
 }
 
 local function listed(glob)

@@ -64,7 +64,11 @@ catalog.device_types = {
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's), profile_options (Graph:profile's),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
---   clears its condition replays forever), host_function (HostCallback's
+--   clears its condition replays forever), if_condition (a Condition or an
+--   expression over the buffer x), loop_condition (the same, but never an
+--   expression that can be true: the body changes nothing),
+--   condition_buffers ({ x = Buffer }, or a while loop's options),
+--   loop_options (while_loop's { cancellable = }), host_function (HostCallback's
 --   function), pipeline_options (gpurun.pipeline's table), pool (a MemoryPool),
 --   placement (a constructor's { pool =, stream = }), managed_options
 --   (gpurun.managed's { attach = }), pinned_options (gpurun.pinned's
@@ -381,11 +385,11 @@ catalog.methods = {
     wait = { args = { "event_or_builder" } },
     create_condition = { args = { "condition_default" }, condition_default = 1 },
     create_conditional_handle = { args = { "condition_default" }, condition_default = 1 },
-    if_then = { args = { "condition" } },
-    if_cond = { args = { "condition" } },
-    if_else = { args = { "condition" } },
+    if_then = { args = { "if_condition", "condition_buffers" } },
+    if_cond = { args = { "if_condition", "condition_buffers" } },
+    if_else = { args = { "if_condition", "condition_buffers" } },
     switch = { args = { "condition", "integer" } },
-    while_loop = { args = { "condition" } },
+    while_loop = { args = { "loop_condition", "condition_buffers", "loop_options" } },
     debug_dot_print = { args = { "output_path", "dot_flags" }, writes = 1 },
     close = { args = {} },
   },
@@ -393,6 +397,7 @@ catalog.methods = {
     launch = { args = { "stream" } },
     upload = { args = { "stream" } },
     update = { args = { "builder" } },
+    cancel = { args = {} },
     nodes = { args = {} },
     set_args = { args = { "node_index", "kernel_arg", "..." }, launches = true },
     set_arg = { args = { "node_index", "integer", "kernel_arg" }, launches = true },

@@ -453,6 +453,25 @@ draws = {
   kernel_arg = Pool.kernel_arg,
   builder = function(p) return p:typed("GraphBuilder") end,
   condition = function(p) return p:typed("Condition") end,
+  if_condition = function(p)
+    if p:chance(0.5) then return p:typed("Condition") end
+    return p:pick({ "max(x) > 0", "sum(x) < 1e6 and not any(x) == 1", "norm(x) >= 0 or mean(x) ~= 0",
+      "max_abs_diff(x, x) == 0", "", "max(x) >", "maxx(x) > 1", "max(x, x) > 1", "(max(x) > 1",
+      "max(y) > 1", "1 < max(x) )", "#", string.rep("not ", 100) .. "max(x) > 1", 5 })
+  end,
+  -- Never true: the fuzzer's bodies change nothing, so a true one would loop.
+  loop_condition = function(p)
+    if p:chance(0.5) then return p:typed("Condition") end
+    return p:pick({ "norm(x) < 0", "max(x) < -inf", "max_abs(x) < 0 and sum(x) > 0", "", "max(x) <",
+      "max(x) < -inf or", "nan(x) > 1", 7 })
+  end,
+  condition_buffers = function(p)
+    if p:chance(0.6) then return { x = p:typed("Buffer") } end
+    return p:pick({ nil, {}, { x = 5 }, { y = p:typed("Buffer") }, { x = p:typed("Buffer"), z = 1 },
+      { cancellable = false }, { cancellable = true }, "x", 5 })
+  end,
+  loop_options = from({ nil, {}, { cancellable = true }, { cancellable = false } }, 0.8,
+    { { cancellable = 1 }, { nope = true }, 5, "x" }),
   event_or_builder = function(p) return p:typed(p:chance(0.5) and "Event" or "GraphBuilder") end,
   event_or_stream = function(p) return p:typed(p:chance(0.5) and "Event" or "Stream") end,
   node_index = from({ 1, 2, 3, 4, 0, -1, 100, 1.5, "1", math.maxinteger }),

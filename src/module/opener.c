@@ -99,6 +99,7 @@ static const char *const lua_parts[] = {
     "linker_options",  /* gpurun.LinkerOptions */
     "graph_dot",       /* Graph:to_dot */
     "graph_profile",   /* Graph:profile */
+    "loops",           /* GraphBuilder:while_loop, if_then, if_else from expressions */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */

@@ -31,6 +31,7 @@ void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *s
     capture->has_loop = 0;
     capture->has_conditional = 0;
     capture->has_memory_nodes = 0;
+    capture->cancel_slot = 0;
     capture->allocations = LUA_NOREF;
     capture->next = NULL;
 }
@@ -244,6 +245,8 @@ static void abandon(lua_State *L, struct gpurun_capture *capture)
     if (capture->role == GPURUN_CAPTURE_ORIGIN) {
         drop_kept(L, capture);
         drop_allocations(L, capture);
+        gpurun_cancel_release(capture->cancel_slot);
+        capture->cancel_slot = 0;
     }
     capture->state = GPURUN_CAPTURE_ABANDONED;
 }

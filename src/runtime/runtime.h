@@ -402,6 +402,27 @@ void gpurun_open_runtime(lua_State *L);
 /* Monotonic seconds. */
 double gpurun_now(void);
 
+/* ---- cancel flags of device-side loops (runtime/cancel.c) -------------- */
+
+/* A new flag, clear, held once (gpurun_cancel_release lets go); *slot is 0
+ * and the driver's result returned when none can be had. */
+CUresult gpurun_cancel_take(int *slot);
+void gpurun_cancel_retain(int slot);
+void gpurun_cancel_release(int slot);
+
+/* The flag's address for kernels (a 32-bit word, non-zero: cancelled). */
+CUdeviceptr gpurun_cancel_address(int slot);
+
+/* Sets it (a host store: no driver call, allowed in host callbacks). */
+void gpurun_cancel_set(int slot);
+int gpurun_cancel_is_set(int slot);
+
+/* Sets every flag held; async-signal-safe (Ctrl-C). */
+void gpurun_cancel_all(void);
+
+/* Clears the flag in the order of `stream`, after the work queued on it. */
+CUresult gpurun_cancel_rearm(int slot, CUstream stream);
+
 /* ---- one stream after another (runtime/stream_order.c) ----------------- */
 
 /* Records the stream's ordering event (made on first use, in the stream's
@@ -443,6 +464,7 @@ struct gpurun_capture {
     int has_loop;                /* origin: its graph holds a while loop (replays may not end) */
     int has_conditional;         /* origin: its graph holds a conditional node (no clone) */
     int has_memory_nodes;        /* origin: its graph allocates or frees memory (no clone) */
+    int cancel_slot;             /* origin: its loops' cancel flag (runtime/cancel.c), 0: none */
     int allocations;             /* origin: registry reference to { object = true }, the
                                   * objects allocated in it and not freed in it yet */
     struct gpurun_capture *next; /* in the list of captures in progress */

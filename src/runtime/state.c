@@ -103,6 +103,8 @@ void gpurun_push_current_stream(lua_State *L)
 void gpurun_note_interrupt(void)
 {
     interrupt_noted = 1;
+    /* Loops that check their flag end on the device at their next pass. */
+    gpurun_cancel_all();
 }
 
 void gpurun_check_interrupt(lua_State *L, const char *what)
@@ -157,6 +159,26 @@ CUresult gpurun_wait_device(lua_State *L, CUcontext context, const char *what)
     return result;
 }
 
+/* After Ctrl-C set the loops' cancel flags: whether the work waited for
+ * ends within a second (its loops checked their flags), so that the
+ * interrupt leaves the device idle and nothing needs abandoning. Work
+ * waiting for a host callback cannot end here. */
+static int stopped_after_cancel(CUresult (*query)(void *), void *handle)
+{
+    if (gpurun_host_calls_pending() > 0)
+        return 0;
+    for (int i = 0; i < 10000; i++) {
+        CUresult result = query(handle);
+        if (result == CUDA_SUCCESS)
+            return 1;
+        if (result != CUDA_ERROR_NOT_READY)
+            return 0;
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
 /* Polls query(handle) until it is done, running host callbacks as the
  * driver reaches them and giving up at an interrupt. */
 static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const char *what)
@@ -173,6 +195,11 @@ static void poll(lua_State *L, CUresult (*query)(void *), void *handle, const ch
         }
         if (result != CUDA_ERROR_NOT_READY)
             gpurun_cuda_error(L, "%s", what);
+        if (interrupt_noted && stopped_after_cancel(query, handle)) {
+            interrupt_noted = 0;
+            gpurun_error(L, "interrupted! (while %s: the GPU's loops were cancelled and its work "
+                            "has ended)", what);
+        }
         gpurun_check_interrupt(L, what);
         /* Up to 0.2 ms between polls: work that ends is seen soon, work
          * that does not costs no CPU; a callback reached wakes it at once. */

@@ -247,6 +247,30 @@ static void note_launch_stream(lua_State *L, struct gpurun_graph *graph,
     }
 }
 
+/* A launch of a graph with a cancel flag: a cancel made since the flag was
+ * last cleared must reach the launches queued before this one, so the
+ * flag is cleared in stream order after them (launches of one graph run in
+ * order, but a clear queued on another stream would not wait for them). */
+static void rearm(lua_State *L, struct gpurun_graph *graph, struct gpurun_stream *stream)
+{
+    CUresult result = CUDA_SUCCESS;
+    if (gpurun_cancel_is_set(graph->cancel_slot)) {
+        CUcontext previous = gpurun_enter_context(graph->context);
+        if (graph->last_stream && graph->last_stream != stream)
+            result = gpurun_order_after(stream, graph->last_stream);
+        if (result == CUDA_SUCCESS)
+            result = gpurun_cancel_rearm(graph->cancel_slot, stream->handle);
+        gpurun_leave_context(previous);
+        if (result != CUDA_SUCCESS)
+            gpurun_cuda_error(L, "clearing a graph's cancel flag before its launch");
+    }
+    if (graph->last_stream != stream) {
+        lua_pushvalue(L, 2);
+        lua_setiuservalue(L, 1, GPURUN_GRAPH_LAST_STREAM_VALUE);
+        graph->last_stream = stream;
+    }
+}
+
 /* graph:launch(stream) (runs = 1) and graph:upload(stream), in the graph's
  * context. */
 static int replay(lua_State *L, replay_call call, const char *name, const char *what,
@@ -256,6 +280,8 @@ static int replay(lua_State *L, replay_call call, const char *name, const char *
     struct gpurun_stream *stream = gpurun_graph_replay_stream(L, graph, 2);
     if (runs && graph->allocation_count)
         check_allocations_freed(L, graph);
+    if (runs && graph->cancel_slot)
+        rearm(L, graph, stream);
     CUcontext previous = gpurun_enter_context(graph->context);
     CUresult result = cuda_checked(call(graph->exec, stream->handle), name);
     gpurun_leave_context(previous);
@@ -428,6 +454,10 @@ static int graph_update(lua_State *L)
     lua_pushvalue(L, kept);
     lua_setiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE);
     graph->has_loop = capture->has_loop;
+    /* The new kernels read the builder's cancel flag. */
+    gpurun_cancel_retain(capture->cancel_slot);
+    gpurun_cancel_release(graph->cancel_slot);
+    graph->cancel_slot = capture->cancel_slot;
     /* Kernels launch what was uploaded: the update reaches them once
      * uploaded again. */
     graph->uploaded = 0;
@@ -481,6 +511,9 @@ static int close_graph(lua_State *L, int explicit)
     graph->allocation_count = 0;
     graph->allocations = NULL;
     graph->keeps_ordered = 0;
+    gpurun_cancel_release(graph->cancel_slot);
+    graph->cancel_slot = 0;
+    graph->last_stream = NULL;
     for (int k = 0; k < GPURUN_GRAPH_LAUNCH_STREAMS; k++)
         graph->launched_on[k] = NULL;
     for (int value = GPURUN_GRAPH_KEPT_VALUE; value <= GPURUN_GRAPH_USER_VALUES; value++) {
@@ -509,6 +542,25 @@ static int graph_node_count(lua_State *L)
 static int graph_has_loop(lua_State *L)
 {
     lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->has_loop);
+    return 1;
+}
+
+/* cancel() -> self: the while loops of the launches made so far end at
+ * their next check on the device (each pass, and before the loop starts);
+ * the graph's later launches run as usual. It makes no driver call, so a
+ * host callback may call it. Loops made with { cancellable = false } never
+ * check; a graph without cancellable loops has nothing to end. */
+static int graph_cancel(lua_State *L)
+{
+    struct gpurun_graph *graph = gpurun_check_open(L, 1, &gpurun_graph_tag);
+    gpurun_cancel_set(graph->cancel_slot);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int graph_cancellable(lua_State *L)
+{
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->cancel_slot != 0);
     return 1;
 }
 
@@ -550,6 +602,7 @@ static const luaL_Reg graph_methods[] = {
     {"launch", graph_launch},
     {"upload", graph_upload},
     {"update", graph_update},
+    {"cancel", graph_cancel},
     {"close", graph_close},
     {NULL, NULL}
 };
@@ -557,6 +610,7 @@ static const luaL_Reg graph_methods[] = {
 static const luaL_Reg graph_fields[] = {
     {"node_count", graph_node_count},
     {"has_loop", graph_has_loop},
+    {"cancellable", graph_cancellable},
     {"has_memory_nodes", graph_has_memory_nodes},
     {"auto_free_on_launch", graph_auto_free_on_launch},
     {"device_launch", graph_device_launch},

@@ -27,7 +27,9 @@ extern const struct gpurun_tag gpurun_graph_tag;
 /* A graph captured on a green context's stream: that stream's Context,
  * which keeps the green context alive while the graph may run. */
 #define GPURUN_GRAPH_CONTEXT_VALUE (GPURUN_GRAPH_LAUNCHED_ON_VALUE + GPURUN_GRAPH_LAUNCH_STREAMS)
-#define GPURUN_GRAPH_USER_VALUES GPURUN_GRAPH_CONTEXT_VALUE
+/* The stream of its latest launch, while it has a cancel flag. */
+#define GPURUN_GRAPH_LAST_STREAM_VALUE (GPURUN_GRAPH_CONTEXT_VALUE + 1)
+#define GPURUN_GRAPH_USER_VALUES GPURUN_GRAPH_LAST_STREAM_VALUE
 
 struct gpurun_graph_allocation {
     struct gpurun_buffer *buffer; /* kept by GPURUN_GRAPH_ALLOCATIONS_VALUE */
@@ -41,6 +43,8 @@ struct gpurun_graph {
     size_t node_count;
     CUgraphNode *nodes;    /* source's nodes, in cuGraphGetNodes order */
     int has_loop;          /* a while loop: a replay may not end */
+    int cancel_slot;       /* its loops' cancel flag (runtime/cancel.c), 0: none */
+    struct gpurun_stream *last_stream; /* of the latest launch, while cancel_slot */
     int host_callbacks;    /* HostCallbacks among what it keeps */
     CUcontext context; /* the captured stream's: the graph replays on its device only */
     int device;

@@ -15,9 +15,12 @@
 const struct gpurun_tag gpurun_builder_tag = {"gpurun.GraphBuilder"};
 
 /* User values: 1 the Stream object it captures (a new one for forks and
- * bodies, which own theirs), 2 the builder it came from (forks, bodies). */
+ * bodies, which own theirs), 2 the builder it came from (forks, bodies),
+ * 3 a body's closing function: what its node adds after the user's work
+ * (the while loop's next decision or cancel check), run by end_building. */
 #define STREAM_VALUE 1
 #define PARENT_VALUE 2
+#define CLOSING_VALUE 3
 
 struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index)
 {
@@ -52,7 +55,7 @@ static struct gpurun_graph_builder *push_builder(lua_State *L, int stream_index)
     stream_index = lua_absindex(L, stream_index);
     struct gpurun_stream *stream = gpurun_check_stream(L, stream_index);
     struct gpurun_graph_builder *builder =
-        gpurun_new_object(L, sizeof *builder, 2, &gpurun_builder_tag);
+        gpurun_new_object(L, sizeof *builder, 3, &gpurun_builder_tag);
     gpurun_capture_init(&builder->capture, stream);
     lua_pushvalue(L, stream_index);
     lua_setiuservalue(L, -2, STREAM_VALUE);
@@ -117,6 +120,23 @@ static int builder_begin_building(lua_State *L)
     return 1;
 }
 
+/* Runs (once) the closing function of the body at 1, if it has one, on
+ * the body while it still builds; returns 1 when it ran. */
+static int run_closing(lua_State *L)
+{
+    lua_settop(L, 1);
+    if (lua_getiuservalue(L, 1, CLOSING_VALUE) != LUA_TFUNCTION) {
+        lua_settop(L, 1);
+        return 0;
+    }
+    lua_pushnil(L);
+    lua_setiuservalue(L, 1, CLOSING_VALUE);
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 0);
+    lua_settop(L, 1);
+    return 1;
+}
+
 static int builder_end_building(lua_State *L)
 {
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
@@ -129,6 +149,8 @@ static int builder_end_building(lua_State *L)
     if (capture->role == GPURUN_CAPTURE_FORK)
         return gpurun_error(L, "GraphBuilder:end_building: a builder from split() ends by being "
                                "joined: gpurun.join(builder, ...) with the builder it came from");
+    if (capture->role == GPURUN_CAPTURE_BODY && run_closing(L) != 0)
+        return builder_end_building(L);
     if (capture->role == GPURUN_CAPTURE_ORIGIN && capture->open_forks > 0)
         return gpurun_error(L, "GraphBuilder:end_building: %d builder(s) split from this one "
                                "were not joined back: gpurun.join(builder, ...) them first "
@@ -366,6 +388,40 @@ static int builder_while_loop(lua_State *L)
     return add_conditional(L, "while_loop", CU_GRAPH_COND_TYPE_WHILE, 1, 12030);
 }
 
+/* ---- what lua/gpurun/builtin/loops.lua builds the loops' checks with ---- */
+
+/* cancel_address(builder) -> integer: the device address of the cancel
+ * flag of the graph the builder records into (a 32-bit word, non-zero when
+ * cancelled), taken on first use; the Graph completed from it keeps it. */
+static int core_cancel_address(lua_State *L)
+{
+    struct gpurun_graph_builder *builder = check_building(L, 1, "while_loop");
+    struct gpurun_capture *root = builder->capture.root;
+    if (root->cancel_slot == 0 && gpurun_cancel_take(&root->cancel_slot) != CUDA_SUCCESS)
+        return gpurun_cuda_error(L, "allocating a loop's cancel flag (mapped page-locked memory)");
+    lua_pushinteger(L, (lua_Integer)gpurun_cancel_address(root->cancel_slot));
+    return 1;
+}
+
+/* set_closing(body, function): end_building runs function(body) first. */
+static int core_set_closing(lua_State *L)
+{
+    struct gpurun_graph_builder *body = gpurun_check_builder(L, 1);
+    if (body->capture.role != GPURUN_CAPTURE_BODY || body->capture.state != GPURUN_CAPTURE_IDLE)
+        return gpurun_arg_error(L, 1, "a conditional body not yet built expected");
+    if (lua_type(L, 2) != LUA_TFUNCTION)
+        return gpurun_type_error(L, 2, "function");
+    lua_settop(L, 2);
+    lua_setiuservalue(L, 1, CLOSING_VALUE);
+    return 0;
+}
+
+static const luaL_Reg core_functions[] = {
+    {"cancel_address", core_cancel_address},
+    {"set_closing", core_set_closing},
+    {NULL, NULL}
+};
+
 /* ---- drawing ------------------------------------------------------------ */
 
 static const struct {
@@ -554,4 +610,19 @@ void gpurun_open_graph_builder(lua_State *L)
     gpurun_register_type(L, &builder_type);
     gpurun_add_methods(L, &gpurun_stream_tag, stream_methods);
     gpurun_set_functions(L, module_functions);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_newtable(L);
+    gpurun_set_functions(L, core_functions);
+    /* The conditional nodes as this file makes them, under their method
+     * names, for the Lua part that takes the methods' places. */
+    luaL_getmetatable(L, gpurun_builder_tag.type_name);
+    lua_getfield(L, -1, "methods");
+    static const char *const nodes[] = {"while_loop", "if_then", "if_cond", "if_else"};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+        lua_getfield(L, -1, nodes[i]);
+        lua_setfield(L, -4, nodes[i]);
+    }
+    lua_pop(L, 2);
+    lua_setfield(L, -2, "gpurun.graph_core");
+    lua_pop(L, 1);
 }

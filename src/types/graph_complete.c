@@ -201,6 +201,8 @@ static int builder_complete(lua_State *L)
     /* The Graph's own from here: its close (at collection too) frees it. */
     graph->header.closed = 0;
     graph->has_loop = capture->has_loop;
+    graph->cancel_slot = capture->cancel_slot;
+    gpurun_cancel_retain(graph->cancel_slot);
     size_t count = 0;
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL, &count);
     graph->nodes = lua_newuserdatauv(L, (count + 1) * sizeof(CUgraphNode), 0);

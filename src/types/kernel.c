@@ -35,6 +35,9 @@ void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel
 static void load_function(lua_State *L, struct gpurun_kernel *kernel, int index)
 {
     CUcontext previous = gpurun_enter_context(kernel->context);
+    /* Loading into a context is unsafe during a capture, where the kernels
+     * of a loop's conditions are first used (types/object_code.c). */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
     CUdevice device = 0;
     CUfunction function = NULL;
     int threads = 0, shared = 0;
@@ -49,6 +52,7 @@ static void load_function(lua_State *L, struct gpurun_kernel *kernel, int index)
     if (result == CUDA_SUCCESS)
         result = CUDA_CALL(cuFuncGetAttribute, &shared,
                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function);
+    gpurun_restore_captures(relaxed);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS) {
         lua_getiuservalue(L, index, 1);

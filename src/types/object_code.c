@@ -263,8 +263,15 @@ static void load_library(lua_State *L, int index, struct object_code *code)
     /* A Lua string is NUL-terminated, as PTX must be; the driver keeps its
      * own copy of the code. */
     CUlibrary library = NULL;
-    if (CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1), option_count ? options : NULL,
-                  option_count ? values : NULL, option_count, NULL, NULL, 0) != CUDA_SUCCESS) {
+    /* The driver counts loading as unsafe during a capture (it would end
+     * it), and the kernels gpurun makes for a loop's conditions are loaded
+     * while their loop is captured: relaxed for this call. */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult loaded = CUDA_CALL(cuLibraryLoadData, &library, lua_tostring(L, -1),
+                                option_count ? options : NULL, option_count ? values : NULL,
+                                option_count, NULL, NULL, 0);
+    gpurun_restore_captures(relaxed);
+    if (loaded != CUDA_SUCCESS) {
         const char *log = jit_log_text();
         gpurun_cuda_error(L, "loading %s%s%s", push_code_description(L, index),
                           *log ? ": " : "", log);
@@ -296,7 +303,9 @@ static int object_code_get_kernel(lua_State *L)
     const char *symbol = lua_getfield(L, -1, name) == LUA_TSTRING ? lua_tostring(L, -1) : name;
     CUkernel kernel = NULL;
     jit_log[0] = '\0'; /* what a lazy load writes now, not an older load's log */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures(); /* as load_library */
     CUresult rc = CUDA_CALL(cuLibraryGetKernel, &kernel, code->library, symbol);
+    gpurun_restore_captures(relaxed);
     if (rc == CUDA_ERROR_NOT_FOUND)
         return kernel_not_found(L, 1, name);
     if (rc != CUDA_SUCCESS) {
