@@ -66,6 +66,7 @@
     X(cuDeviceGetGraphMemAttribute, 11040) X(cuDeviceSetGraphMemAttribute, 11040) \
     X(cuDeviceGraphMemTrim, 11040) X(cuGraphMemAllocNodeGetParams, 11040) \
     X(cuGraphMemFreeNodeGetParams, 11040) \
+    X(cuGraphKernelNodeGetAttribute, 11000) X(cuGraphChildGraphNodeGetGraph, 10000) \
     X(cuTensorMapEncodeTiled, 12000) X(cuTensorMapReplaceAddress, 12000) \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050) \
     X(cuMemAllocManaged, 6000) X(cuMemPrefetchAsync, 12020) X(cuMemAdvise, 12020) \

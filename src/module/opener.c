@@ -82,7 +82,9 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_fft_plan,      /* the C side of gpurun.fft */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph */
+    gpurun_open_graph_update,  /* the C side of Graph:update */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
+    gpurun_open_graph_embed,   /* GraphBuilder:embed */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
@@ -97,6 +99,7 @@ static const char *const lua_parts[] = {
     "linker_options",  /* gpurun.LinkerOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
+    "graph_update",    /* Graph:update */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */
