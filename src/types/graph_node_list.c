@@ -170,7 +170,7 @@ static void set_launch(lua_State *L, int entry)
 }
 
 static void push_list(lua_State *L, const struct gpurun_node_source *source,
-                      const CUgraphNode *nodes, size_t count, int kernel_nodes);
+                      const CUgraphNode *nodes, size_t count, int kernel_nodes, int top);
 
 /* nodes = { ... } of the child graph node nodes[i], into the table at the top. */
 static void set_child_nodes(lua_State *L, const struct gpurun_node_source *source,
@@ -186,7 +186,7 @@ static void set_child_nodes(lua_State *L, const struct gpurun_node_source *sourc
     CHECK_CUDA(L, "reading a child graph node", cuGraphChildGraphNodeGetGraph, nodes[i], &child);
     if (count > 0)
         CHECK_CUDA(L, "listing a child graph's nodes", cuGraphGetNodes, child, children, &count);
-    push_list(L, source, children, count, 0);
+    push_list(L, source, children, count, 0, 0);
     lua_setfield(L, -3, "nodes");
     lua_pop(L, 1); /* the staging */
 }
@@ -244,9 +244,10 @@ static void set_facts(lua_State *L, const struct gpurun_node_source *source,
 }
 
 /* Pushes the list of `count` nodes (nodes stays valid while the source
- * holds them); kernel_nodes: the stack index of their launches, or 0. */
+ * holds them); kernel_nodes: the stack index of their launches, or 0; top:
+ * the graph's own nodes, which alone the executable graph enables. */
 static void push_list(lua_State *L, const struct gpurun_node_source *source,
-                      const CUgraphNode *nodes, size_t count, int kernel_nodes)
+                      const CUgraphNode *nodes, size_t count, int kernel_nodes, int top)
 {
     size_t room = count + 1;
     CUgraphEdgeData *edges = gpurun_push_staging(
@@ -258,7 +259,7 @@ static void push_list(lua_State *L, const struct gpurun_node_source *source,
     for (size_t i = 0; i < count; i++) {
         struct node_facts facts;
         CUgraphExec exec = check_source(L, source);
-        read_node(L, source, exec, nodes, count, i, &facts, dependencies, edges, indices);
+        read_node(L, source, top ? exec : NULL, nodes, count, i, &facts, dependencies, edges, indices);
         /* The driver's name first: pushing it copies it before anything
          * can run a finalizer. */
         if (facts.lent_name)
@@ -277,5 +278,5 @@ static void push_list(lua_State *L, const struct gpurun_node_source *source,
 void gpurun_graph_push_node_list(lua_State *L, const struct gpurun_node_source *source)
 {
     check_source(L, source);
-    push_list(L, source, source->nodes, source->count, source->kernel_nodes);
+    push_list(L, source, source->nodes, source->count, source->kernel_nodes, 1);
 }

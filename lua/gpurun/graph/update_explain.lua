@@ -134,7 +134,7 @@ function differences(a, b)
     if a.args and b.args and not kernel_changed then
       for k = 1, math.max(#a.args, #b.args) do
         if not same_list({ a.args[k] }, { b.args[k] }) then
-          add("args", ("argument %d %s became %s"):format(k, value_text(a.args[k]), value_text(b.args[k])))
+          add("args", ("argument %d: %s became %s"):format(k, value_text(a.args[k]), value_text(b.args[k])))
           break
         end
       end
