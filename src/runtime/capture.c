@@ -41,6 +41,17 @@ int gpurun_capture_in_progress(void)
     return capturing != NULL;
 }
 
+int gpurun_capture_allows_unsafe(void)
+{
+    for (const struct gpurun_capture *c = capturing; c; c = c->next) {
+        /* A fork records into its origin's capture, begun in the origin's mode. */
+        const struct gpurun_capture *begun = c->role == GPURUN_CAPTURE_FORK ? c->root : c;
+        if (begun->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+            return 0;
+    }
+    return 1;
+}
+
 /* Only gpurun objects are ever kept: the header says where a use counts. */
 void gpurun_adjust_users(lua_State *L, int index, int delta)
 {

@@ -485,6 +485,11 @@ void gpurun_capture_abort_all(lua_State *L);
 /* Whether any capture is in progress. */
 int gpurun_capture_in_progress(void);
 
+/* Whether this thread may make calls the driver counts as unsafe during a
+ * capture (an allocation): no capture is in progress, or each was begun
+ * relaxed. Frees still wait for the captures' end. */
+int gpurun_capture_allows_unsafe(void);
+
 /* The capture keeps the gpurun object at index alive (and counts as its
  * user) until released; forks and bodies keep into their origin. Allocates:
  * callers keep the value anchored. */
