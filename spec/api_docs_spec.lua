@@ -31,8 +31,8 @@ end
 
 -- The Lua library's modules: every lua/gpurun/**.lua but the module's own
 -- parts (builtin/; compute/, pipeline/ and graph/ behind gpurun.elementwise,
--- gpurun.pipeline, Graph:profile and the other module functions, documented
--- as those; and
+-- gpurun.pipeline, Graph:profile, Graph:update and the other module
+-- functions and methods, documented as those; and
 -- common.lua, what those parts share) and the subsystems' files behind the
 -- public names (script/, io/: gpurun.args is script/args.lua), by name
 -- without "gpurun." (sweep, samples.kernels).

@@ -1143,7 +1143,7 @@ local config_cases = {
   { {}, CONFIG .. "grid and block are required" },
   { { grid = 1 }, CONFIG .. "grid and block are required" },
   { { block = 1 }, CONFIG .. "grid and block are required" },
-  { { grid = 1, block = 1, shmem = 4 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'shmem' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization))" },
+  { { grid = 1, block = 1, shmem = 4 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'shmem' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization, priority))" },
   { { grid = 1, block = 1, [1] = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option: a number key (known: grid," },
   { { grid = 0, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got 0" },
   { { grid = -1, block = 1 }, CONFIG .. "grid.x must be between 1 and 2147483647, got -1" },
@@ -1158,6 +1158,10 @@ local config_cases = {
   { { grid = 1, block = { 1, 0 } }, CONFIG .. "block.y must be between 1 and 1024, got 0" },
   { { grid = 1, block = { 1, 1, 65 } }, CONFIG .. "block.z must be between 1 and 64, got 65" },
   { { grid = 1, block = { 32, 32, 2 } }, CONFIG .. "block of 32 x 32 x 2 = 2048 threads, at most 1024 allowed" },
+  { { grid = 1, block = 1, priority = 0.5 }, CONFIG .. "priority must be an integer (a stream priority), got 0.5" },
+  { { grid = 1, block = 1, priority = "high" }, CONFIG .. "priority must be an integer (a stream priority), got string" },
+  { { grid = 1, block = 1, priority = 1 << 31 }, CONFIG .. "priority must be an integer (a stream priority), got 2147483648" },
+  { { grid = 1, block = 1, priority = NAN }, P(CONFIG .. "priority must be an integer %(a stream priority%), got " .. NAN_TEXT) },
   { { grid = 1, block = { 1024, 2 } }, CONFIG .. "block of 1024 x 2 x 1 = 2048 threads, at most 1024 allowed" },
   { { grid = 1.5, block = 1 }, CONFIG .. "grid.x must be an integer, got 1.5" },
   { { grid = NAN, block = 1 }, P("LaunchConfig: grid%.x must be an integer, got " .. NAN_TEXT) },
@@ -1358,6 +1362,9 @@ row("TensorMap:replace_address", A(R.tensor_map, R.buffer_i32),
   arg_error(1, "replace_address", "a float32 buffer expected, as the map was made over; got int32"))
 row("TensorMap:replace_address", A(R.tensor_map, R.buffer8),
   arg_error(1, "replace_address", "the map's layout reaches 64 bytes but the buffer holds 32"))
+row("gpurun.launch", A(R.stream, R.far_priority_config, R.add, R.buffer, R.buffer, R.buffer, gpurun.u64(16)),
+  "kernel 'vec_add': priority 99 out of range: this device's stream priorities run from 0 (least, the default) to ",
+  { gpu = true })
 row("gpurun.launch", A(R.stream, R.config, R.add, R.tensor_map, R.buffer, R.buffer, 16),
   "kernel 'vec_add' parameter 1 (.u64): a gpurun.TensorMap passes only as a `const __grid_constant__ " ..
   "CUtensorMap` (.align 64 .b8[128])")
@@ -1561,6 +1568,8 @@ row("GraphBuilder:complete", A(R.builder),
   "GraphBuilder:complete: nothing built (it is idle): call begin_building(), launch, end_building() first")
 row("GraphBuilder:complete", A(R.building), "GraphBuilder:complete: nothing built (it is building)")
 row("GraphBuilder:complete", A(R.abandoned), "GraphBuilder:complete: nothing built (it is abandoned)")
+row("GraphBuilder:complete", A(R.built, { use_node_priority = "yes" }),
+  arg_error(1, "complete", "option 'use_node_priority' must be a boolean, got string"))
 row("ObjectCode:close", A(R.code),
   "cannot close a gpurun.ObjectCode while 2 graph(s) or graph builder(s) use its kernels: close them first",
   { before = { "graph" } })
@@ -1699,6 +1708,43 @@ row("GraphBuilder:debug_dot_print", A(R.built, "/tmp/x.dot", { nope = true }),
 row("GraphBuilder:debug_dot_print", A(R.built, "/nonexistent-gpurun/g.dot"), "writing the graph's DOT file")
 row("GraphBuilder:complete", A(R.body), "GraphBuilder:complete: a conditional body builder's work is "
   .. "part of the graph of the builder it came from: complete that one")
+for _, mode in ipairs({ { mode = "fast" }, "fast", { mode = "" }, "RELAXED" }) do
+  local name = type(mode) == "table" and mode.mode or mode
+  row("GraphBuilder:begin_building", A(R.builder, mode), arg_error(1, "begin_building",
+    "unknown capture mode '" .. name .. "' (thread_local, global or relaxed expected)"))
+end
+row("GraphBuilder:begin_building", A(R.builder, { mode = 1 }),
+  arg_error(1, "begin_building", "option 'mode' must be a string, got number"))
+row("GraphBuilder:begin_building", A(R.builder, { nope = 1 }),
+  arg_error(1, "begin_building", "unknown option 'nope' (known: mode)"))
+row("GraphBuilder:begin_building", A(R.builder, 5),
+  arg_error(1, "begin_building", "table of options expected, got number"))
+row("GraphBuilder:begin_building", A(R.building, { mode = "relaxed" }),
+  "GraphBuilder:begin_building: already building")
+row("GraphBuilder:embed", A(R.builder, R.graph), "GraphBuilder:embed: not building (it is idle)")
+row("GraphBuilder:embed", A(R.built, R.graph), "GraphBuilder:embed: not building (it is built)")
+row("GraphBuilder:embed", A(R.building), arg_error(1, "embed",
+  "gpurun.Graph or gpurun.GraphBuilder expected, got no value"))
+row("GraphBuilder:embed", A(R.building, 5), arg_error(1, "embed",
+  "gpurun.Graph or gpurun.GraphBuilder expected, got number"))
+row("GraphBuilder:embed", A(R.building, R.stream), arg_error(1, "embed",
+  "gpurun.Graph or gpurun.GraphBuilder expected, got gpurun.Stream"))
+row("GraphBuilder:embed", A(R.building, R.closed_graph), "attempt to use a closed gpurun.Graph")
+row("GraphBuilder:embed", A(R.building, R.closed_builder), "attempt to use a closed gpurun.GraphBuilder")
+row("GraphBuilder:embed", A(R.building, R.building), arg_error(1, "embed",
+  "another builder's graph expected: this one is the graph being built, which cannot contain itself"))
+row("GraphBuilder:embed", A(R.building_body, R.building), arg_error(1, "embed",
+  "another builder's graph expected: this one is the graph being built, which cannot contain itself"))
+row("GraphBuilder:embed", A(R.building, R.other_building), arg_error(1, "embed",
+  "a GraphBuilder that has ended building expected (it is building)"))
+row("GraphBuilder:embed", A(R.building, R.builder), arg_error(1, "embed",
+  "a GraphBuilder that has ended building expected (it is idle)"))
+row("GraphBuilder:embed", A(R.building, R.abandoned), arg_error(1, "embed",
+  "a GraphBuilder that has ended building expected (it is abandoned)"))
+row("GraphBuilder:embed", A(R.building, R.allocating_built), arg_error(1, "embed",
+  "a graph without memory allocation or free nodes expected"))
+row("GraphBuilder:embed", A(R.building, R.conditional_built), arg_error(1, "embed",
+  "a graph without conditional nodes expected"))
 row("Graph:update", A(R.graph), arg_error(1, "update", "gpurun.GraphBuilder expected, got no value"))
 row("Graph:update", A(R.graph, R.builder), arg_error(1, "update",
   "a GraphBuilder that has ended building expected (it is idle)"))

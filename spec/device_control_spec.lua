@@ -313,7 +313,7 @@ extern "C" __global__ void is_odd(cudaGraphConditionalHandle condition, const in
     local node = graph:nodes()[1]
     local ok, err = pcall(graph.set_config, graph, node.index, config)
     assert.is_false(ok)
-    assert.truthy(err:find("a LaunchConfig without cluster, cooperative or programmatic attributes expected", 1, true), err)
+    assert.truthy(err:find("a LaunchConfig without launch attributes (cluster, cooperative, programmatic, priority) expected", 1, true), err)
   end)
 end)
 
@@ -346,7 +346,7 @@ describe("device-side control without a GPU", function()
       { { grid = 1, block = 1, cluster = { 4, 4, 2 } }, "LaunchConfig: a cluster of 4 x 4 x 2 = 32 blocks; at most 16 (8 is the portable size)" },
       { { grid = { 1, 65535 }, block = 1, cluster = { 1, 2 } }, "LaunchConfig: grid.y of 65535 clusters of 2 blocks is 131070 blocks, more than 65535" },
       { { grid = 1, block = 1, cluster = 0 }, "cluster" },
-      { { grid = 1, block = 1, clusters = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'clusters' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization))" },
+      { { grid = 1, block = 1, clusters = 2 }, "bad argument #1 to 'gpurun.LaunchConfig' (unknown option 'clusters' (known: grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization, priority))" },
     }) do
       local ok, err = pcall(gpurun.LaunchConfig, case[1])
       assert.is_false(ok)

@@ -44,7 +44,7 @@ local ROWS = {
       for k, v in pairs(bad) do t[k] = v end
       gpurun.LaunchConfig(t)
     end, "bad argument #1 to 'gpurun.LaunchConfig'",
-    "grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization" },
+    "grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization, priority" },
   { "gpurun.Event", function(bad) gpurun.Event(bad) end, "bad argument #1 to 'gpurun.Event'", "timing, blocking",
     gpu = true },
   { "Device:create_stream", function(bad) gpurun.Device(0):create_stream(bad) end,
@@ -64,6 +64,17 @@ local ROWS = {
     end, "bad argument #2 to 'GraphBuilder:debug_dot_print'", "verbose, kernel_node_params, "
       .. "memcpy_node_params, memset_node_params, event_node_params, kernel_node_attributes, handles, "
       .. "conditional_node_params", gpu = true },
+  { "GraphBuilder:begin_building", function(bad)
+      gpurun.Device(0):create_stream():create_graph_builder():begin_building(bad)
+    end, "bad argument #1 to 'GraphBuilder:begin_building'", "mode", gpu = true },
+  { "GraphBuilder:complete", function(bad)
+      local stream = gpurun.Device(0):create_stream()
+      local builder = stream:create_graph_builder()
+      builder:begin_building()
+      builder:end_building()
+      builder:complete(bad)
+    end, "bad argument #1 to 'GraphBuilder:complete'",
+    "auto_free_on_launch, device_launch, use_node_priority, upload_stream", gpu = true },
   { "Graph:to_dot", function(bad)
       local stream = gpurun.Device(0):create_stream()
       local builder = stream:create_graph_builder()

@@ -75,6 +75,8 @@ catalog.device_types = {
 --   { mapped = }), location ("host", a Device or an ordinal: where managed
 --   pages go), advice (Buffer:advise's name), pool_options
 --   (gpurun.MemoryPool{...} input), complete_options (GraphBuilder:complete's),
+--   build_options (GraphBuilder:begin_building's { mode = } or the mode's
+--   name), graph_or_builder (what GraphBuilder:embed copies),
 --   tensor_map_options (Buffer:as_tensor_map's), tensor_map (a TensorMap).
 --   For green contexts: split_options (SMResource:split's { count =, groups = }),
 --   context_options (Device:create_context's { resources = { SMResource, ... } }).
@@ -377,7 +379,7 @@ catalog.methods = {
     close = { args = {} },
   },
   GraphBuilder = {
-    begin_building = { args = {} },
+    begin_building = { args = { "build_options" } },
     end_building = { args = {} },
     complete = { args = { "complete_options" } },
     split = { args = { "integer" }, forks = 1 },
@@ -391,6 +393,7 @@ catalog.methods = {
     switch = { args = { "condition", "integer" } },
     while_loop = { args = { "loop_condition", "condition_buffers", "loop_options" } },
     debug_dot_print = { args = { "output_path", "dot_flags" }, writes = 1 },
+    embed = { args = { "graph_or_builder" } },
     close = { args = {} },
   },
   Graph = {

@@ -111,6 +111,8 @@ end
 function factories.rng() return gpurun.default_rng(1) end
 function factories.closed_rng() return closed(gpurun.default_rng(1)) end
 function factories.config() return gpurun.LaunchConfig({ grid = 1, block = 16 }) end
+-- A priority past every device's range (their least is 0).
+function factories.far_priority_config() return gpurun.LaunchConfig({ grid = 1, block = 16, priority = 99 }) end
 function factories.config_1024() return gpurun.LaunchConfig({ grid = 1, block = 1024 }) end
 function factories.config_big_shmem()
   return gpurun.LaunchConfig({ grid = 1, block = 16, shmem_size = 1 << 30 })
@@ -294,6 +296,22 @@ GPU_FACTORIES = {
   other_building = function(env) -- a second capture, on another stream
     local builder = env.other_stream:create_graph_builder()
     builder:begin_building()
+    return builder
+  end,
+  allocating_built = function(env) -- a built capture that allocates (a memory node)
+    local builder = env.stream:create_graph_builder()
+    builder:begin_building()
+    gpurun.empty(16, "float32", { stream = builder })
+    builder:end_building()
+    return builder
+  end,
+  conditional_built = function(env) -- a built capture with a conditional node
+    local builder = env.stream:create_graph_builder()
+    builder:begin_building()
+    local body = builder:if_then(builder:create_condition())
+    body:begin_building()
+    body:end_building()
+    builder:end_building()
     return builder
   end,
   condition = function(env) return env.building:create_condition() end,

@@ -195,6 +195,11 @@ function Pool:make_tables()
     self:label({ grid = { 1, 2, 3, 4 }, block = 1 }, "{grid 4 entries}"),
     self:label({ grid = 1 }, "{grid only}"),
     self:label({ grid = 1, block = 1, shmem = 4 }, "{shmem typo}"),
+    self:label({ grid = 1, block = 32, priority = -1 }, "{priority=-1}"),
+    self:label({ grid = 1, block = 32, priority = 0 }, "{priority=0}"),
+    self:label({ grid = 1, block = 32, priority = 99 }, "{priority=99}"),
+    self:label({ grid = 1, block = 32, priority = 0.5 }, "{priority=0.5}"),
+    self:label({ grid = 1, block = 32, priority = "high" }, "{priority='high'}"),
     self:label({ grid = hostile_len(), block = 1 }, "{grid=hostile __len}"),
     self:label(hostile_index(), "hostile __index"),
   }
@@ -553,10 +558,13 @@ draws = {
   complete_options = function(p)
     if p:chance(0.15) then return { device_launch = true, upload_stream = p:typed("Stream") } end
     return from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false },
-      { device_launch = true }, { device_launch = false } }, 0.8,
+      { device_launch = true }, { device_launch = false }, { use_node_priority = true } }, 0.8,
       { { auto_free_on_launch = 1 }, { nope = true }, 5, { device_launch = "yes" }, { upload_stream = 5 },
-        { device_launch = true, auto_free_on_launch = true } })(p)
+        { device_launch = true, auto_free_on_launch = true }, { use_node_priority = "yes" } })(p)
   end,
+  build_options = from({ nil, {}, { mode = "thread_local" }, { mode = "global" }, { mode = "relaxed" },
+    "relaxed" }, 0.8, { { mode = "RELAXED" }, { mode = 1 }, { mode = "" }, { nope = 1 }, "x", 5 }),
+  graph_or_builder = function(p) return p:typed(p:chance(0.5) and "Graph" or "GraphBuilder") end,
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),
   first = from({ 1, 2, 4, 16, 0, -1, 17, 4096, 4097, 1.5, NAN, math.maxinteger }, 0.6, { nil, "1", {} }),

@@ -83,7 +83,9 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_fft_plan,      /* the C side of gpurun.fft */
     gpurun_open_host_callback, /* gpurun.HostCallback */
     gpurun_open_graph,         /* gpurun.Graph */
+    gpurun_open_graph_update,  /* the C side of Graph:update */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
+    gpurun_open_graph_embed,   /* GraphBuilder:embed */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_graph_profile, /* the C side of Graph:profile */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
@@ -100,6 +102,7 @@ static const char *const lua_parts[] = {
     "graph_dot",       /* Graph:to_dot */
     "graph_profile",   /* Graph:profile */
     "loops",           /* GraphBuilder:while_loop, if_then, if_else from expressions */
+    "graph_update",    /* Graph:update */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */

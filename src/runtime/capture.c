@@ -33,12 +33,24 @@ void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *s
     capture->has_memory_nodes = 0;
     capture->cancel_slot = 0;
     capture->allocations = LUA_NOREF;
+    capture->mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     capture->next = NULL;
 }
 
 int gpurun_capture_in_progress(void)
 {
     return capturing != NULL;
+}
+
+int gpurun_capture_allows_unsafe(void)
+{
+    for (const struct gpurun_capture *c = capturing; c; c = c->next) {
+        /* A fork records into its origin's capture, begun in the origin's mode. */
+        const struct gpurun_capture *begun = c->role == GPURUN_CAPTURE_FORK ? c->root : c;
+        if (begun->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+            return 0;
+    }
+    return 1;
 }
 
 /* Only gpurun objects are ever kept: the header says where a use counts. */
@@ -251,12 +263,15 @@ static void abandon(lua_State *L, struct gpurun_capture *capture)
     capture->state = GPURUN_CAPTURE_ABANDONED;
 }
 
-CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index)
+CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index,
+                              CUstreamCaptureMode mode)
 {
     owner_index = lua_absindex(L, owner_index);
-    /* Thread-local mode: a call that is unsafe during capture (an allocation,
-     * a synchronize) fails instead of silently breaking the graph. */
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    /* The mode only says which calls the driver refuses while the capture
+     * builds (thread-local by default: an allocation or a synchronize fails
+     * instead of silently breaking the graph; relaxed: this thread may make
+     * them). In every mode an error ends the capture (gpurun_capture_abort_all),
+     * and frees wait for its end. */
     CUresult result;
     if (capture->role == GPURUN_CAPTURE_BODY) {
         keep_owner(L, capture, owner_index);
@@ -285,6 +300,7 @@ CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int 
         capture->has_conditional = 0;
         capture->has_memory_nodes = 0;
     }
+    capture->mode = mode;
     capture->state = GPURUN_CAPTURE_BUILDING;
     list_capture(capture);
     return CUDA_SUCCESS;
@@ -456,19 +472,34 @@ CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigne
                      default_value, CU_GRAPH_COND_ASSIGN_DEFAULT);
 }
 
+/* Adds the node `params` describes after the work captured so far on the
+ * capture's stream (the dependencies the stream would give its next node,
+ * their edge data with them), and makes it what is captured next depends
+ * on: the one way gpurun adds a node to a graph being captured. */
+static CUresult add_captured_node(struct gpurun_capture *capture, CUgraphNodeParams *params,
+                                  CUgraphNode *node)
+{
+    CUstreamCaptureStatus status;
+    CUgraph graph = NULL;
+    const CUgraphNode *dependencies = NULL;
+    const CUgraphEdgeData *edges = NULL;
+    size_t dependency_count = 0;
+    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
+                                &graph, &dependencies, &edges, &dependency_count);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = CUDA_CALL(cuGraphAddNode, node, graph, dependencies, edges, dependency_count, params);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return CUDA_CALL(cuStreamUpdateCaptureDependencies, capture->stream->handle, node, NULL, 1,
+                     CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+}
+
 CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalHandle handle,
                                         CUgraphConditionalNodeType type, unsigned int count,
                                         CUgraph *bodies)
 {
-    CUstreamCaptureStatus status;
-    CUgraph graph = NULL;
-    const CUgraphNode *dependencies = NULL;
-    size_t dependency_count = 0;
-    CUresult result = CUDA_CALL(cuStreamGetCaptureInfo, capture->stream->handle, &status, NULL,
-                                &graph, &dependencies, NULL, &dependency_count);
-    if (result != CUDA_SUCCESS)
-        return result;
     CUgraphNodeParams params;
     memset(&params, 0, sizeof params);
     params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
@@ -477,11 +508,7 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
     params.conditional.size = count;
     params.conditional.ctx = capture->stream->context;
     CUgraphNode node = NULL;
-    result = CUDA_CALL(cuGraphAddNode, &node, graph, dependencies, NULL, dependency_count, &params);
-    if (result != CUDA_SUCCESS)
-        return result;
-    result = CUDA_CALL(cuStreamUpdateCaptureDependencies, capture->stream->handle, &node, NULL, 1,
-                       CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    CUresult result = add_captured_node(capture, &params, &node);
     if (result != CUDA_SUCCESS)
         return result;
     for (unsigned int i = 0; i < count; i++)
@@ -490,6 +517,16 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
     if (type == CU_GRAPH_COND_TYPE_WHILE)
         capture->root->has_loop = 1;
     return CUDA_SUCCESS;
+}
+
+CUresult gpurun_capture_add_child_graph(struct gpurun_capture *capture, CUgraph child)
+{
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    params.graph.graph = child; /* cloned into the node: the ownership left at clone */
+    CUgraphNode node = NULL;
+    return add_captured_node(capture, &params, &node);
 }
 
 /* ---- deferred frees ------------------------------------------------------ */

@@ -274,6 +274,11 @@ void gpurun_set_functions(lua_State *L, const luaL_Reg *functions)
     set_named(L, functions, "gpurun", ".");
 }
 
+void gpurun_set_methods_of(lua_State *L, const struct gpurun_tag *tag, const luaL_Reg *functions)
+{
+    set_named(L, functions, short_name(tag), ":");
+}
+
 /* __call of a type's table of constructors: the type's own constructor,
  * upvalue 1, with the arguments after the table. */
 static int call_constructor(lua_State *L)

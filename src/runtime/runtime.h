@@ -97,6 +97,11 @@ void gpurun_add_methods(lua_State *L, const struct gpurun_tag *tag, const luaL_R
 /* Sets functions in the table at the top of the stack, named "gpurun.<name>". */
 void gpurun_set_functions(lua_State *L, const luaL_Reg *functions);
 
+/* Sets functions in the table at the top of the stack, named as methods of
+ * the type ("Graph:update"): the C side of a method written in Lua, whose
+ * argument errors read as the method's. */
+void gpurun_set_methods_of(lua_State *L, const struct gpurun_tag *tag, const luaL_Reg *functions);
+
 /* Sets the functions in the table gpurun.<Type> of the module table at the
  * top (made when missing), named "gpurun.<Type>.<name>" in their errors:
  * a type's constructors other than itself (gpurun.ObjectCode.from_cubin).
@@ -467,6 +472,7 @@ struct gpurun_capture {
     int cancel_slot;             /* origin: its loops' cancel flag (runtime/cancel.c), 0: none */
     int allocations;             /* origin: registry reference to { object = true }, the
                                   * objects allocated in it and not freed in it yet */
+    CUstreamCaptureMode mode;    /* what it was begun with (thread-local until then) */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
 
@@ -475,10 +481,12 @@ const char *gpurun_capture_state_name(enum gpurun_capture_state state);
 /* Ready to capture `stream` as an origin; nothing held. */
 void gpurun_capture_init(struct gpurun_capture *capture, struct gpurun_stream *stream);
 
-/* Starts capturing the stream of the owner at owner_index: an origin (drops
- * whatever an earlier capture left) or a body (into capture->graph, set by
- * gpurun_capture_add_conditional). Returns the driver's result. */
-CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index);
+/* Starts capturing the stream of the owner at owner_index in `mode`: an
+ * origin (drops whatever an earlier capture left) or a body (into
+ * capture->graph, set by gpurun_capture_add_conditional). Returns the
+ * driver's result. */
+CUresult gpurun_capture_begin(lua_State *L, struct gpurun_capture *capture, int owner_index,
+                              CUstreamCaptureMode mode);
 
 /* Makes `fork`, whose stream is new and idle, record into parent's capture
  * from here on (an event recorded on the parent's stream, waited on by the
@@ -502,6 +510,11 @@ void gpurun_capture_abort_all(lua_State *L);
 
 /* Whether any capture is in progress. */
 int gpurun_capture_in_progress(void);
+
+/* Whether this thread may make calls the driver counts as unsafe during a
+ * capture (an allocation): no capture is in progress, or each was begun
+ * relaxed. Frees still wait for the captures' end. */
+int gpurun_capture_allows_unsafe(void);
 
 /* The capture keeps the gpurun object at index alive (and counts as its
  * user) until released; forks and bodies keep into their origin. Allocates:
@@ -530,6 +543,11 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalHandle handle,
                                         CUgraphConditionalNodeType type, unsigned int count,
                                         CUgraph *bodies);
+
+/* Adds a node running a copy of `child` (a graph with neither conditional
+ * nor memory nodes) after the work captured so far; what is captured next
+ * depends on it. The caller keeps what the child's nodes use. */
+CUresult gpurun_capture_add_child_graph(struct gpurun_capture *capture, CUgraph child);
 
 /* ---- memory allocated inside a capture ---- */
 

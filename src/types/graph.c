@@ -1,6 +1,6 @@
 /* gpurun.Graph: what GraphBuilder:complete() (types/graph_complete.c)
- * instantiates, replayed with graph:launch(stream), updated in place from a
- * new capture of the same pipeline (graph:update(builder)); its nodes are
+ * instantiates, replayed with graph:launch(stream); updated in place from a
+ * new capture of the same pipeline in types/graph_update.c; its nodes are
  * read and changed one by one in types/graph_nodes.c, and what it holds is
  * in types/graph.h. */
 #include "types/graph.h"
@@ -46,8 +46,7 @@ struct kernel_node {
     struct gpurun_node_launch *launch;
 };
 
-/* Whether `source` is still what `capture` (NULL: nobody) holds. */
-static int source_held(const struct gpurun_capture *capture, CUgraph source)
+int gpurun_graph_source_held(const struct gpurun_capture *capture, CUgraph source)
 {
     return capture == NULL
            || (capture->state == GPURUN_CAPTURE_BUILT && capture->graph == source);
@@ -66,7 +65,7 @@ int gpurun_graph_push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_
     kept_index = lua_absindex(L, kept_index);
     int top = lua_gettop(L);
     struct kernel_node *found = gpurun_push_staging(L, (count + 1) * sizeof *found);
-    if (!source_held(capture, source))
+    if (!gpurun_graph_source_held(capture, source))
         goto lost;
     /* Which nodes launch a Kept kernel: no allocation. */
     for (size_t i = 0; i < count; i++) {
@@ -107,7 +106,7 @@ int gpurun_graph_push_kernel_nodes(lua_State *L, const CUgraphNode *nodes, size_
         lua_setfield(L, -2, "launch");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
-    if (!source_held(capture, source))
+    if (!gpurun_graph_source_held(capture, source))
         goto lost;
     /* The launches, read from the nodes: no allocation from here on. */
     for (size_t i = 0; i < count; i++) {
@@ -321,44 +320,10 @@ static int graph_upload(lua_State *L)
     return replay(L, cuda.cuGraphUpload, "cuGraphUpload", "uploading a graph", 0);
 }
 
-/* ---- update ------------------------------------------------------------- */
-
-static const char *update_failure(CUgraphExecUpdateResult result)
-{
-    switch (result) {
-    case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:
-        return "its topology differs (other nodes or dependencies)";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:
-        return "a node is of another kind";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:
-        return "a kernel node launches another kernel";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:
-        return "a node's parameters changed in a way an update cannot carry";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE:
-        return "a kernel changed in a way an update cannot carry";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED:
-        return "a node's attributes changed";
-    case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED:
-        return "a node cannot be updated";
-    default:
-        return "the driver refused it";
-    }
-}
-
-/* Lets go of the new kept sequence at kept_index (its users), then raises
- * `message`: the graph replays as before. */
-static int update_failed(lua_State *L, int kept_index, const char *message)
-{
-    gpurun_release_users(L, kept_index);
-    return gpurun_error(L, "Graph:update: %s; the graph replays as before", message);
-}
-
-#define BUILDER_LOST "the GraphBuilder was closed or built again during the update"
-
 /* Lets go of the sequence of kept objects at index: its stream-ordered
  * buffers learn which streams the graph was launched on, so that their
  * frees wait for replays still running. */
-static void let_go(lua_State *L, const struct gpurun_graph *graph, int index)
+void gpurun_graph_let_go(lua_State *L, const struct gpurun_graph *graph, int index)
 {
     index = lua_absindex(L, index);
     lua_Integer count = graph->keeps_ordered ? (lua_Integer)lua_rawlen(L, index) : 0;
@@ -377,92 +342,6 @@ static void let_go(lua_State *L, const struct gpurun_graph *graph, int index)
         lua_pop(L, 1);
     }
     gpurun_release_users(L, index);
-}
-
-/* update(builder) -> self: the same pipeline captured again (other scalars,
- * other buffers of the same kind) becomes this graph's, without a new
- * instantiation. A changed topology is refused, and the graph replays as
- * before. Afterwards the graph keeps what the new capture used.
- *
- * Everything that allocates comes before the executable graph changes: an
- * allocation can run a finalizer that closes the builder (destroying its
- * graph) or this graph, which is checked after each. */
-static int graph_update(lua_State *L)
-{
-    gpurun_check_graph(L, 1);
-    struct gpurun_graph_builder *builder = gpurun_check_builder(L, 2);
-    struct gpurun_capture *capture = &builder->capture;
-    if (capture->role != GPURUN_CAPTURE_ORIGIN || capture->state != GPURUN_CAPTURE_BUILT)
-        return gpurun_arg_error(L, 2, "a GraphBuilder that has ended building expected (it is %s%s)",
-                                gpurun_capture_state_name(capture->state),
-                                capture->role == GPURUN_CAPTURE_ORIGIN ? "" : ", and not one "
-                                "that records into another builder's graph");
-    const struct gpurun_graph *target = gpurun_check_graph(L, 1);
-    if (target->has_memory_nodes || capture->has_memory_nodes)
-        return gpurun_error(L, "Graph:update: a graph with memory allocation or free nodes cannot "
-                               "be updated (the driver fixes their addresses when it "
-                               "instantiates): complete a new graph from the builder");
-    lua_settop(L, 2);
-    CUgraph source = capture->graph;
-    /* What the new capture kept, each counted as this graph's user. */
-    gpurun_capture_push_kept(L, capture);
-    int kept = lua_gettop(L);
-    if (!source_held(capture, source))
-        return update_failed(L, kept, BUILDER_LOST);
-    size_t count = 0;
-    if (CUDA_CALL(cuGraphGetNodes, source, NULL, &count) != CUDA_SUCCESS)
-        return update_failed(L, kept, "counting the builder's graph nodes failed");
-    CUgraphNode *nodes = gpurun_push_staging(L, (count + 1) * sizeof *nodes);
-    if (!source_held(capture, source))
-        return update_failed(L, kept, BUILDER_LOST);
-    if (count > 0 && CUDA_CALL(cuGraphGetNodes, source, nodes, &count) != CUDA_SUCCESS)
-        return update_failed(L, kept, "listing the builder's graph nodes failed");
-    if (!gpurun_graph_push_kernel_nodes(L, nodes, count, kept, capture, source))
-        return update_failed(L, kept, BUILDER_LOST);
-    int kernel_nodes = lua_gettop(L);
-    int host_callbacks = gpurun_graph_push_host_callbacks(L, kept);
-    int host_callbacks_index = lua_gettop(L);
-    struct gpurun_graph *graph = gpurun_to_tagged(L, 1, &gpurun_graph_tag);
-    if (graph->header.closed) {
-        gpurun_release_users(L, kept);
-        return gpurun_closed_error(L, gpurun_graph_tag.type_name);
-    }
-
-    CUgraphExecUpdateResultInfo info;
-    memset(&info, 0, sizeof info);
-    CUresult result = CUDA_CALL(cuGraphExecUpdate, graph->exec, source, &info);
-    if (result != CUDA_SUCCESS || info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
-        char code[32], why[256];
-        if (result == CUDA_SUCCESS)
-            snprintf(code, sizeof code, "CUDA_SUCCESS");
-        else
-            snprintf(code, sizeof code, "CUresult %d", (int)result);
-        snprintf(why, sizeof why, "the builder's graph cannot update this one: %s (%s)",
-                 update_failure(info.result), code);
-        return update_failed(L, kept, why);
-    }
-    /* No allocation from here on: the new lists in, the old kept let go. */
-    lua_pushvalue(L, kernel_nodes);
-    lua_setiuservalue(L, 1, GPURUN_GRAPH_KERNEL_NODES_VALUE);
-    lua_pushvalue(L, host_callbacks_index);
-    lua_setiuservalue(L, 1, GPURUN_GRAPH_HOST_CALLBACKS_VALUE);
-    graph->host_callbacks = host_callbacks;
-    if (lua_getiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE) == LUA_TTABLE)
-        let_go(L, graph, lua_gettop(L));
-    lua_pop(L, 1);
-    graph->keeps_ordered = graph->keeps_ordered || gpurun_graph_has_ordered_buffer(L, kept);
-    lua_pushvalue(L, kept);
-    lua_setiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE);
-    graph->has_loop = capture->has_loop;
-    /* The new kernels read the builder's cancel flag. */
-    gpurun_cancel_retain(capture->cancel_slot);
-    gpurun_cancel_release(graph->cancel_slot);
-    graph->cancel_slot = capture->cancel_slot;
-    /* Kernels launch what was uploaded: the update reaches them once
-     * uploaded again. */
-    graph->uploaded = 0;
-    lua_settop(L, 1);
-    return 1;
 }
 
 /* close() and __close refuse while graphs launch this one from the device
@@ -496,7 +375,7 @@ static int close_graph(lua_State *L, int explicit)
     graph->source = NULL;
     graph->node_count = 0;
     if (lua_getiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE) == LUA_TTABLE)
-        let_go(L, graph, -1);
+        gpurun_graph_let_go(L, graph, -1);
     lua_pop(L, 1);
     graph->host_callbacks = 0;
     /* The buffers its allocation nodes made keep the last launch's memory. */
@@ -576,6 +455,12 @@ static int graph_device_launch(lua_State *L)
     return 1;
 }
 
+static int graph_use_node_priority(lua_State *L)
+{
+    lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->node_priority);
+    return 1;
+}
+
 static int graph_has_memory_nodes(lua_State *L)
 {
     lua_pushboolean(L, ((struct gpurun_graph *)lua_touserdata(L, 1))->has_memory_nodes);
@@ -601,7 +486,6 @@ static int graph_tostring(lua_State *L)
 static const luaL_Reg graph_methods[] = {
     {"launch", graph_launch},
     {"upload", graph_upload},
-    {"update", graph_update},
     {"cancel", graph_cancel},
     {"close", graph_close},
     {NULL, NULL}
@@ -614,6 +498,7 @@ static const luaL_Reg graph_fields[] = {
     {"has_memory_nodes", graph_has_memory_nodes},
     {"auto_free_on_launch", graph_auto_free_on_launch},
     {"device_launch", graph_device_launch},
+    {"use_node_priority", graph_use_node_priority},
     {"device", graph_device},
     {NULL, NULL}
 };

@@ -51,6 +51,8 @@ struct gpurun_graph {
     int has_memory_nodes;
     int auto_free;         /* instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
     int device_launch;     /* with CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH: kernels launch it */
+    int node_priority;     /* with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY */
+    int has_conditional;   /* holds conditional nodes: no copy of it can be embedded */
     int uploaded;          /* uploaded or launched once: a kernel may launch it */
     size_t allocation_count;
     struct gpurun_graph_allocation *allocations;
@@ -90,8 +92,42 @@ int gpurun_graph_has_ordered_buffer(lua_State *L, int index);
 struct gpurun_stream *gpurun_graph_replay_stream(lua_State *L, const struct gpurun_graph *graph,
                                                  int index);
 
+/* Where a list of graph nodes is read from: a Graph (capture NULL) or the
+ * graph a builder built (which it must still hold: capture->graph ==
+ * graph), at stack index owner; its top-level nodes (valid while it holds
+ * them), their launches { index -> { kernel, launch } } at kernel_nodes
+ * and the sequence of what it keeps at kept (to name child graphs'
+ * kernels). */
+struct gpurun_node_source {
+    int owner;
+    const struct gpurun_capture *capture;
+    CUgraph graph;
+    const CUgraphNode *nodes;
+    size_t count;
+    int kernel_nodes;
+    int kept;
+};
+
+/* Pushes the nodes as Graph:nodes() gives them (types/graph_node_list.c);
+ * raises if the source lets go of them meanwhile. */
+void gpurun_graph_push_node_list(lua_State *L, const struct gpurun_node_source *source);
+
 /* GraphBuilder:complete (graph_complete.c), after gpurun_open_graph. */
 void gpurun_open_graph_complete(lua_State *L);
+
+/* Whether `source` is still what `capture` (NULL: nobody) holds: a
+ * builder's graph, read while allocations may run finalizers. */
+int gpurun_graph_source_held(const struct gpurun_capture *capture, CUgraph source);
+
+/* Lets go of the sequence of kept objects at index, of the Graph at 1. */
+void gpurun_graph_let_go(lua_State *L, const struct gpurun_graph *graph, int index);
+
+/* package.loaded["gpurun.graph_core"].update (graph_update.c), the C side of
+ * Graph:update (lua/gpurun/builtin/graph_update.lua). */
+void gpurun_open_graph_update(lua_State *L);
+
+/* GraphBuilder:embed (graph_embed.c), after gpurun_open_graph. */
+void gpurun_open_graph_embed(lua_State *L);
 
 /* A node kind's name as Graph:nodes() gives it ("kernel", "host", ...). */
 const char *gpurun_graph_node_kind(CUgraphNodeType type);

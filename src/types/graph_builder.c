@@ -88,10 +88,50 @@ static struct gpurun_graph_builder *push_child(lua_State *L, int parent_index,
     return child;
 }
 
+/* The capture mode at arg: { mode = "thread_local" | "global" | "relaxed" },
+ * or the name alone (cuda.core's begin_building(mode)); none: `fallback`. */
+static CUstreamCaptureMode check_mode(lua_State *L, int arg, CUstreamCaptureMode fallback)
+{
+    static const char *const known[] = {"mode", NULL};
+    static const char *const names[] = {"global", "thread_local", "relaxed", NULL};
+    static const CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_GLOBAL,
+                                                CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                                CU_STREAM_CAPTURE_MODE_RELAXED};
+    int given = arg;
+    if (lua_type(L, arg) != LUA_TSTRING) {
+        if (!gpurun_check_options(L, arg, known))
+            return fallback;
+        lua_pushliteral(L, "mode");
+        if (lua_rawget(L, arg) == LUA_TNIL) {
+            lua_pop(L, 1);
+            return fallback;
+        }
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            const char *got = gpurun_type_name(L, -1);
+            gpurun_arg_error(L, arg, "option 'mode' must be a string, got %s", got);
+        }
+        given = lua_gettop(L);
+    }
+    const char *name = lua_tostring(L, given);
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0 && strlen(name) == lua_rawlen(L, given)) {
+            lua_settop(L, arg);
+            return modes[i];
+        }
+    gpurun_arg_error(L, arg, "unknown capture mode '%s' (thread_local, global or relaxed "
+                             "expected)", name);
+    return fallback;
+}
+
+/* begin_building([{ mode = "thread_local" }]) -> self: a body is captured
+ * in its graph's mode unless told otherwise. */
 static int builder_begin_building(lua_State *L)
 {
     struct gpurun_graph_builder *builder = gpurun_check_builder(L, 1);
     struct gpurun_capture *capture = &builder->capture;
+    CUstreamCaptureMode mode = check_mode(L, 2, capture->role == GPURUN_CAPTURE_BODY
+                                                    ? capture->root->mode
+                                                    : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (capture->state == GPURUN_CAPTURE_BUILDING)
         return gpurun_error(L, "GraphBuilder:begin_building: already building");
     if (capture->role == GPURUN_CAPTURE_FORK)
@@ -111,7 +151,8 @@ static int builder_begin_building(lua_State *L)
     if (capture->stream->capture)
         return gpurun_error(L, "GraphBuilder:begin_building: another GraphBuilder is capturing "
                                "this stream");
-    if (gpurun_capture_begin(L, capture, 1) != CUDA_SUCCESS)
+    lua_settop(L, 1);
+    if (gpurun_capture_begin(L, capture, 1, mode) != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "beginning a graph capture");
     /* Beginning allocates: a finalizer that closed this builder meanwhile
      * left it capturing; raising ends that capture. */
@@ -610,8 +651,9 @@ void gpurun_open_graph_builder(lua_State *L)
     gpurun_register_type(L, &builder_type);
     gpurun_add_methods(L, &gpurun_stream_tag, stream_methods);
     gpurun_set_functions(L, module_functions);
+    /* Shared with graph_update.c's functions: each adds its own. */
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_newtable(L);
+    luaL_getsubtable(L, -1, "gpurun.graph_core");
     gpurun_set_functions(L, core_functions);
     /* The conditional nodes as this file makes them, under their method
      * names, for the Lua part that takes the methods' places. */
@@ -622,7 +664,5 @@ void gpurun_open_graph_builder(lua_State *L)
         lua_getfield(L, -1, nodes[i]);
         lua_setfield(L, -4, nodes[i]);
     }
-    lua_pop(L, 2);
-    lua_setfield(L, -2, "gpurun.graph_core");
-    lua_pop(L, 1);
+    lua_pop(L, 4);
 }

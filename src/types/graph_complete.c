@@ -148,15 +148,18 @@ static void instantiate(lua_State *L, struct gpurun_graph *graph, cuuint64_t fla
 }
 
 /* builder:complete([{ auto_free_on_launch = false, device_launch = false,
- * upload_stream = nil }]) -> Graph */
+ * use_node_priority = false, upload_stream = nil }]) -> Graph; with
+ * use_node_priority its kernel nodes run at the priorities their launches
+ * gave (LaunchConfig{ priority = }) rather than at the launch stream's. */
 static int builder_complete(lua_State *L)
 {
-    static const char *const known[] = {"auto_free_on_launch", "device_launch", "upload_stream",
-                                        NULL};
+    static const char *const known[] = {"auto_free_on_launch", "device_launch",
+                                        "use_node_priority", "upload_stream", NULL};
     check_built(L);
     int has_options = gpurun_check_options(L, 2, known);
     int auto_free = gpurun_opt_boolean_field(L, 2, "auto_free_on_launch", 0);
     int device_launch = gpurun_opt_boolean_field(L, 2, "device_launch", 0);
+    int node_priority = gpurun_opt_boolean_field(L, 2, "use_node_priority", 0);
     /* The upload stream (or nil) stays at 2. */
     if (has_options) {
         lua_pushliteral(L, "upload_stream");
@@ -203,6 +206,7 @@ static int builder_complete(lua_State *L)
     graph->has_loop = capture->has_loop;
     graph->cancel_slot = capture->cancel_slot;
     gpurun_cancel_retain(graph->cancel_slot);
+    graph->has_conditional = capture->has_conditional;
     size_t count = 0;
     CHECK_CUDA(L, "counting graph nodes", cuGraphGetNodes, graph->source, NULL, &count);
     graph->nodes = lua_newuserdatauv(L, (count + 1) * sizeof(CUgraphNode), 0);
@@ -217,9 +221,11 @@ static int builder_complete(lua_State *L)
     CUstream upload_stream = upload ? gpurun_graph_replay_stream(L, graph, 2)->handle : NULL;
     instantiate(L, graph,
                 (auto_free ? CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH : 0)
-                    | (device_launch ? CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH : 0),
+                    | (device_launch ? CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH : 0)
+                    | (node_priority ? CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY : 0),
                 upload_stream, moved);
     graph->device_launch = device_launch;
+    graph->node_priority = node_priority;
     graph->uploaded = upload;
     /* What the capture kept; a builder closed meanwhile let it go, and a
      * graph that kept nothing would replay memory freed under it. */

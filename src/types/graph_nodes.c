@@ -13,173 +13,24 @@
 #include "types/launch.h"
 #include "types/tensor_map.h"
 
-static size_t node_index(const struct gpurun_graph *graph, CUgraphNode node)
-{
-    for (size_t i = 0; i < graph->node_count; i++)
-        if (graph->nodes[i] == node)
-            return i + 1;
-    return 0;
-}
-
-static void set_dims(lua_State *L, int table, const char *key, unsigned int x, unsigned int y,
-                     unsigned int z)
-{
-    table = lua_absindex(L, table);
-    lua_createtable(L, 3, 0);
-    lua_pushinteger(L, x);
-    lua_rawseti(L, -2, 1);
-    lua_pushinteger(L, y);
-    lua_rawseti(L, -2, 2);
-    lua_pushinteger(L, z);
-    lua_rawseti(L, -2, 3);
-    lua_setfield(L, table, key);
-}
-
-/* grid, block and shmem_size of a kernel node, as its launch now stands. */
-static void set_node_shape(lua_State *L, int table, const CUDA_KERNEL_NODE_PARAMS *params)
-{
-    table = lua_absindex(L, table);
-    set_dims(L, table, "grid", params->gridDimX, params->gridDimY, params->gridDimZ);
-    set_dims(L, table, "block", params->blockDimX, params->blockDimY, params->blockDimZ);
-    lua_pushinteger(L, params->sharedMemBytes);
-    lua_setfield(L, table, "shmem_size");
-}
-
-/* bytes and address of an allocation node, address of a free node, in the
- * node's table at the top. */
-/* What an allocation or free node holds: its size (allocations only) and
- * address. Read before nodes() makes tables, which can run finalizers. */
-struct memory_node {
-    size_t bytes;
-    CUdeviceptr address;
-};
-
-static void read_memory_node(lua_State *L, CUgraphNode node, CUgraphNodeType type,
-                             struct memory_node *memory)
-{
-    memory->bytes = 0;
-    memory->address = 0;
-    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-        CUDA_MEM_ALLOC_NODE_PARAMS params;
-        memset(&params, 0, sizeof params);
-        CHECK_CUDA(L, "reading an allocation node", cuGraphMemAllocNodeGetParams, node, &params);
-        memory->bytes = params.bytesize;
-        memory->address = params.dptr;
-    } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
-        CHECK_CUDA(L, "reading a free node", cuGraphMemFreeNodeGetParams, node, &memory->address);
-    }
-}
-
-static void set_memory_node(lua_State *L, CUgraphNodeType type, const struct memory_node *memory)
-{
-    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
-        lua_pushinteger(L, (lua_Integer)memory->bytes);
-        lua_setfield(L, -2, "bytes");
-    }
-    lua_pushinteger(L, (lua_Integer)memory->address);
-    lua_setfield(L, -2, "address");
-}
-
-/* nodes() -> { { index =, kind =, name = (kernel nodes), kernel, grid,
- * block, shmem_size (kernel nodes of a gpurun.Kernel), bytes (allocation
- * nodes), address (allocation and free nodes), dependencies = { index... },
- * enabled = (kernel, memcpy and memset nodes) }, ... }: the
- * graph's top-level nodes, in a fixed order (conditional bodies not listed). */
+/* nodes() -> { { index =, kind =, dependencies = { index... }, name =
+ * (kernel nodes), kernel, grid, block, shmem_size, args (kernel nodes of a
+ * gpurun.Kernel), priority (kernel nodes), enabled (kernel, memcpy and
+ * memset nodes), bytes (allocation nodes), address (allocation and free
+ * nodes), nodes = { ... } (child graph nodes: the child's own) }, ... }:
+ * the graph's top-level nodes in a fixed order (conditional bodies not
+ * listed), as types/graph_node_list.c reads them. */
 static int graph_nodes(lua_State *L)
 {
     struct gpurun_graph *graph = gpurun_check_graph(L, 1);
+    lua_settop(L, 1);
     lua_getiuservalue(L, 1, GPURUN_GRAPH_KERNEL_NODES_VALUE);
-    int kernel_nodes = lua_gettop(L);
-    /* Room for every node as a dependency, with its edge's data: the driver
-     * refuses to drop edge data (programmatic edges have some). */
-    size_t room = graph->node_count + 1;
-    CUgraphEdgeData *edges = gpurun_push_staging(
-        L, room * (sizeof(CUgraphEdgeData) + sizeof(CUgraphNode) + sizeof(size_t)));
-    CUgraphNode *dependencies = (CUgraphNode *)(edges + room);
-    size_t *dependency_indices = (size_t *)(dependencies + room);
-    lua_createtable(L, (int)graph->node_count, 0);
-    int list = lua_gettop(L);
-    /* Both allocations can run a finalizer that closes the graph. */
-    graph = gpurun_check_graph(L, 1);
-    size_t total = graph->node_count;
-    for (size_t i = 0; i < total; i++) {
-        /* Each node is read from the driver first, then made into tables:
-         * their allocations can run a finalizer that closes the graph,
-         * destroying the nodes, so the graph is checked again each time. */
-        graph = gpurun_check_graph(L, 1);
-        CUgraphNode node = graph->nodes[i];
-        CUgraphNodeType type;
-        CHECK_CUDA(L, "reading a graph node's kind", cuGraphNodeGetType, node, &type);
-        int has_kernel = type == CU_GRAPH_NODE_TYPE_KERNEL
-                         && lua_rawgeti(L, kernel_nodes, (lua_Integer)i + 1) == LUA_TTABLE;
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel)
-            lua_pop(L, 1);
-        const char *lent_name = NULL; /* the driver's, valid while the graph is */
-        if (type == CU_GRAPH_NODE_TYPE_KERNEL && !has_kernel) {
-            CUDA_KERNEL_NODE_PARAMS params;
-            if (CUDA_CALL(cuGraphKernelNodeGetParams, node, &params) != CUDA_SUCCESS
-                || CUDA_CALL(cuFuncGetName, &lent_name, params.func) != CUDA_SUCCESS)
-                lent_name = NULL;
-        }
-        int has_enabled = type == CU_GRAPH_NODE_TYPE_KERNEL || type == CU_GRAPH_NODE_TYPE_MEMCPY
-                          || type == CU_GRAPH_NODE_TYPE_MEMSET;
-        unsigned int enabled = 1;
-        if (has_enabled)
-            CHECK_CUDA(L, "reading whether a graph node is enabled", cuGraphNodeGetEnabled,
-                       graph->exec, node, &enabled);
-        int is_memory = type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
-        struct memory_node memory;
-        read_memory_node(L, node, type, &memory);
-        size_t count = room;
-        CHECK_CUDA(L, "reading a graph node's dependencies", cuGraphNodeGetDependencies, node,
-                   dependencies, edges, &count);
-        for (size_t d = 0; d < count; d++)
-            dependency_indices[d] = node_index(graph, dependencies[d]);
-
-        /* From here on nothing reads the graph. The name first: pushing it
-         * copies it before anything can run a finalizer. */
-        if (lent_name)
-            lua_pushstring(L, lent_name);
-        else
-            lua_pushnil(L);
-        lua_createtable(L, 0, 9);
-        lua_insert(L, -2);
-        lua_setfield(L, -2, "name"); /* nil: no name */
-        lua_pushinteger(L, (lua_Integer)i + 1);
-        lua_setfield(L, -2, "index");
-        lua_pushstring(L, gpurun_graph_node_kind(type));
-        lua_setfield(L, -2, "kind");
-        if (has_kernel) {
-            /* node's { kernel, launch } (below the node's table) lives in
-             * kernel_nodes, anchored on the stack. */
-            lua_getfield(L, -2, "kernel");
-            lua_setfield(L, -2, "kernel");
-            lua_getfield(L, -2, "kernel");
-            lua_pushstring(L, ((const struct gpurun_kernel *)lua_touserdata(L, -1))->name);
-            lua_setfield(L, -3, "name");
-            lua_pop(L, 1);
-            lua_getfield(L, -2, "launch");
-            const struct gpurun_node_launch *launch = lua_touserdata(L, -1);
-            set_node_shape(L, -2, &launch->params);
-            lua_pop(L, 1);
-        }
-        if (is_memory)
-            set_memory_node(L, type, &memory);
-        if (has_enabled) {
-            lua_pushboolean(L, enabled != 0);
-            lua_setfield(L, -2, "enabled");
-        }
-        lua_createtable(L, (int)count, 0);
-        for (size_t d = 0; d < count; d++) {
-            lua_pushinteger(L, (lua_Integer)dependency_indices[d]);
-            lua_rawseti(L, -2, (lua_Integer)d + 1);
-        }
-        lua_setfield(L, -2, "dependencies");
-        lua_rawseti(L, list, (lua_Integer)i + 1);
-        if (has_kernel)
-            lua_pop(L, 1);
-    }
-    lua_settop(L, list);
+    lua_getiuservalue(L, 1, GPURUN_GRAPH_KEPT_VALUE);
+    struct gpurun_node_source source = {
+        .owner = 1, .nodes = graph->nodes, .count = graph->node_count, .kernel_nodes = 2,
+        .kept = 3,
+    };
+    gpurun_graph_push_node_list(L, &source);
     return 1;
 }
 
@@ -334,9 +185,9 @@ static int graph_set_config(lua_State *L)
     const struct gpurun_kernel *kernel;
     struct gpurun_node_launch *launch = check_kernel_node(L, graph, 2, &kernel);
     if (config->attribute_count > 0)
-        return gpurun_arg_error(L, 3, "a LaunchConfig without cluster, cooperative or "
-                                      "programmatic attributes expected: a node's attributes "
-                                      "are set when it is captured");
+        return gpurun_arg_error(L, 3, "a LaunchConfig without launch attributes (cluster, "
+                                      "cooperative, programmatic, priority) expected: a node's "
+                                      "attributes are set when it is captured");
     gpurun_check_launch(L, kernel, config, kernel->param_count);
     CUDA_KERNEL_NODE_PARAMS *params = &launch->params;
     params->gridDimX = config->blocks[0];

@@ -412,6 +412,21 @@ struct gpurun_buffer *gpurun_pack_argument(lua_State *L, const struct gpurun_ker
     return NULL;
 }
 
+/* A priority in the device's range, as create_stream{ priority = } asks
+ * (the driver would clamp it silently). */
+static void check_priority(lua_State *L, const struct gpurun_kernel *kernel, int priority)
+{
+    int least = 0, greatest = 0;
+    CUcontext previous = gpurun_enter_context(kernel->context);
+    CUresult result = CUDA_CALL(cuCtxGetStreamPriorityRange, &least, &greatest);
+    gpurun_leave_context(previous);
+    if (result != CUDA_SUCCESS)
+        gpurun_cuda_error(L, "reading the stream priority range");
+    if (priority > least || priority < greatest)
+        gpurun_error(L, "kernel '%s': priority %d out of range: this device's stream priorities "
+                        "run from %d (least, the default) to %d (greatest)", kernel->name, priority, least, greatest);
+}
+
 /* The device limits a config's attributes must fit, asked of the driver
  * once per kernel and device. */
 static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
@@ -470,6 +485,8 @@ static void check_attributes(lua_State *L, const struct gpurun_kernel *kernel,
                          kernel->name, (int)config->cluster[0], (int)config->cluster[1],
                          (int)config->cluster[2], (int)threads);
     }
+    if (config->has_priority)
+        check_priority(L, kernel, config->priority);
     config->checked_kernel = kernel;
     config->checked_device = kernel->device;
 }

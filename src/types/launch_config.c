@@ -1,7 +1,8 @@
 /* gpurun.LaunchConfig: grid, block, dynamic shared memory and the launch
- * attributes (cuda.core's cluster and cooperative launch, and programmatic
- * stream serialization), checked once against the limits every CUDA device
- * shares; the kernel's and the device's own limits are checked at launch.
+ * attributes (cuda.core's cluster and cooperative launch, programmatic
+ * stream serialization, and a priority), checked once against the limits
+ * every CUDA device shares; the kernel's and the device's own limits are
+ * checked at launch.
  * With a cluster, grid counts clusters, as in cuda.core. */
 #include "types/launch_config.h"
 
@@ -70,7 +71,7 @@ static void read_dimensions(lua_State *L, int table, const char *field, unsigned
 
 static const char *const known_fields[] = {
     "grid", "block", "shmem_size", "cluster", "is_cooperative", "cooperative_launch",
-    "programmatic_stream_serialization", NULL
+    "programmatic_stream_serialization", "priority", NULL
 };
 
 static int read_flag(lua_State *L, const char *field)
@@ -97,6 +98,9 @@ static void add_attribute(struct gpurun_launch_config *config, CUlaunchAttribute
         break;
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         attribute->value.cooperative = 1;
+        break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        attribute->value.priority = config->priority;
         break;
     default: /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
         attribute->value.programmaticStreamSerializationAllowed = 1;
@@ -131,6 +135,27 @@ static void read_cluster(lua_State *L, struct gpurun_launch_config *config)
         config->blocks[axis] = (unsigned int)blocks;
     }
     add_attribute(config, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+}
+
+/* The kernel's priority, as a stream's (lower runs first): a graph node's
+ * too, which complete{ use_node_priority = true } honours. The device's
+ * range is checked at launch; here only that it is an int. */
+static void read_priority(lua_State *L, struct gpurun_launch_config *config)
+{
+    if (raw_field(L, 1, "priority") == LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_Integer priority = 0;
+    if (!gpurun_exact_integer(L, -1, &priority) || priority < INT32_MIN || priority > INT32_MAX) {
+        const char *got = gpurun_value_text(L, -1);
+        gpurun_error(L, "LaunchConfig: priority must be an integer (a stream priority), got %s",
+                     got);
+    }
+    lua_pop(L, 1);
+    config->has_priority = 1;
+    config->priority = (int)priority;
+    add_attribute(config, CU_LAUNCH_ATTRIBUTE_PRIORITY);
 }
 
 static int config_new(lua_State *L)
@@ -170,6 +195,7 @@ static int config_new(lua_State *L)
     config.programmatic = read_flag(L, "programmatic_stream_serialization");
     if (config.programmatic)
         add_attribute(&config, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+    read_priority(L, &config);
     struct gpurun_launch_config *result =
         gpurun_new_object(L, sizeof *result, 0, &gpurun_config_tag);
     config.header = result->header;
@@ -231,6 +257,15 @@ static int config_programmatic(lua_State *L)
     return 1;
 }
 
+static int config_priority(lua_State *L)
+{
+    if (self(L)->has_priority)
+        lua_pushinteger(L, self(L)->priority);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
 static int config_tostring(lua_State *L)
 {
     const struct gpurun_launch_config *c = gpurun_check_tagged(L, 1, &gpurun_config_tag);
@@ -248,6 +283,7 @@ static const luaL_Reg config_fields[] = {
     {"is_cooperative", config_is_cooperative},
     {"cooperative_launch", config_is_cooperative},
     {"programmatic_stream_serialization", config_programmatic},
+    {"priority", config_priority},
     {NULL, NULL}
 };
 

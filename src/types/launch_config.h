@@ -1,6 +1,6 @@
-/* gpurun.LaunchConfig: grid, block and dynamic shared memory, checked once
- * against the limits every CUDA device shares; a kernel's own limits are
- * checked at launch. */
+/* gpurun.LaunchConfig: grid, block, dynamic shared memory and launch
+ * attributes, checked once against the limits every CUDA device shares; a
+ * kernel's and a device's own limits are checked at launch. */
 #ifndef GPURUN_TYPES_LAUNCH_CONFIG_H
 #define GPURUN_TYPES_LAUNCH_CONFIG_H
 
@@ -17,10 +17,12 @@ struct gpurun_launch_config {
     unsigned int cluster[3];      /* blocks per cluster; 0 when none */
     int cooperative;              /* CU_LAUNCH_ATTRIBUTE_COOPERATIVE */
     int programmatic;             /* programmatic stream serialization (PDL) */
+    int has_priority;             /* CU_LAUNCH_ATTRIBUTE_PRIORITY given */
+    int priority;                 /* lower runs first, as a stream's priority */
     /* The launch attributes the above make: with any, launches go through
      * cuLaunchKernelEx; a plain config keeps cuLaunchKernel's path. */
     unsigned int attribute_count;
-    CUlaunchAttribute attributes[3];
+    CUlaunchAttribute attributes[4];
     /* The last kernel (and device) whose limits the attributes were checked
      * against (types/launch.c): checks that ask the driver run once per kernel. */
     const void *checked_kernel;

@@ -1,6 +1,8 @@
 -- Graph:to_dot([options]) -> a Graphviz DOT text of the graph: one box per
--- node (its index, the kernel's name for kernel nodes, the size an
--- allocation node makes), one arrow per dependency. Drawing is policy, so it is Lua, over graph:nodes().
+-- node (its index, the kernel's name for kernel nodes, a priority other
+-- than 0, the size an allocation node makes), one arrow per dependency, a
+-- child graph's nodes in a cluster. Drawing is policy, so it is Lua, over
+-- graph:nodes().
 -- options: { title = "...", name = "graph" }. With Graphviz installed:
 --   dot -Tsvg graph.dot -o graph.svg
 -- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
@@ -56,20 +58,37 @@ return function(internal)
     if title then
       lines[#lines + 1] = "  labelloc=t; label=" .. quoted(title) .. ";"
     end
-    for _, node in ipairs(nodes) do
-      local label = ("%d: %s"):format(node.index, node.name or node.kind)
-      if node.name then label = label .. "\n(" .. node.kind .. ")" end
-      if node.bytes then label = label .. "\n" .. size_text(node.bytes) end
-      if node.enabled == false then label = label .. "\ndisabled" end
-      lines[#lines + 1] = ("  n%d [label=%s, fillcolor=%s%s];"):format(node.index, quoted(label),
-        quoted(COLOURS[node.kind] or "#f0f0f0"),
-        node.enabled == false and ', style="rounded,filled,dashed"' or "")
-    end
-    for _, node in ipairs(nodes) do
-      for _, from in ipairs(node.dependencies) do
-        lines[#lines + 1] = ("  n%d -> n%d;"):format(from, node.index)
+    -- Nodes of a child graph are drawn in a box of their own, named after
+    -- the path of indices to them (n3_1: node 1 of child graph node 3).
+    local function draw(list, prefix, indent)
+      for _, node in ipairs(list) do
+        local id = prefix .. node.index
+        if node.kind == "graph" then
+          lines[#lines + 1] = ("%ssubgraph cluster_%s {"):format(indent, id)
+          lines[#lines + 1] = ("%s  label=%s; style=rounded;"):format(indent,
+            quoted(("%d: child graph"):format(node.index)))
+          -- An empty child still needs a node for the arrows to meet.
+          lines[#lines + 1] = ("%s  %s [label=%s, shape=point];"):format(indent, id, quoted(""))
+          draw(node.nodes or {}, id .. "_", indent .. "  ")
+          lines[#lines + 1] = indent .. "}"
+        else
+          local label = ("%d: %s"):format(node.index, node.name or node.kind)
+          if node.name then label = label .. "\n(" .. node.kind .. ")" end
+          if node.bytes then label = label .. "\n" .. size_text(node.bytes) end
+          if node.priority and node.priority ~= 0 then label = label .. "\npriority " .. node.priority end
+          if node.enabled == false then label = label .. "\ndisabled" end
+          lines[#lines + 1] = ("%s%s [label=%s, fillcolor=%s%s];"):format(indent, id, quoted(label),
+            quoted(COLOURS[node.kind] or "#f0f0f0"),
+            node.enabled == false and ', style="rounded,filled,dashed"' or "")
+        end
+      end
+      for _, node in ipairs(list) do
+        for _, from in ipairs(node.dependencies) do
+          lines[#lines + 1] = ("%s%s%d -> %s%d;"):format(indent, prefix, from, prefix, node.index)
+        end
       end
     end
+    draw(nodes, "n", "  ")
     lines[#lines + 1] = "}"
     return table.concat(lines, "\n") .. "\n"
   end

@@ -445,7 +445,8 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
         return push_ordered_buffer(L, count, dtype, where);
     const struct gpurun_dtype_info *info = &gpurun_dtypes[dtype];
     CUcontext context = gpurun_require_context(L);
-    if (gpurun_capture_in_progress())
+    /* A relaxed capture lets its thread allocate (outside the graph). */
+    if (!gpurun_capture_allows_unsafe())
         gpurun_error(L, "cannot allocate a gpurun.Buffer while a graph is being built "
                         "(allocate before begin_building, or pass { stream = builder } to "
                         "allocate inside the graph); capture abandoned");
