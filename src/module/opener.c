@@ -18,6 +18,7 @@
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
+#include "types/graph_facts.h"
 #include "types/graph_nodes.h"
 #include "types/ipc.h"
 #include "types/host_callback.h"
@@ -84,6 +85,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_graph,         /* gpurun.Graph */
     gpurun_open_graph_complete, /* GraphBuilder:complete */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
+    gpurun_open_graph_facts,   /* the C side of Graph:check and GraphBuilder:check */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
     gpurun_open_checkpoint,    /* checkpoint.lock, checkpoint, restore, unlock, state */
@@ -97,6 +99,7 @@ static const char *const lua_parts[] = {
     "linker_options",  /* gpurun.LinkerOptions */
     "elementwise",     /* gpurun.elementwise, elementwise_pipeline */
     "graph_dot",       /* Graph:to_dot */
+    "graph_check",     /* Graph:check, GraphBuilder:check and complete, Kernel:set_access */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */

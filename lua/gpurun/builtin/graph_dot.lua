@@ -1,7 +1,10 @@
 -- Graph:to_dot([options]) -> a Graphviz DOT text of the graph: one box per
 -- node (its index, the kernel's name for kernel nodes, the size an
 -- allocation node makes), one arrow per dependency. Drawing is policy, so it is Lua, over graph:nodes().
--- options: { title = "...", name = "graph" }. With Graphviz installed:
+-- options: { title = "...", name = "graph", races = true or graph:check()'s
+-- list: each race a red dashed line between its nodes (a body's node: its
+-- conditional node), labelled with the hazard and the memory }. With
+-- Graphviz installed:
 --   dot -Tsvg graph.dot -o graph.svg
 -- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
 return function(internal)
@@ -46,10 +49,16 @@ return function(internal)
     end
     options = options or {}
     -- lazy: the module opens without the Lua library's files
-    local unknown = require("gpurun.options").unknown(options, { "name", "title" })
+    local unknown = require("gpurun.options").unknown(options, { "name", "title", "races" })
     if unknown then internal.raise(("bad argument #1 to 'Graph:to_dot' (%s)"):format(unknown)) end
     local name = option(options, "name", "string") or "gpurun_graph"
     local title = option(options, "title", "string")
+    local races = options.races
+    if races ~= nil and races ~= false and races ~= true and type(races) ~= "table" then
+      internal.raise(("bad argument #1 to 'Graph:to_dot' (races must be a boolean or graph:check()'s "
+        .. "list, got %s)"):format(type(races)))
+    end
+    if races == true then races = graph:check() end
     local nodes = graph:nodes()
     local lines = { "digraph " .. quoted(name) .. " {" }
     lines[#lines + 1] = '  node [shape=box, style="rounded,filled", fontname="Helvetica"];'
@@ -69,6 +78,22 @@ return function(internal)
       for _, from in ipairs(node.dependencies) do
         lines[#lines + 1] = ("  n%d -> n%d;"):format(from, node.index)
       end
+    end
+    for _, race in ipairs(type(races) == "table" and races or {}) do
+      local first, second = race.first, race.second
+      if type(first) ~= "table" or type(second) ~= "table" or type(race.hazard) ~= "string" then
+        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+      end
+      local a, b = first.top or first.index, second.top or second.index
+      if math.type(a) ~= "integer" or math.type(b) ~= "integer" then
+        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+      end
+      local text = race.hazard .. " " .. tostring(race.label or "memory")
+      if a ~= first.index or b ~= second.index then
+        text = ("%s (nodes %s and %s)"):format(text, tostring(first.index), tostring(second.index))
+      end
+      lines[#lines + 1] = ('  n%d -> n%d [color="#d62728", fontcolor="#d62728", style=dashed, '
+        .. 'dir=none, constraint=false, label=%s];'):format(a, b, quoted(text))
     end
     lines[#lines + 1] = "}"
     return table.concat(lines, "\n") .. "\n"
