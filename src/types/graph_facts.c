@@ -1,20 +1,10 @@
 /* What a race check needs to know of a graph's nodes, read from the driver
- * as plain tables; lua/gpurun/builtin/graph_check.lua decides with them
- * (Graph:check, GraphBuilder:check). In package.loaded["gpurun.graph_core"]:
- *
- *   facts(graph | built builder) -> { nodes = { node... }, buffers = { ... } }
- *   kernel_code(kernel) -> its ObjectCode
- *
- * A node: { kind, name, dependencies = { index... }, conditional, branch
- * (a body's node: its conditional node's index, which body), enabled
- * (a Graph's top-level kernel, memcpy and memset nodes), and by kind:
- * kernel = Kernel, arguments = { [position] = 64-bit value } (a
- * gpurun.Kernel's 8-byte parameters that may be pointers), opaque = why
- * they are not known; src, dst = { address, bytes } (memcpy: its bytes'
- * span, an array's side nil; memset: dst); address, bytes (allocation and
- * free nodes) }. The top level comes first, in Graph:nodes()'s order, then
- * each conditional node's bodies. buffers: { { object, address, bytes } }
- * for the Buffers and mapped PinnedBuffers the graph keeps. */
+ * as plain tables for lua/gpurun/builtin/graph_check.lua (Graph:check,
+ * GraphBuilder:check), in package.loaded["gpurun.graph_core"]:
+ * facts(graph | built builder) -> { nodes, buffers }, and
+ * kernel_code(kernel) -> its ObjectCode. What a node holds is said at
+ * fill_node; the top level comes first, in Graph:nodes()'s order, then each
+ * conditional node's bodies. */
 #include "types/graph_facts.h"
 
 #include <stddef.h>
@@ -190,7 +180,15 @@ static void set_span(lua_State *L, const char *key, CUdeviceptr start, size_t by
     lua_setfield(L, -2, key);
 }
 
-/* The table of a node read into *f (already at the top: its name there). */
+/* The table of a node read into *f (already at the top: its name there):
+ * { kind, name, dependencies = { index... }, conditional, branch (a body's
+ * node: its conditional node's index, which body), enabled (a Graph's
+ * top-level kernel, memcpy and memset nodes), and by kind: kernel =
+ * Kernel, arguments = { [position] = 64-bit value } (a gpurun.Kernel's
+ * 8-byte parameters that may be pointers), opaque = why they are not
+ * known; src, dst = { address, bytes } (memcpy: each side's span, a CUDA
+ * array's side nil; memset: dst); address, bytes (allocation and free
+ * nodes) }. */
 static void fill_node(lua_State *L, const struct reading *r, const struct node_facts *f)
 {
     lua_pushstring(L, gpurun_graph_node_kind(f->type));
@@ -265,7 +263,8 @@ static void gather(lua_State *L, struct reading *r, CUgraph level, int condition
 {
     if (depth > MAX_DEPTH)
         gpurun_error(L, "the graph nests conditional bodies more than %d deep", MAX_DEPTH);
-    luaL_checkstack(L, 8, "reading a graph");
+    if (!lua_checkstack(L, 8))
+        gpurun_error(L, "reading a graph: too many nested bodies for the Lua stack");
     size_t count = 0;
     CUgraphNode *nodes = level_nodes(L, r, level, conditional == 0, &count);
     int staging = lua_gettop(L);

@@ -43,8 +43,9 @@ return function(internal)
 
   -- The races of a Graph or a built GraphBuilder, each with its message.
   local function races_of(object)
-    -- lazy: as above
+    -- lazy: the module opens without the Lua library's files
     local accesses = require("gpurun.graph.accesses")
+    -- lazy: as above
     local race_check = require("gpurun.graph.race_check")
     local races, unchecked = accesses.check(core.facts(object), modes_of)
     for _, race in ipairs(races) do

@@ -1,25 +1,12 @@
--- The race check of a graph built by hand: which pairs of nodes touch
--- overlapping memory, one of them writing, with no path of edges between
--- them. No GPU and no gpurun objects: the nodes are plain tables (what
--- graph/facts.lua makes of a Graph's, or a recorded list), so that it runs
--- and is tested on any machine.
---
---   race_check.check(nodes) -> races, unchecked
---
--- nodes: a list; node i is { kind, name, dependencies = { index... } (nodes
--- of its own graph: the top level, or the same body), conditional = index
--- of the conditional node whose body holds it (nil at the top level),
--- branch = which of that node's bodies (1..), accesses = { { key, lo, hi,
--- mode = "r" | "w" | "rw", label, buffer } }, unknown = why its accesses
--- are not known (then it is left out, and listed in `unchecked`) }.
--- key names an address space and [lo, hi) its bytes (pipeline/access.lua's
--- overlap rule); label and buffer say what the memory is, for the report.
---
--- A conditional node stands, at its own level, for everything its bodies
--- touch: a body's node is ordered with the rest of the graph as its
--- conditional node is, and is checked against the nodes of its own body
--- only (one body of an if/else or a switch runs per launch, and a loop's
--- passes follow each other).
+-- The race check of a graph built by hand: pairs of nodes that touch
+-- overlapping memory, one writing, with no path of edges between them. No
+-- GPU and no gpurun objects: the nodes are plain tables (graph/accesses.lua
+-- makes them of a Graph's facts, specs record them), so that it runs and is
+-- tested on any machine. race_check.check(nodes) -> races, unchecked says
+-- what a node holds. A conditional node stands, at its level, for all its
+-- bodies touch: a body's node is ordered with the rest as its conditional
+-- node is, and checked against its own body's nodes only (one body of an
+-- if/else or switch runs per launch; a loop's passes follow each other).
 local access = require("gpurun.pipeline.access")
 local common = require("gpurun.common")
 
@@ -292,6 +279,16 @@ end
 -- second's, in the list's order), key, lo, hi (the bytes both touch),
 -- label, buffer (first's) }; unchecked: { { index, kind, name, why } } for
 -- the nodes whose accesses are not known.
+--
+-- nodes: a list; node i is { kind, name, dependencies = { index... } (nodes
+-- of its own graph: the top level, or the same body), conditional = index
+-- of the conditional node whose body holds it (nil at the top level),
+-- branch = which of that node's bodies (1..), accesses = { { key, lo, hi,
+-- mode = "r" | "w" | "rw", label, buffer, parameter } }, unknown = why its
+-- accesses are not known (then it is left out, and listed in
+-- `unchecked`) }. key names an address space and [lo, hi) its bytes
+-- (pipeline/access.lua's overlap rule); label and buffer say what the
+-- memory is, for the report.
 function race_check.check(nodes)
   check_input(nodes)
   local children, levels, level_list = {}, {}, {}
