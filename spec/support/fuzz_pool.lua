@@ -461,8 +461,13 @@ draws = {
   output_path = from({ "graph.dot", "" }, 0.8, { "/nonexistent-gpurun-fuzz/graph.dot", 5 }),
   dot_flags = from({ nil, {}, { verbose = true }, { handles = true, kernel_node_params = false } },
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
-  dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
-    { { title = 5 }, { name = {} }, "title" }),
+  dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" }, { races = true }, { races = {} } }, 0.7,
+    { { title = 5 }, { name = {} }, "title", { races = 5 }, { races = { 5 } },
+      { races = { { first = {}, second = {}, hazard = "RAW" } } } }),
+  check_options = from({ nil, {}, { raise = false }, { raise = true } }, 0.8,
+    { { raise = 1 }, { nope = true }, 5, "raise" }),
+  access_modes = from({ {}, { "r" }, { "rw", "w" }, { false, "r" }, { [2] = "w" } }, 0.7,
+    { "r", 5, { "x" }, { [0] = "r" }, { [99] = "r" }, { name = "r" }, { 1.5 } }),
   -- Host callbacks that return: a raising one is raised by whatever wait
   -- runs it, which may be the state check's.
   host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),
@@ -533,7 +538,8 @@ draws = {
     return from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false },
       { device_launch = true }, { device_launch = false } }, 0.8,
       { { auto_free_on_launch = 1 }, { nope = true }, 5, { device_launch = "yes" }, { upload_stream = 5 },
-        { device_launch = true, auto_free_on_launch = true } })(p)
+        { device_launch = true, auto_free_on_launch = true }, { check = 1 }, { check = true },
+        { check = false, auto_free_on_launch = true } })(p)
   end,
   -- Never a positive default: see api_catalog.lua.
   condition_default = from({ 0 }, 0.7, { -1, 4294967296, 1.5, "x", 0 / 0 }),

@@ -84,6 +84,7 @@ return function(internal)
   local function complete(...)
     local builder, options = ...
     local given = select("#", ...)
+    if given == 0 then return complete_graph() end -- its own message for no self
     local check
     if type(options) == "table" and rawget(options, "check") ~= nil then
       check = options.check
@@ -125,6 +126,7 @@ return function(internal)
   local function kernel_access_method(...)
     local kernel = ...
     bad_self("Kernel:access", select("#", ...), kernel, "gpurun.Kernel")
+    local _ = kernel.num_params -- raises when it or its code is closed
     local result = {}
     for p, m in pairs(modes_of(kernel)) do result[p] = { mode = m.mode, how = m.how } end
     return result
