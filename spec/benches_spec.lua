@@ -13,6 +13,7 @@ local BAD_VALUE = {
   ["bench/compare.lua"] = { "--cpu-launches 1001", "--cpu-launches: expected an integer from 0 to 1000" },
   ["bench/fused.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
   ["bench/graph_update.lua"] = { "--reps 0", "--reps: expected a positive integer, got '0'" },
+  ["bench/graph_check.lua"] = { "--nodes x", "--nodes: expected a positive integer, got 'x'" },
   ["bench/method_call.lua"] = { "--calls=x", "--calls: expected a positive integer, got 'x'" },
   ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },
   ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
