@@ -25,7 +25,7 @@ end
 -- Each node reads two of `buffers` buffers of 4 KiB and writes a third,
 -- after `deps(i)`; own(i) -> the first and count of the buffers node i
 -- draws from (all, by default).
-local function graph(buffers, deps, ranged, own)
+local function node_list(buffers, deps, ranged, own)
   math.randomseed(42)
   local nodes = {}
   for i = 1, N do
@@ -48,17 +48,17 @@ end
 
 local CASES = {
   { "chain of kernels over 3 buffers", function()
-    return graph(3, function(i) return i > 1 and { i - 1 } or {} end)
+    return node_list(3, function(i) return i > 1 and { i - 1 } or {} end)
   end },
   { "16 branches, 4 buffers each", function()
-    return graph(64, function(i) return i > 16 and { i - 16 } or {} end, false,
+    return node_list(64, function(i) return i > 16 and { i - 16 } or {} end, false,
       function(i) return (i % 16) * 4 + 1, 4 end)
   end },
   { "16 branches sharing 64 buffers (racy)", function()
-    return graph(64, function(i) return i > 16 and { i - 16 } or {} end)
+    return node_list(64, function(i) return i > 16 and { i - 16 } or {} end)
   end },
   { "random DAG, quarter ranges of 32 buffers", function()
-    return graph(32, function(i)
+    return node_list(32, function(i)
       local deps = {}
       for _ = 1, math.min(i - 1, 3) do
         local d = math.random(math.max(1, i - 20), i - 1)

@@ -39,9 +39,10 @@ local function entry(ptx, name)
   end
 end
 
--- Opcodes that write memory at their first [address] operand.
+-- Opcodes that write memory at their first [address] operand (discard
+-- leaves it undefined: a write too).
 local WRITERS = { "st", "atom", "red", "cp", "multimem", "wmma.store", "stmatrix", "mbarrier",
-                  "tensormap", "cp.reduce" }
+                  "tensormap", "discard" }
 
 local function writes_memory(opcode)
   for _, prefix in ipairs(WRITERS) do
