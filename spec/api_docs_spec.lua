@@ -31,8 +31,8 @@ end
 
 -- The Lua library's modules: every lua/gpurun/**.lua but the module's own
 -- parts (builtin/; compute/, pipeline/ and graph/ behind gpurun.elementwise,
--- gpurun.pipeline, Graph:profile, Graph:update and the other module
--- functions and methods, documented as those; and
+-- gpurun.pipeline, Graph:check, Graph:profile, Graph:update and the other
+-- module functions and methods, documented as those; and
 -- common.lua, what those parts share) and the subsystems' files behind the
 -- public names (script/, io/: gpurun.args is script/args.lua), by name
 -- without "gpurun." (sweep, samples.kernels).
@@ -40,8 +40,7 @@ local function library_modules()
   local modules = {}
   local pipe = assert(io.popen("find lua/gpurun -name '*.lua' -not -path '*/builtin/*' "
     .. "-not -path '*/compute/*' -not -path '*/pipeline/*' -not -path '*/graph/*' -not -path '*/script/*' "
-    .. "-not -path '*/io/*' "
-    .. "-not -name common.lua | sort"))
+    .. "-not -path '*/io/*' -not -name common.lua | sort"))
   for path in pipe:lines() do
     local name = path:match("lua/gpurun/([%w_/]+)%.lua$")
     name = name and name:gsub("/", ".")

@@ -1776,7 +1776,34 @@ row("Graph:set_enabled", A(R.graph, 1, 1), arg_error(2, "set_enabled", "boolean 
 row("Graph:to_dot", A(R.graph, 5), arg_error(1, "to_dot", "table of options expected, got number"))
 row("Graph:to_dot", A(R.graph, { title = 5 }), arg_error(1, "to_dot", "title must be a string, got number"))
 row("Graph:to_dot", A(R.graph, { name = {} }), arg_error(1, "to_dot", "name must be a string, got table"))
-row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot", "unknown option 'titel' (known: name, title)"))
+row("Graph:to_dot", A(R.graph, { titel = "x" }), arg_error(1, "to_dot",
+  "unknown option 'titel' (known: name, title, races)"))
+row("Graph:to_dot", A(R.graph, { races = 5 }), arg_error(1, "to_dot",
+  "races must be a boolean or graph:check()'s list, got number"))
+row("Graph:to_dot", A(R.graph, { races = { 5 } }), arg_error(1, "to_dot", "races must be graph:check()'s list"))
+row("Graph:to_dot", A(R.graph, { races = { { first = {}, second = {}, hazard = "RAW" } } }),
+  arg_error(1, "to_dot", "races must be graph:check()'s list"))
+for _, label in ipairs({ "Graph:check", "GraphBuilder:check" }) do
+  local self = label == "Graph:check" and R.graph or R.built
+  row(label, A(self, 5), arg_error(1, "check", "table of options expected, got number"))
+  row(label, A(self, { raise = 1 }), arg_error(1, "check", "option 'raise' must be a boolean, got number"))
+  row(label, A(self, { nope = true }), arg_error(1, "check", "unknown option 'nope' (known: raise)"))
+end
+row("GraphBuilder:check", A(R.builder), "GraphBuilder:check: nothing built to check (it is idle)")
+row("GraphBuilder:check", A(R.building), "GraphBuilder:check: nothing built to check (it is building)")
+row("GraphBuilder:check", A(R.body), "GraphBuilder:check: nothing built to check (it is idle, not an origin)")
+row("GraphBuilder:complete", A(R.built, { check = 1 }), arg_error(1, "complete",
+  "option 'check' must be a boolean, got number"))
+row("GraphBuilder:complete", A(R.built, { check = false, nope = 1 }), arg_error(1, "complete",
+  "unknown option 'nope'"))
+row("Kernel:set_access", A(R.add), arg_error(1, "set_access", "table of access modes expected, got no value"))
+row("Kernel:set_access", A(R.add, "r"), arg_error(1, "set_access", "table of access modes expected, got string"))
+row("Kernel:set_access", A(R.add, { "x" }), arg_error(1, "set_access",
+  "parameter 1: \"r\", \"w\", \"rw\" or false expected, got 'x'"))
+row("Kernel:set_access", A(R.add, { [5] = "r" }), arg_error(1, "set_access",
+  "keys are parameter positions 1 to 4, got 5"))
+row("Kernel:set_access", A(R.add, { name = "r" }), arg_error(1, "set_access",
+  "keys are parameter positions 1 to 4, got 'name'"))
 row("Graph:nodes", A(R.closed_graph), "attempt to use a closed gpurun.Graph")
 row("Graph:profile", A(R.graph), arg_error(1, "profile", "gpurun.Stream expected, got no value"))
 row("Graph:profile", A(R.graph, 1), arg_error(1, "profile", "gpurun.Stream expected, got number"))

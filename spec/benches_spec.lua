@@ -14,6 +14,7 @@ local BAD_VALUE = {
   ["bench/fused.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
   ["bench/graph_update.lua"] = { "--reps 0", "--reps: expected a positive integer, got '0'" },
   ["bench/graph_profile.lua"] = { "--replays 10001", "--replays: expected an integer from 1 to 10000, got '10001'" },
+  ["bench/graph_check.lua"] = { "--nodes x", "--nodes: expected a positive integer, got 'x'" },
   ["bench/method_call.lua"] = { "--calls=x", "--calls: expected a positive integer, got 'x'" },
   ["bench/pdl_pipeline.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
   ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },

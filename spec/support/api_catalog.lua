@@ -63,6 +63,8 @@ catalog.device_types = {
 --   builder, condition, event_or_builder (GraphBuilder:wait),
 --   event_or_stream (Stream:wait), node_index (a Graph's node), boolean,
 --   output_path (a file gpurun writes), dot_flags (debug_dot_print's options), dot_options (to_dot's), profile_options (Graph:profile's),
+--   check_options (Graph:check's and GraphBuilder:check's { raise = }), access_modes
+--   (Kernel:set_access's { [position] = "r" | "w" | "rw" }),
 --   condition_default (the fuzzer keeps it 0: a while loop whose body never
 --   clears its condition replays forever), if_condition (a Condition or an
 --   expression over the buffer x), loop_condition (the same, but never an
@@ -319,6 +321,8 @@ catalog.methods = {
     params = { args = {} },
     bind = { args = { "config", "kernel_arg", "..." }, launches = true },
     check_argument = { args = { "index", "kernel_arg" } },
+    set_access = { args = { "access_modes" } },
+    access = { args = {} },
     set_max_dynamic_shared_size_bytes = { args = { "integer" } },
     occupancy = { args = { "occupancy_options" } },
     max_potential_block_size = { args = { "occupancy_options" } },
@@ -382,6 +386,7 @@ catalog.methods = {
     begin_building = { args = { "build_options" } },
     end_building = { args = {} },
     complete = { args = { "complete_options" } },
+    check = { args = { "check_options" } },
     split = { args = { "integer" }, forks = 1 },
     record = { args = { "event" } },
     wait = { args = { "event_or_builder" } },
@@ -408,6 +413,7 @@ catalog.methods = {
     set_enabled = { args = { "node_index", "boolean" } },
     to_dot = { args = { "dot_options" } },
     profile = { args = { "stream", "profile_options" }, runs = true },
+    check = { args = { "check_options" } },
     close = { args = {} },
   },
   Condition = {

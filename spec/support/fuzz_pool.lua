@@ -485,11 +485,16 @@ draws = {
   output_path = from({ "graph.dot", "" }, 0.8, { "/nonexistent-gpurun-fuzz/graph.dot", 5 }),
   dot_flags = from({ nil, {}, { verbose = true }, { handles = true, kernel_node_params = false } },
     0.7, { { nope = true }, { [1] = true }, "verbose" }),
-  dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" } }, 0.7,
-    { { title = 5 }, { name = {} }, "title" }),
+  dot_options = from({ nil, {}, { title = "fuzz" }, { name = "g" }, { races = true }, { races = {} } }, 0.7,
+    { { title = 5 }, { name = {} }, "title", { races = 5 }, { races = { 5 } },
+      { races = { { first = {}, second = {}, hazard = "RAW" } } } }),
   -- few replays: each is a replay of the graph's twin and one of the graph
   profile_options = from({ nil, {}, { replays = 1 }, { replays = 3 } }, 0.7,
     { { replays = 0 }, { replays = 1.5 }, { nope = 1 }, "replays", { replays = 1e9 } }),
+  check_options = from({ nil, {}, { raise = false }, { raise = true } }, 0.8,
+    { { raise = 1 }, { nope = true }, 5, "raise" }),
+  access_modes = from({ {}, { "r" }, { "rw", "w" }, { false, "r" }, { [2] = "w" } }, 0.7,
+    { "r", 5, { "x" }, { [0] = "r" }, { [99] = "r" }, { name = "r" }, { 1.5 } }),
   -- Host callbacks that return: a raising one is raised by whatever wait
   -- runs it, which may be the state check's.
   host_function = from({ function() end, function() return 1 end }, 0.9, { 5, "f" }),
@@ -560,7 +565,8 @@ draws = {
     return from({ nil, {}, { auto_free_on_launch = true }, { auto_free_on_launch = false },
       { device_launch = true }, { device_launch = false }, { use_node_priority = true } }, 0.8,
       { { auto_free_on_launch = 1 }, { nope = true }, 5, { device_launch = "yes" }, { upload_stream = 5 },
-        { device_launch = true, auto_free_on_launch = true }, { use_node_priority = "yes" } })(p)
+        { device_launch = true, auto_free_on_launch = true }, { use_node_priority = "yes" }, { check = 1 },
+        { check = true }, { check = false, auto_free_on_launch = true } })(p)
   end,
   build_options = from({ nil, {}, { mode = "thread_local" }, { mode = "global" }, { mode = "relaxed" },
     "relaxed" }, 0.8, { { mode = "RELAXED" }, { mode = 1 }, { mode = "" }, { nope = 1 }, "x", 5 }),

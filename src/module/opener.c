@@ -18,6 +18,7 @@
 #include "types/event.h"
 #include "types/graph.h"
 #include "types/graph_builder.h"
+#include "types/graph_facts.h"
 #include "types/graph_nodes.h"
 #include "types/graph_profile.h"
 #include "types/ipc.h"
@@ -88,6 +89,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_graph_embed,   /* GraphBuilder:embed */
     gpurun_open_graph_nodes,   /* Graph:nodes, set_args, set_arg, set_config, set_enabled */
     gpurun_open_graph_profile, /* the C side of Graph:profile */
+    gpurun_open_graph_facts,   /* the C side of Graph:check and GraphBuilder:check */
     gpurun_open_dist,          /* the C side of require("gpurun.dist") */
     gpurun_open_nvml,          /* the C side of gpurun.system */
     gpurun_open_checkpoint,    /* checkpoint.lock, checkpoint, restore, unlock, state */
@@ -103,6 +105,7 @@ static const char *const lua_parts[] = {
     "graph_profile",   /* Graph:profile */
     "loops",           /* GraphBuilder:while_loop, if_then, if_else from expressions */
     "graph_update",    /* Graph:update */
+    "graph_check",     /* Graph:check, GraphBuilder:check and complete, Kernel:set_access */
     "npy_files",       /* gpurun.load, Buffer:save */
     "pipeline",        /* gpurun.pipeline */
     "guard",           /* gpurun.guard */

@@ -424,6 +424,22 @@ void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture)
     lua_pop(L, 1);
 }
 
+void gpurun_capture_push_objects(lua_State *L, const struct gpurun_capture *capture)
+{
+    lua_newtable(L);
+    if (capture->kept == LUA_NOREF)
+        return;
+    int sequence = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, capture->kept);
+    lua_Integer count = 0;
+    for (lua_pushnil(L); lua_next(L, -2);) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, sequence, ++count);
+    }
+    lua_pop(L, 1);
+}
+
 void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture)
 {
     if (capture->state == GPURUN_CAPTURE_BUILDING) {
@@ -498,7 +514,7 @@ static CUresult add_captured_node(struct gpurun_capture *capture, CUgraphNodePar
 CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalHandle handle,
                                         CUgraphConditionalNodeType type, unsigned int count,
-                                        CUgraph *bodies)
+                                        CUgraphNode *node_out, CUgraph *bodies)
 {
     CUgraphNodeParams params;
     memset(&params, 0, sizeof params);
@@ -513,6 +529,7 @@ CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
         return result;
     for (unsigned int i = 0; i < count; i++)
         bodies[i] = params.conditional.phGraph_out[i];
+    *node_out = node;
     capture->root->has_conditional = 1;
     if (type == CU_GRAPH_COND_TYPE_WHILE)
         capture->root->has_loop = 1;

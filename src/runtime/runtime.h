@@ -525,6 +525,9 @@ void gpurun_capture_keep(lua_State *L, struct gpurun_capture *capture, int index
  * (by the graph that holds the sequence: gpurun_release_users lets go). */
 void gpurun_capture_push_kept(lua_State *L, struct gpurun_capture *capture);
 
+/* The same sequence, counted for nobody: to read, not to keep. */
+void gpurun_capture_push_objects(lua_State *L, const struct gpurun_capture *capture);
+
 /* Lets go of what it kept and of its graph; abandons it if building. */
 void gpurun_capture_release(lua_State *L, struct gpurun_capture *capture);
 
@@ -537,12 +540,12 @@ CUresult gpurun_capture_create_condition(struct gpurun_capture *capture, unsigne
                                          CUgraphConditionalHandle *handle, CUgraph *graph);
 
 /* Adds a conditional node of `type` with `count` bodies after the work
- * captured so far, and sets bodies[i] to their graphs (owned by the node);
- * what is captured next depends on the node. */
+ * captured so far, and sets *node to it and bodies[i] to their graphs (owned
+ * by the node); what is captured next depends on the node. */
 CUresult gpurun_capture_add_conditional(struct gpurun_capture *capture,
                                         CUgraphConditionalHandle handle,
                                         CUgraphConditionalNodeType type, unsigned int count,
-                                        CUgraph *bodies);
+                                        CUgraphNode *node, CUgraph *bodies);
 
 /* Adds a node running a copy of `child` (a graph with neither conditional
  * nor memory nodes) after the work captured so far; what is captured next

@@ -353,6 +353,45 @@ static int builder_create_condition(lua_State *L)
     return 1;
 }
 
+/* The driver this gpurun is built for (13.0) has no call that reads a
+ * conditional node's bodies back, so each node's are remembered when it is
+ * made, for the race check (graph_facts.c): registry[BODIES_KEY][node] =
+ * { body graph... } (light userdata). A node's address reused by a later
+ * conditional node replaces its entry; other nodes never look theirs up. */
+static const char BODIES_KEY = 'b';
+
+static void remember_bodies(lua_State *L, CUgraphNode node, const CUgraph *bodies,
+                            unsigned int count)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &BODIES_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &BODIES_KEY);
+    }
+    lua_createtable(L, (int)count, 0);
+    for (unsigned int i = 0; i < count; i++) {
+        lua_pushlightuserdata(L, bodies[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_rawsetp(L, -2, node);
+    lua_pop(L, 1);
+}
+
+int gpurun_push_conditional_bodies(lua_State *L, CUgraphNode node)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &BODIES_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (lua_rawgetp(L, -1, node) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return 0;
+    }
+    lua_remove(L, -2);
+    return 1;
+}
+
 /* Adds a conditional node after what was captured and pushes `count` body
  * builders (idle: begin_building() each). */
 static int add_conditional(lua_State *L, const char *method, CUgraphConditionalNodeType type,
@@ -385,9 +424,12 @@ static int add_conditional(lua_State *L, const char *method, CUgraphConditionalN
                             (int)(sizeof bodies / sizeof bodies[0]));
     if (!lua_checkstack(L, (int)count + 4))
         return gpurun_error(L, "GraphBuilder:%s: too many bodies", method);
-    if (gpurun_capture_add_conditional(&builder->capture, condition->handle, type, count, bodies)
+    CUgraphNode node = NULL;
+    if (gpurun_capture_add_conditional(&builder->capture, condition->handle, type, count, &node,
+                                       bodies)
         != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "adding a conditional node to a graph capture");
+    remember_bodies(L, node, bodies, count);
     for (unsigned int i = 0; i < count; i++) {
         struct gpurun_graph_builder *body = push_child(L, 1, builder);
         body->capture.role = GPURUN_CAPTURE_BODY;

@@ -21,6 +21,10 @@ struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index);
  * stream is what the work is queued on. */
 struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
 
+/* Pushes { body graph... } (light userdata) of a conditional node a
+ * builder made and returns 1, or pushes nothing and returns 0. */
+int gpurun_push_conditional_bodies(lua_State *L, CUgraphNode node);
+
 void gpurun_open_graph_builder(lua_State *L);
 
 #endif

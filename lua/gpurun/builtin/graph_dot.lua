@@ -1,10 +1,9 @@
 -- Graph:to_dot([options]) -> a Graphviz DOT text of the graph: one box per
--- node (its index, the kernel's name for kernel nodes, a priority other
--- than 0, the size an allocation node makes), one arrow per dependency, a
--- child graph's nodes in a cluster. Drawing is policy, so it is Lua, over
--- graph:nodes().
--- options: { title = "...", name = "graph" }. With Graphviz installed:
---   dot -Tsvg graph.dot -o graph.svg
+-- node (index, kernel name, a priority other than 0, an allocation's size),
+-- one arrow per dependency, a child graph's nodes in a cluster; options
+-- { title =, name =, races = true or graph:check()'s list } (each race a red
+-- dashed line, labelled with the hazard and the memory). Drawing is policy,
+-- so it is Lua, over graph:nodes(). With Graphviz: dot -Tsvg g.dot -o g.svg.
 -- GraphBuilder:debug_dot_print(path) writes the driver's own, fuller picture.
 return function(internal)
   local COLOURS = {
@@ -48,10 +47,16 @@ return function(internal)
     end
     options = options or {}
     -- lazy: the module opens without the Lua library's files
-    local unknown = require("gpurun.options").unknown(options, { "name", "title" })
+    local unknown = require("gpurun.options").unknown(options, { "name", "title", "races" })
     if unknown then internal.raise(("bad argument #1 to 'Graph:to_dot' (%s)"):format(unknown)) end
     local name = option(options, "name", "string") or "gpurun_graph"
     local title = option(options, "title", "string")
+    local races = options.races
+    if races ~= nil and races ~= false and races ~= true and type(races) ~= "table" then
+      internal.raise(("bad argument #1 to 'Graph:to_dot' (races must be a boolean or graph:check()'s "
+        .. "list, got %s)"):format(type(races)))
+    end
+    if races == true then races = graph:check() end
     local nodes = graph:nodes()
     local lines = { "digraph " .. quoted(name) .. " {" }
     lines[#lines + 1] = '  node [shape=box, style="rounded,filled", fontname="Helvetica"];'
@@ -89,6 +94,22 @@ return function(internal)
       end
     end
     draw(nodes, "n", "  ")
+    for _, race in ipairs(type(races) == "table" and races or {}) do
+      local first, second = race.first, race.second
+      if type(first) ~= "table" or type(second) ~= "table" or type(race.hazard) ~= "string" then
+        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+      end
+      local a, b = first.top or first.index, second.top or second.index
+      if math.type(a) ~= "integer" or math.type(b) ~= "integer" then
+        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+      end
+      local text = race.hazard .. " " .. tostring(race.label or "memory")
+      if a ~= first.index or b ~= second.index then
+        text = ("%s (nodes %s and %s)"):format(text, tostring(first.index), tostring(second.index))
+      end
+      lines[#lines + 1] = ('  n%d -> n%d [color="#d62728", fontcolor="#d62728", style=dashed, '
+        .. 'dir=none, constraint=false, label=%s];'):format(a, b, quoted(text))
+    end
     lines[#lines + 1] = "}"
     return table.concat(lines, "\n") .. "\n"
   end

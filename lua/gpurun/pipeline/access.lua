@@ -108,6 +108,27 @@ end
 local MODES = { r = true, w = true, rw = true }
 access.MODES = MODES
 
+-- The one conflict rule, shared by the planner (pipeline/schedule.lua) and
+-- the race check of hand-built graphs (graph/race_check.lua): two accesses
+-- conflict when they share bytes of one address space (the same key, [lo,
+-- hi) ranges that intersect; an empty range overlaps nothing) and one of
+-- them writes. hazard(earlier, later) names the conflict of an access of
+-- mode `earlier` with a later one of mode `later`, as the planner names its
+-- edges (a read-and-write after a write reads first: RAW), or nil.
+access.HAZARD = { RAW = "read after write", WAR = "write after read", WAW = "write after write" }
+
+function access.overlap(a, b)
+  return a.key == b.key and a.lo < b.hi and b.lo < a.hi
+end
+
+function access.hazard(earlier, later)
+  local earlier_writes, later_writes = earlier ~= "r", later ~= "r"
+  if earlier_writes and later ~= "w" then return "RAW" end
+  if earlier_writes and later_writes then return "WAW" end
+  if later_writes then return "WAR" end
+  return nil
+end
+
 local function merge(a, b)
   if a == nil then return b end
   if b == nil or a == b then return a end

@@ -5,6 +5,7 @@
 --
 --   schedule.build(data, stages, options) -> schedule
 --   schedule.of(p) -> the schedule pipeline p runs, made once per declaration
+local access_rules = require("gpurun.pipeline.access")
 local common = require("gpurun.common")
 local stage_kinds = require("gpurun.pipeline.stage_kinds")
 
@@ -12,8 +13,7 @@ local raise = common.raise
 
 local schedule = {}
 
-local HAZARD = { RAW = "read after write", WAR = "write after read", WAW = "write after write" }
-schedule.HAZARD = HAZARD
+schedule.HAZARD = access_rules.HAZARD
 
 -- The after and waits lists of a unit that has none: shared, and never
 -- written (the planner makes a list of its own on the first entry).
@@ -344,8 +344,9 @@ end
 local SEARCHED_AS_IS = 4
 
 -- Whether o is other data than d that shares bytes with it.
+local overlap = access_rules.overlap
 local function overlaps(o, d)
-  return o ~= d and o.key == d.key and o.lo < d.hi and d.lo < o.hi
+  return o ~= d and overlap(o, d)
 end
 
 local function overlaps_other(stages, group, stage)
