@@ -1,10 +1,7 @@
--- bench/libraries.lua: gpurun's library calls, each captured into a graph
--- and the graph launched: gpurun.matmul (cuBLAS) on square float32,
--- bfloat16 and float16 products and one small float32 product, gpurun.fft
--- plans (cuFFT, c2c and r2c), and gpurun.spmv (cuSPARSE) on a 5-point
--- Laplacian. bench/libraries_compare.sh runs it beside the same calls
--- from C (bench/libraries_c.c), CuPy and torch (bench/libraries_compare.py)
--- and prints one table; docs/performance.md says how to run it.
+-- bench/libraries.lua: gpurun.matmul (cuBLAS: float32, bfloat16, float16
+-- and a small float32 product), gpurun.fft plans (c2c, r2c) and gpurun.spmv
+-- (a 5-point Laplacian), each captured into a graph and the graph launched;
+-- bench/libraries_compare.sh sets it beside C, CuPy and torch.
 --
 --   build/gpurun bench/libraries.lua [--gemm 4096] [--small-gemm 64]
 --       [--fft-sizes 1048576,16777216] [--spmv-rows 4194304]

@@ -1,11 +1,8 @@
-/* libraries_c: the library calls bench/libraries.lua times, made from
- * plain C as a user of the CUDA toolkit's libraries makes them, each
- * captured into a CUDA graph and the graph launched: cublasGemmEx on
- * square float32, bfloat16 and float16 products (float32 accumulation, the
- * handle's workspace set, as gpurun sets them), cuFFT plans (c2c and r2c,
- * work area set, auto-allocation off) and cusparseSpMV on a 5-point
- * Laplacian. bench/libraries_compare.sh builds and runs it; one JSON
- * object out, under the keys bench/libraries.lua reports.
+/* libraries_c: bench/libraries.lua's library calls from plain C, each
+ * captured into a CUDA graph and launched: cublasGemmEx (float32
+ * accumulation, workspace set, as gpurun sets them), cuFFT plans (work
+ * area set, auto-allocation off) and cusparseSpMV; for
+ * bench/libraries_compare.sh, one JSON object out under the Lua side's keys.
  *
  *   build/bench/libraries_c [--gemm 4096] [--small-gemm 64]
  *       [--fft-sizes 1048576,16777216] [--spmv-rows 4194304]

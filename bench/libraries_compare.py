@@ -1,15 +1,13 @@
 #!/usr/bin/env python3
-"""bench/libraries_compare.py: the library calls of bench/libraries.lua in
-CuPy (cupy.matmul, cuFFT plans of cupyx.scipy.fftpack, cupyx.cusparse.spmv)
-and PyTorch (torch.matmul, torch.mm for the small product, torch.fft,
-torch.mv of a sparse CSR tensor), each captured into a CUDA graph and the
-graph launched, timed as bench/libraries.lua times gpurun; with --gpurun
-FILE (bench/libraries.lua --json) and --c FILE (build/bench/libraries_c)
-one table of every side, with the ratios gpurun/C, gpurun/cupy and
-gpurun/torch.
+"""bench/libraries_compare.py: bench/libraries.lua's library calls in CuPy
+(cupy.matmul, cupyx.scipy.fftpack plans, cupyx.cusparse.spmv) and PyTorch
+(torch.matmul, torch.mm, torch.fft, torch.mv of a CSR tensor), each captured
+into a CUDA graph and launched; with --gpurun FILE (bench/libraries.lua
+--json) and --c FILE (build/bench/libraries_c) one table of every side and
+the ratios gpurun/C, gpurun/cupy, gpurun/torch.
 
-bench/libraries_compare.sh runs every side in one command. A path that
-cannot be captured is timed called on its stream instead, marked '*'.
+bench/libraries_compare.sh runs every side. A path that cannot be captured
+is timed called on its stream instead, marked '*'.
 """
 import math
 

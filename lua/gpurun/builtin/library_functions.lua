@@ -33,11 +33,13 @@ return function()
     { "gpurun.compute.sparse", { csr = "csr", spmv = "spmv", spmm = "spmm" } },
   }
 
+  -- lazy: each library is required by its functions' first call, by its name in FORWARDS
   local require = require
   local exports = {}
   for _, forward in ipairs(FORWARDS) do
     local library = forward[1]
     for name, library_name in pairs(forward[2]) do
+      -- lazy: as above
       exports[name] = function(...) return require(library)[library_name](...) end
     end
   end
