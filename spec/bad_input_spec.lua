@@ -873,9 +873,60 @@ row("pipeline:sort", A(R.pipe, R.named_buffer), BAD .. "sort keys: " .. NAMED)
 row("pipeline:sort", A(R.pipe, "t", { out = 5 }), BAD .. "sort options.out: " .. DECLARED .. "number")
 row("pipeline:sort", A(R.pipe, "t", { nope = 1 }), BAD .. "sort: unknown option 'nope' (known: name, reads, writes, "
   .. "values, out, values_out, segments, descending)")
+local FFT = BAD .. "stage 'fft u = t': "
+row("pipeline:fft", A(R.pipe, "t", "u"), FFT .. "input has dtype float32; the c2c plan's input is complex64")
+row("pipeline:fft", A(R.pipe, "t", "u", { kind = "r2c" }), FFT .. "output has dtype float32; the r2c plan's output is complex64")
+row("pipeline:fft", A(R.pipe, "t", "t", { kind = "r2c" }), BAD .. "stage 'fft t = t': output has dtype float32; the r2c "
+  .. "plan's output is complex64")
+row("pipeline:fft", A(R.pipe, "i8", "u"), BAD .. "stage 'fft u = i8': input has dtype int8; gpurun.fft takes complex64, "
+  .. "complex128, float32 or float64")
+row("pipeline:fft", A(R.pipe, "t", "u", { kind = "z2z" }), FFT .. "options.kind must be 'c2c', 'r2c' or 'c2r', got 'z2z'")
+row("pipeline:fft", A(R.pipe, "t", "u", { shape = { 2, 2, 2, 2 } }), FFT .. "options.shape must have 1 to 3 dimensions "
+  .. "(cuFFT's plans), got 4")
+row("pipeline:fft", A(R.pipe, "t", "u", { shape = 0 }), FFT .. "options.shape[1] must be a positive integer, got 0")
+row("pipeline:fft", A(R.pipe, "t", "u", { batch = NAN }), P("stage 'fft u = t': options.batch must be a positive integer, got " .. NAN_TEXT))
+row("pipeline:fft", A(R.pipe, "t", "u", { direction = "up" }), FFT .. "options.direction must be 'forward' or 'inverse', got 'up'")
+row("pipeline:fft", A(R.pipe, "t", "u", { kind = "r2c", direction = "inverse" }), FFT .. "a r2c plan runs forward only, not inverse")
+row("pipeline:fft", A(R.pipe, "nope", "u"), BAD .. "fft input: " .. DECLARED .. "'nope', which names none")
+row("pipeline:fft", A(R.pipe, "t", R.named_buffer), BAD .. "fft output: " .. NAMED)
+row("pipeline:fft", A(R.pipe, "t", "u", { nope = 1 }), BAD .. "fft: unknown option 'nope' (known: name, reads, writes, "
+  .. "shape, kind, batch, direction)")
+local function CSR(offsets, indices, values, m, n)
+  return { row_offsets = offsets, col_indices = indices, values = values, rows = m, cols = n }
+end
+local SPMV = BAD .. "stage 'spmv u = A t': "
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "t", "u"), SPMV .. "y must hold 15 elements (the rows "
+  .. "of A), got 16")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 4, 16), "t", "u"), SPMV .. "A: row_offsets must hold rows + 1 = 5 "
+  .. "offsets, got 16")
+row("pipeline:spmv", A(R.pipe, CSR("t", "i32", "t", 15, 16), "t", "u"), SPMV .. "A: row_offsets must be int32, got float32")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i8", "t", 15, 16), "t", "u"), SPMV .. "A: col_indices must be int32, got int8")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "i8", 15, 16), "t", "u"), SPMV .. "A: values must be float32 or float64, got int8")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "i8", "u"), BAD .. "stage 'spmv u = A i8': x has dtype "
+  .. "int8 but A float32: both must be of one dtype")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 15), "u", "u"), BAD .. "stage 'spmv u = A u': x must hold 15 "
+  .. "elements (the cols of A), got 16")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "t", "u", { alpha = 1e300 }), SPMV .. "options.alpha "
+  .. "1e+300 is out of range for float32 (the compute dtype)")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "t", "u", { beta = "1" }), SPMV .. "options.beta must be "
+  .. "a number, got string")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "t", "u", { transpose = 1 }), SPMV .. "options.transpose "
+  .. "must be a boolean, got number")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 0, 16), "t", "u"), SPMV .. "A.rows must be 1..2147483647 (int32 "
+  .. "indices), got 0")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", NAN, 16), "t", "u"), P("stage 'spmv u = A t': A.rows must be an integer, got " .. NAN_TEXT))
+row("pipeline:spmv", A(R.pipe, 5, "t", "u"), SPMV .. "A must be a gpurun.CsrMatrix or a table { row_offsets =, "
+  .. "col_indices =, values =, rows =, cols = } of declared data, got number")
+row("pipeline:spmv", A(R.pipe, CSR("nope", "i32", "t", 15, 16), "t", "u"), BAD .. "spmv A.row_offsets: " .. DECLARED
+  .. "'nope', which names none")
+row("pipeline:spmv", A(R.pipe, { rows = 1, cols = 1, nope = 1 }, "t", "u"), BAD .. "spmv A: unknown option 'nope' "
+  .. "(known: row_offsets, col_indices, values, rows, cols)")
+row("pipeline:spmv", A(R.pipe, CSR("i32", "i32", "t", 15, 16), "t", "u", { nope = 1 }), BAD .. "spmv: unknown option "
+  .. "'nope' (known: name, reads, writes, alpha, beta, transpose)")
 row("pipeline:host", A(R.pipe, 5), BAD .. "host: a function expected, got number")
 row("pipeline:host", A(R.pipe, print, { reads = 5 }), BAD .. "stage 'host': reads must be a list of data, got number")
-local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host, p:matmul, p:sort)"
+local NO_STAGES = "pipeline 'empty' has no stages: declare some (p:call, p:launch, p:copy, p:fill, p:host, p:matmul, p:sort, "
+  .. "p:fft, p:spmv)"
 row("pipeline:plan", A(R.empty_pipe), NO_STAGES)
 row("pipeline:plan", A(R.pipe, { nope = 1 }), BAD .. "plan: unknown option 'nope' (known: sources)")
 row("pipeline:explain", A(R.empty_pipe), NO_STAGES)

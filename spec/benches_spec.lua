@@ -20,6 +20,7 @@ local BAD_VALUE = {
   ["bench/pipeline_compare.lua"] = { "--stages 0", "--stages: expected a positive integer, got '0'" },
   ["bench/reduce.lua"] = { "--seconds x", "--seconds: expected a finite number, got 'x'" },
   ["bench/random.lua"] = { "--sizes 4096,0", "--sizes: expected a positive integer, got '0'" },
+  ["bench/libraries.lua"] = { "--spmv-rows 10", "--spmv-rows: expected a square of 9 or more" },
   ["bench/sort.lua"] = { "--sizes 4096,x", "--sizes: expected a positive integer, got 'x'" },
   ["bench/startup.lua"] = { "--reps -1", "--reps: expected a positive integer, got '-1'" },
   ["bench/cubin_load.lua"] = { "--seconds -1", "--seconds: expected a positive number" },
@@ -80,7 +81,7 @@ describe("the benches' shell scripts", function()
 
   it("print their usage for --help and -h, and run no side", function()
     local scripts = listed("bench/*.sh")
-    assert.are.equal(5, #scripts)
+    assert.are.equal(6, #scripts)
     for _, path in ipairs(scripts) do
       for _, flag in ipairs({ "--help", "-h" }) do
         local result = process.run("sh " .. path .. " " .. flag, { env = NOTHING })
@@ -123,8 +124,8 @@ describe("the benches' Python peers", function()
         result = python(path .. " --reps 0")
         assert.are.equal(2, result.code)
         assert.matches(name .. ": error: argument %-%-reps: expected a positive integer, got '0'", result.stderr)
-        -- Every peer but the one whose rows are not sizes takes --sizes.
-        local takes_sizes = path ~= "bench/cubin_load_compare.py"
+        -- Every peer but those whose rows are not sizes takes --sizes.
+        local takes_sizes = path ~= "bench/cubin_load_compare.py" and path ~= "bench/libraries_compare.py"
         assert.are.equal(takes_sizes, help:find("--sizes SIZES", 1, true) ~= nil, path)
         if takes_sizes then
           result = python(path .. " --sizes 4096,1e3")
@@ -133,7 +134,7 @@ describe("the benches' Python peers", function()
         end
       end
     end
-    assert.are.equal(6, peers)
+    assert.are.equal(7, peers)
   end)
 
   it("measure as bench.measure does: the same iterations and calls", function()
@@ -155,5 +156,70 @@ print(figures["iters"], figures["reps"], calls[0], figures["us_per_iter"] == 2 *
 ']])
     assert.are.equal(0, result.code, result.stderr)
     assert.are.equal("32 3 111 True\n", result.stdout)
+  end)
+end)
+
+describe("bench/libraries.lua, bench/libraries_c.c and bench/libraries_compare.py", function()
+  local q = process.quote
+  local has_python = os.execute("python3 -c '' 2>/dev/null") == true
+
+  it("refuses what its cases cannot take, before any GPU work", function()
+    for _, case in ipairs({
+      { "--cases gemm,fftw", "--cases: expected a comma-separated list of gemm, small_gemm, fft, spmv, got 'fftw'" },
+      { "--spmv-rows 4", "--spmv-rows: expected a square of 9 or more" },
+      { "--fft-sizes 4096,0", "--fft-sizes: expected a positive integer, got '0'" },
+      { "--small-gemm 0", "--small-gemm: expected a positive integer, got '0'" },
+    }) do
+      local result = process.gpurun("bench/libraries.lua " .. case[1])
+      assert.are.equal(2, result.code, case[1])
+      assert.are.equal("bench/libraries.lua: error: ", result.stderr:sub(1, 28))
+      assert.truthy(result.stderr:find(case[2], 1, true), result.stderr)
+    end
+  end)
+
+  it("ends with one line where no device can run it", function()
+    local result = process.gpurun("bench/libraries.lua --cases fft --device 63")
+    assert.are_not.equal(0, result.code)
+    assert.matches("^bench/libraries%.lua: [^\n]+\n$", result.stderr)
+    assert.are.equal("", result.stdout)
+  end)
+
+  it("times every case at small sizes, checked, and reports them in JSON #gpu", function()
+    local result = process.gpurun(q("bench/libraries.lua") .. " --gemm 128 --small-gemm 16 --fft-sizes 256"
+      .. " --spmv-rows 1024 --reps 1 --seconds 0.001 --json")
+    assert.are.equal(0, result.code, result.stderr)
+    local report = require("cjson").decode(result.stdout)
+    assert.are.same({ "gemm_float32_128", "gemm_bfloat16_128", "gemm_float16_128", "gemm_float32_16",
+                      "fft_c2c_256", "fft_r2c_256", "spmv_1024" }, report.order)
+    for _, key in ipairs(report.order) do
+      assert.is_true(report.cases[key].us_per_iter > 0, key)
+    end
+    assert.is_true(report.cases.gemm_float32_128.tflops > 0)
+  end)
+
+  it("prints one table of the sides' figures and their ratios, a missing side's cells as '-'", function()
+    if not has_python then pending("no python3") return end
+    local gpurun_file, c_file = os.tmpname(), os.tmpname()
+    local function write(path, text)
+      local file = assert(io.open(path, "w"))
+      file:write(text)
+      file:close()
+    end
+    write(gpurun_file, '{"device":"stand-in","cases":{"fft_c2c_4096":{"us_per_iter":3},"spmv_16":{"us_per_iter":8}}}')
+    write(c_file, '{"device":"stand-in","cases":{"fft_c2c_4096":{"us_per_iter":2},"spmv_16":{"us_per_iter":8}}}')
+    -- cupy and torch are hidden, so that only the two files' sides show
+    local result = process.run("python3 -S -c " .. q("import sys; sys.modules['cupy'] = None; "
+      .. "sys.modules['torch'] = None; sys.path.insert(0, 'bench'); sys.argv[0] = 'libraries_compare.py'; "
+      .. "import runpy; runpy.run_path('bench/libraries_compare.py', run_name='__main__')")
+      .. " --cases fft,spmv --fft-sizes 4096 --spmv-rows 16 --reps 1 --gpurun " .. q(gpurun_file)
+      .. " --c " .. q(c_file))
+    os.remove(gpurun_file)
+    os.remove(c_file)
+    assert.are.equal(0, result.code, result.stderr)
+    assert.truthy(result.stdout:find("stand-in: us per graph launch", 1, true), result.stdout)
+    assert.matches("FFT c2c 4096%s+3%.00%s+2%.00%s+%-%s+%-%s+1%.500%s+%-%s+%-\n", result.stdout)
+    assert.matches("FFT r2c 4096%s+%-%s+%-%s+%-%s+%-%s+%-%s+%-%s+%-\n", result.stdout)
+    assert.matches("SpMV Laplacian 16 rows%s+8%.00%s+8%.00%s+%-%s+%-%s+1%.000", result.stdout)
+    assert.truthy(result.stderr:find("cupy is missing", 1, true), result.stderr)
   end)
 end)

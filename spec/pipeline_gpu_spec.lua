@@ -220,6 +220,118 @@ describe("gpurun.pipeline on the GPU", function()
     stream:close()
   end)
 
+  it("runs FFTs as stages, equal to gpurun.fft's own, stage by stage and in the graph #gpu", function()
+    local _, stream = setup()
+    local n = 64
+    local x = gpurun.array(host_values(n, function(i) return { math.sin(i), (i % 5) - 2 } end), "complex64")
+    local r = gpurun.array(host_values(n, function(i) return (i % 7) - 3 end), "float32")
+    local y, back = gpurun.zeros(n, "complex64"), gpurun.zeros(n, "complex64")
+    local h, h2 = gpurun.zeros(n // 2 + 1, "complex64"), gpurun.zeros(n // 2 + 1, "complex64")
+    local r2 = gpurun.zeros(n, "float32")
+    local p <close> = gpurun.pipeline{ name = "fft_stages" }
+    p:fft(x, y, { name = "forward" })
+    p:copy(back, y)
+    p:fft(back, back, { direction = "inverse", name = "inverse" }) -- in place
+    p:fft(r, h, { kind = "r2c", name = "real" })
+    p:copy(h2, h)
+    p:fft(h2, r2, { kind = "c2r", name = "back to real" })          -- overwrites h2, not h
+    local on_stream = { stream = stream }
+    local want_y = gpurun.fft.fft(x, on_stream):to_table(stream)
+    local want_back = gpurun.fft.ifft(gpurun.fft.fft(x, on_stream), on_stream):to_table(stream)
+    local want_h = gpurun.fft.rfft(r, on_stream):to_table(stream)
+    local want_r2 = gpurun.fft.irfft(gpurun.fft.rfft(r, on_stream), on_stream):to_table(stream)
+    -- |got - want| <= atol + 1e-4 |want| for every number (a pair's two)
+    local function near(got, want, what, atol)
+      for i = 1, #want do
+        local g, w = got[i], want[i]
+        if type(w) ~= "table" then g, w = { g }, { w } end
+        for part = 1, #w do
+          local off = math.abs(g[part] - w[part])
+          if off > (atol or 1e-4) + 1e-4 * math.abs(w[part]) or off ~= off then
+            error(("%s: element %d (part %d) is %s, expected %s"):format(what, i, part, tostring(g[part]),
+              tostring(w[part])), 2)
+          end
+        end
+      end
+    end
+    local function check(what)
+      near(y:to_table(stream), want_y, what .. " forward")
+      near(back:to_table(stream), want_back, what .. " inverse in place")
+      near(h:to_table(stream), want_h, what .. " r2c")
+      near(r2:to_table(stream), want_r2, what .. " c2r")
+      -- unnormalised: back is n times x, r2 n times r
+      near(back:to_table(stream), host_values(n, function(i) return { n * math.sin(i), n * ((i % 5) - 2) } end),
+           what .. " inverse of forward", 1e-2)
+      near(r2:to_table(stream), host_values(n, function(i) return n * ((i % 7) - 3) end), what .. " c2r of r2c", 1e-2)
+    end
+    p:run(stream)
+    check("run")
+    for _, buffer in ipairs{ y, back, h, h2, r2 } do buffer:fill(0, stream) end
+    p:graph(stream)
+    check("graph")
+    for _, buffer in ipairs{ y, back, h, h2, r2 } do buffer:fill(0, stream) end
+    p:graph(stream) -- a replay: the plans and buffers the graph keeps
+    check("graph replayed")
+    -- a graph first: the plan is made before the capture
+    local q <close> = gpurun.pipeline{ name = "fft_graph_first" }
+    local z = gpurun.zeros(n, "complex64")
+    q:fft(x, z, { shape = { 8, 8 } })
+    q:graph(stream)
+    local want_2d <close> = gpurun.fft.plan({ 8, 8 }, on_stream)
+    local direct = gpurun.zeros(n, "complex64")
+    want_2d:execute(x, direct, on_stream)
+    near(z:to_table(stream), direct:to_table(stream), "2-D, graph first")
+    stream:close()
+  end)
+
+  it("runs sparse products as stages, equal to gpurun.spmv's own, stage by stage and in the graph #gpu", function()
+    local _, stream = setup()
+    -- [ 1 0 2 ]
+    -- [ 0 3 0 ]
+    -- [ 4 0 5 ]
+    local offsets = gpurun.array({ 0, 2, 3, 5 }, "int32")
+    local columns = gpurun.array({ 0, 2, 1, 0, 2 }, "int32")
+    local values = gpurun.array({ 1, 2, 3, 4, 5 }, "float32")
+    local A = gpurun.csr(offsets, columns, values, 3, 3)
+    local x = gpurun.array({ 1, 2, 3 }, "float32")
+    local y, z = gpurun.full(3, 1, "float32"), gpurun.zeros(3, "float32")
+    local p <close> = gpurun.pipeline{ name = "spmv_stages" }
+    local doubled = p:temporary("doubled", 5, "float32")
+    p:call(scale, values, p:scalar("two", 2.0), doubled)
+    p:spmv(A, x, y, { alpha = 2, beta = 1, name = "matrix" })                  -- y = 2 A x + y
+    p:spmv({ row_offsets = offsets, col_indices = columns, values = doubled, rows = 3, cols = 3 }, y, z,
+           { transpose = true, name = "parts" })                              -- z = (2 A)^T y
+    -- the same calls made directly
+    local y_direct, z_direct = gpurun.full(3, 1, "float32"), gpurun.zeros(3, "float32")
+    gpurun.spmv(A, x, y_direct, { alpha = 2, beta = 1, stream = stream })
+    local A2 = gpurun.csr(offsets, columns, gpurun.array({ 2, 4, 6, 8, 10 }, "float32"), 3, 3)
+    gpurun.spmv(A2, y_direct, z_direct, { transpose = true, stream = stream })
+    local want_y, want_z = y_direct:to_table(stream), z_direct:to_table(stream)
+    assert.are.same({ 15, 13, 39 }, want_y)
+    assert.are.same({ 342, 78, 450 }, want_z)
+    local function check(what)
+      assert.are.same(want_y, y:to_table(stream), what)
+      assert.are.same(want_z, z:to_table(stream), what)
+    end
+    p:run(stream)
+    check("run")
+    y:fill(1, stream)
+    z:fill(0, stream)
+    p:graph(stream)
+    check("graph")
+    y:fill(1, stream)
+    z:fill(-7, stream)
+    p:graph(stream) -- a replay reads y's memory again: beta = 1 adds to what it holds
+    check("graph replayed")
+    -- a graph first: a new matrix's first product (its plan) is inside the capture
+    local q <close> = gpurun.pipeline{ name = "spmv_graph_first" }
+    local w = gpurun.zeros(3, "float32")
+    q:spmv(gpurun.csr(offsets, columns, values, 3, 3), x, w)
+    q:graph(stream)
+    assert.are.same({ 7, 6, 19 }, w:to_table(stream))
+    stream:close()
+  end)
+
   it("sets a scalar of a fused group in place #gpu", function()
     local _, stream = setup()
     local hd = host_values(N, function(i) return i % 9 end)

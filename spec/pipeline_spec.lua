@@ -359,6 +359,122 @@ describe("gpurun.pipeline plans", function()
     assert.truthy(message:find("sort keys: a declared buffer, temporary or view", 1, true), message)
   end)
 
+  it("plans FFTs as stages: input read, output written, in place read and written", function()
+    local p = gpurun.pipeline{ name = "ffts" }
+    local r, s = p:temporary("r", 64, "float32"), p:temporary("s", 64, "float32")
+    local h = p:temporary("h", 33, "complex64")
+    local x, y = p:temporary("x", 4 * 16, "complex64"), p:temporary("y", 4 * 16, "complex64")
+    p:fill(r, 1.0, { name = "fr" })
+    p:fft(r, h, { kind = "r2c", name = "rfft" })
+    p:call(scale, r, p:scalar("alpha", 2.0), s)                 -- reads r beside rfft
+    p:fft(x, y, { shape = { 4, 4 }, batch = 4, name = "fwd" })
+    p:fft(y, y, { shape = 16, batch = 4, direction = "inverse", name = "inv" })
+    p:fft(h, r, { kind = "c2r", name = "back" })                -- after rfft and scale read r
+    local plan = p:plan()
+    -- back writes r after rfft and scale read it (and reads h after rfft wrote it)
+    assert.are.equal("fr>rfft:r:RAW fr>scale:r:RAW fwd>inv:y:RAW rfft>back:r:WAR scale>back:r:WAR", edge_set(plan))
+    local kinds = {}
+    for i, stage in ipairs(plan.stages) do kinds[i] = stage.kind end
+    assert.are.same({ "fill", "fft", "call", "fft", "fft", "fft" }, kinds)
+    local text = p:explain()
+    assert.truthy(text:find("rfft             fft    reads r; writes h", 1, true), text)
+    assert.truthy(text:find("inv              fft    reads y; writes y", 1, true), text)
+    -- cuFFT's c2r may overwrite its input: h is written too
+    assert.truthy(text:find("back             fft    reads h; writes r, h", 1, true), text)
+    -- the default shape: the whole input, over the batch
+    local q = gpurun.pipeline{ name = "fft1" }
+    local a, b = q:temporary("a", 12, "complex128"), q:temporary("b", 12, "complex128")
+    q:fft(a, b, { batch = 3 })
+    assert.are.equal("fft", q:plan().stages[1].kind)
+    assert.has_error(function() q:fft(a, b, { batch = 5 }) end,
+      "pipeline 'fft1': stage 'fft b = a': input has 12 elements; the c2c plan of shape (2,) and batch 5 reads 10")
+  end)
+
+  it("refuses FFTs whose data does not fit, as gpurun.fft would", function()
+    local p = gpurun.pipeline{ name = "fftbad" }
+    local x, y = p:temporary("x", 16, "complex64"), p:temporary("y", 16, "complex64")
+    local r, d = p:temporary("r", 16, "float32"), p:temporary("d", 16, "complex128")
+    local cases = {
+      { x, r, nil, "stage 'fft r = x': output has dtype float32; the c2c plan's output is complex64" },
+      { x, d, nil, "stage 'fft d = x': output has dtype complex128; the c2c plan's output is complex64" },
+      { r, r, { kind = "r2c" }, "stage 'fft r = r': output has dtype float32; the r2c plan's output is complex64" },
+      { r, x, { kind = "r2c" }, "stage 'fft x = r': output has 16 elements; the r2c plan of shape (16,) writes 9 "
+        .. "(its last dimension 16 // 2 + 1 = 9)" },
+      { x, y, { kind = "c2r", shape = 30 }, "stage 'fft y = x': output has dtype complex64; the c2r plan's output is "
+        .. "float32" },
+      { x, x, { kind = "c2c", shape = { 4, 5 } }, "stage 'fft x = x': input has 16 elements; the c2c plan of shape "
+        .. "(4, 5) reads 20" },
+      { x, y, { direction = "sideways" }, "options.direction must be 'forward' or 'inverse', got 'sideways'" },
+      { x, y, { shape = "16" }, "options.shape must be a positive integer or a sequence of 1 to 3, got string" },
+      { x, y, { stream = 1 }, "pipeline 'fftbad': fft: unknown option 'stream'" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, message = pcall(p.fft, p, case[1], case[2], case[3])
+      assert.is_false(ok)
+      assert.truthy(message:find(case[4], 1, true), message)
+    end
+    p:buffers{ state = {} }
+    local ok, message = pcall(p.fft, p, "state", y)
+    assert.is_false(ok)
+    assert.truthy(message:find("stage 'fft y = state': input ('state') is host memory; gpurun.fft takes device "
+                               .. "buffers", 1, true), message)
+  end)
+
+  it("plans a sparse product as a stage: A's parts and x read, y written, read too where beta is not 0", function()
+    local p = gpurun.pipeline{ name = "spmvs" }
+    local offsets, indices = p:temporary("offsets", 5, "int32"), p:temporary("indices", 10, "int32")
+    local values, x = p:temporary("values", 10, "float32"), p:temporary("x", 4, "float32")
+    local y, z = p:temporary("y", 4, "float32"), p:temporary("z", 4, "float32")
+    local A = { row_offsets = offsets, col_indices = indices, values = values, rows = 4, cols = 4 }
+    p:fill(x, 1.0, { name = "fx" }):fill(y, 0.5, { name = "fy" })
+    p:call{ scale, values, p:scalar("alpha", 2.0), values, name = "scale_values" }
+    p:spmv(A, x, y, { alpha = 2, beta = 1, name = "mv" })
+    p:spmv(A, y, z, { transpose = true, name = "mvt" })
+    p:fill(values, 0.0, { name = "reset" })
+    local plan = p:plan()
+    assert.are.equal("fx>mv:x:RAW fy>mv:y:RAW mv>mvt:y:RAW mv>reset:values:WAR mvt>reset:values:WAR "
+                     .. "scale_values>mv:values:RAW scale_values>mvt:values:RAW", edge_set(plan))
+    local text = p:explain()
+    assert.truthy(text:find("mv               spmv   reads offsets, indices, values, x, y; writes y", 1, true), text)
+    assert.truthy(text:find("mvt              spmv   reads offsets, indices, values, y; writes z", 1, true), text)
+    -- beta 0: y is only written, so a fill before it is overwritten, not waited for
+    local q = gpurun.pipeline{ name = "spmv0" }
+    local qx, qy = q:temporary("x", 4), q:temporary("y", 4)
+    q:fill(qy, 1.0, { name = "fy" })
+    q:spmv({ row_offsets = q:temporary("o", 5, "int32"), col_indices = q:temporary("c", 4, "int32"),
+             values = q:temporary("v", 4), rows = 4, cols = 4 }, qx, qy, { name = "mv" })
+    assert.are.equal("fy>mv:y:WAW", edge_set(q:plan()))
+  end)
+
+  it("refuses sparse products whose data does not fit, as gpurun.csr and gpurun.spmv would", function()
+    local p = gpurun.pipeline{ name = "spbad" }
+    local o, c, v = p:temporary("o", 5, "int32"), p:temporary("c", 8, "int32"), p:temporary("v", 8)
+    local x, y, x3 = p:temporary("x", 4), p:temporary("y", 4), p:temporary("x3", 3)
+    local function A(rows, cols, parts)
+      parts = parts or {}
+      return { row_offsets = parts.o or o, col_indices = parts.c or c, values = parts.v or v, rows = rows, cols = cols }
+    end
+    local cases = {
+      { A(3, 4), x, y, nil, "A: row_offsets must hold rows + 1 = 4 offsets, got 5" },
+      { A(4, 4, { c = p:temporary("c7", 7, "int32") }), x, y, nil, "A: nnz does not fit: 7 col_indices but 8 values" },
+      { A(4, 3), x, y, nil, "x must hold 3 elements (the cols of A), got 4" },
+      { A(4, 3), x3, y, { transpose = true }, "x must hold 4 elements (the rows of A), got 3" },
+      { A(4, 4, { v = p:temporary("v64", 8, "float64") }), x, y, nil, "x has dtype float32 but A float64" },
+      { A(4, 4), x, x, nil, "x and y are the same data ('x')" },
+      { A(4, 4), x, y, { beta = true }, "options.beta must be a number, got boolean" },
+      { A(4, 4), x, y, { alpha = -1e39 }, "options.alpha -1e+39 is out of range for float32 (the compute dtype)" },
+      { A(1 << 31, 4), x, y, nil, "A.rows must be 1..2147483647 (int32 indices), got 2147483648" },
+      { A(4, 4.5), x, y, nil, "A.cols must be an integer, got 4.5" },
+      { "o", x, y, nil, "A must be a gpurun.CsrMatrix or a table" },
+      { A(4, 4), x, y, { stream = 1 }, "pipeline 'spbad': spmv: unknown option 'stream'" },
+    }
+    for _, case in ipairs(cases) do
+      local ok, message = pcall(p.spmv, p, case[1], case[2], case[3], case[4])
+      assert.is_false(ok)
+      assert.truthy(message:find(case[5], 1, true), message)
+    end
+  end)
+
   it("explains the plan and draws it", function()
     local p = sample()
     local text = p:explain()

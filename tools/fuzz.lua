@@ -157,6 +157,7 @@ function fresh.Pipeline()
   p:temporary("t", 16)
   p:temporary("u", 16)
   p:temporary("i8", 16, "int8")
+  p:temporary("c", 16, "complex64")
   p:scalar("s", 2.0)
   p:scalar("f32s", 1.5, "float32")
   pool:add_pipeline(p, "pipeline '" .. pipeline_options.name .. "'")
@@ -435,8 +436,10 @@ local METAMETHOD_ARGS = {
   __index = { "key" }, __newindex = { "key", "any" }, __sub = { "event" }, __close = { "any" },
 }
 -- Launches get more draws: most of them stop at gpurun's checks.
+-- A pipeline's close ends one of a few: drawn more often than a pool
+-- object's, so that a run of the spec's length draws it.
 local WEIGHTS = { ["gpurun.launch"] = 3, ["Kernel:bind"] = 2, ["LaunchPlan:launch"] = 2,
-  ["Graph:launch"] = 2, ["GraphBuilder:begin_building"] = 2 }
+  ["Graph:launch"] = 2, ["GraphBuilder:begin_building"] = 2, ["pipeline:close"] = 0.15 }
 
 -- A pipeline's methods, called on the pool's pipelines.
 local pipeline_entries = {}

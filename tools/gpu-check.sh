@@ -42,7 +42,9 @@ usage() {
 #   compare        the issues' comparisons, every side in one run each:
 #                  allocation (bench/alloc_compare.sh: C, cuda.core, CuPy,
 #                  torch), reductions and scans (bench/reduce_compare.sh:
-#                  CUB, CuPy, torch), declared pipelines against hand-built
+#                  CUB, CuPy, torch), the library calls
+#                  (bench/libraries_compare.sh: cuBLAS, cuFFT, cuSPARSE
+#                  from C, CuPy, torch), declared pipelines against hand-built
 #                  graphs (bench/pipeline_compare.lua), changing a graph's
 #                  scalar (bench/graph_update.lua), the cost of a method
 #                  call (bench/method_call.lua) and device code brought in
@@ -79,6 +81,10 @@ build_gpu() {
     tail -n 30 "$logs/build.log"
     exit 1
   fi
+  # The C bench built only when asked for, so that the sanitizers find it
+  # (its libraries missing: its runs say so).
+  cmake --build "$build" --target libraries_c >>"$logs/build.log" 2>&1 \
+    || echo "gpu-check: bench/libraries_c did not build (see $logs/build.log)"
   "$bin" -v
 }
 
@@ -373,6 +379,8 @@ part_compare() {
     | tee "$logs/alloc-compare.log"
   step "benchmark: reductions and scans against CUB, CuPy and torch"
   BUILD=$build bench/reduce_compare.sh 2>&1 | tee "$logs/reduce-compare.log"
+  step "benchmark: cuBLAS, cuFFT and cuSPARSE calls against C, CuPy and torch"
+  BUILD=$build bench/libraries_compare.sh 2>&1 | tee "$logs/libraries-compare.log"
   step "benchmark: declared pipelines against hand-built graphs"
   "$bin" bench/pipeline_compare.lua 2>&1 | tee "$logs/pipeline-compare.log"
   echo "exit ${PIPESTATUS[0]}"

@@ -189,7 +189,11 @@ end
 -- (base/dtype.c's, through the typed scalar's constructor), which
 -- Buffer:fill and a launch's checks of numbers follow too.
 function common.typed_scalar(value, dtype)
-  local ok, scalar = pcall(gpurun[common.DTYPES[dtype].scalar], value)
+  local make = common.DTYPES[dtype].scalar
+  if make == nil then
+    return nil, ("%s has no typed scalar: its elements are pairs {re, im}"):format(dtype)
+  end
+  local ok, scalar = pcall(gpurun[make], value)
   if ok then
     return scalar
   end

@@ -587,8 +587,9 @@ end
 -- writes = }), plan_options (p:plan's), pipeline_matrix (a 2-D view whose
 -- buffer is a pipeline_data), pipeline_matmul_options (p:matmul's, its
 -- epilogue from matmul_epilogue, its bias a pipeline_data),
--- pipeline_sort_options (p:sort's), and
--- the kinds above.
+-- pipeline_sort_options (p:sort's), pipeline_fft_options (p:fft's),
+-- pipeline_csr (p:spmv's A: a table of pipeline_data parts, or anything),
+-- pipeline_spmv_options (p:spmv's), and the kinds above.
 -- takes_nothing: nothing it could refuse on a machine without a GPU.
 -- runs: it launches the pipeline's stages (the fuzzer runs only pipelines
 -- that launch no raw kernel, whose arguments no guard has looked at).
@@ -605,6 +606,8 @@ catalog.pipeline = {
   host = { args = { "host_function", "stage_options" } },
   matmul = { args = { "pipeline_matrix", "pipeline_matrix", "pipeline_matrix", "pipeline_matmul_options" } },
   sort = { args = { "pipeline_data", "pipeline_sort_options" } },
+  fft = { args = { "pipeline_data", "pipeline_data", "pipeline_fft_options" } },
+  spmv = { args = { "pipeline_csr", "pipeline_data", "pipeline_data", "pipeline_spmv_options" } },
   plan = { args = { "plan_options" } },
   explain = { args = {} },
   to_dot = { args = { "dot_options" } },

@@ -756,7 +756,7 @@ draws = {
     0.7, { { x = 1e39 }, { n = -1 }, { n = NAN }, { v = { 1 } }, { y = 1 }, { 1.5 }, { x = "1" }, 5, "x" }),
   struct_field_name = from({ "x", "n", "v", "h", "b", "layout", "bytes" }, 0.8, { "y", "", 1, NAN, {}, "a\0b" }),
   -- A pipeline's methods (tools/fuzz.lua's pipelines hold data t, u (16
-  -- float32), i8 (16 int8) and scalars s, f32s (float32)).
+  -- float32), i8 (16 int8), c (16 complex64) and scalars s, f32s (float32)).
   pipeline_name = from({ "t", "u", "i8", "s", "f32s", "x", "y", "v1", "t2" }, 0.8,
     { "", "1x", "a b", "#", 5, {}, string.rep("n", 300) }),
   pipeline_buffer = function(p)
@@ -772,7 +772,7 @@ draws = {
   end,
   pipeline_data = function(p)
     local roll = p.random()
-    if roll < 0.6 then return p:pick({ "t", "u", "i8", "v1", "nope" }) end
+    if roll < 0.6 then return p:pick({ "t", "u", "i8", "c", "v1", "nope" }) end
     if roll < 0.8 then return p:typed("Buffer") end
     return p:pick(p.tables)
   end,
@@ -819,6 +819,32 @@ draws = {
     return { values = p:chance(0.3) and draws.pipeline_data(p) or nil,
              out = p:chance(0.2) and draws.pipeline_data(p) or nil,
              descending = p:chance(0.3) or nil, name = p:chance(0.2) and "s" or nil }
+  end,
+  pipeline_fft_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { kind = "z2z" }, { shape = 0 }, { shape = { 2, 2, 2, 2 } },
+                      { batch = NAN }, { direction = "up" }, { name = "" }, { reads = 5 } })
+    end
+    return { kind = p:chance(0.4) and p:pick({ "c2c", "r2c", "c2r" }) or nil,
+             shape = p:chance(0.3) and p:pick({ 16, 8, { 4, 4 }, { 2, 2, 4 }, 9 }) or nil,
+             batch = p:chance(0.2) and p:pick({ 1, 2, 4 }) or nil,
+             direction = p:chance(0.2) and p:pick({ "forward", "inverse" }) or nil,
+             name = p:chance(0.2) and "f" or nil }
+  end,
+  pipeline_csr = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, "t", {}, { rows = 2 }, { row_offsets = "t", col_indices = "t", values = "t", rows = 0, cols = 1 } })
+    end
+    local sides = { 1, 3, 4, 15, 16 }
+    return { row_offsets = draws.pipeline_data(p), col_indices = draws.pipeline_data(p),
+             values = draws.pipeline_data(p), rows = p:pick(sides), cols = p:pick(sides) }
+  end,
+  pipeline_spmv_options = function(p)
+    if p:chance(0.15) then
+      return p:pick({ 5, { nope = 1 }, { alpha = "x" }, { beta = 1e300 }, { transpose = 1 }, { name = "" } })
+    end
+    return { alpha = p:chance(0.3) and p:pick(FLOATS) or nil, beta = p:chance(0.3) and p:pick({ 0, 1, 0.5 }) or nil,
+             transpose = p:chance(0.3) or nil, name = p:chance(0.2) and "mv" or nil }
   end,
   plan_options = from({ nil, {}, { sources = true } }, 0.85, { { nope = 1 }, 5 }),
   key = from({ "name", "size", "dtype", "nbytes", "ptr", "device", "grid", "block", "shmem_size",

@@ -158,12 +158,18 @@ end
 
 -- A scalar computed in float32 must be one: a finite number past
 -- float32's range would turn into an infinity on its way to cuBLAS.
-local function check_scalar(fname, n, what, value, compute)
+-- Why a scalar does not fit the compute dtype (float32's range), or nil.
+function blas.scalar_problem(what, value, compute)
   if compute == "float32" and value == value and math.abs(value) ~= math.huge
      and math.abs(value) > FLOAT32_LARGEST then
-    bad_argument(fname, n, "%s %s is out of range for float32 (the compute dtype)", what,
-                 shown(value))
+    return ("%s %s is out of range for float32 (the compute dtype)"):format(what, shown(value))
   end
+  return nil
+end
+
+local function check_scalar(fname, n, what, value, compute)
+  local why = blas.scalar_problem(what, value, compute)
+  if why then bad_argument(fname, n, "%s", why) end
 end
 
 local function number_option(fname, n, options, key, default)

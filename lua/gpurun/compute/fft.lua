@@ -25,6 +25,11 @@ do
   PRECISIONS.complex128, PRECISIONS.float64 = double, double
 end
 local KINDS = { c2c = true, r2c = true, c2r = true }
+
+-- Whether a transform takes buffers of dtype (either side of a precision).
+function fft.takes_dtype(dtype)
+  return PRECISIONS[dtype] ~= nil
+end
 local DIRECTIONS = { forward = -1, inverse = 1 }
 local PLAN_KEYS = { "kind", "dtype", "batch", "stream" }
 local EXECUTE_KEYS = { "direction", "stream" }
@@ -55,23 +60,23 @@ local function size_problem(value, what)
   return nil
 end
 
--- The shape as a fresh sequence of 1 to 3 positive integers: a number is
--- a 1-D shape.
-local function check_shape(fname, shape)
+-- The shape as a fresh sequence of 1 to 3 positive integers (a number is
+-- a 1-D shape), or nil and why not.
+local function shape_copy(shape)
   if math.type(shape) == "integer" then shape = { shape } end
   if not common.is_plain_table(shape) then
-    bad_argument(fname, 1, "shape must be a positive integer or a sequence of 1 to %d, got %s",
-                 MAX_RANK, type_name(shape))
+    return nil, ("shape must be a positive integer or a sequence of 1 to %d, got %s"):format(
+      MAX_RANK, type_name(shape))
   end
   local rank = #shape
   if rank < 1 or rank > MAX_RANK then
-    bad_argument(fname, 1, "shape must have 1 to %d dimensions (cuFFT's plans), got %d", MAX_RANK,
-                 rank)
+    return nil, ("shape must have 1 to %d dimensions (cuFFT's plans), got %d"):format(MAX_RANK,
+                                                                                      rank)
   end
   local copy = {}
   for i = 1, rank do
     local why = size_problem(rawget(shape, i), ("shape[%d]"):format(i))
-    if why then bad_argument(fname, 1, "%s", why) end
+    if why then return nil, why end
     copy[i] = rawget(shape, i)
   end
   return copy
@@ -96,31 +101,34 @@ end
 
 -- The record of a plan, checked, with no library call: shape, kind, the
 -- complex and real dtypes, batch, and what a transform reads and writes
--- (dtype and element count of each side).
-function fft.describe(fname, shape, options)
-  shape = check_shape(fname, shape)
-  options = check_options(fname, 2, options, PLAN_KEYS)
-  local kind = rawget(options, "kind") or "c2c"
+-- (dtype and element count of each side); or nil, the argument's position
+-- (1: the shape, 2: the options) and why. kind, dtype and batch are the
+-- options' values (nil: their defaults), so that a declared pipeline's
+-- stage makes the same checks.
+function fft.record_problem(shape, kind, dtype, batch)
+  local why
+  shape, why = shape_copy(shape)
+  if not shape then return nil, 1, why end
+  kind = kind or "c2c"
   if not KINDS[kind] then
-    bad_argument(fname, 2, "options.kind must be 'c2c', 'r2c' or 'c2r', got %s",
-                 common.quoted(kind))
+    return nil, 2, ("options.kind must be 'c2c', 'r2c' or 'c2r', got %s"):format(common.quoted(kind))
   end
-  local dtype = rawget(options, "dtype") or "complex64"
+  dtype = dtype or "complex64"
   local precision = PRECISIONS[dtype]
   if not precision then
-    bad_argument(fname, 2, "options.dtype must be complex64 or complex128 (or float32 or float64, "
-                 .. "the same precisions), got %s", common.quoted(dtype))
+    return nil, 2, ("options.dtype must be complex64 or complex128 (or float32 or float64, the same "
+                    .. "precisions), got %s"):format(common.quoted(dtype))
   end
-  local batch = rawget(options, "batch") or 1
-  local why = size_problem(batch, "options.batch")
-  if why then bad_argument(fname, 2, "%s", why) end
+  batch = batch or 1
+  why = size_problem(batch, "options.batch")
+  if why then return nil, 2, why end
   local last = shape[#shape]
   local half = last // 2 + 1
   local elements = batch + 0.0 -- in floats: an integer product could wrap
   for _, n in ipairs(shape) do elements = elements * n end
   if elements >= MAX_ELEMENTS then
-    bad_argument(fname, 1, "shape %s with batch %d is too large (%.0f elements)", shape_text(shape),
-                 batch, elements)
+    return nil, 1, ("shape %s with batch %d is too large (%.0f elements)"):format(shape_text(shape),
+                                                                                 batch, elements)
   end
   local full, halved = product(shape), product(shape, half)
   local record = { shape = shape, kind = kind, dtype = precision.complex, real = precision.real,
@@ -139,6 +147,16 @@ function fft.describe(fname, shape, options)
   return record
 end
 
+function fft.describe(fname, shape, options)
+  local _, shape_why = shape_copy(shape)
+  if shape_why then bad_argument(fname, 1, "%s", shape_why) end
+  options = check_options(fname, 2, options, PLAN_KEYS)
+  local record, position, why = fft.record_problem(shape, rawget(options, "kind"),
+                                                   rawget(options, "dtype"), rawget(options, "batch"))
+  if not record then bad_argument(fname, position, "%s", why) end
+  return record
+end
+
 -- plan(shape [, { kind =, dtype =, batch =, stream = }]) -> a record with
 -- its cuFFT plan made on the stream's device (the current stream's by
 -- default).
@@ -153,26 +171,50 @@ function fft.plan(shape, options)
   return record
 end
 
--- What a transform reads or writes at argument n: a gpurun.Buffer of the
--- plan's dtype for that side and exactly its element count.
-local function check_operand(fname, n, record, buffer, what, dtype, count)
-  if type_name(buffer) ~= "gpurun.Buffer" then
-    bad_argument(fname, n, "%s must be a gpurun.Buffer, got %s", what, type_name(buffer))
+-- Why `what` (input or output), of `dtype` and `count` elements, is not
+-- what the plan's transform reads or writes there, or nil.
+local function operand_problem(record, what, dtype, count, want_dtype, want_count)
+  if dtype ~= want_dtype then
+    return ("%s has dtype %s; the %s plan's %s is %s"):format(what, dtype, record.kind, what,
+                                                             want_dtype)
   end
-  local length = #buffer
-  if buffer.dtype ~= dtype then
-    bad_argument(fname, n, "%s has dtype %s; the %s plan's %s is %s", what, buffer.dtype,
-                 record.kind, what, dtype)
-  end
-  if length ~= count then
+  if count ~= want_count then
     local halved = (record.kind == "r2c" and what == "output")
       or (record.kind == "c2r" and what == "input")
-    bad_argument(fname, n, "%s has %d elements; the %s plan of shape %s%s %s %d%s", what, length,
-                 record.kind, shape_text(record.shape),
-                 record.batch > 1 and (" and batch %d"):format(record.batch) or "",
-                 what == "input" and "reads" or "writes", count,
-                 halved and (" (its last dimension %d // 2 + 1 = %d)"):format(
-                   record.shape[#record.shape], record.half) or "")
+    return ("%s has %d elements; the %s plan of shape %s%s %s %d%s"):format(what, count,
+      record.kind, shape_text(record.shape),
+      record.batch > 1 and (" and batch %d"):format(record.batch) or "",
+      what == "input" and "reads" or "writes", want_count,
+      halved and (" (its last dimension %d // 2 + 1 = %d)"):format(record.shape[#record.shape],
+                                                                  record.half) or "")
+  end
+  return nil
+end
+
+-- The checks of a transform that need only its operands' dtypes and
+-- element counts (measure(operand) gives them) and whether output is
+-- input, so that a declared pipeline makes them before there is memory:
+-- nil, or the operand's position (1: input, 2: output) and why.
+function fft.shape_problem(record, input, output, same, measure)
+  local dtype, count = measure(input)
+  local why = operand_problem(record, "input", dtype, count, record.input, record.input_count)
+  if why then return 1, why end
+  dtype, count = measure(output)
+  why = operand_problem(record, "output", dtype, count, record.output, record.output_count)
+  if why then return 2, why end
+  if record.kind ~= "c2c" and same then
+    return 2, ("a %s transform is out of place: output must not be input"):format(record.kind)
+  end
+  return nil
+end
+
+local function measured(buffer)
+  return buffer.dtype, #buffer
+end
+
+local function check_operand(fname, n, record, buffer, what)
+  if type_name(buffer) ~= "gpurun.Buffer" then
+    bad_argument(fname, n, "%s must be a gpurun.Buffer, got %s", what, type_name(buffer))
   end
   if buffer.device ~= record.device then
     bad_argument(fname, n, "%s is on device %d but the plan on device %d", what, buffer.device,
@@ -180,16 +222,16 @@ local function check_operand(fname, n, record, buffer, what, dtype, count)
   end
 end
 
--- The direction code of a call: c2c takes either (forward by default); a
--- real transform only its own.
-local function direction_of(fname, n, record, direction)
+-- The direction code of a call (-1 forward, 1 inverse), or nil and why:
+-- c2c takes either (forward by default); a real transform only its own.
+function fft.direction_code(record, direction)
   if direction ~= nil and DIRECTIONS[direction] == nil then
-    bad_argument(fname, n, "options.direction must be 'forward' or 'inverse', got %s",
-                 common.quoted(direction))
+    return nil, ("options.direction must be 'forward' or 'inverse', got %s"):format(
+      common.quoted(direction))
   end
   local own = record.kind == "c2r" and "inverse" or "forward"
   if record.kind ~= "c2c" and direction ~= nil and direction ~= own then
-    bad_argument(fname, n, "a %s plan runs %s only, not %s", record.kind, own, direction)
+    return nil, ("a %s plan runs %s only, not %s"):format(record.kind, own, direction)
   end
   return DIRECTIONS[direction or own]
 end
@@ -199,12 +241,13 @@ end
 function fft.execute(record, input, output, options)
   local fname = "FftPlan:execute"
   options = check_options(fname, 3, options, EXECUTE_KEYS)
-  check_operand(fname, 1, record, input, "input", record.input, record.input_count)
-  check_operand(fname, 2, record, output, "output", record.output, record.output_count)
-  if record.kind ~= "c2c" and input.ptr == output.ptr then
-    bad_argument(fname, 2, "a %s transform is out of place: output must not be input", record.kind)
-  end
-  local direction = direction_of(fname, 3, record, rawget(options, "direction"))
+  check_operand(fname, 1, record, input, "input")
+  check_operand(fname, 2, record, output, "output")
+  local position, why = fft.shape_problem(record, input, output, input.ptr == output.ptr, measured)
+  if position then bad_argument(fname, position, "%s", why) end
+  local direction
+  direction, why = fft.direction_code(record, rawget(options, "direction"))
+  if not direction then bad_argument(fname, 3, "%s", why) end
   local target = target_of(fname, 3, options)
   if device_of(target) ~= record.device then
     bad_argument(fname, 3, "the stream is on device %d but the plan on device %d",

@@ -24,15 +24,56 @@ local function check_buffer(fname, n, value, what)
   return value
 end
 
-local function check_size(fname, n, value, what)
+-- Why a matrix's rows or cols (what names it) is no size cuSPARSE's int32
+-- indices take, or nil.
+function sparse.size_problem(value, what)
   if math.type(value) ~= "integer" then
-    bad_argument(fname, n, "%s must be an integer, got %s", what,
-                 math.type(value) and common.quoted(value) or type_name(value))
+    return ("%s must be an integer, got %s"):format(what,
+      math.type(value) and common.quoted(value) or type_name(value))
   end
   if value < 1 or value > INT_MAX then
-    bad_argument(fname, n, "%s must be 1..%d (int32 indices), got %d", what, INT_MAX, value)
+    return ("%s must be 1..%d (int32 indices), got %d"):format(what, INT_MAX, value)
   end
+  return nil
+end
+
+local function check_size(fname, n, value, what)
+  local why = sparse.size_problem(value, what)
+  if why then bad_argument(fname, n, "%s", why) end
   return value
+end
+
+local function measured(buffer)
+  return buffer.dtype, #buffer
+end
+
+-- The checks of a CSR matrix's parts that need only their dtypes and
+-- lengths (measure(part) gives them) and its rows, so that a declared
+-- pipeline makes them before there is memory: nil, or the argument's
+-- position (1 to 3, as gpurun.csr takes them) and why.
+function sparse.csr_problem(row_offsets, col_indices, values, rows, measure)
+  local offsets_dtype, offsets_n = measure(row_offsets)
+  local indices_dtype, nnz_indices = measure(col_indices)
+  local values_dtype, nnz = measure(values)
+  if offsets_dtype ~= "int32" then
+    return 1, ("row_offsets must be int32, got %s"):format(offsets_dtype)
+  end
+  if indices_dtype ~= "int32" then
+    return 2, ("col_indices must be int32, got %s"):format(indices_dtype)
+  end
+  if not VALUE_DTYPES[values_dtype] then
+    return 3, ("values must be float32 or float64, got %s"):format(values_dtype)
+  end
+  if offsets_n ~= rows + 1 then
+    return 1, ("row_offsets must hold rows + 1 = %d offsets, got %d"):format(rows + 1, offsets_n)
+  end
+  if nnz > INT_MAX then
+    return 3, ("at most %d values (int32 indices), got %d"):format(INT_MAX, nnz)
+  end
+  if nnz_indices ~= nnz then
+    return 2, ("nnz does not fit: %d col_indices but %d values"):format(nnz_indices, nnz)
+  end
+  return nil
 end
 
 -- csr(row_offsets, col_indices, values, rows, cols) -> gpurun.CsrMatrix:
@@ -45,26 +86,8 @@ function sparse.csr(row_offsets, col_indices, values, rows, cols)
   check_buffer(fname, 3, values, "values")
   rows = check_size(fname, 4, rows, "rows")
   cols = check_size(fname, 5, cols, "cols")
-  if row_offsets.dtype ~= "int32" then
-    bad_argument(fname, 1, "row_offsets must be int32, got %s", row_offsets.dtype)
-  end
-  if col_indices.dtype ~= "int32" then
-    bad_argument(fname, 2, "col_indices must be int32, got %s", col_indices.dtype)
-  end
-  if not VALUE_DTYPES[values.dtype] then
-    bad_argument(fname, 3, "values must be float32 or float64, got %s", values.dtype)
-  end
-  if #row_offsets ~= rows + 1 then
-    bad_argument(fname, 1, "row_offsets must hold rows + 1 = %d offsets, got %d", rows + 1,
-                 #row_offsets)
-  end
-  local nnz = #values
-  if nnz > INT_MAX then
-    bad_argument(fname, 3, "at most %d values (int32 indices), got %d", INT_MAX, nnz)
-  end
-  if #col_indices ~= nnz then
-    bad_argument(fname, 2, "nnz does not fit: %d col_indices but %d values", #col_indices, nnz)
-  end
+  local position, why = sparse.csr_problem(row_offsets, col_indices, values, rows, measured)
+  if position then bad_argument(fname, position, "%s", why) end
   if row_offsets.device ~= values.device or col_indices.device ~= values.device then
     bad_argument(fname, 2, "the three buffers must be on one device: row_offsets on %d, "
                  .. "col_indices on %d, values on %d", row_offsets.device, col_indices.device,
@@ -117,6 +140,31 @@ local function check_device(fname, n, what, buffer, a)
   end
 end
 
+-- The checks of y = alpha op(A) x + beta y that need only dtypes and
+-- lengths (measure(x) gives x's), for a matrix of `dtype`, rows and cols:
+-- nil, or the argument's position (2: x, 3: y) and why.
+function sparse.shape_problem(dtype, rows, cols, x, y, transpose, measure)
+  local m, k = rows, cols
+  if transpose then m, k = k, m end
+  local x_dtype, x_n = measure(x)
+  local y_dtype, y_n = measure(y)
+  if x_dtype ~= dtype then
+    return 2, ("x has dtype %s but A %s: both must be of one dtype"):format(x_dtype, dtype)
+  end
+  if y_dtype ~= dtype then
+    return 3, ("y has dtype %s but A %s: both must be of one dtype"):format(y_dtype, dtype)
+  end
+  if x_n ~= k then
+    return 2, ("x must hold %d elements (the %s of A), got %d"):format(k,
+      transpose and "rows" or "cols", x_n)
+  end
+  if y_n ~= m then
+    return 3, ("y must hold %d elements (the %s of A), got %d"):format(m,
+      transpose and "cols" or "rows", y_n)
+  end
+  return nil
+end
+
 -- spmv(A, x, y [, { alpha =, beta =, transpose =, stream = }]) -> y:
 -- y = alpha op(A) x + beta y, op(A) A or its transpose.
 function sparse.spmv(a, x, y, options)
@@ -125,18 +173,8 @@ function sparse.spmv(a, x, y, options)
   check_buffer(fname, 2, x, "x")
   check_buffer(fname, 3, y, "y")
   local alpha, beta, transpose, target = product_options(fname, 4, a, options)
-  local m, k = a.rows, a.cols
-  if transpose then m, k = k, m end
-  check_dense_dtype(fname, 2, "x", x.dtype, a)
-  check_dense_dtype(fname, 3, "y", y.dtype, a)
-  if #x ~= k then
-    bad_argument(fname, 2, "x must hold %d elements (the %s of A), got %d", k,
-                 transpose and "rows" or "cols", #x)
-  end
-  if #y ~= m then
-    bad_argument(fname, 3, "y must hold %d elements (the %s of A), got %d", m,
-                 transpose and "cols" or "rows", #y)
-  end
+  local position, why = sparse.shape_problem(a.dtype, a.rows, a.cols, x, y, transpose, measured)
+  if position then bad_argument(fname, position, "%s", why) end
   check_device(fname, 2, "x", x, a)
   check_device(fname, 3, "y", y, a)
   loaded(fname)

@@ -183,8 +183,10 @@ function compile.for_device(p, device)
 end
 
 -- Compiles and loads every kernel the units launch (a capture may not),
--- with the arguments they will take: pool temporaries are made on the
--- stream for it (a capture makes its own) and freed again.
+-- with the arguments they will take, and makes what a unit's library call
+-- needs made before a capture (runnable.prepare(stream): an FFT plan):
+-- pool temporaries are made on the stream for it (a capture makes its
+-- own) and freed again.
 function compile.prepare_kernels(p, state, sched, stream)
   local made
   if state.pools then
@@ -196,6 +198,9 @@ function compile.prepare_kernels(p, state, sched, stream)
     local object = runnable.object
     if object and object.prepare then
       object:prepare(table.unpack(runnable.args, 1, runnable.arity))
+    end
+    if runnable.prepare then
+      runnable.prepare(stream)
     end
   end
   if made then

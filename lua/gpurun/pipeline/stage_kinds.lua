@@ -15,7 +15,9 @@
 --              runnable.object (a kernel object, or a table with prepare(),
 --              for its prepare (before a capture) and
 --              node_arguments) or runnable.node_slots() (where its graph
---              node takes each scalar); state holds the device's callbacks
+--              node takes each scalar), and runnable.prepare(stream)
+--              (optional: library state made on the stream before a
+--              capture); state holds the device's callbacks
 --   accesses(p, stage) (optional) -> the accesses the schedule sees, where
 --              they are known only when planning
 --   describe(access) (optional) -> what explain() says of an inferred access
@@ -35,4 +37,6 @@ return {
   (require("gpurun.pipeline.stage_kinds.host")),
   (require("gpurun.pipeline.stage_kinds.matmul")),
   (require("gpurun.pipeline.stage_kinds.sort")),
+  (require("gpurun.pipeline.stage_kinds.fft")),
+  (require("gpurun.pipeline.stage_kinds.spmv")),
 }
