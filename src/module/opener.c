@@ -64,6 +64,7 @@ static void (*const openers[])(lua_State *L) = {
     gpurun_open_memory_pool_ipc, /* MemoryPool{ ipc = true }, from_allocation_handle */
     gpurun_open_condition,     /* gpurun.Condition */
     gpurun_open_graph_builder, /* gpurun.GraphBuilder, Stream:create_graph_builder, join */
+    gpurun_open_graph_conditionals, /* GraphBuilder:if_then, if_else, switch, while_loop */
     gpurun_open_pinned,        /* gpurun.PinnedBuffer, pinned */
     gpurun_open_buffer,        /* gpurun.Buffer, empty, zeros, full, array, from_bytes */
     gpurun_open_rng,           /* gpurun.Generator, default_rng */

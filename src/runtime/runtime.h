@@ -3,9 +3,11 @@
  * rule hold); object.c registers types and looks methods up; value.c reads
  * arguments (over base/dtype.c's rules); state.c keeps contexts and the
  * current device and stream; stream_order.c orders one stream after
- * another; capture.c keeps the captures in progress; host_calls.c runs host
- * callbacks. Below it: src/base/ (no Lua). Above it: one file per Lua type
- * (src/types/), then the module opener (module/opener.c). */
+ * another; capture.c keeps the captures in progress, deferred_frees.c
+ * what waits for none; cancel.c the cancel flags of device-side loops;
+ * host_calls.c runs host callbacks. Below it: src/base/ (no Lua). Above
+ * it: one file per Lua type (src/types/), then the module opener
+ * (module/opener.c). */
 #ifndef GPURUN_RUNTIME_RUNTIME_H
 #define GPURUN_RUNTIME_RUNTIME_H
 
@@ -594,6 +596,8 @@ void gpurun_release_users(lua_State *L, int index);
  * counted where its header says (a view's for its base, a kernel's for its
  * ObjectCode). */
 void gpurun_adjust_users(lua_State *L, int index, int delta);
+
+/* ---- frees deferred while a capture runs (runtime/deferred_frees.c) ---- */
 
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */

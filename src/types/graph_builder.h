@@ -25,6 +25,20 @@ struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
  * builder made and returns 1, or pushes nothing and returns 0. */
 int gpurun_push_conditional_bodies(lua_State *L, CUgraphNode node);
 
+/* The builder at index, which must be building, or an error naming method. */
+struct gpurun_graph_builder *gpurun_check_building(lua_State *L, int index, const char *method);
+
+/* A builder on a new stream of the parent's device, made from the builder
+ * at parent_index (kept as its parent); pushed. */
+struct gpurun_graph_builder *gpurun_push_builder_child(lua_State *L, int parent_index,
+                                                       const struct gpurun_graph_builder *parent);
+
+/* A body's user value: its closing function, what its node adds after the
+ * user's work (the while loop's next decision or cancel check), run (once)
+ * by end_building. */
+#define GPURUN_BUILDER_CLOSING_VALUE 3
+
 void gpurun_open_graph_builder(lua_State *L);
+void gpurun_open_graph_conditionals(lua_State *L);
 
 #endif

@@ -19,21 +19,7 @@ local function entry(ptx, name)
     if not first then return nil end
     local close = ptx:find(")", last + 1, true)
     if not close then return nil end
-    local open = ptx:find("{", close, true)
-    if not open then return nil end
-    local depth, stop = 0, nil
-    for p = open, #ptx do
-      local c = ptx:sub(p, p)
-      if c == "{" then
-        depth = depth + 1
-      elseif c == "}" then
-        depth = depth - 1
-        if depth == 0 then
-          stop = p
-          break
-        end
-      end
-    end
+    local open, stop = ptx:find("%b{}", close)
     if stop then return ptx:sub(last + 1, close - 1), ptx:sub(open + 1, stop - 1) end
     at = last + 1
   end

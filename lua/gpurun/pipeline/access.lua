@@ -74,19 +74,8 @@ function access.declaration(source, name)
     local from = math.max(head:match(".*()[;{}]") or 0, 0)
     local prefix = head:sub(from + 1)
     if prefix:find("__global__", 1, true) then
-      local depth, stop = 1, nil
-      for position = last + 1, #code do
-        local c = code:sub(position, position)
-        if c == "(" then
-          depth = depth + 1
-        elseif c == ")" then
-          depth = depth - 1
-          if depth == 0 then
-            stop = position
-            break
-          end
-        end
-      end
+      -- last is the list's "(": %b() finds its ")", nested ones skipped.
+      local _, stop = code:find("^%b()", last)
       if not stop then
         return nil, ("the declaration of '%s' does not close its parameter list"):format(base)
       end
