@@ -28,14 +28,12 @@ static CUresult free_slot(int *slot)
         if (pages[page] == NULL) {
             void *host = NULL;
             CUdeviceptr address = 0;
-            /* Allocating page-locked memory is unsafe during a capture,
-             * which is where while loops are made: relaxed for this call. */
-            struct gpurun_relaxed relaxed = gpurun_relax_captures();
+            /* Unsafe during a capture, where loops are made: the caller
+             * relaxes the capture around gpurun_cancel_take. */
             CUresult result = CUDA_CALL(cuMemHostAlloc, &host, SLOTS_PER_PAGE * sizeof(unsigned int),
                                         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
             if (result == CUDA_SUCCESS)
                 result = CUDA_CALL(cuMemHostGetDevicePointer, &address, host, 0);
-            gpurun_restore_captures(relaxed);
             if (result != CUDA_SUCCESS) {
                 if (host)
                     (void)CUDA_CALL(cuMemFreeHost, host);

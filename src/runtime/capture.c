@@ -188,6 +188,7 @@ static void list_capture(struct gpurun_capture *capture)
     capture->stream->capture = capture;
     capture->next = capturing;
     capturing = capture;
+    gpurun_frees_wait(1);
 }
 
 static void link_capture(lua_State *L, struct gpurun_capture *capture, int owner_index)
@@ -205,6 +206,7 @@ static void unlink_capture(lua_State *L, struct gpurun_capture *capture)
         }
     }
     capture->next = NULL;
+    gpurun_frees_wait(capturing != NULL);
     if (capture->stream->capture == capture)
         capture->stream->capture = NULL;
     luaL_unref(L, LUA_REGISTRYINDEX, capture->owner);

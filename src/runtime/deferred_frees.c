@@ -1,7 +1,14 @@
 /* Frees deferred while a capture is in progress: device and page-locked
  * memory, graphs kernels launch and libraries' handles, each freed once no
- * capture runs (runtime/capture.c says when one does). */
+ * capture runs (runtime/capture.c says when one does: gpurun_frees_wait). */
 #include "runtime/runtime.h"
+
+static int captures_running;
+
+void gpurun_frees_wait(int wait)
+{
+    captures_running = wait;
+}
 
 /* cuMemFree is not allowed while a graph is being captured (it would break
  * the capture), so memory freed then waits; page-locked host memory too
@@ -103,7 +110,7 @@ static CUresult free_in_context(const struct pending_free *entry)
  * progress does not allow: free once it has ended. */
 static int must_defer(void)
 {
-    return gpurun_capture_in_progress();
+    return captures_running;
 }
 
 /* Keeps `entry` for gpurun_flush_frees while frees must wait and the list

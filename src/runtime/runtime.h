@@ -412,7 +412,9 @@ double gpurun_now(void);
 /* ---- cancel flags of device-side loops (runtime/cancel.c) -------------- */
 
 /* A new flag, clear, held once (gpurun_cancel_release lets go); *slot is 0
- * and the driver's result returned when none can be had. */
+ * and the driver's result returned when none can be had. It may allocate
+ * page-locked memory: during a capture, call it relaxed
+ * (gpurun_relax_captures). */
 CUresult gpurun_cancel_take(int *slot);
 void gpurun_cancel_retain(int slot);
 void gpurun_cancel_release(int slot);
@@ -598,6 +600,10 @@ void gpurun_release_users(lua_State *L, int index);
 void gpurun_adjust_users(lua_State *L, int index, int delta);
 
 /* ---- frees deferred while a capture runs (runtime/deferred_frees.c) ---- */
+
+/* Whether a capture is in progress, so that frees wait (capture.c says so
+ * as captures begin and end). */
+void gpurun_frees_wait(int wait);
 
 /* Frees device memory of `context`, or, while a capture is in progress
  * (cuMemFree would break it), once none is. */

@@ -161,7 +161,12 @@ static int core_cancel_address(lua_State *L)
 {
     struct gpurun_graph_builder *builder = gpurun_check_building(L, 1, "while_loop");
     struct gpurun_capture *root = builder->capture.root;
-    if (root->cancel_slot == 0 && gpurun_cancel_take(&root->cancel_slot) != CUDA_SUCCESS)
+    /* A new page of flags is allocated here, during the loop's capture,
+     * where the driver counts that unsafe: relaxed for the call. */
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult taken = root->cancel_slot ? CUDA_SUCCESS : gpurun_cancel_take(&root->cancel_slot);
+    gpurun_restore_captures(relaxed);
+    if (taken != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "allocating a loop's cancel flag (mapped page-locked memory)");
     lua_pushinteger(L, (lua_Integer)gpurun_cancel_address(root->cancel_slot));
     return 1;
