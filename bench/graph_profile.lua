@@ -14,8 +14,6 @@ local bench = require("gpurun.bench")
 local timeline = require("gpurun.timeline")
 local format = require("gpurun.graph.profile").format
 
-local KERNELS = require("gpurun.samples.kernels").source("dag")
-
 local cli = args.new("graph_profile.lua", "The node times of dag.lua's graph against its replay time.")
 cli:integer_option("--elements", "Elements per vector.", 65536)
 cli:integer_option("--replays", "Replays of the twin and of the graph (1 to 10000).", 200)
@@ -30,30 +28,12 @@ end
 local device = cli:open_device(0)
 local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
-local code <close> = gpurun.Program(KERNELS, "c++",
-  gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
-local scale, shift, combine = code:get_kernel("scale"), code:get_kernel("shift"), code:get_kernel("combine")
 local n = options.elements
-local a <close> = gpurun.full(n, 1.0, "float32")
-local b <close> = gpurun.full(n, 2.0, "float32")
-local b_copy <close> = gpurun.empty(n, "float32")
-local x <close> = gpurun.empty(n, "float32")
-local y <close> = gpurun.empty(n, "float32")
-local r <close> = gpurun.empty(n, "float32")
-local config = gpurun.LaunchConfig{ grid = (n + 255) // 256, block = 256 }
-
-local graph <close> = bench.capture(stream, function(builder)
-  local side
-  builder, side = builder:split(2)
-  b_copy:copy_from(b, side)
-  gpurun.launch(side, config, shift, b_copy, y, 0.5, n)
-  gpurun.launch(builder, config, scale, a, x, 2.0, n)
-  gpurun.join(builder, side)
-  gpurun.launch(builder, config, combine, x, y, r, n)
-end)
+local dag <close> = require("gpurun.samples.dag_graph").new(device, n)
+local graph <close> = bench.capture(stream, function(builder) dag:capture(builder, 2.0) end)
 graph:launch(stream)
 stream:sync()
-if not gpurun.allclose(r, 4.5, 1e-6, 0) then
+if not dag:correct(2.0) then
   error("graph_profile.lua: dag.lua's graph gave a wrong result", 0)
 end
 

@@ -12,8 +12,6 @@ local args = require("gpurun.args")
 local cjson = require("cjson")
 local bench = require("gpurun.bench")
 
-local KERNELS = require("gpurun.samples.kernels").source("dag")
-
 local cli = args.new("graph_update.lua", "The cost of changing one scalar of a graph.")
 cli:integer_option("--elements", "Elements per vector.", 65536)
 cli:integer_option("--reps", "Repetitions of each way.", 200)
@@ -23,32 +21,13 @@ local options = cli:parse(arg)
 local device = cli:open_device(0)
 local stream <close> = device:create_stream()
 gpurun.set_current_stream(stream)
-local code <close> = gpurun.Program(KERNELS, "c++",
-  gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
-local scale, shift, combine = code:get_kernel("scale"), code:get_kernel("shift"), code:get_kernel("combine")
 local n = options.elements
-local a <close> = gpurun.full(n, 1.0, "float32")
-local b <close> = gpurun.full(n, 2.0, "float32")
-local b_copy <close> = gpurun.empty(n, "float32")
-local x <close> = gpurun.empty(n, "float32")
-local y <close> = gpurun.empty(n, "float32")
-local r <close> = gpurun.empty(n, "float32")
-local config = gpurun.LaunchConfig{ grid = (n + 255) // 256, block = 256 }
-
-local function pipeline(builder, alpha)
-  local side
-  builder, side = builder:split(2)
-  b_copy:copy_from(b, side)
-  gpurun.launch(side, config, shift, b_copy, y, 0.5, n)
-  gpurun.launch(builder, config, scale, a, x, alpha, n)
-  gpurun.join(builder, side)
-  gpurun.launch(builder, config, combine, x, y, r, n)
-end
+local dag <close> = require("gpurun.samples.dag_graph").new(device, n)
 
 local function captured(alpha)
   local builder = stream:create_graph_builder()
   builder:begin_building()
-  pipeline(builder, alpha)
+  dag:capture(builder, alpha)
   builder:end_building()
   return builder
 end
@@ -57,7 +36,7 @@ end
 local function check(graph, alpha, way)
   graph:launch(stream)
   stream:sync()
-  if not gpurun.allclose(r, alpha + 2.5, 1e-6, 0) then
+  if not dag:correct(alpha) then
     error(("%s: wrong result for alpha %g"):format(way, alpha), 0)
   end
 end
@@ -75,7 +54,7 @@ local function time_us(step)
   return values
 end
 
-local graph = bench.capture(stream, function(builder) pipeline(builder, 1.0) end)
+local graph = bench.capture(stream, function(builder) dag:capture(builder, 1.0) end)
 local scale_node
 for _, node in ipairs(graph:nodes()) do
   if node.name == "scale" then scale_node = node.index end
@@ -101,7 +80,7 @@ end)
 check(graph, last_alpha, "graph:update")
 
 local set_args = time_us(function(alpha)
-  graph:set_args(scale_node, a, x, alpha, n)
+  graph:set_args(scale_node, dag.a, dag.x, alpha, n)
 end)
 check(graph, last_alpha, "graph:set_args")
 

@@ -279,6 +279,20 @@ void gpurun_set_methods_of(lua_State *L, const struct gpurun_tag *tag, const lua
     set_named(L, functions, short_name(tag), ":");
 }
 
+void gpurun_push_core_table(lua_State *L, const char *name)
+{
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    luaL_getsubtable(L, -1, name);
+    lua_remove(L, -2);
+}
+
+void gpurun_set_core_functions(lua_State *L, const char *name, const luaL_Reg *functions)
+{
+    gpurun_push_core_table(L, name);
+    gpurun_set_functions(L, functions);
+    lua_pop(L, 1);
+}
+
 /* __call of a type's table of constructors: the type's own constructor,
  * upvalue 1, with the arguments after the table. */
 static int call_constructor(lua_State *L)

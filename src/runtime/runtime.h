@@ -99,6 +99,14 @@ void gpurun_add_methods(lua_State *L, const struct gpurun_tag *tag, const luaL_R
 /* Sets functions in the table at the top of the stack, named "gpurun.<name>". */
 void gpurun_set_functions(lua_State *L, const luaL_Reg *functions);
 
+/* Pushes package.loaded[name], a table of a type's C functions for the Lua
+ * parts ("gpurun.fft_core"), made when missing: files that share one each
+ * add theirs. */
+void gpurun_push_core_table(lua_State *L, const char *name);
+
+/* Adds functions (as gpurun_set_functions names them) to that table. */
+void gpurun_set_core_functions(lua_State *L, const char *name, const luaL_Reg *functions);
+
 /* Sets functions in the table at the top of the stack, named as methods of
  * the type ("Graph:update"): the C side of a method written in Lua, whose
  * argument errors read as the method's. */

@@ -625,9 +625,5 @@ void gpurun_open_csr_matrix(lua_State *L)
     struct gpurun_object *sentinel = gpurun_new_object(L, sizeof *sentinel, 0, &handles_tag);
     sentinel->closed = 0;
     lua_rawsetp(L, LUA_REGISTRYINDEX, &handles_tag);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_newtable(L);
-    gpurun_set_functions(L, core_functions);
-    lua_setfield(L, -2, "gpurun.sparse_core");
-    lua_pop(L, 1);
+    gpurun_set_core_functions(L, "gpurun.sparse_core", core_functions);
 }

@@ -266,9 +266,5 @@ static const struct gpurun_type fft_plan_type = {
 void gpurun_open_fft_plan(lua_State *L)
 {
     gpurun_register_type(L, &fft_plan_type);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_newtable(L);
-    gpurun_set_functions(L, core_functions);
-    lua_setfield(L, -2, "gpurun.fft_core");
-    lua_pop(L, 1);
+    gpurun_set_core_functions(L, "gpurun.fft_core", core_functions);
 }

@@ -261,11 +261,10 @@ void gpurun_open_graph_complete(lua_State *L)
     gpurun_add_methods(L, &gpurun_builder_tag, builder_methods);
     /* Also in gpurun.graph_core: lua/gpurun/builtin/graph_check.lua's
      * complete, which may check the graph first, calls it. */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    luaL_getsubtable(L, -1, "gpurun.graph_core");
+    gpurun_push_core_table(L, "gpurun.graph_core");
     luaL_getmetatable(L, gpurun_builder_tag.type_name);
     lua_getfield(L, -1, "methods");
     lua_getfield(L, -1, "complete");
     lua_setfield(L, -4, "complete");
-    lua_pop(L, 4);
+    lua_pop(L, 3);
 }

@@ -205,12 +205,10 @@ static const luaL_Reg conditional_methods[] = {
 void gpurun_open_graph_conditionals(lua_State *L)
 {
     gpurun_add_methods(L, &gpurun_builder_tag, conditional_methods);
-    /* Shared with graph_update.c's functions: each adds its own. */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    luaL_getsubtable(L, -1, "gpurun.graph_core");
-    gpurun_set_functions(L, core_functions);
+    gpurun_set_core_functions(L, "gpurun.graph_core", core_functions);
     /* The conditional nodes as this file makes them, under their method
      * names, for the Lua part that takes the methods' places. */
+    gpurun_push_core_table(L, "gpurun.graph_core");
     luaL_getmetatable(L, gpurun_builder_tag.type_name);
     lua_getfield(L, -1, "methods");
     static const char *const nodes[] = {"while_loop", "if_then", "if_cond", "if_else"};
@@ -218,5 +216,5 @@ void gpurun_open_graph_conditionals(lua_State *L)
         lua_getfield(L, -1, nodes[i]);
         lua_setfield(L, -4, nodes[i]);
     }
-    lua_pop(L, 4);
+    lua_pop(L, 3);
 }

@@ -437,8 +437,5 @@ static const luaL_Reg core_functions[] = {
 
 void gpurun_open_graph_facts(lua_State *L)
 {
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    luaL_getsubtable(L, -1, "gpurun.graph_core"); /* graph_complete.c's complete is there */
-    gpurun_set_functions(L, core_functions);
-    lua_pop(L, 2);
+    gpurun_set_core_functions(L, "gpurun.graph_core", core_functions);
 }

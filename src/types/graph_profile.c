@@ -274,9 +274,5 @@ static const struct gpurun_type twin_type = {
 void gpurun_open_graph_profile(lua_State *L)
 {
     gpurun_register_type(L, &twin_type);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    lua_newtable(L);
-    gpurun_set_functions(L, core_functions);
-    lua_setfield(L, -2, "gpurun.graph_profile_core");
-    lua_pop(L, 1);
+    gpurun_set_core_functions(L, "gpurun.graph_profile_core", core_functions);
 }

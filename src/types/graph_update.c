@@ -200,9 +200,7 @@ static const luaL_Reg core_functions[] = {
 
 void gpurun_open_graph_update(lua_State *L)
 {
-    /* Shared with graph_builder.c's functions: each adds its own. */
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    luaL_getsubtable(L, -1, "gpurun.graph_core");
+    gpurun_push_core_table(L, "gpurun.graph_core");
     gpurun_set_methods_of(L, &gpurun_graph_tag, core_functions);
-    lua_pop(L, 2);
+    lua_pop(L, 1);
 }

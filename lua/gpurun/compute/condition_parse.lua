@@ -217,21 +217,26 @@ function parse.parse(text)
   return tree
 end
 
+-- Calls visit(call) for each reduction call of a tree, left to right.
+function parse.each_call(tree, visit)
+  if tree.kind == "compare" then
+    visit(tree.call)
+  elseif tree.kind == "not" then
+    parse.each_call(tree.operand, visit)
+  else
+    parse.each_call(tree.left, visit)
+    parse.each_call(tree.right, visit)
+  end
+end
+
 -- The buffer names a tree reads, each once, in the order they first appear.
 function parse.names(tree)
   local names, seen = {}, {}
-  local function walk(node)
-    if node.kind == "compare" then
-      for _, name in ipairs(node.call.args) do
-        if not seen[name] then seen[name] = true; names[#names + 1] = name end
-      end
-    elseif node.kind == "not" then
-      walk(node.operand)
-    else
-      walk(node.left); walk(node.right)
+  parse.each_call(tree, function(call)
+    for _, name in ipairs(call.args) do
+      if not seen[name] then seen[name] = true; names[#names + 1] = name end
     end
-  end
-  walk(tree)
+  end)
   return names
 end
 

@@ -80,20 +80,13 @@ function conditions.bind(fname, n, expression, bindings)
       common.bad_argument(fname, n + 1, "%s is bound but the expression never reads it", quoted(key))
     end
   end
-  local function check_sizes(node)
-    if node.kind == "compare" then
-      local a, b = node.call.args[1], node.call.args[2]
-      if b and #buffers[a] ~= #buffers[b] then
-        common.bad_argument(fname, n + 1, "%s(%s, %s): '%s' has %d elements and '%s' %d", node.call.name,
-                            a, b, a, #buffers[a], b, #buffers[b])
-      end
-    elseif node.kind == "not" then
-      check_sizes(node.operand)
-    else
-      check_sizes(node.left); check_sizes(node.right)
+  parse.each_call(tree, function(call)
+    local a, b = call.args[1], call.args[2]
+    if b and #buffers[a] ~= #buffers[b] then
+      common.bad_argument(fname, n + 1, "%s(%s, %s): '%s' has %d elements and '%s' %d", call.name,
+                          a, b, a, #buffers[a], b, #buffers[b])
     end
-  end
-  check_sizes(tree)
+  end)
   return tree, buffers
 end
 
