@@ -17,6 +17,9 @@ local race_check = {}
 
 local MODES = access.MODES
 
+local BIT_OF = {}
+for bit = 0, 63 do BIT_OF[1 << bit] = bit end
+
 local function check_input(nodes)
   if type(nodes) ~= "table" then
     raise(("race_check.check: a list of nodes expected, got %s"):format(type(nodes)))
@@ -50,32 +53,40 @@ local function check_input(nodes)
   end
 end
 
--- Each node's accesses with those of the bodies it holds: { access, node }
--- pairs in two columns.
+-- Each node's accesses with those of the bodies it holds, in three
+-- columns: the access, the node that makes it, and its id (the same
+-- wherever the access is listed, so that a race's sides are made once).
 local function flatten(nodes, children)
-  local flat_access, flat_node = {}, {}
-  local function collect(i, into_a, into_n, seen)
+  local flat_access, flat_node, flat_id, first_id = {}, {}, {}, {}
+  local next_id = 1
+  for i, node in ipairs(nodes) do
+    first_id[i] = next_id
+    next_id = next_id + #(node.accesses or {})
+  end
+  local function collect(i, into, seen)
     if seen[i] then
       raise(("race_check.check: node %d holds itself through conditional bodies"):format(i))
     end
     seen[i] = true
     local node = nodes[i]
     if not node.unknown then
-      for _, x in ipairs(node.accesses or {}) do
-        into_a[#into_a + 1], into_n[#into_n + 1] = x, i
+      local id = first_id[i] - 1
+      for a, x in ipairs(node.accesses or {}) do
+        local n = #into.access + 1
+        into.access[n], into.node[n], into.id[n] = x, i, id + a
       end
     end
     for _, child in ipairs(children[i] or {}) do
-      collect(child, into_a, into_n, seen)
+      collect(child, into, seen)
     end
     seen[i] = nil
   end
   for i = 1, #nodes do
-    local a, n = {}, {}
-    collect(i, a, n, {})
-    flat_access[i], flat_node[i] = a, n
+    local into = { access = {}, node = {}, id = {} }
+    collect(i, into, {})
+    flat_access[i], flat_node[i], flat_id[i] = into.access, into.node, into.id
   end
-  return flat_access, flat_node
+  return { access = flat_access, node = flat_node, id = flat_id }
 end
 
 -- The members of one level in a topological order, or an error naming a
@@ -114,42 +125,63 @@ local function topological(nodes, members)
 end
 
 -- One node of a race; top: the top-level node that holds it (itself, or
--- the outermost conditional node around its body).
-local function side(nodes, i, x)
+-- the outermost conditional node around its body). Made once per access.
+local function side(nodes, i, x, id, sides)
+  local made = sides[id]
+  if made then return made end
   local node = nodes[i]
   local top = i
   while nodes[top].conditional do top = nodes[top].conditional end
-  return { index = i, kind = node.kind, name = node.name, conditional = node.conditional,
+  made = { index = i, kind = node.kind, name = node.name, conditional = node.conditional,
            branch = node.branch, top = top, mode = x.mode, label = x.label, buffer = x.buffer,
            parameter = x.parameter }
+  sides[id] = made
+  return made
+end
+
+local function race_order(a, b)
+  if a.first.index ~= b.first.index then return a.first.index < b.first.index end
+  if a.second.index ~= b.second.index then return a.second.index < b.second.index end
+  return a.lo < b.lo
 end
 
 -- Every conflicting pair of accesses between the level's members u and v
--- (unordered), as races between the nodes that make them.
-local function expand(nodes, flat_access, flat_node, u, v, races, seen)
-  local ua, un, va, vn = flat_access[u], flat_node[u], flat_access[v], flat_node[v]
+-- (unordered; each pair of a level is expanded once, so each pair of
+-- accesses is met once), as races between the nodes that make them. The
+-- races of one pair of nodes come from one call: each such group is
+-- sorted here and listed by its key, for check() to put in order.
+local function expand(nodes, flat, u, v, found)
+  local ua, un, uid = flat.access[u], flat.node[u], flat.id[u]
+  local va, vn, vid = flat.access[v], flat.node[v], flat.id[v]
+  local races, sides = found.races, found.sides
+  local start = #races + 1
   for a = 1, #ua do
     local x = ua[a]
     for b = 1, #va do
       local y = va[b]
-      if overlap(x, y) and (x.mode ~= "r" or y.mode ~= "r") then
-        local i, j, xi, yj = un[a], vn[b], x, y
-        if j < i then i, j, xi, yj = j, i, y, x end
-        local by_pair = seen[xi]
-        if not by_pair then
-          by_pair = {}
-          seen[xi] = by_pair
-        end
-        if not by_pair[yj] then
-          by_pair[yj] = true
-          races[#races + 1] = {
-            first = side(nodes, i, xi), second = side(nodes, j, yj),
-            hazard = hazard_of(xi.mode, yj.mode), key = xi.key,
-            lo = math.max(xi.lo, yj.lo), hi = math.min(xi.hi, yj.hi),
-            buffer = xi.buffer, label = xi.label,
-          }
-        end
+      if (x.mode ~= "r" or y.mode ~= "r") and overlap(x, y) then
+        local i, j, xi, yj, xid, yid = un[a], vn[b], x, y, uid[a], vid[b]
+        if j < i then i, j, xi, yj, xid, yid = j, i, y, x, yid, xid end
+        races[#races + 1] = {
+          first = side(nodes, i, xi, xid, sides), second = side(nodes, j, yj, yid, sides),
+          hazard = hazard_of(xi.mode, yj.mode), key = xi.key,
+          lo = xi.lo > yj.lo and xi.lo or yj.lo, hi = xi.hi < yj.hi and xi.hi or yj.hi,
+          buffer = xi.buffer, label = xi.label,
+        }
       end
+    end
+  end
+  local stop = #races
+  if stop > start then
+    local group = table.move(races, start, stop, 1, {})
+    table.sort(group, race_order)
+    table.move(group, 1, #group, start, races)
+  end
+  local keys, at, width, last = found.group_keys, found.group_start, found.width, nil
+  for t = start, stop do
+    local g = races[t].first.index * width + races[t].second.index
+    if g ~= last then
+      keys[#keys + 1], at[g], last = g, t, g
     end
   end
 end
@@ -159,7 +191,7 @@ end
 -- that wrote it and that read it, as bitsets: a member conflicts with the
 -- earlier ones that wrote (or, when it writes, touched) a class that
 -- overlaps one of its own, less its ancestors.
-local function check_level(nodes, members, flat_access, flat_node, races, seen)
+local function check_level(nodes, members, flat, found)
   local order = topological(nodes, members)
   local k = #order
   if k < 2 then return end
@@ -184,7 +216,7 @@ local function check_level(nodes, members, flat_access, flat_node, races, seen)
   local class_of_key, classes = {}, {}
   local class_at = {} -- per member position, its accesses' classes
   for p = 1, k do
-    local list, at = flat_access[order[p]], {}
+    local list, at = flat.access[order[p]], {}
     for a = 1, #list do
       local x = list[a]
       local by_range = class_of_key[x.key]
@@ -230,10 +262,10 @@ local function check_level(nodes, members, flat_access, flat_node, races, seen)
       end
     end
   end
-  local found = {}
+  local pairs_seen = {}
   for p = 1, k do
     local u = order[p]
-    local list, at = flat_access[u], class_at[p]
+    local list, at = flat.access[u], class_at[p]
     local base = (p - 1) * words
     for a = 1, #list do
       local writes = list[a].mode ~= "r"
@@ -248,14 +280,12 @@ local function check_level(nodes, members, flat_access, flat_node, races, seen)
         x = x & ~ancestors[base + w]
         while x ~= 0 do
           local low = x & -x
-          local bit = 0
-          while (1 << bit) ~= low do bit = bit + 1 end
           x = x & ~low
-          local q = (w - 1) * 64 + bit + 1
+          local q = (w - 1) * 64 + BIT_OF[low] + 1
           local pair = q * (k + 1) + p
-          if not found[pair] then
-            found[pair] = true
-            expand(nodes, flat_access, flat_node, order[q], u, races, seen)
+          if not pairs_seen[pair] then
+            pairs_seen[pair] = true
+            expand(nodes, flat, order[q], u, found)
           end
         end
       end
@@ -307,16 +337,21 @@ function race_check.check(nodes)
     end
     level[#level + 1] = i
   end
-  local flat_access, flat_node = flatten(nodes, children)
-  local races, seen = {}, {}
+  local flat = flatten(nodes, children)
+  local found = { races = {}, sides = {}, group_keys = {}, group_start = {}, width = #nodes + 1 }
   for _, members in ipairs(level_list) do
-    check_level(nodes, members, flat_access, flat_node, races, seen)
+    check_level(nodes, members, flat, found)
   end
-  table.sort(races, function(a, b)
-    if a.first.index ~= b.first.index then return a.first.index < b.first.index end
-    if a.second.index ~= b.second.index then return a.second.index < b.second.index end
-    return a.lo < b.lo
-  end)
+  local keys, at, found_races, races = found.group_keys, found.group_start, found.races, {}
+  table.sort(keys)
+  for _, g in ipairs(keys) do
+    local t = at[g]
+    repeat
+      races[#races + 1] = found_races[t]
+      t = t + 1
+      local next_race = found_races[t]
+    until not next_race or next_race.first.index * found.width + next_race.second.index ~= g
+  end
   local unchecked = {}
   for i, node in ipairs(nodes) do
     if node.unknown then
