@@ -343,14 +343,20 @@ describe("gpurun.pipeline plans", function()
       { { descending = 1 }, "stage 'sort k': options.descending must be a boolean, got number" },
       { { segments = p:temporary("f", 3, "float32") }, "options.segments must be int32, uint32, int64 or uint64 offsets" },
       { { stream = 1 }, "pipeline 'srtbad': sort: unknown option 'stream'" },
+      { { values = p:temporary("c", 8, "complex64") },
+        "stage 'sort k': options.values has dtype complex64; sorts take real dtypes, not complex ones" },
     }
     for _, case in ipairs(cases) do
       local ok, message = pcall(p.sort, p, k, case[1])
       assert.is_false(ok)
       assert.truthy(message:find(case[2], 1, true), message)
     end
+    local ok, message = pcall(p.sort, p, p:temporary("z", 8, "complex128"))
+    assert.is_false(ok)
+    assert.truthy(message:find("stage 'sort z': keys has dtype complex128; sorts take real dtypes, not "
+                               .. "complex ones", 1, true), message)
     p:buffers{ state = {} }
-    local ok, message = pcall(p.sort, p, "state")
+    ok, message = pcall(p.sort, p, "state")
     assert.is_false(ok)
     assert.truthy(message:find("stage 'sort state': keys ('state') is host memory; gpurun.sort takes device "
                                .. "buffers", 1, true), message)

@@ -341,21 +341,26 @@ function arguments.check_target(fname, target)
   end
 end
 
--- Argument n, an open Buffer of a dtype the generators know; `takers`
--- says who in the message ("reductions take ...").
+-- Why a buffer of `dtype` cannot be one the generators take, or nil;
+-- `takers` says who in the message ("reductions take ...").
+function arguments.dtype_problem(what, dtype, takers)
+  if not DTYPES[dtype] then
+    return ("%s has dtype %s; %s take %s"):format(what, dtype, takers, common.DTYPE_NAMES)
+  end
+  if DTYPES[dtype].kind == "complex" then
+    return ("%s has dtype %s; %s take real dtypes, not complex ones"):format(what, dtype, takers)
+  end
+  return nil
+end
+
+-- Argument n, an open Buffer of a dtype the generators know.
 function arguments.check_buffer(fname, n, value, what, takers)
   if type_name(value) ~= "gpurun.Buffer" then
     common.bad_argument(fname, n, "gpurun.Buffer expected for %s, got %s", what, type_name(value))
   end
   local _ = #value -- a closed buffer raises here
-  if not DTYPES[value.dtype] then
-    common.bad_argument(fname, n, "%s has dtype %s; %s take %s", what, value.dtype, takers,
-                        common.DTYPE_NAMES)
-  end
-  if DTYPES[value.dtype].kind == "complex" then
-    common.bad_argument(fname, n, "%s has dtype %s; %s take real dtypes, not complex ones",
-                        what, value.dtype, takers)
-  end
+  local why = arguments.dtype_problem(what, value.dtype, takers)
+  if why then common.bad_argument(fname, n, "%s", why) end
 end
 
 return arguments

@@ -157,6 +157,10 @@ function sort.shape_problem(keys, values, out, values_out, segments, measure)
   if values then values_dtype, values_n = measure(values) end
   if out then out_dtype, out_n = measure(out) end
   if values_out then values_out_dtype, values_out_n = measure(values_out) end
+  local why = arguments.dtype_problem("keys", dtype, "sorts")
+  if why then return 2, why end
+  why = values and arguments.dtype_problem("options.values", values_dtype, "sorts")
+  if why then return 3, why end
   if values and values_n ~= n then
     return 3, ("options.values has %d elements, but keys has %d"):format(values_n, n)
   end
