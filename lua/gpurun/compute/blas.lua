@@ -71,9 +71,10 @@ local function dimension(value, what, field, minimum)
   return nil
 end
 
-local function dtype_problem(dtype, what)
+local function dtype_problem(dtype, what, field)
   if not COMPUTE[dtype] then
-    return ("%s has dtype %s; cuBLAS takes %s"):format(what, tostring(dtype), BLAS_DTYPES)
+    return ("%s%s has dtype %s; cuBLAS takes %s"):format(what, field or "", tostring(dtype),
+      BLAS_DTYPES)
   end
   return nil
 end
@@ -82,14 +83,15 @@ local function buffer_problem(value, what, field)
   if type_name(value) ~= "gpurun.Buffer" then
     return ("%s%s must be a gpurun.Buffer, got %s"):format(what, field, type_name(value))
   end
-  return dtype_problem(value.dtype, what .. field)
+  return dtype_problem(value.dtype, what, field)
 end
 
 -- A view's buffer as the shape checks see it: its dtype and length, or nil
--- and why not (what names it). A declared pipeline's matmul stage passes
--- its own, for data that has no memory yet.
-local function buffer_measure(buffer, what)
-  local why = buffer_problem(buffer, what, "")
+-- and why not (what .. field names it, joined only for a message). A
+-- declared pipeline's matmul stage passes its own, for data that has no
+-- memory yet.
+local function buffer_measure(buffer, what, field)
+  local why = buffer_problem(buffer, what, field or "")
   if why then return nil, why end
   return buffer.dtype, #buffer
 end
@@ -105,9 +107,9 @@ local function view_fields(view, what, measure)
   local why = options_rule.unknown(view, MATRIX_KEYS)
   if why then return nil, what .. ": " .. why end
   local buffer = rawget(view, "buffer")
-  local dtype, length = (measure or buffer_measure)(buffer, what .. ".buffer")
+  local dtype, length = (measure or buffer_measure)(buffer, what, ".buffer")
   if not dtype then return nil, length end
-  why = dtype_problem(dtype, what .. ".buffer")
+  why = dtype_problem(dtype, what, ".buffer")
   if why then return nil, why end
   local rows, cols = rawget(view, "rows"), rawget(view, "cols")
   why = dimension(rows, what, ".rows", 1) or dimension(cols, what, ".cols", 1)

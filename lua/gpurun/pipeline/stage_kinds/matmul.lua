@@ -21,8 +21,8 @@ local NAMES = { "a", "b", "out" }
 
 -- A view's buffer as blas's checks see it when it is declared data: its
 -- dtype and count, or nil and why not.
-local function data_measure(data, what)
-  local why = declare.not_device_buffer(data, what, "cuBLAS")
+local function data_measure(data, what, field)
+  local why = declare.not_device_buffer(data, what .. (field or ""), "cuBLAS")
   if why then return nil, why end
   return data.dtype, data.count
 end
