@@ -49,70 +49,6 @@ static int twin_close(lua_State *L)
     return 0;
 }
 
-/* Why the graph cannot have a twin, or NULL. */
-static const char *refusal(const struct gpurun_graph *graph)
-{
-    if (graph->has_memory_nodes)
-        return "a graph with memory allocation or free nodes cannot be profiled (the driver "
-               "lets such a graph have one executable at a time)";
-    if (graph->host_callbacks)
-        return "a graph with host nodes cannot be profiled (its twin would run the Lua "
-               "functions again outside the graph's own replays)";
-    return NULL;
-}
-
-/* The scratch record() needs, one block: the twin's nodes, a node's
- * dependencies with their edge data, the nodes added, and the times. */
-struct scratch {
-    CUgraphNode *nodes;
-    CUgraphNode *dependencies;
-    CUgraphEdgeData *edges;
-    CUgraphNode *added;
-    float *times; /* replay r, node i: [2 (r n + i)] start, [2 (r n + i) + 1] end, in ms */
-};
-
-static void push_scratch(lua_State *L, struct scratch *s, size_t n, size_t replays)
-{
-    size_t room = n + 1;
-    unsigned char *block = gpurun_push_staging(
-        L, room * (2 * sizeof(CUgraphNode) + sizeof(CUgraphEdgeData)) + 2 * n * sizeof(CUgraphNode)
-               + 2 * n * replays * sizeof(float) + 16);
-    s->edges = (CUgraphEdgeData *)block;
-    s->nodes = (CUgraphNode *)(s->edges + room);
-    s->dependencies = s->nodes + room;
-    s->added = s->dependencies + room;
-    s->times = (float *)(s->added + 2 * n);
-}
-
-/* Adds node i's two event record nodes to `g`: the first after the node's
- * own dependencies and before the node, the second after it. The original
- * edges stay, so the twin runs in the order the graph does. */
-static CUresult instrument(CUgraph g, const struct scratch *s, size_t n, size_t i,
-                           const CUevent *events, size_t *added)
-{
-    size_t count = n + 1;
-    CUresult result = CUDA_CALL(cuGraphNodeGetDependencies, s->nodes[i], s->dependencies,
-                                s->edges, &count);
-    if (result != CUDA_SUCCESS)
-        return result;
-    CUgraphNode start, end;
-    result = CUDA_CALL(cuGraphAddEventRecordNode, &start, g, s->dependencies, count, events[0]);
-    if (result != CUDA_SUCCESS)
-        return result;
-    s->added[(*added)++] = start;
-    result = CUDA_CALL(cuGraphAddDependencies, g, &start, &s->nodes[i], NULL, 1);
-    if (result != CUDA_SUCCESS)
-        return result;
-    result = CUDA_CALL(cuGraphAddEventRecordNode, &end, g, &s->nodes[i], 1, events[1]);
-    if (result == CUDA_SUCCESS)
-        s->added[(*added)++] = end;
-    return result;
-}
-
-/* Whether the graph holds a conditional node: the driver clones no such
- * graph, so its twin is made in the graph's own source, instrumented, then
- * instantiated, and the nodes added are taken out again (the bodies are
- * timed as their conditional node). */
 static int has_conditional(const struct gpurun_graph *graph)
 {
     for (size_t i = 0; i < graph->node_count; i++) {
@@ -124,30 +60,81 @@ static int has_conditional(const struct gpurun_graph *graph)
     return 0;
 }
 
-/* The twin instantiated into twin->exec (in the graph's context, current).
- * Nothing here allocates Lua memory: no finalizer can run while the graph's
- * source holds the nodes added. Returns the step that failed, or NULL. */
+/* Why the graph cannot have a twin, or NULL. */
+static const char *refusal(const struct gpurun_graph *graph)
+{
+    if (graph->has_memory_nodes)
+        return "a graph with memory allocation or free nodes cannot be profiled (the driver "
+               "lets such a graph have one executable at a time)";
+    if (graph->host_callbacks)
+        return "a graph with host nodes cannot be profiled (its twin would run the Lua "
+               "functions again outside the graph's own replays)";
+    /* The driver clones no such graph, and refuses a second executable of
+     * its source (CUDA_ERROR_NOT_SUPPORTED) while the Graph has one. */
+    if (has_conditional(graph))
+        return "a graph with conditional nodes cannot be profiled (the driver copies none, and "
+               "lets such a graph have one executable at a time)";
+    return NULL;
+}
+
+/* The scratch record() needs, one block: the twin's nodes, a node's
+ * dependencies with their edge data, and the times. */
+struct scratch {
+    CUgraphNode *nodes;
+    CUgraphNode *dependencies;
+    CUgraphEdgeData *edges;
+    float *times; /* replay r, node i: [2 (r n + i)] start, [2 (r n + i) + 1] end, in ms */
+};
+
+static void push_scratch(lua_State *L, struct scratch *s, size_t n, size_t replays)
+{
+    size_t room = n + 1;
+    unsigned char *block = gpurun_push_staging(
+        L, room * (2 * sizeof(CUgraphNode) + sizeof(CUgraphEdgeData))
+               + 2 * n * replays * sizeof(float) + 16);
+    s->edges = (CUgraphEdgeData *)block;
+    s->nodes = (CUgraphNode *)(s->edges + room);
+    s->dependencies = s->nodes + room;
+    s->times = (float *)(s->dependencies + room);
+}
+
+/* Adds node i's two event record nodes to `g`: the first after the node's
+ * own dependencies and before the node, the second after it. The original
+ * edges stay, so the twin runs in the order the graph does. */
+static CUresult instrument(CUgraph g, const struct scratch *s, size_t n, size_t i,
+                           const CUevent *events)
+{
+    size_t count = n + 1;
+    CUresult result = CUDA_CALL(cuGraphNodeGetDependencies, s->nodes[i], s->dependencies,
+                                s->edges, &count);
+    if (result != CUDA_SUCCESS)
+        return result;
+    CUgraphNode start, end;
+    result = CUDA_CALL(cuGraphAddEventRecordNode, &start, g, s->dependencies, count, events[0]);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = CUDA_CALL(cuGraphAddDependencies, g, &start, &s->nodes[i], NULL, 1);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return CUDA_CALL(cuGraphAddEventRecordNode, &end, g, &s->nodes[i], 1, events[1]);
+}
+
+/* The twin, a copy of the graph's source instrumented, instantiated into
+ * twin->exec (in the graph's context, current); the copy is destroyed
+ * again. Returns the step that failed, or NULL. */
 static const char *make_twin(struct twin *twin, const struct gpurun_graph *graph,
                              const struct scratch *s)
 {
     size_t n = graph->node_count;
-    int in_place = has_conditional(graph);
-    CUgraph g = graph->source;
-    if (in_place) {
-        memcpy(s->nodes, graph->nodes, n * sizeof *s->nodes);
-    } else {
-        if (CUDA_CALL(cuGraphClone, &twin->clone, graph->source) != CUDA_SUCCESS)
-            return "copying the graph for its profile";
-        g = twin->clone;
-        for (size_t i = 0; i < n; i++)
-            if (CUDA_CALL(cuGraphNodeFindInClone, &s->nodes[i], graph->nodes[i], g)
-                != CUDA_SUCCESS)
-                return "finding a node in the profile's copy of the graph";
-    }
+    if (CUDA_CALL(cuGraphClone, &twin->clone, graph->source) != CUDA_SUCCESS)
+        return "copying the graph for its profile";
+    CUgraph g = twin->clone;
+    for (size_t i = 0; i < n; i++)
+        if (CUDA_CALL(cuGraphNodeFindInClone, &s->nodes[i], graph->nodes[i], g) != CUDA_SUCCESS)
+            return "finding a node in the profile's copy of the graph";
     const char *failed = NULL;
-    size_t added = 0;
     for (size_t i = 0; i < n && !failed; i++)
-        if (instrument(g, s, n, i, twin->events + 1 + 2 * i, &added) != CUDA_SUCCESS)
+        if (instrument(g, s, n, i, twin->events + 1 + 2 * i) != CUDA_SUCCESS)
             failed = "adding the profile's event record nodes";
     if (!failed) {
         CUDA_GRAPH_INSTANTIATE_PARAMS params;
@@ -157,11 +144,9 @@ static const char *make_twin(struct twin *twin, const struct gpurun_graph *graph
             failed = "instantiating the profile's twin of the graph";
         }
     }
-    /* The source as it was (its driver error, if any, kept for the message). */
+    /* The copy goes (its driver error, if any, kept for the message). */
     CUresult kept = cuda_last_failed_result;
     const char *kept_call = cuda_last_failed_call;
-    for (size_t k = 0; in_place && k < added; k++)
-        (void)CUDA_CALL(cuGraphDestroyNode, s->added[k]);
     if (twin->clone) {
         (void)CUDA_CALL(cuGraphDestroy, twin->clone);
         twin->clone = NULL;
