@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/ipc_descriptor.h"
 #include "types/device.h"
@@ -218,6 +219,27 @@ CUresult gpurun_create_pool(CUmemoryPool *handle, int ordinal, size_t max_size, 
     return result;
 }
 
+/* A new pool's release threshold set and, for ipc, the pool exported
+ * once: the driver exports a pool's allocations (cuMemPoolExportPointer)
+ * only once the pool itself has been shared. Returns the step that failed,
+ * or NULL. */
+static const char *set_up_pool(const struct gpurun_memory_pool *pool, cuuint64_t threshold)
+{
+    if (set_attribute(pool->handle, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold) != CUDA_SUCCESS)
+        return "setting a new memory pool's release threshold";
+    if (!pool->ipc)
+        return NULL;
+    int fd = -1;
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult result = CUDA_CALL(cuMemPoolExportToShareableHandle, &fd, pool->handle,
+                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    gpurun_restore_captures(relaxed);
+    if (result != CUDA_SUCCESS)
+        return "sharing a new memory pool as a file descriptor";
+    close(fd);
+    return NULL;
+}
+
 /* release_threshold: bytes, or math.huge (the default) to keep all. */
 static cuuint64_t option_threshold(lua_State *L, int arg)
 {
@@ -283,7 +305,6 @@ static int module_memory_pool(lua_State *L)
         return gpurun_error(L, "gpurun.MemoryPool: the system gave no random bytes for the "
                                "pool's identity");
     CUresult result = gpurun_create_pool(&pool->handle, ordinal, (size_t)max_size, ipc);
-    struct gpurun_relaxed relaxed;
     if (result != CUDA_SUCCESS) {
         char size[32];
         pool->handle = NULL;
@@ -292,16 +313,17 @@ static int module_memory_pool(lua_State *L)
                                  max_size ? gpurun_format_size(size, sizeof size, (size_t)max_size)
                                           : "");
     }
-    if (set_attribute(pool->handle, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold) != CUDA_SUCCESS) {
-        CUresult failed = cuda_last_failed_result;
+    const char *failed = set_up_pool(pool, threshold);
+    if (failed) {
+        CUresult result_kept = cuda_last_failed_result;
         const char *call = cuda_last_failed_call;
-        relaxed = gpurun_relax_captures();
+        struct gpurun_relaxed relaxed = gpurun_relax_captures();
         (void)CUDA_CALL(cuMemPoolDestroy, pool->handle);
         gpurun_restore_captures(relaxed);
         pool->handle = NULL;
-        cuda_last_failed_result = failed;
+        cuda_last_failed_result = result_kept;
         cuda_last_failed_call = call;
-        return gpurun_cuda_error(L, "setting a new memory pool's release threshold");
+        return gpurun_cuda_error(L, "%s", failed);
     }
     pool->header.closed = 0;
     return 1;
