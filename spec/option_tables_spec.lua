@@ -45,7 +45,7 @@ local ROWS = {
       gpurun.LaunchConfig(t)
     end, "bad argument #1 to 'gpurun.LaunchConfig'",
     "grid, block, shmem_size, cluster, is_cooperative, cooperative_launch, programmatic_stream_serialization, priority" },
-  { "gpurun.Event", function(bad) gpurun.Event(bad) end, "bad argument #1 to 'gpurun.Event'", "timing, blocking",
+  { "gpurun.Event", function(bad) gpurun.Event(bad) end, "bad argument #1 to 'gpurun.Event'", "timing, blocking, ipc",
     gpu = true },
   { "Device:create_stream", function(bad) gpurun.Device(0):create_stream(bad) end,
     "bad argument #1 to 'Device:create_stream'", "priority", gpu = true },
@@ -81,7 +81,7 @@ local ROWS = {
       builder:begin_building()
       builder:end_building()
       builder:complete():to_dot(bad)
-    end, "bad argument #1 to 'Graph:to_dot'", "name, title", gpu = true },
+    end, "bad argument #1 to 'Graph:to_dot'", "name, title, races", gpu = true },
   { "gpurun.elementwise", function(bad) gpurun.elementwise("float32 a", "float32 r", "r = a", "k", bad) end,
     "elementwise kernel 'k':", "block, unroll, blocks_per_sm, preamble, cache" },
   { "gpurun.elementwise_pipeline", function(bad)

@@ -339,7 +339,7 @@ describe("device_rng on the device", function()
     local out <close> = gpurun.empty(1 << 16, "float32")
     gen:random(out, { stream = s }) -- loads the float32 kernels before the capture
     gen:set_state{ seed = 77, offset = 0, stream = s }
-    local builder = s:create_graph_builder()
+    local builder <close> = s:create_graph_builder()
     builder:begin_building()
     gen:random(out, { stream = builder })
     builder:end_building()

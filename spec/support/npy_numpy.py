@@ -31,7 +31,8 @@ def write(directory):
     """DIR/<dtype>.npy for every gpurun dtype (1000 values, see expected()),
     DIR/matrix.npy (3 x 4 float32, 0..11), DIR/v2.npy (format 2.0, int32),
     DIR/fortran.npy (Fortran order), DIR/big.npy (big-endian float32),
-    DIR/complex.npy (complex64, which gpurun does not read). Prints OK."""
+    DIR/complex.npy (complex64), DIR/text.npy (unicode strings, which gpurun
+    does not read). Prints OK."""
     for dtype in DTYPES:
         np.save(os.path.join(directory, dtype + ".npy"), expected(dtype))
     np.save(os.path.join(directory, "matrix.npy"),
@@ -41,7 +42,9 @@ def write(directory):
     np.save(os.path.join(directory, "fortran.npy"),
             np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)))
     np.save(os.path.join(directory, "big.npy"), np.arange(4, dtype=">f4"))
-    np.save(os.path.join(directory, "complex.npy"), np.arange(4, dtype=np.complex64))
+    np.save(os.path.join(directory, "complex.npy"),
+            np.arange(4, dtype=np.complex64) * (1 - 0.5j))
+    np.save(os.path.join(directory, "text.npy"), np.array(["ab", "cd"]))
     print("OK")
     return 0
 
