@@ -90,10 +90,12 @@ local function same_memory(a, b)
 end
 
 -- An option that must be a Buffer of the keys' device when given.
+local OPTION_LABELS = { values = "options.values", out = "options.out",
+                        values_out = "options.values_out", segments = "options.segments" }
 local function option_buffer(fname, n, options, name, device)
   local value = rawget(options, name)
   if value == nil then return nil end
-  check_buffer(fname, n, value, "options." .. name)
+  check_buffer(fname, n, value, OPTION_LABELS[name])
   if value.device ~= device then
     bad_argument(fname, n, "options.%s is on device %d, but the keys are on device %d", name,
                  value.device, device)
