@@ -204,6 +204,15 @@ int gpurun_check_device_argument(lua_State *L, int arg)
     return (int)value;
 }
 
+CUresult gpurun_export_pool(CUmemoryPool handle, int *fd)
+{
+    struct gpurun_relaxed relaxed = gpurun_relax_captures();
+    CUresult result = CUDA_CALL(cuMemPoolExportToShareableHandle, fd, handle,
+                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    gpurun_restore_captures(relaxed);
+    return result;
+}
+
 CUresult gpurun_create_pool(CUmemoryPool *handle, int ordinal, size_t max_size, int ipc)
 {
     CUmemPoolProps props;
@@ -230,11 +239,7 @@ static const char *set_up_pool(const struct gpurun_memory_pool *pool, cuuint64_t
     if (!pool->ipc)
         return NULL;
     int fd = -1;
-    struct gpurun_relaxed relaxed = gpurun_relax_captures();
-    CUresult result = CUDA_CALL(cuMemPoolExportToShareableHandle, &fd, pool->handle,
-                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-    gpurun_restore_captures(relaxed);
-    if (result != CUDA_SUCCESS)
+    if (gpurun_export_pool(pool->handle, &fd) != CUDA_SUCCESS)
         return "sharing a new memory pool as a file descriptor";
     close(fd);
     return NULL;

@@ -56,6 +56,9 @@ int gpurun_pool_out_of_memory(lua_State *L, const struct gpurun_memory_pool *poo
  * properties below, with handleTypes for an IPC pool), in relaxed capture
  * mode. Returns the driver's result. */
 CUresult gpurun_create_pool(CUmemoryPool *handle, int ordinal, size_t max_size, int ipc);
+/* A new file descriptor of an ipc pool (cuMemPoolExportToShareableHandle),
+ * relaxed around any capture in progress. */
+CUresult gpurun_export_pool(CUmemoryPool handle, int *fd);
 
 /* An ordinal argument or Device at arg that names a visible device, or an
  * error "CUDA device 3 not found: 1 device(s) visible". */

@@ -34,11 +34,7 @@ static int pool_get_allocation_handle(lua_State *L)
     ipc_descriptor_encode(&descriptor, bytes);
     lua_pushlstring(L, (const char *)bytes, sizeof bytes);
     int fd = -1;
-    struct gpurun_relaxed relaxed = gpurun_relax_captures();
-    CUresult result = CUDA_CALL(cuMemPoolExportToShareableHandle, &fd, pool->handle,
-                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-    gpurun_restore_captures(relaxed);
-    if (result != CUDA_SUCCESS)
+    if (gpurun_export_pool(pool->handle, &fd) != CUDA_SUCCESS)
         return gpurun_cuda_error(L, "exporting a memory pool as a file descriptor");
     gpurun_push_allocation_handle(L, fd, -1);
     return 1;
