@@ -1,8 +1,11 @@
 -- bench/while_cancel.lua: what a while loop's cancel check costs a pass.
--- scripts/converge.lua's loop (relax, reduce the residual, copy back,
--- decide), run for a fixed number of passes in one graph launch, with the
--- check ({ cancellable = true }, the default) and without it; us per pass,
--- median over repetitions, and their ratio. Both must take every pass.
+-- scripts/converge.lua's loop (relax, reduce the residual, copy back)
+-- run for a fixed number of passes in one graph launch, decided two ways:
+-- by converge.lua's expression (the decision kernel reads the cancel flag
+-- itself) and --hand-written (a kernel of the user's decides; the check is
+-- one more kernel a pass). Each with the check ({ cancellable = true },
+-- the default) and without it; us per pass, median over repetitions, and
+-- their ratio. Every loop must take every pass.
 --
 --   build/gpurun bench/while_cancel.lua [--points N] [--passes N] [--reps N] [--json]
 
@@ -27,6 +30,8 @@ extern "C" __global__ void decide(cudaGraphConditionalHandle condition, const fl
     unsigned int done = ++*steps;
     cudaGraphSetConditional(condition, *residual >= 0.0f && done < max_steps ? 1u : 0u);
 }
+
+extern "C" __global__ void count_step(unsigned int *steps) { ++*steps; }
 ]]
 
 local cli = args.new("while_cancel.lua", "The cost of a while loop's cancel check, per pass.")
@@ -41,6 +46,7 @@ local stream <close> = device:create_stream()
 local code <close> = gpurun.Program(KERNELS, "c++",
   gpurun.ProgramOptions{ std = "c++17", arch = "sm_" .. device.arch }):compile("cubin")
 local relax, decide = code:get_kernel("relax"), code:get_kernel("decide")
+local count_step = code:get_kernel("count_step")
 local n, passes = options.points, options.passes
 local u <close> = gpurun.zeros(n, "float32")
 local v <close> = gpurun.zeros(n, "float32")
@@ -50,7 +56,7 @@ local grid = gpurun.LaunchConfig{ grid = (n + 127) // 128, block = 128 }
 local one = gpurun.LaunchConfig{ grid = 1, block = 1 }
 gpurun.max_abs_diff(stream, v, u, residual) -- compiled before the captures
 
-local function loop_graph(cancellable)
+local function hand_written(cancellable)
   return bench.capture(stream, function(builder)
     steps:fill(0, builder)
     local again = builder:create_condition(1)
@@ -60,6 +66,20 @@ local function loop_graph(cancellable)
     gpurun.max_abs_diff(body, v, u, residual)
     u:copy_from(v, body)
     gpurun.launch(body, one, decide, again, residual, steps, passes)
+    body:end_building()
+  end)
+end
+
+local function by_expression(cancellable)
+  return bench.capture(stream, function(builder)
+    steps:fill(0, builder)
+    local body = builder:while_loop(("max(steps) < %d"):format(passes), { steps = steps },
+                                    { cancellable = cancellable })
+    body:begin_building()
+    gpurun.launch(body, grid, relax, u, v, n)
+    gpurun.max_abs_diff(body, v, u, residual)
+    u:copy_from(v, body)
+    gpurun.launch(body, one, count_step, steps)
     body:end_building()
   end)
 end
@@ -82,21 +102,32 @@ local function per_pass(graph)
   return bench.median(times)
 end
 
-local plain <close> = loop_graph(false)
-local checked <close> = loop_graph(true)
--- interleaved, so that drift over the run falls on both
-local plain_us, checked_us = per_pass(plain), per_pass(checked)
-plain_us = math.min(plain_us, per_pass(plain))
-checked_us = math.min(checked_us, per_pass(checked))
-local ratio = checked_us / plain_us
+-- One way of deciding, with and without the check: { plain_us, cancellable_us, ratio }.
+local function compare(make)
+  local plain <close> = make(false)
+  local checked <close> = make(true)
+  -- interleaved, so that drift over the run falls on both
+  local plain_us, checked_us = per_pass(plain), per_pass(checked)
+  plain_us = math.min(plain_us, per_pass(plain))
+  checked_us = math.min(checked_us, per_pass(checked))
+  return { plain_us_per_pass = plain_us, cancellable_us_per_pass = checked_us,
+           ratio = checked_us / plain_us }
+end
+
+local results = { expression = compare(by_expression), hand_written = compare(hand_written) }
 
 if options.json then
   print(cjson.encode({ device = device.name, points = n, passes = passes, reps = options.reps,
-                       plain_us_per_pass = plain_us, cancellable_us_per_pass = checked_us, ratio = ratio }))
+                       expression = results.expression, hand_written = results.hand_written }))
 else
   print(("%s, %d points, %d passes a launch, median of %d launches"):format(device.name, n, passes,
                                                                           options.reps))
-  print(("  without the cancel check: %8.3f us a pass"):format(plain_us))
-  print(("  with the cancel check:    %8.3f us a pass"):format(checked_us))
-  print(("  cancellable / plain:      %8.3f"):format(ratio))
+  for _, way in ipairs({ { "expression", "decided by an expression (converge.lua)" },
+                         { "hand_written", "decided by a kernel (--hand-written)" } }) do
+    local r = results[way[1]]
+    print(("  %s:"):format(way[2]))
+    print(("    without the cancel check: %8.3f us a pass"):format(r.plain_us_per_pass))
+    print(("    with the cancel check:    %8.3f us a pass"):format(r.cancellable_us_per_pass))
+    print(("    cancellable / plain:      %8.3f"):format(r.ratio))
+  end
 end
