@@ -98,6 +98,8 @@ local function fuzz(label, flags, env_prefix, jobs, children)
   io.write(("\nfuzz (%s): %d calls, %d errors raised, %d skipped by the guard, %d crashes "
     .. "(seeds %d..%d, %.1f s)\n"):format(label, totals.calls, totals.errors, totals.skipped,
     totals.crashes, BASE_SEED, BASE_SEED + children - 1, gpurun.perf_counter() - started))
+  -- Now as well as in the report: a run cut short by a time limit keeps them.
+  for _, failure in ipairs(failures) do io.write(failure, "\n") end
   io.flush()
   assert(#failures == 0, table.concat(failures, "\n\n"))
   assert.are.equal(children * CALLS, totals.calls)
