@@ -106,8 +106,10 @@ part_suite() {
     echo "run $run: ${line:-no closing line} (exit $status, $((SECONDS - started)) s)"
     if [ "$status" -eq 0 ] && [[ "$line" == *" 0 failed,"* ]]; then
       passed_runs=$((passed_runs + 1))
-    else
+    elif [ -n "$line" ]; then
       grep -E -A12 '^(Failure|Error) ->' "$log" | head -n 60
+    else # cut short: the failures as they were written
+      grep -E -A12 '^(Failure|Error) now ->' "$log" | head -n 60
     fi
   done
   echo "suite: $passed_runs of $runs runs passed"
