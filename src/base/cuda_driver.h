@@ -67,7 +67,7 @@
     X(cuDeviceGraphMemTrim, 11040) X(cuGraphMemAllocNodeGetParams, 11040) \
     X(cuGraphMemFreeNodeGetParams, 11040) \
     X(cuGraphAddEventRecordNode, 11010) X(cuGraphAddDependencies, 12030) \
-    X(cuGraphNodeFindInClone, 10000) X(cuGraphDestroyNode, 10000) \
+    X(cuGraphNodeFindInClone, 10000) \
     X(cuGraphKernelNodeGetAttribute, 11000) X(cuGraphChildGraphNodeGetGraph, 10000) \
     X(cuTensorMapEncodeTiled, 12000) X(cuTensorMapReplaceAddress, 12000) \
     X(cuLinkCreate, 6050) X(cuLinkAddData, 6050) X(cuLinkComplete, 5050) X(cuLinkDestroy, 5050) \
