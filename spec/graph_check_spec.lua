@@ -255,17 +255,7 @@ end)
 describe("race_check against the declared-pipeline planner", function()
   local SEEDS = 300
 
-  local function conflicting(s, t)
-    for _, x in ipairs(s.accesses) do
-      for _, y in ipairs(t.accesses) do
-        if x.data.key == y.data.key and x.data.lo < y.data.hi and y.data.lo < x.data.hi
-            and (x.mode ~= "r" or y.mode ~= "r") then
-          return true
-        end
-      end
-    end
-    return false
-  end
+  local conflicting = random_pipeline.conflicting
 
   local function nodes_of(stages, edges, skip)
     local nodes = {}

@@ -9,20 +9,7 @@ local schedule = require("gpurun.pipeline.schedule")
 local SEEDS = 300
 local GPU_SEEDS = 200
 
-local function overlaps(x, y)
-  return x.key == y.key and x.lo < y.hi and y.lo < x.hi
-end
-
-local function conflicting(a, b)
-  for _, x in ipairs(a.accesses) do
-    for _, y in ipairs(b.accesses) do
-      if overlaps(x.data, y.data) and (x.mode ~= "r" or y.mode ~= "r") then
-        return true
-      end
-    end
-  end
-  return false
-end
+local conflicting = random_pipeline.conflicting
 
 -- reach[i][j]: j can be reached from i through `next_of` (1..n).
 local function closure(n, next_of)

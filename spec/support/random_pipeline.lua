@@ -185,4 +185,19 @@ function random_pipeline.run(case, order)
   return result
 end
 
+-- Whether two planned stages conflict, written out here as the specs'
+-- own oracle (not pipeline/access.lua's rule they check): some pair of
+-- their accesses shares bytes of one key, and one of the two writes.
+function random_pipeline.conflicting(a, b)
+  for _, x in ipairs(a.accesses) do
+    for _, y in ipairs(b.accesses) do
+      if x.data.key == y.data.key and x.data.lo < y.data.hi and y.data.lo < x.data.hi
+          and (x.mode ~= "r" or y.mode ~= "r") then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 return random_pipeline
