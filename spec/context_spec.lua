@@ -165,6 +165,33 @@ describe("green contexts", function()
       assert.is_true(stop - start > 0)
     end)
 
+    it("lives while an FFT plan made on its stream does; the one-call cache keeps plans apart #gpu", function()
+      local signal <close> = gpurun.array({ 1, 1, 1, 1, 1, 1, 1, 1 }, "complex64")
+      local plan
+      do
+        local groups = sm:split({ count = sm.min_partition_size })
+        local context = device:create_context({ resources = { groups[1] } })
+        local stream = context:create_stream()
+        plan = gpurun.fft.plan(8, { stream = stream })
+        local spectrum <close> = gpurun.fft.fft(signal, { stream = stream })
+        stream:sync()
+        assert.are.same({ 8, 0 }, spectrum:get(1))
+        context:close()
+      end
+      collectgarbage("collect")
+      collectgarbage("collect")
+      -- The cached plan of the green stream is not reused here, and the
+      -- plan's close releases it in its context, which it kept.
+      local primary <close> = device:create_stream()
+      local spectrum <close> = gpurun.fft.fft(signal, { stream = primary })
+      primary:sync()
+      assert.are.same({ 8, 0 }, spectrum:get(1))
+      plan:close()
+      gpurun.fft.clear_cache()
+      collectgarbage("collect")
+      collectgarbage("collect")
+    end)
+
     it("closes its streams with it, once #gpu", function()
       local groups = sm:split({ count = sm.min_partition_size })
       local context = device:create_context({ resources = { groups[1] } })

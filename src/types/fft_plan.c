@@ -98,7 +98,7 @@ static long long check_size(lua_State *L, int arg)
 
 /* make(target, type, batch, n1 [, n2 [, n3]]) -> plan, work area bytes: a
  * plan of rank 1 to 3 (C order: n1 the slowest dimension) made in the
- * target's context. Inside a capture the thread is relaxed around the
+ * target's context, which it keeps alive. Inside a capture the thread is relaxed around the
  * allocations, which the capture would refuse. */
 static int core_make(lua_State *L)
 {
@@ -114,7 +114,9 @@ static int core_make(lua_State *L)
         n[i] = check_size(L, 4 + i);
     if (cufft_loader_load() != 0)
         gpurun_error(L, "%s", cufft_loader_error());
-    struct fft_plan *plan = gpurun_new_object(L, sizeof *plan, 0, &fft_plan_tag);
+    struct fft_plan *plan = gpurun_new_object(L, sizeof *plan, 1, &fft_plan_tag);
+    gpurun_push_context_keeper(L, 1);
+    lua_setiuservalue(L, -2, 1);
     plan->context = stream->context;
     plan->device = stream->device;
     plan->type = type;
@@ -244,8 +246,20 @@ static int core_plans(lua_State *L)
     return 1;
 }
 
+/* context_of(target) -> the target's context as an integer: the one-call
+ * functions' cache keys, so that a green context's streams get plans of
+ * their own. A plan keeps its context, so no other takes its address. */
+static int core_context_of(lua_State *L)
+{
+    struct gpurun_capture *capture;
+    check_target(L, 1, &capture);
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)gpurun_launch_context(L, 1, capture));
+    return 1;
+}
+
 static const luaL_Reg core_functions[] = {
     {"load", core_load},
+    {"context_of", core_context_of},
     {"make", core_make},
     {"execute", core_execute},
     {"close", core_close},

@@ -432,10 +432,15 @@ static int builder_node_count(lua_State *L)
     return 1;
 }
 
+void gpurun_push_builder_stream(lua_State *L, int index)
+{
+    lua_getiuservalue(L, index, STREAM_VALUE);
+}
+
 static int builder_stream(lua_State *L)
 {
     self(L);
-    lua_getiuservalue(L, 1, STREAM_VALUE);
+    gpurun_push_builder_stream(L, 1);
     return 1;
 }
 

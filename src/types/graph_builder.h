@@ -25,6 +25,9 @@ struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
  * builder made and returns 1, or pushes nothing and returns 0. */
 int gpurun_push_conditional_bodies(lua_State *L, CUgraphNode node);
 
+/* Pushes the Stream of the GraphBuilder at index (checked by the caller). */
+void gpurun_push_builder_stream(lua_State *L, int index);
+
 /* The builder at index, which must be building, or an error naming method. */
 struct gpurun_graph_builder *gpurun_check_building(lua_State *L, int index, const char *method);
 

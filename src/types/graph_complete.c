@@ -7,6 +7,7 @@
 
 #include "types/buffer/buffer.h"
 #include "types/graph_builder.h"
+#include "types/launch.h"
 #include "types/stream.h"
 
 /* The builder at 1, still an origin with a graph built: checked again
@@ -182,13 +183,8 @@ static int builder_complete(lua_State *L)
     struct gpurun_capture *capture = check_built(L);
     graph->context = capture->stream->context;
     graph->device = capture->stream->device;
-    /* The builder's stream keeps its green Context, if any (nil otherwise). */
-    lua_getiuservalue(L, 1, 1);
-    if (gpurun_to_tagged(L, -1, &gpurun_stream_tag)) {
-        lua_getiuservalue(L, -1, 1);
-        lua_setiuservalue(L, graph_index, GPURUN_GRAPH_CONTEXT_VALUE);
-    }
-    lua_pop(L, 1);
+    gpurun_push_context_keeper(L, 1);
+    lua_setiuservalue(L, graph_index, GPURUN_GRAPH_CONTEXT_VALUE);
     /* A copy, so that the builder can build again; the driver copies no
      * graph with conditional or memory nodes, which the Graph then takes
      * over (the builder is idle again). */

@@ -44,6 +44,21 @@ CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_cap
     return ((const struct gpurun_stream_object *)lua_touserdata(L, index))->stream.context;
 }
 
+void gpurun_push_context_keeper(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    if (gpurun_to_tagged(L, index, &gpurun_stream_tag)) {
+        lua_getiuservalue(L, index, 1);
+        return;
+    }
+    gpurun_push_builder_stream(L, index);
+    if (gpurun_to_tagged(L, -1, &gpurun_stream_tag))
+        lua_getiuservalue(L, -1, 1);
+    else
+        lua_pushnil(L);
+    lua_remove(L, -2);
+}
+
 void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,
                                 const struct gpurun_capture *capture)
 {

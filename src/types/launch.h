@@ -17,6 +17,13 @@ CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **c
  * context, or a green context's (types/context.c). */
 CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_capture *capture);
 
+/* Pushes what keeps that context alive (the target at index, checked by
+ * gpurun_launch_target): a green context's gpurun.Context, or nil for a
+ * primary context, which lives until exit. Whatever keeps the context past
+ * the call (a graph, a library's plan) keeps this in a user value, since
+ * destroying a context frees what was made in it. */
+void gpurun_push_context_keeper(lua_State *L, int index);
+
 /* Raises unless the kernel can run on the launch target at index (already
  * checked by gpurun_launch_target; capture is what it set). */
 void gpurun_check_launch_device(lua_State *L, const struct gpurun_kernel *kernel, int index,

@@ -270,7 +270,7 @@ local cache = {}
 
 local function cached_plan(target, kind, dtype, batch, n)
   local node = cache
-  for _, key in ipairs{ device_of(target), kind, dtype, batch } do
+  for _, key in ipairs{ core.context_of(target), kind, dtype, batch } do
     node[key] = node[key] or {}
     node = node[key]
   end
