@@ -6,6 +6,7 @@
 -- per-launch path for allocations. What the kernels compute is the #gpu
 -- specs' (spec/reductions_spec.lua).
 local gpurun = require("gpurun")
+local expect = require("spec.support.expect")
 local common = require("gpurun.common")
 local ss = require("gpurun.compute.scan_source")
 
@@ -173,18 +174,6 @@ local function last_launches(from)
   local list = {}
   for index = from + 1, #launches do list[#list + 1] = launches[index] end
   return list
-end
-
-local function allocates_nothing(step)
-  for _ = 1, 10 do step() end
-  collectgarbage("collect")
-  collectgarbage("stop")
-  step() -- the collector shrinks the stack: let it grow back first
-  local before = collectgarbage("count")
-  for _ = 1, 2000 do step() end
-  local after = collectgarbage("count")
-  collectgarbage("restart")
-  return before == after, after - before
 end
 
 -- ---- the specs --------------------------------------------------------------------------
@@ -366,8 +355,8 @@ describe("reduction launches (stand-ins for the GPU)", function()
       function() kernel(stream, x, rows_out, shape) end,
       function() M.prebuilt.max(stream, x, rows_out, segments) end,
     } do
-      local lean, grew = allocates_nothing(step)
-      if not lean then refuse("launch %d allocated %.3f KiB in 2000 calls", index, grew) end
+      local grew = expect.bytes_allocated(step, 2000, 10)
+      if grew ~= 0 then refuse("launch %d allocated %d bytes in 2000 calls", index, grew) end
     end
     recording = true
   end)
@@ -457,8 +446,8 @@ describe("scan and select launches (stand-ins for the GPU)", function()
       function() M.scan.exclusive_scan(stream, x, y, "max") end,
       function() M.scan.select(stream, x, "x > 0.5f", out, count) end,
     } do
-      local lean, grew = allocates_nothing(step)
-      if not lean then refuse("launch %d allocated %.3f KiB in 2000 calls", index, grew) end
+      local grew = expect.bytes_allocated(step, 2000, 10)
+      if grew ~= 0 then refuse("launch %d allocated %d bytes in 2000 calls", index, grew) end
     end
     fills_cleared()
     recording = true
