@@ -130,13 +130,17 @@ static size_t workspace_bytes(lua_State *L, int ordinal)
     return major >= 9 ? WORKSPACE_HOPPER : WORKSPACE_OLDER;
 }
 
-/* Makes the stream's handle and pushes it. Inside a capture the thread
- * is relaxed around the allocations, which the capture would refuse. */
+/* Makes the stream's handle and pushes it; the call's target (index 1)
+ * is that stream or its builder, whose context the handle keeps. Inside a
+ * capture the thread is relaxed around the allocations, which the capture
+ * would refuse. */
 static struct blas_handle *push_new_handle(lua_State *L, struct gpurun_stream *stream)
 {
     require_cublas(L);
     size_t bytes = workspace_bytes(L, stream->device);
-    struct blas_handle *blas = gpurun_new_object(L, sizeof *blas, 0, &blas_handle_tag);
+    struct blas_handle *blas = gpurun_new_object(L, sizeof *blas, 1, &blas_handle_tag);
+    gpurun_push_context_keeper(L, 1);
+    lua_setiuservalue(L, -2, 1);
     blas->context = stream->context;
     blas->workspace_bytes = bytes;
     blas->pointer_mode = CUBLAS_POINTERS_HOST;
