@@ -1793,9 +1793,10 @@ row("GraphBuilder:embed", A(R.building, R.builder), arg_error(1, "embed",
 row("GraphBuilder:embed", A(R.building, R.abandoned), arg_error(1, "embed",
   "a GraphBuilder that has ended building expected (it is abandoned)"))
 row("GraphBuilder:embed", A(R.building, R.allocating_built), arg_error(1, "embed",
-  "a graph without memory allocation or free nodes expected"))
+  "a graph without memory allocation or free nodes expected (the driver cannot copy those into a "
+  .. "child graph node): make its buffers before its capture"))
 row("GraphBuilder:embed", A(R.building, R.conditional_built), arg_error(1, "embed",
-  "a graph without conditional nodes expected"))
+  "a graph without conditional nodes expected (the driver cannot copy those into a child graph node)"))
 row("Graph:update", A(R.graph), arg_error(1, "update", "gpurun.GraphBuilder expected, got no value"))
 row("Graph:update", A(R.graph, R.builder), arg_error(1, "update",
   "a GraphBuilder that has ended building expected (it is idle)"))
@@ -1846,7 +1847,7 @@ row("GraphBuilder:check", A(R.body), "GraphBuilder:check: nothing built to check
 row("GraphBuilder:complete", A(R.built, { check = 1 }), arg_error(1, "complete",
   "option 'check' must be a boolean, got number"))
 row("GraphBuilder:complete", A(R.built, { check = false, nope = 1 }), arg_error(1, "complete",
-  "unknown option 'nope'"))
+  "unknown option 'nope' (known: auto_free_on_launch, check, device_launch, use_node_priority, upload_stream)"))
 row("Kernel:set_access", A(R.add), arg_error(1, "set_access", "table of access modes expected, got no value"))
 row("Kernel:set_access", A(R.add, "r"), arg_error(1, "set_access", "table of access modes expected, got string"))
 row("Kernel:set_access", A(R.add, { "x" }), arg_error(1, "set_access",
@@ -2718,7 +2719,7 @@ row("MemoryPool:close", nil, P"MemoryPool:close: gpurun%.MemoryPool%(device %d+,
 
 row("GraphBuilder:complete", A(R.built, 5), arg_error(1, "complete", "table of options expected, got number"))
 row("GraphBuilder:complete", A(R.built, { nope = 1 }),
-  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch, device_launch, upload_stream)"))
+  arg_error(1, "complete", "unknown option 'nope' (known: auto_free_on_launch, check, device_launch, use_node_priority, upload_stream)"))
 row("GraphBuilder:complete", A(R.built, { auto_free_on_launch = 1 }),
   arg_error(1, "complete", "option 'auto_free_on_launch' must be a boolean, got number"))
 row("GraphBuilder:complete", A(R.built, { device_launch = "yes" }),

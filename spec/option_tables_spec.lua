@@ -74,7 +74,7 @@ local ROWS = {
       builder:end_building()
       builder:complete(bad)
     end, "bad argument #1 to 'GraphBuilder:complete'",
-    "auto_free_on_launch, device_launch, use_node_priority, upload_stream", gpu = true },
+    "auto_free_on_launch, check, device_launch, use_node_priority, upload_stream", gpu = true },
   { "Graph:to_dot", function(bad)
       local stream = gpurun.Device(0):create_stream()
       local builder = stream:create_graph_builder()

@@ -154,7 +154,9 @@ static void instantiate(lua_State *L, struct gpurun_graph *graph, cuuint64_t fla
  * gave (LaunchConfig{ priority = }) rather than at the launch stream's. */
 static int builder_complete(lua_State *L)
 {
-    static const char *const known[] = {"auto_free_on_launch", "device_launch",
+    /* check is graph_check.lua's (taken out before this call), named so
+     * that the refusal of an unknown option lists every one. */
+    static const char *const known[] = {"auto_free_on_launch", "check", "device_launch",
                                         "use_node_priority", "upload_stream", NULL};
     check_built(L);
     int has_options = gpurun_check_options(L, 2, known);

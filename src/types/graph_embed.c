@@ -81,6 +81,8 @@ static int builder_embed(lua_State *L)
     if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
         return gpurun_error(L, "GraphBuilder:embed: not building (it is %s)",
                             gpurun_capture_state_name(builder->capture.state));
+    if (lua_isnone(L, 2))
+        gpurun_type_error(L, 2, "gpurun.Graph or gpurun.GraphBuilder");
     lua_settop(L, 2);
     int device = 0;
     int from_builder = gpurun_to_tagged(L, 2, &gpurun_builder_tag) != NULL;

@@ -121,10 +121,11 @@ return function(internal)
     bad_self("Kernel:set_access", select("#", ...), kernel, "gpurun.Kernel")
     -- lazy: as above
     local kernel_access = require("gpurun.graph.kernel_access")
+    local num_params = kernel.num_params -- raises when it or its code is closed
     if select("#", ...) < 2 then
       internal.raise("bad argument #1 to 'Kernel:set_access' (table of access modes expected, got no value)")
     end
-    kernel_access.declare(kernel, kernel_access.check_declaration(modes, kernel.num_params,
+    kernel_access.declare(kernel, kernel_access.check_declaration(modes, num_params,
       "Kernel:set_access"))
     return kernel
   end

@@ -94,15 +94,17 @@ return function(internal)
       end
     end
     draw(nodes, "n", "  ")
+    local function not_races()
+      internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+    end
     for _, race in ipairs(type(races) == "table" and races or {}) do
+      if type(race) ~= "table" then not_races() end
       local first, second = race.first, race.second
       if type(first) ~= "table" or type(second) ~= "table" or type(race.hazard) ~= "string" then
-        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
+        not_races()
       end
       local a, b = first.top or first.index, second.top or second.index
-      if math.type(a) ~= "integer" or math.type(b) ~= "integer" then
-        internal.raise("bad argument #1 to 'Graph:to_dot' (races must be graph:check()'s list)")
-      end
+      if math.type(a) ~= "integer" or math.type(b) ~= "integer" then not_races() end
       local text = race.hazard .. " " .. tostring(race.label or "memory")
       if a ~= first.index or b ~= second.index then
         text = ("%s (nodes %s and %s)"):format(text, tostring(first.index), tostring(second.index))

@@ -36,7 +36,8 @@ return function(internal)
     end
     if is_expression(condition) then
       check_building(builder, fname)
-      local tree, buffers = conditions().bind(fname, 1, condition, second)
+      local tree, buffers = conditions().bind(fname, 1, condition, second,
+                                              type_name(select("#", ...) - 2, second))
       return conditions().expression_loop(builder, tree, buffers,
                                           conditions().loop_options(fname, 3, third))
     end
@@ -52,7 +53,8 @@ return function(internal)
       local builder, condition, bindings = ...
       if type_name(select("#", ...), builder) == "gpurun.GraphBuilder" and is_expression(condition) then
         check_building(builder, fname)
-        local tree, buffers = conditions().bind(fname, 1, condition, bindings)
+        local tree, buffers = conditions().bind(fname, 1, condition, bindings,
+                                                type_name(select("#", ...) - 2, bindings))
         return conditions().expression_if(builder, method, tree, buffers)
       end
       return core[method](...)

@@ -339,6 +339,9 @@ function arguments.check_target(fname, target)
   if kind ~= "gpurun.Stream" and kind ~= "gpurun.GraphBuilder" then
     common.bad_argument(fname, 1, "gpurun.Stream or gpurun.GraphBuilder expected, got %s", kind)
   end
+  if kind == "gpurun.Stream" then
+    local _ = target.device -- a closed stream raises here, before the other arguments
+  end
 end
 
 -- Why a buffer of `dtype` cannot be one the generators take, or nil;

@@ -56,15 +56,16 @@ function conditions.loop_options(fname, n, options)
 end
 
 -- The expression at argument n parsed, its names bound to the buffers of
--- the table at n + 1: the tree and { name -> buffer }.
-function conditions.bind(fname, n, expression, bindings)
+-- the table at n + 1: the tree and { name -> buffer }. bindings_type names
+-- that argument as the caller saw it ("no value" when absent).
+function conditions.bind(fname, n, expression, bindings, bindings_type)
   local tree, why = parse.parse(expression)
   if not tree then
     common.bad_argument(fname, n, "bad condition expression: %s", why)
   end
   if not common.is_plain_table(bindings) then
     common.bad_argument(fname, n + 1, "a table of the expression's buffers by name expected, got %s",
-                        type_name(bindings))
+                        bindings_type or type_name(bindings))
   end
   local names, buffers = parse.names(tree), {}
   for _, name in ipairs(names) do
