@@ -432,15 +432,57 @@ static int builder_node_count(lua_State *L)
     return 1;
 }
 
-void gpurun_push_builder_stream(lua_State *L, int index)
+static void push_builder_stream(lua_State *L, int index)
 {
     lua_getiuservalue(L, index, STREAM_VALUE);
+}
+
+/* ---- the launch target ------------------------------------------------- */
+
+CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture)
+{
+    *capture = NULL;
+    const struct gpurun_stream_object *stream = gpurun_to_tagged(L, index, &gpurun_stream_tag);
+    if (stream) {
+        if (stream->header.closed)
+            gpurun_closed_error(L, gpurun_stream_tag.type_name);
+        if (stream->stream.capture)
+            gpurun_refuse_captured(L, 0, NULL, "launch on the builder, so that the graph "
+                                               "keeps what it uses");
+        return stream->stream.handle;
+    }
+    *capture = gpurun_to_building(L, index);
+    if (*capture == NULL)
+        gpurun_type_error(L, index, "gpurun.Stream or gpurun.GraphBuilder");
+    return (*capture)->stream->handle;
+}
+
+CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_capture *capture)
+{
+    if (capture)
+        return capture->stream->context;
+    return ((const struct gpurun_stream_object *)lua_touserdata(L, index))->stream.context;
+}
+
+void gpurun_push_context_keeper(lua_State *L, int index)
+{
+    index = lua_absindex(L, index);
+    if (gpurun_to_tagged(L, index, &gpurun_stream_tag)) {
+        lua_getiuservalue(L, index, 1);
+        return;
+    }
+    push_builder_stream(L, index);
+    if (gpurun_to_tagged(L, -1, &gpurun_stream_tag))
+        lua_getiuservalue(L, -1, 1);
+    else
+        lua_pushnil(L);
+    lua_remove(L, -2);
 }
 
 static int builder_stream(lua_State *L)
 {
     self(L);
-    gpurun_push_builder_stream(L, 1);
+    push_builder_stream(L, 1);
     return 1;
 }
 

@@ -9,7 +9,8 @@
  * is kept alive until they are done, and refuses to close. */
 #include "types/host_callback.h"
 
-#include "types/launch.h"
+#include "types/graph_builder.h"
+#include "types/stream.h"
 
 const struct gpurun_tag gpurun_host_callback_tag = {"gpurun.HostCallback"};
 

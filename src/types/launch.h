@@ -5,24 +5,9 @@
 
 #include "runtime/runtime.h"
 #include "types/buffer/buffer.h"
+#include "types/graph_builder.h"
 #include "types/kernel.h"
 #include "types/launch_config.h"
-
-/* The stream a launch goes on: a Stream (refused while a builder captures
- * it), or a GraphBuilder that is building, which sets *capture. */
-CUstream gpurun_launch_target(lua_State *L, int index, struct gpurun_capture **capture);
-
-/* The context of the launch target at index (already checked by
- * gpurun_launch_target; capture is what it set): a device's primary
- * context, or a green context's (types/context.c). */
-CUcontext gpurun_launch_context(lua_State *L, int index, const struct gpurun_capture *capture);
-
-/* Pushes what keeps that context alive (the target at index, checked by
- * gpurun_launch_target): a green context's gpurun.Context, or nil for a
- * primary context, which lives until exit. Whatever keeps the context past
- * the call (a graph, a library's plan) keeps this in a user value, since
- * destroying a context frees what was made in it. */
-void gpurun_push_context_keeper(lua_State *L, int index);
 
 /* Raises unless the kernel can run on the launch target at index (already
  * checked by gpurun_launch_target; capture is what it set). */
