@@ -1536,6 +1536,17 @@ row("Buffer.__index", A(R.buffer, 0), arg_error(2, "__index", "element index 0 o
 row("Buffer.__index", A(R.buffer, 17), arg_error(2, "__index", "element index 17 out of range (1..16)"))
 row("Buffer.__index", A(R.buffer, 1.5), arg_error(2, "__index", "integer element index expected, got 1.5"))
 row("Buffer.__index", A(R.buffer, NAN), P("bad argument #2 to 'Buffer%.__index' %(integer element index expected, got " .. NAN_TEXT .. "%)"))
+local CLOSE_STREAM = "expected a gpurun.Stream or a building gpurun.GraphBuilder, got "
+row("Buffer:close", A(R.buffer, 5), arg_error(1, "close", CLOSE_STREAM .. "number"))
+row("Buffer:close", A(R.buffer, "stream"), arg_error(1, "close", CLOSE_STREAM .. "string"))
+row("Buffer:close", A(R.buffer, R.event), arg_error(1, "close", CLOSE_STREAM .. "gpurun.Event"))
+row("Buffer:close", A(R.closed_buffer, {}), arg_error(1, "close", CLOSE_STREAM .. "table"))
+row("Buffer:close", A(R.buffer, R.closed_stream), "attempt to use a closed gpurun.Stream")
+row("Buffer:close", A(R.buffer, R.builder), "GraphBuilder is not building (it is idle)")
+row("Buffer:close", A(R.buffer, R.building), "Buffer:close: a graph frees only memory that a graph allocated, "
+  .. "and this buffer's memory is cuMemAlloc's: close it with a Stream, or with none")
+row("Buffer:close", A(R.managed, R.building), "Buffer:close: a graph frees only memory that a graph allocated, "
+  .. "and this buffer's memory is managed: close it with a Stream, or with none")
 -- The graph and the builder that made it (still open) both use the buffer.
 row("Buffer:close", A(R.buffer), "gpurun.Buffer is used by 2 graph(s) or graph builder(s); close them first",
   { before = { "graph" } })

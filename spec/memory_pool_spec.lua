@@ -382,6 +382,134 @@ describe("gpurun.MemoryPool", function()
     assert.is_true(gpurun.allclose(r3, 8))
   end)
 
+  it("frees on the stream close is given, after the work of the streams that used the buffer #gpu", function()
+    local n = 4096
+    local pool <close> = gpurun.MemoryPool()
+    local third <close> = device:create_stream()
+    local input = gpurun.full(n, 1, "float32", { pool = pool, stream = stream })
+    local out <close> = gpurun.zeros(n, "float32")
+    stream:sync()
+    gpurun.launch(other, config(n), kernel("vec_add"), input, input, out, gpurun.u64(n))
+    input:close(third) -- on `third`, after the kernel on `other`
+    assert.are.equal(0, pool.buffers)
+    input:close(third) -- closing again does nothing
+    third:sync()
+    other:sync()
+    assert.is_true(gpurun.allclose(out, 2))
+    local plain <close> = gpurun.zeros(n, "float32") -- cuMemAlloc's: freed at once
+    plain:close(third)
+    assert.are.equal("gpurun.Buffer(closed)", tostring(plain))
+  end)
+
+  it("refuses a close on what is not a stream, or on a stream that cannot free it #gpu", function()
+    local pool <close> = gpurun.MemoryPool()
+    local buffer <close> = gpurun.zeros(16, "float32", { pool = pool, stream = stream })
+    assert.matches("bad argument #1 to 'close' %(expected a gpurun.Stream or a building gpurun.GraphBuilder, got number%)",
+                   error_of(buffer.close, buffer, 5))
+    local gone = device:create_stream()
+    gone:close()
+    assert.matches("attempt to use a closed gpurun.Stream", error_of(buffer.close, buffer, gone))
+    local builder <close> = stream:create_graph_builder()
+    assert.matches("GraphBuilder is not building", error_of(buffer.close, buffer, builder))
+    builder:begin_building()
+    assert.matches("the stream is being captured by a GraphBuilder: pass its GraphBuilder instead",
+                   error_of(buffer.close, buffer, stream))
+    assert.are.equal("abandoned", builder.state) -- refusals end the capture
+    builder:begin_building()
+    assert.matches("Buffer:close: a graph frees only memory that a graph allocated, and this "
+                   .. "buffer's memory is a pool's: close it with a Stream, or with none",
+                   error_of(buffer.close, buffer, builder))
+    assert.are.equal("abandoned", builder.state)
+    builder:begin_building()
+    local made = gpurun.empty(16, "float32", { stream = builder })
+    assert.matches("Buffer:close: the buffer is an allocation of a capture in progress",
+                   error_of(made.close, made, other))
+    assert.are.equal(1, pool.buffers) -- every refusal left the buffer open
+    buffer:close(other)
+  end)
+
+  -- The allocating graph and a graph made of the free node alone, as
+  -- NVIDIA's graphMemoryNodes sample frees d_negSquare in a graph of its own.
+  local function allocating_graph(n, value, options)
+    local builder = stream:create_graph_builder()
+    builder:begin_building()
+    local made = gpurun.empty(n, "float32", { stream = builder })
+    made:fill(value, builder)
+    builder:end_building()
+    local graph = builder:complete(options)
+    builder:close()
+    return graph, made
+  end
+
+  it("frees one graph's allocation in another graph's free node, the two launched in turns #gpu", function()
+    local n = 1 << 16
+    local used = device:graph_memory().used
+    local allocating <close>, made = allocating_graph(n, 2.5)
+    allocating:launch(stream)
+    assert.are.equal(2.5, made:get(n, stream)) -- the buffer has the launch's memory
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    made:close(builder)
+    builder:end_building()
+    local freeing <close> = builder:complete()
+    assert.are.equal("gpurun.Buffer(closed)", tostring(made))
+    assert.is_true(freeing.has_memory_nodes)
+    local kinds = {}
+    for _, node in ipairs(freeing:nodes()) do kinds[#kinds + 1] = node.kind end
+    assert.are.same({ "mem_free" }, kinds)
+    assert.matches("Graph:launch: 1 allocation%(s%) of this graph's last launch are freed by another graph "
+                   .. "%(Buffer:close on a GraphBuilder%), not launched since: launch that graph first",
+                   error_of(allocating.launch, allocating, stream))
+    for _ = 1, 3 do
+      freeing:launch(stream)
+      assert.matches("Graph:launch: this graph frees 1 allocation%(s%) of another graph %(Buffer:close on a "
+                     .. "GraphBuilder%), which that graph has not made again since: launch the graph that "
+                     .. "allocates first", error_of(freeing.launch, freeing, stream))
+      allocating:launch(stream)
+    end
+    freeing:close() -- the last launch's memory goes now, and the graph frees its own from here
+    for _ = 1, 3 do allocating:launch(stream) end
+    stream:sync()
+    assert.are.equal(used, device:graph_memory().used)
+  end)
+
+  it("gives the free back when the capture of the free node is dropped #gpu", function()
+    local used = device:graph_memory().used
+    local allocating <close>, made = allocating_graph(1024, 1)
+    allocating:launch(stream)
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    made:close(builder)
+    pcall(gpurun.launch, builder) -- an argument error ends the capture
+    assert.are.equal("abandoned", builder.state)
+    for _ = 1, 3 do allocating:launch(stream) end -- it frees what it makes itself again
+    stream:sync()
+    assert.are.equal(used, device:graph_memory().used)
+  end)
+
+  it("refuses a free node of memory its graph frees at each launch, or another capture's #gpu", function()
+    local auto <close>, made = allocating_graph(16, 1, { auto_free_on_launch = true })
+    auto:launch(stream)
+    local builder <close> = stream:create_graph_builder()
+    builder:begin_building()
+    assert.matches("Buffer:close: its graph was completed with auto_free_on_launch and frees it at its next "
+                   .. "launch itself", error_of(made.close, made, builder))
+    made:close(stream)
+    local first <close> = stream:create_graph_builder()
+    local second <close> = other:create_graph_builder()
+    first:begin_building()
+    second:begin_building()
+    local temporary = gpurun.empty(16, "float32", { stream = first })
+    assert.matches("Buffer:close: the buffer is an allocation of another capture in progress: close it "
+                   .. "on a builder of that capture", error_of(temporary.close, temporary, second))
+    first:begin_building()
+    local inside = gpurun.empty(16, "float32", { stream = first })
+    local body = first:if_then(first:create_condition(0))
+    body:begin_building()
+    assert.matches("Buffer:close: a conditional body's graph cannot free memory", error_of(inside.close, inside, body))
+    stream:sync()
+  end)
+
   it("refuses a stream of another device #gpu #multigpu", function()
     local pool <close> = gpurun.MemoryPool({ device = 0 })
     local second = gpurun.Device(1)

@@ -348,7 +348,7 @@ catalog.methods = {
     set = { args = { "index", "element", "stream" } },
     prefetch = { args = { "location", "stream" } },
     advise = { args = { "advice", "location" } },
-    close = { args = {} },
+    close = { args = { "launch_target" } },
   },
   PinnedBuffer = {
     get = { args = { "index" } },

@@ -84,10 +84,8 @@ void gpurun_capture_set_drop(void (*drop)(lua_State *L, int index))
     drop_allocation = drop;
 }
 
-void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index)
+static void list_memory_node(lua_State *L, struct gpurun_capture *capture, int index)
 {
-    index = lua_absindex(L, index);
-    capture = capture->root;
     if (capture->allocations == LUA_NOREF) {
         lua_newtable(L);
         capture->allocations = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -97,8 +95,20 @@ void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture,
     lua_pushboolean(L, 1);
     lua_rawset(L, -3);
     lua_pop(L, 1);
-    ((struct gpurun_object *)lua_touserdata(L, index))->allocated_in = capture;
     capture->has_memory_nodes = 1;
+}
+
+void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index)
+{
+    index = lua_absindex(L, index);
+    capture = capture->root;
+    list_memory_node(L, capture, index);
+    ((struct gpurun_object *)lua_touserdata(L, index))->allocated_in = capture;
+}
+
+void gpurun_capture_add_free(lua_State *L, struct gpurun_capture *capture, int index)
+{
+    list_memory_node(L, capture->root, lua_absindex(L, index));
 }
 
 void gpurun_capture_remove_allocation(lua_State *L, struct gpurun_capture *capture, int index)

@@ -573,6 +573,11 @@ CUresult gpurun_capture_add_child_graph(struct gpurun_capture *capture, CUgraph 
  * it). Allocates: callers keep the value anchored. */
 void gpurun_capture_add_allocation(lua_State *L, struct gpurun_capture *capture, int index);
 
+/* The object at index (a Buffer of another graph's allocation, which a
+ * free node of this capture frees) is kept with the allocations, given to
+ * the Graph with them (which tells the two apart) or dropped with them. */
+void gpurun_capture_add_free(lua_State *L, struct gpurun_capture *capture, int index);
+
 /* The object at index was freed inside the capture (a free node): its
  * capture lets go of it. */
 void gpurun_capture_remove_allocation(lua_State *L, struct gpurun_capture *capture, int index);

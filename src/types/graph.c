@@ -181,20 +181,33 @@ struct gpurun_stream *gpurun_graph_replay_stream(lua_State *L, const struct gpur
 typedef CUresult (*replay_call)(CUgraphExec, CUstream);
 
 /* Before a launch: the memory the last launch allocated must be freed first,
- * by the driver (auto-free) or by closing the buffers that hold it. */
+ * by the driver (auto-free), by closing the buffers that hold it, or by the
+ * graph that frees it (Buffer:close(builder)); and what this graph frees of
+ * another's must have been made since this one last freed it. */
 static void check_allocations_freed(lua_State *L, const struct gpurun_graph *graph)
 {
-    if (graph->auto_free)
-        return;
-    int held = 0;
+    int held = 0, awaited = 0, missing = 0;
     size_t bytes = 0;
     for (size_t i = 0; i < graph->allocation_count; i++) {
-        const struct gpurun_buffer *buffer = graph->allocations[i].buffer;
-        if (!buffer->header.closed && !buffer->unallocated) {
+        const struct gpurun_graph_allocation *allocation = &graph->allocations[i];
+        const struct gpurun_buffer *buffer = allocation->buffer;
+        if (allocation->frees) {
+            missing += buffer->unallocated;
+        } else if (buffer->freed_in_graph) {
+            awaited += !buffer->unallocated;
+        } else if (!graph->auto_free && !buffer->header.closed && !buffer->unallocated) {
             held++;
             bytes += buffer->graph_bytes;
         }
     }
+    if (missing > 0)
+        gpurun_error(L, "Graph:launch: this graph frees %d allocation(s) of another graph "
+                        "(Buffer:close on a GraphBuilder), which that graph has not made again "
+                        "since: launch the graph that allocates first", missing);
+    if (awaited > 0)
+        gpurun_error(L, "Graph:launch: %d allocation(s) of this graph's last launch are freed by "
+                        "another graph (Buffer:close on a GraphBuilder), not launched since: "
+                        "launch that graph first", awaited);
     if (held > 0) {
         char size[32];
         gpurun_error(L, "Graph:launch: %d buffer(s) this graph allocated at its last launch (%s) "
@@ -206,14 +219,20 @@ static void check_allocations_freed(lua_State *L, const struct gpurun_graph *gra
 }
 
 /* After a launch on the stream at 2: open buffers have the new memory, and
- * what closed ones no longer hold is freed after the launch. */
+ * what closed ones no longer hold is freed after the launch, unless another
+ * graph frees it; what this graph frees of another's is gone. */
 static void after_allocating_launch(lua_State *L, const struct gpurun_graph *graph,
                                     const struct gpurun_stream *stream)
 {
     lua_getiuservalue(L, 1, GPURUN_GRAPH_ALLOCATIONS_VALUE);
     for (size_t i = 0; i < graph->allocation_count; i++) {
         const struct gpurun_graph_allocation *allocation = &graph->allocations[i];
-        if (allocation->buffer->header.closed) {
+        struct gpurun_buffer *buffer = allocation->buffer;
+        if (allocation->frees) {
+            buffer->unallocated = 1;
+        } else if (buffer->header.closed && buffer->freed_in_graph) {
+            buffer->unallocated = 0;
+        } else if (buffer->header.closed) {
             struct gpurun_relaxed relaxed = gpurun_relax_captures();
             CUresult result = CUDA_CALL(cuMemFreeAsync, allocation->address, stream->handle);
             gpurun_restore_captures(relaxed);
@@ -382,7 +401,10 @@ static int close_graph(lua_State *L, int explicit)
     if (lua_getiuservalue(L, 1, GPURUN_GRAPH_ALLOCATIONS_VALUE) == LUA_TTABLE) {
         for (size_t i = 0; i < graph->allocation_count; i++) {
             lua_rawgeti(L, -1, (lua_Integer)i + 1);
-            gpurun_buffer_graph_closed(L, -1);
+            if (graph->allocations[i].frees)
+                gpurun_buffer_free_graph_closed(L, -1);
+            else
+                gpurun_buffer_graph_closed(L, -1);
             lua_pop(L, 1);
         }
     }

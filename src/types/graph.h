@@ -34,6 +34,9 @@ extern const struct gpurun_tag gpurun_graph_tag;
 struct gpurun_graph_allocation {
     struct gpurun_buffer *buffer; /* kept by GPURUN_GRAPH_ALLOCATIONS_VALUE */
     CUdeviceptr address;
+    /* Not made here: another graph's allocation that a free node of this
+     * graph frees (Buffer:close(builder)). */
+    int frees;
 };
 
 struct gpurun_graph {

@@ -39,7 +39,9 @@ static struct gpurun_capture *check_built(lua_State *L)
  * { auto_free_on_launch = true }, where each launch frees the last one's
  * first. What a closed buffer no longer holds, the graph frees after each
  * launch itself. Such graphs cannot be copied, so complete() takes the
- * builder's graph over, as for conditional nodes. */
+ * builder's graph over, as for conditional nodes. Another graph's
+ * allocation closed on a builder of the capture (a free node of it) is in
+ * the sequence too, marked as one the graph frees. */
 static void take_allocations(lua_State *L, struct gpurun_graph *graph, int graph_index)
 {
     int sequence = lua_gettop(L);
@@ -51,7 +53,9 @@ static void take_allocations(lua_State *L, struct gpurun_graph *graph, int graph
         struct gpurun_buffer *buffer = lua_touserdata(L, -1);
         allocations[i].buffer = buffer;
         allocations[i].address = buffer->graph_address;
-        gpurun_buffer_graph_completed(L, -1);
+        allocations[i].frees = buffer->freed_in_graph;
+        if (!buffer->freed_in_graph)
+            gpurun_buffer_graph_completed(L, -1, graph->auto_free);
         lua_pop(L, 1);
     }
     lua_setiuservalue(L, graph_index, GPURUN_GRAPH_ADDRESSES_VALUE);

@@ -53,6 +53,12 @@ struct gpurun_buffer {
     /* Managed memory (cuMemAllocManaged, types/buffer/managed.c), which the
      * host reaches too: host access waits as gpurun_order_host_access says. */
     unsigned char managed;
+    /* A graph's allocation that a free node of another graph frees
+     * (Buffer:close(builder)): the two graphs' launches must alternate, and
+     * `unallocated` says whose turn it is. */
+    unsigned char freed_in_graph;
+    /* Its graph frees it at each launch (auto_free_on_launch). */
+    unsigned char graph_auto_free;
     struct gpurun_memory_pool *pool;     /* where it came from (NULL: cuMemAlloc) */
     struct gpurun_stream *stream;        /* its own stream (NULL inside a capture) */
     struct gpurun_stream *used_on[GPURUN_BUFFER_USES];
@@ -196,12 +202,19 @@ struct gpurun_buffer *gpurun_push_new_buffer(lua_State *L, size_t count, int dty
 
 /* For types/graph.c, the Graph completed from the capture that allocated
  * the Buffer at index (and did not free it): the buffer is now the graph's
- * (completed), gets memory at each launch on the Stream at stream_index
- * (launched), or keeps the last launch's when the graph is closed, and is
- * closed if it never got any (closed). */
-void gpurun_buffer_graph_completed(lua_State *L, int index);
+ * (completed, with its auto_free_on_launch), gets memory at each launch on
+ * the Stream at stream_index (launched), or keeps the last launch's when
+ * the graph is closed, and is closed if it never got any (closed). */
+void gpurun_buffer_graph_completed(lua_State *L, int index, int auto_free);
 void gpurun_buffer_graph_launched(lua_State *L, int index, int stream_index);
 void gpurun_buffer_graph_closed(lua_State *L, int index);
+
+/* The Graph whose free node frees the Buffer at index, another graph's
+ * allocation (Buffer:close(builder)), is gone, or its capture was dropped:
+ * memory the allocating graph made and nobody will free now is freed after
+ * the device's work, and that graph frees what it makes after each launch
+ * itself from then on. */
+void gpurun_buffer_free_graph_closed(lua_State *L, int index);
 
 void gpurun_open_buffer(lua_State *L);
 

@@ -37,9 +37,9 @@ void gpurun_copy_from_string(lua_State *L, struct gpurun_buffer *part, int index
 /* Buffer:view. */
 int gpurun_buffer_view(lua_State *L);
 
-/* The one close of the Buffer at 1, behind :close(), __close (explicit) and
- * __gc. */
-int gpurun_close_buffer(lua_State *L, int explicit);
+/* The one close of the Buffer at 1, behind :close([stream]) and __close
+ * (explicit) and __gc; stream_index is close's stream argument (0: none). */
+int gpurun_close_buffer(lua_State *L, int explicit, int stream_index);
 
 /* A buffer made in a capture whose graph went without becoming a Graph:
  * its memory never comes to exist (runtime/capture.c calls it). */

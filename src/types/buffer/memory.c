@@ -123,10 +123,13 @@ static void release_pool_counts(struct gpurun_buffer *buffer)
     buffer->pool = NULL;
 }
 
-static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer)
+static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer,
+                             struct gpurun_stream *chosen)
 {
-    struct gpurun_stream *streams[1 + GPURUN_BUFFER_USES];
+    struct gpurun_stream *streams[2 + GPURUN_BUFFER_USES];
     int count = 0;
+    if (chosen)
+        streams[count++] = chosen;
     if (buffer->stream)
         streams[count++] = buffer->stream;
     for (int i = 0; i < GPURUN_BUFFER_USES; i++)
@@ -174,11 +177,12 @@ static CUresult free_in_capture(lua_State *L, struct gpurun_capture *capture, CU
 }
 
 /* Frees the stream-ordered memory of the open buffer at 1, already marked
- * closed. Memory a graph's node allocates is the graph's to free while the
- * graph has not run it (it frees what no open buffer holds after each
- * launch, types/graph.c). */
+ * closed, on the Stream `chosen` (NULL: its own) after its other uses.
+ * Memory a graph's node allocates is the graph's to free while the graph
+ * has not run it (it frees what no open buffer holds after each launch,
+ * types/graph.c). */
 static CUresult release_ordered(lua_State *L, struct gpurun_buffer *buffer, CUdeviceptr pointer,
-                                int explicit)
+                                int explicit, struct gpurun_stream *chosen)
 {
     struct gpurun_capture *capture = (struct gpurun_capture *)buffer->header.allocated_in;
     CUresult result = CUDA_SUCCESS;
@@ -188,10 +192,108 @@ static CUresult release_ordered(lua_State *L, struct gpurun_buffer *buffer, CUde
         if (explicit && capture->state == GPURUN_CAPTURE_BUILDING)
             result = free_in_capture(L, capture, pointer);
     } else if (!buffer->unallocated) {
-        result = free_ordered(buffer, pointer);
+        result = free_ordered(buffer, pointer, chosen);
     }
     release_pool_counts(buffer);
     return result;
+}
+
+/* ---- a free node of another graph's allocation ------------------------------
+
+ * Buffer:close(builder) on a graph's allocation, while another capture
+ * builds: a free node of that capture frees it, so the allocating graph
+ * and the freeing one must be launched in turns (types/graph.c checks it),
+ * and `unallocated` says whose turn it is. */
+
+/* Which memory a close on the building capture `into` may free with a free
+ * node: the capture's own allocations, or a completed graph's (not one
+ * that frees at each launch itself), of the capture's context. */
+static void check_freed_in(lua_State *L, const struct gpurun_buffer *buffer,
+                           const struct gpurun_capture *into)
+{
+    const struct gpurun_capture *made_in = buffer->header.allocated_in;
+    if (into->role == GPURUN_CAPTURE_BODY)
+        gpurun_error(L, "Buffer:close: a conditional body's graph cannot free memory (the driver "
+                        "takes no memory nodes there): close it on the builder the body came "
+                        "from (capture abandoned)");
+    if (made_in && made_in != into->root)
+        gpurun_error(L, "Buffer:close: the buffer is an allocation of another capture in "
+                        "progress: close it on a builder of that capture");
+    if (made_in)
+        return;
+    if (!buffer->graph_address)
+        gpurun_error(L, "Buffer:close: a graph frees only memory that a graph allocated, and "
+                        "this buffer's memory is %s: close it with a Stream, or with none",
+                     buffer->pool ? "a pool's" : buffer->managed ? "managed" : "cuMemAlloc's");
+    if (buffer->graph_auto_free)
+        gpurun_error(L, "Buffer:close: its graph was completed with auto_free_on_launch and frees "
+                        "it at its next launch itself: close it with a Stream, or with none");
+    if (into->stream->context != buffer->context)
+        gpurun_error(L, "Buffer:close: the builder captures on device %d, in another context than "
+                        "the buffer's memory (device %d)", into->stream->device, buffer->device);
+}
+
+/* A free node, on the builder at builder_index, of the buffer at 1 (marked
+ * closed): one of this capture's allocations, or another graph's. */
+static CUresult free_in_graph(lua_State *L, struct gpurun_buffer *buffer,
+                              struct gpurun_capture *into, int builder_index)
+{
+    const struct gpurun_graph_builder *builder = lua_touserdata(L, builder_index);
+    CUresult result = CUDA_CALL(cuMemFreeAsync, buffer->graph_address,
+                                builder->capture.stream->handle);
+    if (result == CUDA_SUCCESS && buffer->header.allocated_in) {
+        gpurun_capture_remove_allocation(L, into, 1);
+    } else if (result == CUDA_SUCCESS) {
+        buffer->freed_in_graph = 1;
+        gpurun_capture_add_free(L, into, 1);
+    } else if (!buffer->header.allocated_in && !buffer->unallocated) {
+        /* The capture is over (errors end it): what the graph made goes now. */
+        (void)gpurun_free_memory_after_device(buffer->graph_address, buffer->context);
+        buffer->unallocated = 1;
+    }
+    release_pool_counts(buffer);
+    return result;
+}
+
+void gpurun_buffer_free_graph_closed(lua_State *L, int index)
+{
+    struct gpurun_buffer *buffer = lua_touserdata(L, index);
+    if (!buffer->freed_in_graph)
+        return;
+    buffer->freed_in_graph = 0;
+    if (!buffer->unallocated)
+        (void)gpurun_free_memory_after_device(buffer->graph_address, buffer->context);
+    buffer->unallocated = 1;
+}
+
+/* close(stream)'s stream at index, checked against the buffer before
+ * anything is let go: the Stream (NULL for a GraphBuilder, *into set). */
+static struct gpurun_stream *check_close_stream(lua_State *L, const struct gpurun_buffer *buffer,
+                                                int index, struct gpurun_capture **into)
+{
+    *into = NULL;
+    int nothing_to_free = buffer->header.closed || buffer->base;
+    if (gpurun_to_tagged(L, index, &gpurun_builder_tag)) {
+        *into = gpurun_to_building(L, index);
+        if (!nothing_to_free)
+            check_freed_in(L, buffer, *into);
+        return NULL;
+    }
+    if (!gpurun_to_tagged(L, index, &gpurun_stream_tag))
+        gpurun_arg_error(L, index, "expected a gpurun.Stream or a building gpurun.GraphBuilder, "
+                                   "got %s", gpurun_type_name(L, index));
+    struct gpurun_stream *stream = gpurun_check_stream(L, index);
+    if (nothing_to_free || !buffer->ordered)
+        return NULL; /* cuMemAlloc's and managed memory are freed at once */
+    if (stream->capture)
+        gpurun_refuse_captured(L, index, NULL, "pass its GraphBuilder instead");
+    if (buffer->header.allocated_in)
+        gpurun_error(L, "Buffer:close: the buffer is an allocation of a capture in progress: "
+                        "close it on a builder of that capture, or with none");
+    if (stream->context != buffer->context)
+        gpurun_error(L, "Buffer:close: the stream belongs to device %d or another context than "
+                        "the buffer's memory (device %d)", stream->device, buffer->device);
+    return stream;
 }
 
 /* ---- close ------------------------------------------------------------------- */
@@ -199,10 +301,15 @@ static CUresult release_ordered(lua_State *L, struct gpurun_buffer *buffer, CUde
 /* The one close. An explicit close (:close(), __close) is refused while a
  * graph uses the buffer (or a view of it); the collector frees regardless,
  * since a graph keeps its buffers alive: one being collected is used by
- * none. A view frees nothing. */
-int gpurun_close_buffer(lua_State *L, int explicit)
+ * none. A view frees nothing. close(stream) (stream_index, 0: none) frees
+ * on that Stream, or with a free node on that building GraphBuilder. */
+int gpurun_close_buffer(lua_State *L, int explicit, int stream_index)
 {
     struct gpurun_buffer *buffer = gpurun_check_tagged(L, 1, &gpurun_buffer_tag);
+    struct gpurun_stream *chosen = NULL;
+    struct gpurun_capture *into = NULL;
+    if (stream_index && !lua_isnoneornil(L, stream_index))
+        chosen = check_close_stream(L, buffer, stream_index, &into);
     if (buffer->header.closed)
         return 0;
     if (buffer->base) {
@@ -218,8 +325,9 @@ int gpurun_close_buffer(lua_State *L, int explicit)
     CUdeviceptr pointer = buffer->pointer;
     buffer->header.closed = 1;
     buffer->pointer = 0;
-    CUresult result = buffer->ordered ? release_ordered(L, buffer, pointer, explicit)
-                                      : gpurun_free_memory(pointer, buffer->context);
+    CUresult result = into                ? free_in_graph(L, buffer, into, stream_index)
+                      : buffer->ordered ? release_ordered(L, buffer, pointer, explicit, chosen)
+                                        : gpurun_free_memory(pointer, buffer->context);
     /* After a kernel fault the memory went with the context; raising here
      * (often from __close, on the way out of that very fault) would only
      * replace the fault's message with a less useful one. */
@@ -233,6 +341,8 @@ int gpurun_close_buffer(lua_State *L, int explicit)
 void gpurun_drop_buffer(lua_State *L, int index)
 {
     struct gpurun_buffer *buffer = lua_touserdata(L, index);
+    if (buffer->freed_in_graph) /* a free node of a capture dropped */
+        gpurun_buffer_free_graph_closed(L, index);
     if (buffer->header.closed)
         return;
     close_views(L, index);
@@ -241,9 +351,11 @@ void gpurun_drop_buffer(lua_State *L, int index)
     release_pool_counts(buffer);
 }
 
-void gpurun_buffer_graph_completed(lua_State *L, int index)
+void gpurun_buffer_graph_completed(lua_State *L, int index, int auto_free)
 {
-    ((struct gpurun_buffer *)lua_touserdata(L, index))->header.allocated_in = NULL;
+    struct gpurun_buffer *buffer = lua_touserdata(L, index);
+    buffer->header.allocated_in = NULL;
+    buffer->graph_auto_free = (unsigned char)auto_free;
 }
 
 void gpurun_buffer_graph_launched(lua_State *L, int index, int stream_index)

@@ -10,14 +10,20 @@
  * to_table and to_bytes take. */
 #include "types/buffer/internal.h"
 
+/* close([stream]); __close gets the error object there, not a stream. */
 static int buffer_close(lua_State *L)
 {
-    return gpurun_close_buffer(L, 1);
+    return gpurun_close_buffer(L, 1, 2);
+}
+
+static int buffer_close_scope(lua_State *L)
+{
+    return gpurun_close_buffer(L, 1, 0);
 }
 
 static int buffer_gc(lua_State *L)
 {
-    return gpurun_close_buffer(L, 0);
+    return gpurun_close_buffer(L, 0, 0);
 }
 
 /* ---- fields ------------------------------------------------------------- */
@@ -221,7 +227,7 @@ static const luaL_Reg buffer_fields[] = {
 static const luaL_Reg buffer_metamethods[] = {
     {"__len", buffer_len},
     {"__tostring", buffer_tostring},
-    {"__close", buffer_close},
+    {"__close", buffer_close_scope},
     {"__gc", buffer_gc},
     {NULL, NULL}
 };
