@@ -85,6 +85,8 @@ local SMALL = {
   ["samples/3_CUDA_Features/graphMemoryFootprint.lua"] = {
     runs = { {} }, passed = "\nCheck confirms all graphs use a different virtual address.\n",
   },
+  ["samples/3_CUDA_Features/graphMemoryNodes.lua"] = { runs = { { "--elements", "100003" } },
+    passed = "\nValidation PASSED!\n\nCleaning up sample.\nCleanup complete. Exiting sample.\n" },
   ["samples/3_CUDA_Features/jacobiCudaGraphs.lua"] = {
     runs = { { "--gpumethod", "0" }, { "--gpumethod", "1" }, { "--gpumethod", "2" } },
     passed = "\n&&&& jacobiCudaGraphs PASSED\n",
