@@ -404,7 +404,7 @@ describe("gpurun.MemoryPool", function()
   it("refuses a close on what is not a stream, or on a stream that cannot free it #gpu", function()
     local pool <close> = gpurun.MemoryPool()
     local buffer <close> = gpurun.zeros(16, "float32", { pool = pool, stream = stream })
-    assert.matches("bad argument #1 to 'close' %(expected a gpurun.Stream or a building gpurun.GraphBuilder, got number%)",
+    assert.matches("bad argument #1 to 'Buffer:close' %(expected a gpurun.Stream or a building gpurun.GraphBuilder, got number%)",
                    error_of(buffer.close, buffer, 5))
     local gone = device:create_stream()
     gone:close()
