@@ -160,13 +160,15 @@ static CUresult free_ordered(struct gpurun_buffer *buffer, CUdeviceptr pointer,
 }
 
 /* A buffer made on a builder, closed while its capture builds: a free node,
- * on the builder it was made on while that one builds, else on the origin. */
-static CUresult free_in_capture(lua_State *L, struct gpurun_capture *capture, CUdeviceptr pointer)
+ * on the builder's stream `on` that close was given, else on the builder it
+ * was made on while that one builds, else on the origin. */
+static CUresult free_in_capture(lua_State *L, struct gpurun_capture *capture, CUdeviceptr pointer,
+                                CUstream on)
 {
-    CUstream stream = capture->stream->handle;
+    CUstream stream = on ? on : capture->stream->handle;
     lua_getiuservalue(L, 1, GPURUN_BUFFER_STREAM_VALUE);
     const struct gpurun_graph_builder *builder = gpurun_to_tagged(L, -1, &gpurun_builder_tag);
-    if (builder && !builder->header.closed && builder->capture.root == capture
+    if (!on && builder && !builder->header.closed && builder->capture.root == capture
         && builder->capture.state == GPURUN_CAPTURE_BUILDING && builder->capture.stream->handle)
         stream = builder->capture.stream->handle;
     lua_pop(L, 1);
@@ -190,7 +192,7 @@ static CUresult release_ordered(lua_State *L, struct gpurun_buffer *buffer, CUde
         /* The collector frees none inside a capture: a buffer collected is
          * one whose builder is garbage too, and its capture goes with it. */
         if (explicit && capture->state == GPURUN_CAPTURE_BUILDING)
-            result = free_in_capture(L, capture, pointer);
+            result = free_in_capture(L, capture, pointer, NULL);
     } else if (!buffer->unallocated) {
         result = free_ordered(buffer, pointer, chosen);
     }
@@ -238,18 +240,21 @@ static void check_freed_in(lua_State *L, const struct gpurun_buffer *buffer,
 static CUresult free_in_graph(lua_State *L, struct gpurun_buffer *buffer,
                               struct gpurun_capture *into, int builder_index)
 {
-    const struct gpurun_graph_builder *builder = lua_touserdata(L, builder_index);
-    CUresult result = CUDA_CALL(cuMemFreeAsync, buffer->graph_address,
-                                builder->capture.stream->handle);
-    if (result == CUDA_SUCCESS && buffer->header.allocated_in) {
-        gpurun_capture_remove_allocation(L, into, 1);
-    } else if (result == CUDA_SUCCESS) {
-        buffer->freed_in_graph = 1;
-        gpurun_capture_add_free(L, into, 1);
-    } else if (!buffer->header.allocated_in && !buffer->unallocated) {
-        /* The capture is over (errors end it): what the graph made goes now. */
-        (void)gpurun_free_memory_after_device(buffer->graph_address, buffer->context);
-        buffer->unallocated = 1;
+    CUstream on = ((const struct gpurun_graph_builder *)lua_touserdata(L, builder_index))
+                      ->capture.stream->handle;
+    CUresult result;
+    if (buffer->header.allocated_in) {
+        result = free_in_capture(L, into, buffer->graph_address, on);
+    } else {
+        result = CUDA_CALL(cuMemFreeAsync, buffer->graph_address, on);
+        if (result == CUDA_SUCCESS) {
+            buffer->freed_in_graph = 1;
+            gpurun_capture_add_free(L, into, 1);
+        } else if (!buffer->unallocated) {
+            /* The capture is over (errors end it): what the graph made goes now. */
+            (void)gpurun_free_memory_after_device(buffer->graph_address, buffer->context);
+            buffer->unallocated = 1;
+        }
     }
     release_pool_counts(buffer);
     return result;
