@@ -267,6 +267,38 @@ describe("samples/", function()
   end
 end)
 
+describe("samples/2_CoreConcepts/processCheckpoint.lua against a driver that refuses", function()
+  -- Stand-ins for the GPU and the checkpoint calls (spec/support/checkpoint_standins.lua).
+  local function run_refusing(call)
+    return process.run(process.quote(process.gpurun_bin()) .. " spec/support/checkpoint_standins.lua",
+                       { env = { REFUSE = call } })
+  end
+
+  it("waives, with the process running, when the state query itself is refused (compute-sanitizer)", function()
+    local result = run_refusing("state")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.are.equal("", result.stderr)
+    assert.matches("\ninitial +%- +%-\n", result.stdout)
+    assert.truthy(result.stdout:find("\nstate refused: cuCheckpointProcessGetState: CUDA_ERROR_NOT_SUPPORTED", 1, true),
+                  result.stdout)
+    assert.falsy(result.stdout:find("\nlock ", 1, true), result.stdout)
+    assert.truthy(result.stdout:find("\nWAIVED: the driver refused the checkpoint", 1, true), result.stdout)
+  end)
+
+  it("waives after a refused step, and passes when nothing is refused", function()
+    local result = run_refusing("lock")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("\ninitial +%- +running\n", result.stdout)
+    assert.truthy(result.stdout:find("\nlock refused: ", 1, true), result.stdout)
+    assert.truthy(result.stdout:find("\nWAIVED: ", 1, true), result.stdout)
+    result = run_refusing("")
+    assert.are.equal(0, result.code, result.stderr)
+    assert.matches("\nunlock +[%d.]+ +running\n", result.stdout)
+    assert.truthy(result.stdout:find("\nPASS: GPU buffer contents survived checkpoint/restore.\n", 1, true),
+                  result.stdout)
+  end)
+end)
+
 describe("tools/samples.sh", function()
   local function harness(argv, env)
     return process.run("tools/samples.sh " .. argv, { env = env })
