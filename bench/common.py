@@ -54,7 +54,19 @@ def cupy_graphed(step, stream, seconds, reps, what):
         return measure(lambda: graph.launch(stream), stream.synchronize, seconds, reps)
     except Exception as error:  # a CuPy without graphs, or an op that cannot be captured
         note(f"{what}: {type(error).__name__}: {error}")
+        end_capture(stream)
         return None
+
+
+def end_capture(stream):
+    """Ends a capture that an error left open, so that the stream can run
+    the same step called instead (CuPy refuses cuBLAS and cuSPARSE calls on
+    a capturing stream)."""
+    try:
+        if stream.is_capturing():
+            stream.end_capture()
+    except Exception as error:  # the capture was invalidated: ending it still ends it
+        note(f"ending the abandoned capture: {type(error).__name__}: {error}")
 
 
 def torch_graphed(step, seconds, reps, holders, label, what):
