@@ -124,8 +124,13 @@ static void time_captured(const char *key, const char *what, step_fn step, void 
 
 /* ---- GEMM ---------------------------------------------------------------------------- */
 
-/* The inputs are k / 256 for k in 0..255: exact in float32, bfloat16 and
- * float16, so every dtype multiplies the same numbers. */
+/* The inputs are uniform in [0, 1), multiples of 2^-digits with the
+ * dtype's digits (24 for float32, 11 for float16, 8 for bfloat16): exact
+ * in the dtype, and as many random bits as gpurun.device_rng's draws carry
+ * (torch's and CuPy's, drawn in float32 and rounded, about as many). A
+ * large product of 16-bit floats runs at the clock its power allows, and
+ * the power depends on how many of the inputs' bits toggle, so every side
+ * multiplies inputs of the same kind. */
 static uint16_t half_bits(double value)
 {
     if (value == 0)
@@ -145,6 +150,7 @@ static uint16_t bfloat16_bits(float value)
 static void *device_input(long long count, cudaDataType type, unsigned seed)
 {
     size_t size = type == CUDA_R_32F ? 4 : 2;
+    int digits = type == CUDA_R_32F ? 24 : type == CUDA_R_16F ? 11 : 8;
     unsigned char *host = malloc((size_t)count * size);
     if (host == NULL) {
         fprintf(stderr, "%s: out of host memory\n", BENCH_PROGRAM);
@@ -152,7 +158,7 @@ static void *device_input(long long count, cudaDataType type, unsigned seed)
     }
     for (long long i = 0; i < count; i++) {
         seed = seed * 1664525u + 1013904223u;
-        float value = (float)(seed >> 24) / 256.0f;
+        float value = (float)(seed >> (32 - digits)) / (float)(1u << digits);
         if (type == CUDA_R_32F) {
             memcpy(host + 4 * i, &value, 4);
         } else {
