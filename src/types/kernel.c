@@ -1,6 +1,7 @@
 /* gpurun.Kernel: a kernel's handles, limits and parameter layout. The
- * layout is read once here so that every launch (types/launch.c) can check and
- * pack its arguments without asking the driver anything. */
+ * layout is read once here, at the kernel's first use, so that every launch
+ * (types/launch.c) can check and pack its arguments without asking the
+ * driver anything. */
 #include "types/kernel.h"
 
 #include <string.h>
@@ -69,15 +70,6 @@ static void load_function(lua_State *L, struct gpurun_kernel *kernel, int index)
     kernel->function = function;
 }
 
-struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
-{
-    struct gpurun_kernel *kernel = gpurun_check_tagged(L, index, &gpurun_kernel_tag);
-    gpurun_check_kernel_open(L, kernel);
-    if (__builtin_expect(kernel->function == NULL, 0))
-        load_function(L, kernel, index);
-    return kernel;
-}
-
 /* The parameters whose layout one pass of the driver's answers keeps (a
  * kernel with more asks again for the rest). */
 #define LAYOUT_KEPT 64
@@ -137,42 +129,33 @@ static void set_param_type(struct gpurun_kernel *kernel, int i, const struct ptx
     ptx_param_describe(param, kernel->param_types[i], GPURUN_PARAM_TYPE_SIZE);
 }
 
-/* The kernel's own allocation holds its arrays, its storage and its name. */
-void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
-                        const struct ptx_kernel_signature *signature)
+/* User values of a Kernel: 1 = the ObjectCode, 2 = the program's source,
+ * 3 = the memory of its parameter layout, once read. */
+#define KERNEL_LAYOUT_VALUE 3
+
+/* Reads the layout of the open kernel at index into memory of its own: the
+ * driver's offsets and sizes, the signature's types. Asked for at the first
+ * use, as the driver's answers cost more than the rest of get_kernel. */
+static void read_kernel_layout(lua_State *L, struct gpurun_kernel *kernel, int index)
 {
-    code_index = lua_absindex(L, code_index);
-    gpurun_require_context(L);
+    index = lua_absindex(L, index);
     size_t storage_size = 0;
     struct param_layout layout[LAYOUT_KEPT];
-    int count = read_layout(L, handle, signature ? (int)signature->param_count : -1, layout,
+    int count = read_layout(L, kernel->handle,
+                            kernel->signature ? (int)kernel->signature->param_count : -1, layout,
                             &storage_size);
-    size_t name_length = strlen(name) + 1;
     size_t per_param = 3 * sizeof(size_t) + sizeof(void *) + 2 + GPURUN_PARAM_TYPE_SIZE;
-    size_t arrays = align_up(sizeof(struct gpurun_kernel), 16);
-    size_t types_at = arrays + (size_t)count * (3 * sizeof(size_t) + sizeof(void *));
-    size_t storage_at = align_up(arrays + (size_t)count * per_param, 16);
+    size_t types_at = (size_t)count * (3 * sizeof(size_t) + sizeof(void *));
     /* The driver's offsets, not the PTX layout's: a parameter aligned to
      * more than the parameter bank's base (a 64-byte CUtensorMap) is
      * placed after padding that the PTX does not show. */
-    size_t name_at = storage_at + align_up(storage_size, 16);
-
-    /* User values: 1 = the ObjectCode, 2 = the program's source. */
-    unsigned char *block = gpurun_new_object(L, name_at + name_length, 2, &gpurun_kernel_tag);
+    size_t storage_at = align_up((size_t)count * per_param, 16);
+    unsigned char *block = lua_newuserdatauv(L, storage_at + align_up(storage_size, 16) + 1, 0);
     /* The allocation can run a finalizer that closes the code: its library
-     * (and so `handle`) unloaded, `signature` freed. */
-    const struct gpurun_object *code = lua_touserdata(L, code_index);
-    if (code->closed)
-        gpurun_closed_error(L, code->tag->type_name);
-    struct gpurun_kernel *kernel = (struct gpurun_kernel *)block;
-    kernel->handle = handle;
-    kernel->device = gpurun_runtime.current_device;
-    kernel->context = gpurun_runtime.current_context;
-    kernel->code = lua_touserdata(L, code_index);
-    kernel->header.counts_for = kernel->code;
-    kernel->param_count = count;
-    kernel->storage_size = storage_size;
-    kernel->param_offsets = (size_t *)(block + arrays);
+     * (and so the handle) unloaded, the signature freed. */
+    gpurun_check_kernel_open(L, kernel);
+    lua_setiuservalue(L, index, KERNEL_LAYOUT_VALUE);
+    kernel->param_offsets = (size_t *)block;
     kernel->param_sizes = kernel->param_offsets + count;
     kernel->param_aligns = kernel->param_sizes + count;
     kernel->param_pointers = (void **)(kernel->param_aligns + count);
@@ -180,21 +163,20 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
     kernel->param_kinds = (unsigned char *)(kernel->param_types + count);
     kernel->param_pointer = kernel->param_kinds + count;
     kernel->storage = block + storage_at;
-    kernel->name = memcpy(block + name_at, name, name_length);
-    lua_pushvalue(L, code_index);
-    lua_setiuservalue(L, -2, 1); /* the ObjectCode lives as long as its kernels */
-
+    kernel->storage_size = storage_size;
+    const struct ptx_kernel_signature *signature = kernel->signature;
     for (int i = 0; i < count; i++) {
         if (i < LAYOUT_KEPT) {
             kernel->param_offsets[i] = layout[i].offset;
             kernel->param_sizes[i] = layout[i].size;
         } else {
-            CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo, handle,
-                       (size_t)i, &kernel->param_offsets[i], &kernel->param_sizes[i]);
+            CHECK_CUDA(L, "reading the parameters of a kernel", cuKernelGetParamInfo,
+                       kernel->handle, (size_t)i, &kernel->param_offsets[i],
+                       &kernel->param_sizes[i]);
         }
         if (kernel->param_offsets[i] + kernel->param_sizes[i] > storage_size)
             gpurun_error(L, "kernel '%s': the driver places parameter %d past the %d bytes it "
-                            "gave before", name, i + 1, (int)storage_size);
+                            "gave before", kernel->name, i + 1, (int)storage_size);
         kernel->param_pointers[i] = kernel->storage + kernel->param_offsets[i];
         if (signature && signature->params[i].size == kernel->param_sizes[i])
             set_param_type(kernel, i, &signature->params[i]);
@@ -202,7 +184,46 @@ void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const cha
             kernel->param_pointer[i] = kernel->param_sizes[i] == 8 ? GPURUN_POINTER_MAYBE
                                                                    : GPURUN_POINTER_NO;
     }
-    kernel->function = NULL; /* loaded at its first use: gpurun_check_kernel */
+    kernel->param_count = count; /* last: a failure above leaves it to be read again */
+}
+
+struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index)
+{
+    struct gpurun_kernel *kernel = gpurun_check_tagged(L, index, &gpurun_kernel_tag);
+    gpurun_check_kernel_open(L, kernel);
+    if (__builtin_expect(kernel->param_count < 0, 0))
+        read_kernel_layout(L, kernel, index);
+    if (__builtin_expect(kernel->function == NULL, 0))
+        load_function(L, kernel, index);
+    return kernel;
+}
+
+/* The kernel's own allocation holds its name; its layout and function
+ * come at its first use (gpurun_check_kernel). */
+void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
+                        const struct ptx_kernel_signature *signature)
+{
+    code_index = lua_absindex(L, code_index);
+    gpurun_require_context(L);
+    size_t name_length = strlen(name) + 1;
+    size_t name_at = align_up(sizeof(struct gpurun_kernel), 16);
+    unsigned char *block = gpurun_new_object(L, name_at + name_length, 3, &gpurun_kernel_tag);
+    /* The allocation can run a finalizer that closes the code: its library
+     * (and so `handle`) unloaded, `signature` freed. */
+    const struct gpurun_object *code = lua_touserdata(L, code_index);
+    if (code->closed)
+        gpurun_closed_error(L, code->tag->type_name);
+    struct gpurun_kernel *kernel = (struct gpurun_kernel *)block; /* zeroed */
+    kernel->handle = handle;
+    kernel->device = gpurun_runtime.current_device;
+    kernel->context = gpurun_runtime.current_context;
+    kernel->code = lua_touserdata(L, code_index);
+    kernel->header.counts_for = kernel->code;
+    kernel->signature = signature;
+    kernel->param_count = -1;
+    kernel->name = memcpy(block + name_at, name, name_length);
+    lua_pushvalue(L, code_index);
+    lua_setiuservalue(L, -2, 1); /* the ObjectCode lives as long as its kernels */
     kernel->header.closed = 0;
 }
 
@@ -424,9 +445,13 @@ static int kernel_source(lua_State *L)
     return 1;
 }
 
+/* The count without loading the function into a context. */
 static int kernel_num_params(lua_State *L)
 {
-    lua_pushinteger(L, self(L)->param_count);
+    struct gpurun_kernel *kernel = self(L);
+    if (kernel->param_count < 0)
+        read_kernel_layout(L, kernel, 1);
+    lua_pushinteger(L, kernel->param_count);
     return 1;
 }
 

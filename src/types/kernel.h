@@ -1,5 +1,5 @@
 /* gpurun.Kernel: one kernel of an ObjectCode, with the parameter layout
- * launches are checked against, read once when the kernel is made. */
+ * launches are checked against, read once at the kernel's first use. */
 #ifndef GPURUN_TYPES_KERNEL_H
 #define GPURUN_TYPES_KERNEL_H
 
@@ -28,7 +28,10 @@ struct gpurun_kernel {
     CUcontext context;            /* that context, made current around a launch from another */
     int device;                   /* its device: launches go on its streams */
     struct gpurun_object *code;   /* the ObjectCode: closing it closes every kernel */
-    int param_count;
+    /* The PTX's types (NULL when the code carries none), the ObjectCode's
+     * memory: valid while the code is open. */
+    const struct ptx_kernel_signature *signature;
+    int param_count;              /* -1 until the first use reads the layout */
     int max_threads_per_block;
     int max_dynamic_shared;       /* raised by set_max_dynamic_shared_size_bytes */
     size_t storage_size;
@@ -43,7 +46,8 @@ struct gpurun_kernel {
     const char *name;
 };
 
-/* The Kernel at index when it and its ObjectCode are open, or an error. */
+/* The Kernel at index when it and its ObjectCode are open, or an error;
+ * its parameter layout read and its function loaded, at its first use. */
 struct gpurun_kernel *gpurun_check_kernel(lua_State *L, int index);
 
 /* Raises "attempt to use a closed ..." when the kernel or its code is closed. */
@@ -54,10 +58,10 @@ void gpurun_check_kernel_open(lua_State *L, const struct gpurun_kernel *kernel);
 void gpurun_check_kernel_device(lua_State *L, const struct gpurun_kernel *kernel, int device);
 
 /* Makes a Kernel for `handle` of the ObjectCode at code_index (kept alive
- * by the Kernel), reading its parameter layout once, and pushes it. The
- * signature (NULL when unknown) gives the parameter count and types; the
- * driver gives the offsets and sizes. Needs a current device, whose
- * context the kernel's function is loaded into at its first use. */
+ * by the Kernel) and pushes it. At its first use the signature (NULL when
+ * unknown) gives the parameter count and types, and the driver the offsets
+ * and sizes. Needs a current device, whose context the kernel's function
+ * is loaded into at its first use. */
 void gpurun_push_kernel(lua_State *L, int code_index, CUkernel handle, const char *name,
                         const struct ptx_kernel_signature *signature);
 
