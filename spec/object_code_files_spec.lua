@@ -140,6 +140,33 @@ describe("gpurun.ObjectCode from bytes and files", function()
         error_of(gpurun.launch, stream, config, kernel, a, b, c), 1, true)
     end)
 
+    -- The layout is read at the first launch into memory of its own: freed
+    -- memory full of 0xff bytes must not become a parameter's kind.
+    it("takes an integer for a cubin's untyped 4-byte parameter, whatever the memory held #gpu", function()
+      local path = folder() .. "/iota.cubin"
+      gpurun.Program([[
+extern "C" __global__ void iota(float *x, unsigned int n)
+{
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = (float)i;
+}
+]], "c++", { arch = "sm_" .. device.arch }):compile("cubin"):save(path)
+      local n = 300
+      local stream = device:create_stream()
+      local config = gpurun.LaunchConfig({ grid = 2, block = 256 })
+      for _ = 1, 20 do
+        local junk = {}
+        for size = 64, 1024, 8 do junk[#junk + 1] = string.rep("\255", size) end
+        junk = nil -- luacheck: ignore 311
+        collectgarbage()
+        local code <close> = gpurun.ObjectCode.from_cubin({ path = path })
+        local x = gpurun.zeros(n, "float32")
+        gpurun.launch(stream, config, code:get_kernel("iota"), x, n)
+        stream:sync()
+        assert.are.equal(299, x[n])
+      end
+    end)
+
     it("types a PTX kernel's parameters from its text, and finds it through the mapping #gpu", function()
       local ptx = gpurun.Program(TEMPLATE, "c++", { arch = "sm_" .. device.arch })
         :compile("ptx", { name_expressions = { "scale<float>" } })

@@ -150,7 +150,10 @@ static void read_kernel_layout(lua_State *L, struct gpurun_kernel *kernel, int i
      * more than the parameter bank's base (a 64-byte CUtensorMap) is
      * placed after padding that the PTX does not show. */
     size_t storage_at = align_up((size_t)count * per_param, 16);
-    unsigned char *block = lua_newuserdatauv(L, storage_at + align_up(storage_size, 16) + 1, 0);
+    size_t block_size = storage_at + align_up(storage_size, 16) + 1;
+    /* Zeroed: a parameter the signature does not type keeps an empty type
+     * and kind, which the launch checks read. */
+    unsigned char *block = memset(lua_newuserdatauv(L, block_size, 0), 0, block_size);
     /* The allocation can run a finalizer that closes the code: its library
      * (and so the handle) unloaded, the signature freed. */
     gpurun_check_kernel_open(L, kernel);
