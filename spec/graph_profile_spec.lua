@@ -56,6 +56,9 @@ describe("Graph:profile's policy", function()
     path, total = profile.critical_path(DIAMOND, { 1, 1, 9, 1 })
     assert.are.same({ 3, 4 }, path)
     assert.are.equal(10, total)
+    path, total = profile.critical_path(DIAMOND, { 0, 0, 0, 0 })
+    assert.are.same({ 3, 4 }, path) -- to a node without successors, weighing nothing
+    assert.are.equal(0, total)
     path = profile.critical_path({}, {})
     assert.are.same({}, path)
     assert.has_error(function()
@@ -92,11 +95,29 @@ describe("Graph:profile's policy", function()
     assert.are.equal("memcpy", result.nodes[1].kind)
   end)
 
+  it("takes what an empty bracket costs off each node's time", function()
+    local record = { starts = RECORD.starts, ends = RECORD.ends, empty = { 1.5, 2.5, 4 } }
+    local result = profile.summarize(DIAMOND, record, { 10 })
+    assert.are.equal(2.5, result.empty_us)
+    -- Brackets 2, 5.5, 3.5, 2.5, less 2.5; none below 0.
+    local us, brackets = {}, {}
+    for i, node in ipairs(result.nodes) do us[i], brackets[i] = node.us, node.bracket_us end
+    assert.are.same({ 0, 3, 1, 0 }, us)
+    assert.are.same({ 2, 5.5, 3.5, 2.5 }, brackets)
+    assert.are.equal(4, result.total_us)
+    assert.are.same({ 1, 2, 4 }, result.critical_path)
+    assert.are.equal(3, result.critical_us)
+    assert.are.equal(0, result.nodes[1].share)
+    assert.are.equal(12.5, result.twin_us) -- the twin's replay as it ran
+    assert.truthy(profile.format(result):find("node times net of an empty bracket's 2.500 us", 1, true))
+  end)
+
   it("writes the profile as text and as a timeline", function()
     local result = profile.summarize(DIAMOND, RECORD, { 10 })
     local text = profile.format(result)
     assert.truthy(text:find("critical path (*): 1 -> 2 -> 4, 10.000 us; all nodes 13.500 us", 1, true), text)
-    assert.truthy(text:find("replay: instrumented 12.500 us, plain 10.000 us (medians of 2)", 1, true), text)
+    assert.truthy(text:find("node times net of an empty bracket's 0.000 us; replay: instrumented 12.500 us,"
+      .. " plain 10.000 us (medians of 2)", 1, true), text)
     assert.truthy(text:find("   2* shift (kernel)", 1, true), text)
     assert.truthy(text:find("   3  scale (kernel)", 1, true), text)
     local drawn = timeline.format(result, 20)
@@ -157,12 +178,16 @@ describe("Graph:profile", function()
     for i, node in ipairs(result.nodes) do
       assert.are.equal(nodes[i].index, node.index)
       assert.are.equal(nodes[i].kind, node.kind)
-      assert.is_true(node.us > 0, ("node %d: %s us"):format(i, tostring(node.us)))
-      assert.is_true(node.share > 0 and node.share <= 1)
+      -- A bracket holds its node and the events' own cost; what is left
+      -- after an empty bracket's is the node's, 0 at least.
+      assert.is_true(node.bracket_us > 0, ("node %d: %s us"):format(i, tostring(node.bracket_us)))
+      assert.is_true(node.us >= 0 and node.us <= node.bracket_us)
+      assert.is_true(node.share >= 0 and node.share <= 1)
       assert.is_true(node.start_us >= 0)
     end
     assert.is_true(result.plain_us > 0)
     assert.is_true(result.twin_us > 0)
+    assert.is_true(result.empty_us > 0)
     -- The critical path is a path of the DAG: each node depends on the one before.
     local path = result.critical_path
     assert.is_true(#path >= 2)

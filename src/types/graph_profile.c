@@ -1,6 +1,8 @@
 /* Graph:profile's mechanism: an instrumented twin of a Graph, an event
  * record node before and after each of its top-level nodes on top of the
- * original edges, instantiated and replayed, its event times read back.
+ * original edges, and after them all a chain of empty brackets (event
+ * record nodes only, what a bracket costs with nothing in it),
+ * instantiated and replayed, its event times read back.
  * The policy (options, medians, shares, the critical path) is Lua's
  * (lua/gpurun/builtin/graph_profile.lua over lua/gpurun/graph/profile.lua);
  * this is package.loaded["gpurun.graph_profile_core"].record. */
@@ -13,6 +15,8 @@
 
 /* Far more than a profile needs; keeps the staging of times bounded. */
 #define MAX_REPLAYS 100000
+/* Empty brackets timed at the end of each replay, back to back. */
+#define EMPTY_BRACKETS 8
 
 static const struct gpurun_tag twin_tag = {"gpurun.GraphProfileTwin"};
 
@@ -24,7 +28,8 @@ struct twin {
     CUgraph clone;      /* the copy instrumented, until instantiated */
     CUgraphExec exec;
     size_t event_count; /* made so far */
-    CUevent *events;    /* [0] before each replay; [1 + 2i], [2 + 2i]: node i's */
+    CUevent *events;    /* [0] before each replay; [1 + 2i], [2 + 2i]: node i's; then the
+                         * EMPTY_BRACKETS + 1 of the chain */
 };
 
 static int twin_close(lua_State *L)
@@ -82,26 +87,30 @@ static const char *refusal(const struct gpurun_graph *graph)
 struct scratch {
     CUgraphNode *nodes;
     CUgraphNode *dependencies;
+    CUgraphNode *ends; /* node i's end event record node */
     CUgraphEdgeData *edges;
-    float *times; /* replay r, node i: [2 (r n + i)] start, [2 (r n + i) + 1] end, in ms */
+    float *times;   /* replay r, node i: [2 (r n + i)] start, [2 (r n + i) + 1] end, in ms */
+    float *empties; /* replay r: [r] the chain of empty brackets, in ms */
 };
 
 static void push_scratch(lua_State *L, struct scratch *s, size_t n, size_t replays)
 {
     size_t room = n + 1;
     unsigned char *block = gpurun_push_staging(
-        L, room * (2 * sizeof(CUgraphNode) + sizeof(CUgraphEdgeData))
-               + 2 * n * replays * sizeof(float) + 16);
+        L, room * (3 * sizeof(CUgraphNode) + sizeof(CUgraphEdgeData))
+               + (2 * n + 1) * replays * sizeof(float) + 16);
     s->edges = (CUgraphEdgeData *)block;
     s->nodes = (CUgraphNode *)(s->edges + room);
     s->dependencies = s->nodes + room;
-    s->times = (float *)(s->dependencies + room);
+    s->ends = s->dependencies + room;
+    s->times = (float *)(s->ends + room);
+    s->empties = s->times + 2 * n * replays;
 }
 
 /* Adds node i's two event record nodes to `g`: the first after the node's
  * own dependencies and before the node, the second after it. The original
  * edges stay, so the twin runs in the order the graph does. */
-static CUresult instrument(CUgraph g, const struct scratch *s, size_t n, size_t i,
+static CUresult instrument(CUgraph g, struct scratch *s, size_t n, size_t i,
                            const CUevent *events)
 {
     size_t count = n + 1;
@@ -116,14 +125,31 @@ static CUresult instrument(CUgraph g, const struct scratch *s, size_t n, size_t 
     result = CUDA_CALL(cuGraphAddDependencies, g, &start, &s->nodes[i], NULL, 1);
     if (result != CUDA_SUCCESS)
         return result;
-    return CUDA_CALL(cuGraphAddEventRecordNode, &end, g, &s->nodes[i], 1, events[1]);
+    result = CUDA_CALL(cuGraphAddEventRecordNode, &end, g, &s->nodes[i], 1, events[1]);
+    s->ends[i] = end;
+    return result;
+}
+
+/* The chain of empty brackets, after every node's end event: each event
+ * record node follows the one before, with nothing between. */
+static CUresult add_empty_brackets(CUgraph g, const struct scratch *s, size_t n,
+                                   const CUevent *events)
+{
+    CUgraphNode previous;
+    CUresult result = CUDA_CALL(cuGraphAddEventRecordNode, &previous, g, s->ends, n, events[0]);
+    for (int k = 1; k <= EMPTY_BRACKETS && result == CUDA_SUCCESS; k++) {
+        CUgraphNode next;
+        result = CUDA_CALL(cuGraphAddEventRecordNode, &next, g, &previous, 1, events[k]);
+        previous = next;
+    }
+    return result;
 }
 
 /* The twin, a copy of the graph's source instrumented, instantiated into
  * twin->exec (in the graph's context, current); the copy is destroyed
  * again. Returns the step that failed, or NULL. */
 static const char *make_twin(struct twin *twin, const struct gpurun_graph *graph,
-                             const struct scratch *s)
+                             struct scratch *s)
 {
     size_t n = graph->node_count;
     if (CUDA_CALL(cuGraphClone, &twin->clone, graph->source) != CUDA_SUCCESS)
@@ -136,6 +162,8 @@ static const char *make_twin(struct twin *twin, const struct gpurun_graph *graph
     for (size_t i = 0; i < n && !failed; i++)
         if (instrument(g, s, n, i, twin->events + 1 + 2 * i) != CUDA_SUCCESS)
             failed = "adding the profile's event record nodes";
+    if (!failed && add_empty_brackets(g, s, n, twin->events + 1 + 2 * n) != CUDA_SUCCESS)
+        failed = "adding the profile's empty brackets";
     if (!failed) {
         CUDA_GRAPH_INSTANTIATE_PARAMS params;
         memset(&params, 0, sizeof params);
@@ -157,9 +185,10 @@ static const char *make_twin(struct twin *twin, const struct gpurun_graph *graph
 }
 
 /* One replay of the twin on the stream, waited for, its times read into
- * times (2 per node: start and end, ms after the event before it). */
+ * times (2 per node: start and end, ms after the event before it) and
+ * *empty (the chain of empty brackets, ms from first to last). */
 static void replay_twin(lua_State *L, struct twin *twin, struct gpurun_stream *stream, size_t n,
-                        float *times)
+                        float *times, float *empty)
 {
     CUcontext previous = gpurun_enter_context(twin->context);
     CUresult result = CUDA_CALL(cuEventRecord, twin->events[0], stream->handle);
@@ -172,6 +201,9 @@ static void replay_twin(lua_State *L, struct twin *twin, struct gpurun_stream *s
     previous = gpurun_enter_context(twin->context);
     for (size_t k = 0; k < 2 * n && result == CUDA_SUCCESS; k++)
         result = CUDA_CALL(cuEventElapsedTime, &times[k], twin->events[0], twin->events[1 + k]);
+    if (result == CUDA_SUCCESS)
+        result = CUDA_CALL(cuEventElapsedTime, empty, twin->events[1 + 2 * n],
+                           twin->events[1 + 2 * n + EMPTY_BRACKETS]);
     gpurun_leave_context(previous);
     if (result != CUDA_SUCCESS)
         gpurun_cuda_error(L, "reading the profile's event times");
@@ -188,9 +220,11 @@ static void push_times(lua_State *L, const float *times, size_t count, size_t fi
     }
 }
 
-/* record(graph, stream, replays) -> { starts = {...}, ends = {...} }: the
- * twin replayed once unrecorded, then `replays` times; replay r's node i
- * at [(r - 1) * node_count + i], microseconds after the replay was queued. */
+/* record(graph, stream, replays) -> { starts = {...}, ends = {...},
+ * empty = {...} }: the twin replayed once unrecorded, then `replays` times;
+ * replay r's node i at [(r - 1) * node_count + i], microseconds after the
+ * replay was queued; empty[r], one empty bracket's microseconds (the
+ * chain's mean) in replay r. */
 static int profile_record(lua_State *L)
 {
     struct gpurun_graph *graph = gpurun_check_graph(L, 1);
@@ -204,7 +238,8 @@ static int profile_record(lua_State *L)
         return gpurun_error(L, "Graph:profile: %s", why);
     lua_settop(L, 3);
     size_t n = graph->node_count;
-    struct twin *twin = gpurun_new_object(L, sizeof *twin + (2 * n + 1) * sizeof(CUevent), 0,
+    size_t event_total = 2 * n + 1 + EMPTY_BRACKETS + 1;
+    struct twin *twin = gpurun_new_object(L, sizeof *twin + event_total * sizeof(CUevent), 0,
                                           &twin_tag);
     twin->events = (CUevent *)(twin + 1);
     twin->header.closed = 0;
@@ -217,7 +252,7 @@ static int profile_record(lua_State *L)
     twin->context = graph->context;
     CUcontext previous = gpurun_enter_context(twin->context);
     CUresult result = CUDA_SUCCESS;
-    for (size_t k = 0; k < 2 * n + 1 && result == CUDA_SUCCESS; k++) {
+    for (size_t k = 0; k < event_total && result == CUDA_SUCCESS; k++) {
         result = CUDA_CALL(cuEventCreate, &twin->events[k], CU_EVENT_DEFAULT);
         if (result == CUDA_SUCCESS)
             twin->event_count++;
@@ -229,15 +264,21 @@ static int profile_record(lua_State *L)
         return gpurun_cuda_error(L, "%s", failed);
     /* A while loop may never end: the waits poll, so that Ctrl-C ends them. */
     stream->unbounded |= graph->has_loop;
-    replay_twin(L, twin, stream, n, s.times);
+    replay_twin(L, twin, stream, n, s.times, s.empties);
     for (lua_Integer r = 0; r < replays; r++)
-        replay_twin(L, twin, stream, n, s.times + 2 * n * (size_t)r);
+        replay_twin(L, twin, stream, n, s.times + 2 * n * (size_t)r, s.empties + r);
     lua_closeslot(L, 4);
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     push_times(L, s.times, n * (size_t)replays, 0);
     lua_setfield(L, -2, "starts");
     push_times(L, s.times, n * (size_t)replays, 1);
     lua_setfield(L, -2, "ends");
+    lua_createtable(L, (int)replays, 0);
+    for (lua_Integer r = 0; r < replays; r++) {
+        lua_pushnumber(L, (lua_Number)s.empties[r] * 1000.0 / EMPTY_BRACKETS);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "empty");
     return 1;
 }
 

@@ -48,8 +48,9 @@ end
 local median = profile.median
 
 -- The heaviest path through the DAG of `nodes` (each { dependencies =
--- { index... } }, indices from 1) weighted by weights[i]: -> the list of
--- indices from a node without dependencies to one, and its weight.
+-- { index... } }, indices from 1) weighted by weights[i] (0 or more): ->
+-- the list of indices from a node without dependencies to one without
+-- successors, and its weight.
 function profile.critical_path(nodes, weights)
   local count = #nodes
   local successors, pending = {}, {}
@@ -86,9 +87,11 @@ function profile.critical_path(nodes, weights)
   if seen < count then
     error("critical_path: the dependencies form a cycle", 2)
   end
+  -- It ends at a node without successors: with weights of 0 or more, a
+  -- path to one weighs no less, and nodes of 0 us still lie on it.
   local last
   for i = 1, count do
-    if last == nil or best[i] > best[last] then last = i end
+    if #successors[i] == 0 and (last == nil or best[i] > best[last]) then last = i end
   end
   local path = {}
   while last do
@@ -101,11 +104,14 @@ function profile.critical_path(nodes, weights)
 end
 
 -- summarize(nodes, record, plain_us) -> the profile. nodes: graph:nodes();
--- record: { starts, ends }, replay r's node i at [(r - 1) * #nodes + i],
--- microseconds after the replay was queued; plain_us: the plain graph's
--- replay times. Returns { nodes = { { index, kind, name, us, share,
--- start_us, critical }... }, critical_path = { index... }, critical_us,
--- total_us (the node times' sum), twin_us (the twin's replay, first start
+-- record: { starts, ends, empty }, replay r's node i at [(r - 1) * #nodes
+-- + i], microseconds after the replay was queued, and empty[r] what an
+-- empty bracket took in replay r; plain_us: the plain graph's replay
+-- times. A node's time is its bracket's median less the empty bracket's:
+-- the event record nodes' own cost is the twin's, not the node's. Returns
+-- { nodes = { { index, kind, name, us, bracket_us, share, start_us,
+-- critical }... }, critical_path = { index... }, critical_us, total_us
+-- (the node times' sum), empty_us, twin_us (the twin's replay, first start
 -- to last end), plain_us, replays }.
 function profile.summarize(nodes, record, plain_us)
   local count = #nodes
@@ -125,9 +131,11 @@ function profile.summarize(nodes, record, plain_us)
     end
     spans[r] = last - first
   end
-  local out, weights, total = {}, {}, 0
+  local empty = median(record.empty or {})
+  local out, brackets, weights, total = {}, {}, {}, 0
   for i = 1, count do
-    weights[i] = median(durations[i])
+    brackets[i] = median(durations[i])
+    weights[i] = math.max(0, brackets[i] - empty)
     total = total + weights[i]
   end
   local path, critical_us = profile.critical_path(nodes, weights)
@@ -135,11 +143,12 @@ function profile.summarize(nodes, record, plain_us)
   for _, i in ipairs(path) do on_path[i] = true end
   for i, node in ipairs(nodes) do
     out[i] = { index = node.index or i, kind = node.kind, name = node.name, us = weights[i],
-               share = total > 0 and weights[i] / total or 0, start_us = median(offsets[i]),
-               critical = on_path[i] or false }
+               bracket_us = brackets[i], share = total > 0 and weights[i] / total or 0,
+               start_us = median(offsets[i]), critical = on_path[i] or false }
   end
   return { nodes = out, critical_path = path, critical_us = critical_us, total_us = total,
-           twin_us = median(spans), plain_us = median(plain_us or {}), replays = replays }
+           empty_us = empty, twin_us = median(spans), plain_us = median(plain_us or {}),
+           replays = replays }
 end
 
 -- format(profile) -> a text table: one row per node (its time, share and
@@ -155,8 +164,9 @@ function profile.format(result)
   for k, i in ipairs(result.critical_path) do path[k] = tostring(i) end
   lines[#lines + 1] = ("critical path (*): %s, %.3f us; all nodes %.3f us"):format(
     #path > 0 and table.concat(path, " -> ") or "none", result.critical_us, result.total_us)
-  lines[#lines + 1] = ("replay: instrumented %.3f us, plain %.3f us (medians of %d)"):format(
-    result.twin_us, result.plain_us, result.replays)
+  lines[#lines + 1] = ("node times net of an empty bracket's %.3f us; replay: instrumented %.3f us,"
+    .. " plain %.3f us (medians of %d)"):format(result.empty_us, result.twin_us, result.plain_us,
+    result.replays)
   return table.concat(lines, "\n")
 end
 
