@@ -1,8 +1,7 @@
 #!/bin/bash
-# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts
-# that each fit in one 10-minute command (16 cores, one H200): suite,
-# sanitizers, bench, compare, or all four. usage() below says what each part
-# runs, where its logs go and the settings it reads.
+# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts:
+# suite, sanitizers, bench, compare, or all four. usage() below says what
+# each part runs, where its logs go and the settings it reads.
 #
 #   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
 set -uo pipefail
@@ -16,8 +15,9 @@ bin=$build/gpurun
 
 usage() {
   cat <<'USAGE'
-# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts
-# that each fit in one 10-minute command (16 cores, one H200):
+# tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts.
+# One run of the suite takes 7.5 to 9 minutes on one H100 (16 cores), so
+# where a command may run 10 minutes, run `suite 1` in each:
 #
 #   suite [RUNS]   build, then the full spec suite (#gpu specs included) RUNS
 #                  times in a row (default 5), each run's closing line, then
