@@ -55,7 +55,7 @@ local function order_body(dtype, descending)
   return table.concat(lines, "\n")
 end
 
-local TEMPLATE = [[
+local TEMPLATE = [==[
 // gpurun.sort: @KEY@ keys@ORDER@@VALUES@@SEGMENTS@
 typedef @KEY_C@ _gsort_key;
 typedef @VALUE_C@ _gsort_value;
@@ -65,6 +65,7 @@ typedef @OFFSET_C@ _gsort_offset;
 #define GSORT_TILE (GSORT_BLOCK * GSORT_ITEMS)
 #define GSORT_WARPS (GSORT_BLOCK / 32)
 #define GSORT_HAS_VALUES @HAS_VALUES@
+#define GSORT_EXCHANGE_WORDS (GSORT_TILE * @EXCHANGE_BYTES@ / 8)
 #define GSORT_OFFSET_SIGNED @OFFSET_SIGNED@
 
 __device__ __forceinline__ _gsort_key _gsort_order(_gsort_key bits)
@@ -186,38 +187,68 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scan_counts(unsign
     }
 }
 
-// One tile's elements moved to their places: the digit's start (the
-// totals of smaller digits), the tile's place among the tiles (counts,
-// scanned), and the element's rank among the tile's earlier elements of
-// its digit, 256 elements (a round) at a time: within a warp by ballots,
-// then across the warps in order. So equal digits keep their order.
+// One tile's elements moved to their places. Each element's rank among
+// the tile's earlier elements of its digit (256 at a time: within a warp
+// by ballots, then across the warps in order, so equal digits keep their
+// order) gives its slot in the tile ordered by digit. The tile is put in
+// that order in shared memory, one array at a time, and written out from
+// there, so that neighbouring threads write neighbouring places: the
+// digit's start (the totals of smaller digits), plus the tile's place
+// among the tiles (counts, scanned), plus the slot's place among the
+// tile's elements of that digit.
+template <typename T>
+__device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, unsigned long long start,
+                                            unsigned int in_tile, const unsigned int *slot,
+                                            const unsigned int *place)
+{
+    __syncthreads();
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
+        if (k < in_tile) shared[slot[item]] = from[start + k];
+    }
+    __syncthreads();
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
+        if (k < in_tile) to[place[item]] = shared[k];
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scatter(unsigned long long n,
     unsigned int tiles, unsigned int shift, int segment_pass, const _gsort_key *keys, _gsort_key *keys_out,
     const _gsort_value *values, _gsort_value *values_out, const unsigned int *segments,
     unsigned int *segments_out, int move_segments, const unsigned int *counts, const unsigned int *totals)
 {
-    __shared__ unsigned int place[256];
+    // base[d]: the place of the tile's first element of digit d, less its
+    // slot; next[d]: the tile's next free slot of digit d.
+    __shared__ unsigned int base[256];
+    __shared__ unsigned int next[256];
     __shared__ unsigned int warp_counts[GSORT_WARPS * 256];
+    __shared__ unsigned long long exchange[GSORT_EXCHANGE_WORDS];
     const unsigned int t = threadIdx.x, lane = t & 31u, warp = t >> 5;
-    place[t] = totals[t];
+    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
+    const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
+    const unsigned long long row = (unsigned long long)t * tiles + blockIdx.x;
+    const unsigned int before_tile = counts[row];
+    base[t] = totals[t];
+    next[t] = (blockIdx.x + 1 < tiles ? counts[row + 1] : totals[t]) - before_tile;
     __syncthreads();
     if (t == 0) {
-        unsigned int run = 0;
+        unsigned int run = 0, slots = 0;
         for (int k = 0; k < 256; ++k) {
-            const unsigned int c = place[k];
-            place[k] = run;
+            const unsigned int c = base[k], m = next[k];
+            base[k] = run;
+            next[k] = slots;
             run += c;
+            slots += m;
         }
     }
     __syncthreads();
-    place[t] += counts[(unsigned long long)t * tiles + blockIdx.x];
-    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
+    base[t] += before_tile - next[t];
+    unsigned int slot[GSORT_ITEMS], place[GSORT_ITEMS];
     for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned long long round = start + (unsigned long long)item * GSORT_BLOCK;
-        if (round >= n) break;
-        const unsigned long long i = round + t;
-        const bool valid = i < n;
-        const unsigned int digit = valid ? _gsort_digit(keys, segments, i, shift, segment_pass) : 0u;
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
+        const bool valid = k < in_tile;
+        const unsigned int digit = valid ? _gsort_digit(keys, segments, start + k, shift, segment_pass) : 0u;
         for (int w = 0; w < GSORT_WARPS; ++w) warp_counts[w * 256 + t] = 0;
         __syncthreads();
         unsigned int peers = __ballot_sync(0xffffffffu, valid);
@@ -236,17 +267,27 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scatter(unsigned l
             total += c;
         }
         __syncthreads();
-        if (valid) {
-            const unsigned int to = place[digit] + warp_counts[warp * 256 + digit] + rank;
-            keys_out[to] = keys[i];
-#if GSORT_HAS_VALUES
-            values_out[to] = values[i];
-#endif
-            if (move_segments) segments_out[to] = segments[i];
-        }
+        slot[item] = valid ? next[digit] + warp_counts[warp * 256 + digit] + rank : 0u;
+        place[item] = digit;
         __syncthreads();
-        place[t] += total;
+        next[t] += total;
     }
+    // The digits in slot order, each slot's place from its digit.
+    unsigned char *digits = reinterpret_cast<unsigned char *>(exchange);
+    for (int item = 0; item < GSORT_ITEMS; ++item)
+        if ((unsigned int)item * GSORT_BLOCK + t < in_tile) digits[slot[item]] = (unsigned char)place[item];
+    __syncthreads();
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
+        if (k < in_tile) place[item] = base[digits[k]] + k;
+    }
+    _gsort_move(reinterpret_cast<_gsort_key *>(exchange), keys, keys_out, start, in_tile, slot, place);
+#if GSORT_HAS_VALUES
+    _gsort_move(reinterpret_cast<_gsort_value *>(exchange), values, values_out, start, in_tile, slot, place);
+#endif
+    if (move_segments)
+        _gsort_move(reinterpret_cast<unsigned int *>(exchange), segments, segments_out, start, in_tile,
+                    slot, place);
 }
 
 // out[j]: the 1-based place of queries[j] in sorted (ascending): before
@@ -266,7 +307,7 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_search(unsigned lo
         out[j] = (long long)low + 1;
     }
 }
-]]
+]==]
 
 source.KERNEL_NAMES = { "gpurun_sort_segment_ids", "gpurun_sort_copy", "gpurun_sort_histogram",
                         "gpurun_sort_scan_counts", "gpurun_sort_scatter", "gpurun_sort_search" }
@@ -284,6 +325,8 @@ function source.generate(dtype, descending, value_size, offset_dtype)
     OFFSET_C = offset and offset.c or "unsigned long long",
     BLOCK = tostring(source.BLOCK), ITEMS = tostring(source.ITEMS),
     HAS_VALUES = value_size and "1" or "0",
+    -- the widest array a tile moves through shared memory: keys, values, segments
+    EXCHANGE_BYTES = tostring(math.max(info.size, value_size or 1, offset_dtype and 4 or 1)),
     OFFSET_SIGNED = offset and offset.kind == "signed" and "1" or "0",
     ORDER_BODY = order_body(dtype, descending),
     ZERO = info.kind == "float"
