@@ -130,15 +130,12 @@ local function digit_passes(largest)
   return passes
 end
 
--- One pass: histogram, scan of the counts, scatter.
+-- One pass: a kernel that ranks each tile, looks back for its place and
+-- writes it out.
 local function run_pass(target, kernels, shape, pass)
-  gpurun.launch(target, shape.tiles_config, kernels.gpurun_sort_histogram, shape.n, shape.tiles, pass.shift,
-                pass.segment_pass, pass.keys, pass.segments, shape.counts)
-  gpurun.launch(target, shape.digits_config, kernels.gpurun_sort_scan_counts, shape.tiles, shape.counts,
-                shape.totals)
-  gpurun.launch(target, shape.tiles_config, kernels.gpurun_sort_scatter, shape.n, shape.tiles, pass.shift,
-                pass.segment_pass, pass.keys, pass.keys_out, pass.values, pass.values_out, pass.segments,
-                pass.segments_out, pass.move_segments, shape.counts, shape.totals)
+  gpurun.launch(target, shape.tiles_config, kernels.gpurun_sort_onesweep, shape.n, shape.tiles, pass.index,
+                pass.shift, pass.segment_pass, pass.keys, pass.keys_out, pass.values, pass.values_out,
+                pass.segments, pass.segments_out, pass.move_segments, shape.totals, shape.status)
 end
 
 local function temporary(count, dtype, target)
@@ -236,13 +233,16 @@ function sort.sort(target, keys, options)
   local tiles = (n + TILE - 1) // TILE
   local entry = program.devices[device]
   local grid = device_code.blocks(entry, n, BLOCK)
+  local key_passes = DTYPES[keys.dtype].size
+  local segment_passes = segments and digit_passes(#segments) or 0
+  local passes = key_passes + segment_passes
   local shape = {
     n = gpurun.u64(n), tiles = gpurun.u32(tiles),
     tiles_config = gpurun.LaunchConfig{ grid = tiles, block = BLOCK },
-    digits_config = gpurun.LaunchConfig{ grid = 256, block = BLOCK },
-    counts = temporary(256 * tiles, "uint32", target), totals = temporary(256, "uint32", target),
+    totals = temporary(256 * passes, "uint32", target),
+    status = temporary(256 * tiles + passes, "uint64", target),
   }
-  local made = { shape.counts, shape.totals }
+  local made = { shape.totals, shape.status }
   local function scratch(count, dtype)
     local buffer = temporary(count, dtype, target)
     made[#made + 1] = buffer
@@ -250,9 +250,6 @@ function sort.sort(target, keys, options)
   end
   local grid_config = gpurun.LaunchConfig{ grid = grid, block = BLOCK }
 
-  local key_passes = DTYPES[keys.dtype].size
-  local segment_passes = segments and digit_passes(#segments) or 0
-  local passes = key_passes + segment_passes
   local values_dest = values and (values_out or values)
   -- Each pass writes to the destination or to a temporary, alternately, so
   -- that the last writes the destination; where that would make the first
@@ -275,12 +272,17 @@ function sort.sort(target, keys, options)
     gpurun.launch(target, grid_config, kernels.gpurun_sort_segment_ids, shape.n, segments,
                   gpurun.u64(#segments), segment_from)
   end
+  shape.totals:fill(0, target)
+  shape.status:fill(0, target)
+  gpurun.launch(target, grid_config, kernels.gpurun_sort_upsweep, shape.n, gpurun.u32(key_passes),
+                gpurun.u32(segment_passes), key_from, segment_from or keys, shape.totals)
   for pass = 1, passes do
     local last_ones = (passes - pass) % 2 == 0
     local key_to = last_ones and keys_dest or key_tmp
     local value_to = values and (last_ones and values_dest or value_tmp)
     local segment_pass = pass > key_passes
     local step = {
+      index = gpurun.u32(pass - 1),
       shift = segment_pass and 8 * (pass - key_passes - 1) or 8 * (pass - 1),
       segment_pass = segment_pass and 1 or 0,
       keys = key_from, keys_out = key_to,

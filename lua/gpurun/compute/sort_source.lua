@@ -6,6 +6,7 @@
 -- writes.
 
 local common = require("gpurun.common")
+local scan_source = require("gpurun.compute.scan_source")
 
 local DTYPES = common.DTYPES
 
@@ -57,6 +58,7 @@ end
 
 local TEMPLATE = [==[
 // gpurun.sort: @KEY@ keys@ORDER@@VALUES@@SEGMENTS@
+@LOOK_BACK@
 typedef @KEY_C@ _gsort_key;
 typedef @VALUE_C@ _gsort_value;
 typedef @OFFSET_C@ _gsort_offset;
@@ -66,6 +68,7 @@ typedef @OFFSET_C@ _gsort_offset;
 #define GSORT_WARPS (GSORT_BLOCK / 32)
 #define GSORT_HAS_VALUES @HAS_VALUES@
 #define GSORT_EXCHANGE_WORDS (GSORT_TILE * @EXCHANGE_BYTES@ / 8)
+#define GSORT_MAX_PASSES @MAX_PASSES@
 #define GSORT_OFFSET_SIGNED @OFFSET_SIGNED@
 
 __device__ __forceinline__ _gsort_key _gsort_order(_gsort_key bits)
@@ -135,67 +138,49 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_copy(unsigned long
     }
 }
 
-// counts[digit * tiles + tile]: how many of the tile's elements have the digit.
-extern "C" __global__ void __launch_bounds__(256) gpurun_sort_histogram(unsigned long long n,
-    unsigned int tiles, unsigned int shift, int segment_pass, const _gsort_key *keys,
-    const unsigned int *segments, unsigned int *counts)
+// The digits' totals of every pass, from one read of the keys (and
+// segments): totals[pass * 256 + digit], zeroed before. A pass's totals do
+// not depend on the order the passes before it leave.
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_upsweep(unsigned long long n,
+    unsigned int key_passes, unsigned int segment_passes, const _gsort_key *keys,
+    const unsigned int *segments, unsigned int *totals)
 {
-    __shared__ unsigned int histogram[256];
-    const unsigned int t = threadIdx.x;
-    histogram[t] = 0;
+    __shared__ unsigned int histogram[GSORT_MAX_PASSES * 256];
+    const unsigned int t = threadIdx.x, passes = key_passes + segment_passes;
+    for (unsigned int k = t; k < passes * 256; k += GSORT_BLOCK) histogram[k] = 0;
     __syncthreads();
-    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
-    for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned long long i = start + (unsigned long long)item * GSORT_BLOCK + t;
-        if (i < n)
-            atomicAdd(&histogram[_gsort_digit(keys, segments, i, shift, segment_pass)], 1u);
-    }
-    __syncthreads();
-    counts[(unsigned long long)t * tiles + blockIdx.x] = histogram[t];
-}
-
-// Block d: digit d's counts over the tiles, scanned in place (exclusive),
-// and their total in totals[d].
-extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scan_counts(unsigned int tiles,
-    unsigned int *counts, unsigned int *totals)
-{
-    __shared__ unsigned int sums[256];
-    const unsigned int t = threadIdx.x;
-    unsigned int *row = counts + (unsigned long long)blockIdx.x * tiles;
-    const unsigned int per = (tiles + GSORT_BLOCK - 1) / GSORT_BLOCK;
-    const unsigned int first = t * per;
-    const unsigned int last = first + per < tiles ? first + per : tiles;
-    unsigned int sum = 0;
-    for (unsigned int i = first; i < last; ++i) sum += row[i];
-    sums[t] = sum;
-    __syncthreads();
-    if (t == 0) {
-        unsigned int run = 0;
-        for (int k = 0; k < GSORT_BLOCK; ++k) {
-            const unsigned int c = sums[k];
-            sums[k] = run;
-            run += c;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * GSORT_BLOCK + t; i < n;
+         i += (unsigned long long)gridDim.x * GSORT_BLOCK) {
+        const _gsort_key bits = _gsort_order(keys[i]);
+        for (unsigned int p = 0; p < key_passes; ++p)
+            atomicAdd(&histogram[p * 256 + (unsigned int)((bits >> (8 * p)) & (_gsort_key)255u)], 1u);
+        if (segment_passes) {
+            const unsigned int segment = segments[i];
+            for (unsigned int p = 0; p < segment_passes; ++p)
+                atomicAdd(&histogram[(key_passes + p) * 256 + ((segment >> (8 * p)) & 255u)], 1u);
         }
-        totals[blockIdx.x] = run;
     }
     __syncthreads();
-    unsigned int run = sums[t];
-    for (unsigned int i = first; i < last; ++i) {
-        const unsigned int c = row[i];
-        row[i] = run;
-        run += c;
-    }
+    for (unsigned int k = t; k < passes * 256; k += GSORT_BLOCK)
+        if (histogram[k]) atomicAdd(&totals[k], histogram[k]);
 }
 
-// One tile's elements moved to their places. Each element's rank among
-// the tile's earlier elements of its digit (256 at a time: within a warp
-// by ballots, then across the warps in order, so equal digits keep their
-// order) gives its slot in the tile ordered by digit. The tile is put in
-// that order in shared memory, one array at a time, and written out from
-// there, so that neighbouring threads write neighbouring places: the
-// digit's start (the totals of smaller digits), plus the tile's place
-// among the tiles (counts, scanned), plus the slot's place among the
-// tile's elements of that digit.
+// One pass of the sort, one tile a block, tiles taken in the order the
+// blocks start (a counter), so that a tile waits only for tiles before it.
+// Each element's rank among the tile's earlier elements of its digit (256
+// at a time: within a warp by ballots, then across the warps in order, so
+// equal digits keep their order) gives its slot in the tile ordered by
+// digit. The tile publishes its digits' counts, then looks back over the
+// tiles before it for how many of each digit they hold (a decoupled
+// look-back, one digit a thread). It puts itself in digit order in shared
+// memory, one array at a time, and writes from there, so that neighbouring
+// threads write neighbouring places: the digit's start (the totals of
+// smaller digits), plus the earlier tiles' elements of the digit, plus the
+// slot's place among the tile's elements of that digit.
+// status: tiles * 256 words (a tile's digit: its status in the high half,
+// 2 pass + 1 for its count, 2 pass + 2 for the count of it and every tile
+// before it; lower is not yet written), then a counter of tiles per pass,
+// all zeroed once before the first pass.
 template <typename T>
 __device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, unsigned long long start,
                                             unsigned int in_tile, const unsigned int *slot,
@@ -213,38 +198,38 @@ __device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, uns
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scatter(unsigned long long n,
-    unsigned int tiles, unsigned int shift, int segment_pass, const _gsort_key *keys, _gsort_key *keys_out,
-    const _gsort_value *values, _gsort_value *values_out, const unsigned int *segments,
-    unsigned int *segments_out, int move_segments, const unsigned int *counts, const unsigned int *totals)
+extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned long long n,
+    unsigned int tiles, unsigned int pass, unsigned int shift, int segment_pass, const _gsort_key *keys,
+    _gsort_key *keys_out, const _gsort_value *values, _gsort_value *values_out, const unsigned int *segments,
+    unsigned int *segments_out, int move_segments, const unsigned int *totals, unsigned long long *status)
 {
     // base[d]: the place of the tile's first element of digit d, less its
-    // slot; next[d]: the tile's next free slot of digit d.
+    // slot; count[d]: the tile's elements of digit d so far, then its
+    // first slot of digit d.
     __shared__ unsigned int base[256];
-    __shared__ unsigned int next[256];
+    __shared__ unsigned int count[256];
     __shared__ unsigned int warp_counts[GSORT_WARPS * 256];
     __shared__ unsigned long long exchange[GSORT_EXCHANGE_WORDS];
+    __shared__ unsigned int tile_taken;
     const unsigned int t = threadIdx.x, lane = t & 31u, warp = t >> 5;
-    const unsigned long long start = (unsigned long long)blockIdx.x * GSORT_TILE;
-    const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
-    const unsigned long long row = (unsigned long long)t * tiles + blockIdx.x;
-    const unsigned int before_tile = counts[row];
-    base[t] = totals[t];
-    next[t] = (blockIdx.x + 1 < tiles ? counts[row + 1] : totals[t]) - before_tile;
+    if (t == 0)
+        tile_taken = atomicAdd(reinterpret_cast<unsigned int *>(status + (unsigned long long)tiles * 256 + pass),
+                               1u);
+    base[t] = totals[pass * 256 + t];
+    count[t] = 0;
     __syncthreads();
+    const unsigned int tile = tile_taken;
     if (t == 0) {
-        unsigned int run = 0, slots = 0;
+        unsigned int run = 0;
         for (int k = 0; k < 256; ++k) {
-            const unsigned int c = base[k], m = next[k];
+            const unsigned int c = base[k];
             base[k] = run;
-            next[k] = slots;
             run += c;
-            slots += m;
         }
     }
-    __syncthreads();
-    base[t] += before_tile - next[t];
-    unsigned int slot[GSORT_ITEMS], place[GSORT_ITEMS];
+    const unsigned long long start = (unsigned long long)tile * GSORT_TILE;
+    const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
+    unsigned int slot[GSORT_ITEMS], digit_of[GSORT_ITEMS];
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         const bool valid = k < in_tile;
@@ -267,16 +252,50 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_scatter(unsigned l
             total += c;
         }
         __syncthreads();
-        slot[item] = valid ? next[digit] + warp_counts[warp * 256 + digit] + rank : 0u;
-        place[item] = digit;
+        slot[item] = valid ? count[digit] + warp_counts[warp * 256 + digit] + rank : 0u;
+        digit_of[item] = digit;
         __syncthreads();
-        next[t] += total;
+        count[t] += total;
     }
+    // Publish the tile's count of digit t, then add up the tiles' before it.
+    const unsigned int mine = count[t];
+    unsigned long long *word = status + (unsigned long long)tile * 256 + t;
+    unsigned int before_tile = 0;
+    if (tile == 0) {
+        _gs_store_word(word, 2u * pass + 2u, mine);
+    } else {
+        _gs_store_word(word, 2u * pass + 1u, mine);
+        for (unsigned int j = tile; j-- > 0;) {
+            unsigned long long seen = _gs_load_word(status + (unsigned long long)j * 256 + t);
+            unsigned int delay = 8;
+            while ((unsigned int)(seen >> 32) < 2u * pass + 1u) {
+                __nanosleep(delay);
+                if (delay < 256) delay *= 2;
+                seen = _gs_load_word(status + (unsigned long long)j * 256 + t);
+            }
+            before_tile += _gs_word_value<unsigned int>(seen);
+            if ((unsigned int)(seen >> 32) == 2u * pass + 2u) break;
+        }
+        _gs_store_word(word, 2u * pass + 2u, before_tile + mine);
+    }
+    __syncthreads();
+    if (t == 0) {
+        unsigned int slots = 0;
+        for (int k = 0; k < 256; ++k) {
+            const unsigned int m = count[k];
+            count[k] = slots;
+            slots += m;
+        }
+    }
+    __syncthreads();
+    base[t] += before_tile - count[t];
+    for (int item = 0; item < GSORT_ITEMS; ++item) slot[item] += count[digit_of[item]];
     // The digits in slot order, each slot's place from its digit.
     unsigned char *digits = reinterpret_cast<unsigned char *>(exchange);
     for (int item = 0; item < GSORT_ITEMS; ++item)
-        if ((unsigned int)item * GSORT_BLOCK + t < in_tile) digits[slot[item]] = (unsigned char)place[item];
+        if ((unsigned int)item * GSORT_BLOCK + t < in_tile) digits[slot[item]] = (unsigned char)digit_of[item];
     __syncthreads();
+    unsigned int *place = digit_of;
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         if (k < in_tile) place[item] = base[digits[k]] + k;
@@ -309,8 +328,8 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_search(unsigned lo
 }
 ]==]
 
-source.KERNEL_NAMES = { "gpurun_sort_segment_ids", "gpurun_sort_copy", "gpurun_sort_histogram",
-                        "gpurun_sort_scan_counts", "gpurun_sort_scatter", "gpurun_sort_search" }
+source.KERNEL_NAMES = { "gpurun_sort_segment_ids", "gpurun_sort_copy", "gpurun_sort_upsweep",
+                        "gpurun_sort_onesweep", "gpurun_sort_search" }
 
 -- The program for keys of `dtype`, descending or not, values of
 -- value_size bytes (nil: none) and offsets of offset_dtype (nil: none).
@@ -327,8 +346,10 @@ function source.generate(dtype, descending, value_size, offset_dtype)
     HAS_VALUES = value_size and "1" or "0",
     -- the widest array a tile moves through shared memory: keys, values, segments
     EXCHANGE_BYTES = tostring(math.max(info.size, value_size or 1, offset_dtype and 4 or 1)),
+    MAX_PASSES = tostring(info.size + (offset_dtype and 4 or 0)),
     OFFSET_SIGNED = offset and offset.kind == "signed" and "1" or "0",
     ORDER_BODY = order_body(dtype, descending),
+    LOOK_BACK = scan_source.COMMON,
     ZERO = info.kind == "float"
       and ("    if (bits == (_gsort_key)%s) bits = 0;\n"):format(FLOAT_BITS[info.size][dtype][1]) or "",
   }
