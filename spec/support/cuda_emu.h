@@ -307,6 +307,7 @@ inline unsigned int __ballot_sync(unsigned int, int predicate)
 }
 inline void __nanosleep(unsigned int) { emu::yield(); }
 inline int __ffs(unsigned int x) { return __builtin_ffs((int)x); }
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline unsigned int atomicAdd(unsigned int *p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned int __ldcg(const unsigned int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }

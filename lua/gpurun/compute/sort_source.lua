@@ -83,23 +83,6 @@ __device__ __forceinline__ _gsort_key _gsort_search_order(_gsort_key bits)
 @ZERO@    return _gsort_order(bits);
 }
 
-__device__ __forceinline__ unsigned int _gsort_digit(const _gsort_key *keys, const unsigned int *segments,
-                                                     unsigned long long i, unsigned int shift,
-                                                     int segment_pass)
-{
-    if (segment_pass)
-        return (segments[i] >> shift) & 255u;
-    return (unsigned int)((_gsort_order(keys[i]) >> shift) & (_gsort_key)255u);
-}
-
-__device__ __forceinline__ unsigned int _gsort_count_bits(unsigned int x)
-{
-    x = x - ((x >> 1) & 0x55555555u);
-    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-    x = (x + (x >> 4)) & 0x0f0f0f0fu;
-    return (x * 0x01010101u) >> 24;
-}
-
 // Each element's segment: how many offsets (clamped to [0, n]) are at or
 // before it, so segment s (1-based) holds [offsets[s], offsets[s + 1]).
 extern "C" __global__ void __launch_bounds__(256) gpurun_sort_segment_ids(unsigned long long n,
@@ -165,6 +148,37 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_upsweep(unsigned l
         if (histogram[k]) atomicAdd(&totals[k], histogram[k]);
 }
 
+// A tile's array, held by its threads (element k of the tile in item
+// k / 256 of thread k % 256), put in slot order through shared memory and
+// written to each slot's place.
+template <typename T>
+__device__ __forceinline__ void _gsort_write(T *shared, const T *held, T *to, unsigned int in_tile,
+                                             const unsigned int *slot, const unsigned int *place)
+{
+    __syncthreads();
+    for (int item = 0; item < GSORT_ITEMS; ++item)
+        if ((unsigned int)item * GSORT_BLOCK + threadIdx.x < in_tile) shared[slot[item]] = held[item];
+    __syncthreads();
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
+        if (k < in_tile) to[place[item]] = shared[k];
+    }
+}
+
+// The same for an array not yet read: read, then written.
+template <typename T>
+__device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, unsigned long long start,
+                                            unsigned int in_tile, const unsigned int *slot,
+                                            const unsigned int *place)
+{
+    T held[GSORT_ITEMS];
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
+        if (k < in_tile) held[item] = from[start + k];
+    }
+    _gsort_write(shared, held, to, in_tile, slot, place);
+}
+
 // One pass of the sort, one tile a block, tiles taken in the order the
 // blocks start (a counter), so that a tile waits only for tiles before it.
 // Each element's rank among the tile's earlier elements of its digit (256
@@ -181,23 +195,6 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_upsweep(unsigned l
 // 2 pass + 1 for its count, 2 pass + 2 for the count of it and every tile
 // before it; lower is not yet written), then a counter of tiles per pass,
 // all zeroed once before the first pass.
-template <typename T>
-__device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, unsigned long long start,
-                                            unsigned int in_tile, const unsigned int *slot,
-                                            const unsigned int *place)
-{
-    __syncthreads();
-    for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
-        if (k < in_tile) shared[slot[item]] = from[start + k];
-    }
-    __syncthreads();
-    for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
-        if (k < in_tile) to[place[item]] = shared[k];
-    }
-}
-
 extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned long long n,
     unsigned int tiles, unsigned int pass, unsigned int shift, int segment_pass, const _gsort_key *keys,
     _gsort_key *keys_out, const _gsort_value *values, _gsort_value *values_out, const unsigned int *segments,
@@ -230,10 +227,16 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     const unsigned long long start = (unsigned long long)tile * GSORT_TILE;
     const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
     unsigned int slot[GSORT_ITEMS], digit_of[GSORT_ITEMS];
+    _gsort_key held[GSORT_ITEMS];
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         const bool valid = k < in_tile;
-        const unsigned int digit = valid ? _gsort_digit(keys, segments, start + k, shift, segment_pass) : 0u;
+        unsigned int digit = 0u;
+        if (valid) {
+            held[item] = keys[start + k];
+            digit = segment_pass ? (segments[start + k] >> shift) & 255u
+                                 : (unsigned int)((_gsort_order(held[item]) >> shift) & (_gsort_key)255u);
+        }
         for (int w = 0; w < GSORT_WARPS; ++w) warp_counts[w * 256 + t] = 0;
         __syncthreads();
         unsigned int peers = __ballot_sync(0xffffffffu, valid);
@@ -242,8 +245,8 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
             peers &= ((digit >> bit) & 1u) ? set : ~set;
         }
         const unsigned int before = peers & ((1u << lane) - 1u);
-        const unsigned int rank = _gsort_count_bits(before);
-        if (valid && before == 0) warp_counts[warp * 256 + digit] = _gsort_count_bits(peers);
+        const unsigned int rank = (unsigned int)__popc(before);
+        if (valid && before == 0) warp_counts[warp * 256 + digit] = (unsigned int)__popc(peers);
         __syncthreads();
         unsigned int total = 0;
         for (int w = 0; w < GSORT_WARPS; ++w) {
@@ -300,7 +303,7 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         if (k < in_tile) place[item] = base[digits[k]] + k;
     }
-    _gsort_move(reinterpret_cast<_gsort_key *>(exchange), keys, keys_out, start, in_tile, slot, place);
+    _gsort_write(reinterpret_cast<_gsort_key *>(exchange), held, keys_out, in_tile, slot, place);
 #if GSORT_HAS_VALUES
     _gsort_move(reinterpret_cast<_gsort_value *>(exchange), values, values_out, start, in_tile, slot, place);
 #endif
