@@ -156,9 +156,11 @@ __device__ __forceinline__ void _gsort_write(T *shared, const T *held, T *to, un
                                              const unsigned int *slot, const unsigned int *place)
 {
     __syncthreads();
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item)
         if ((unsigned int)item * GSORT_BLOCK + threadIdx.x < in_tile) shared[slot[item]] = held[item];
     __syncthreads();
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
         if (k < in_tile) to[place[item]] = shared[k];
@@ -172,6 +174,7 @@ __device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, uns
                                             const unsigned int *place)
 {
     T held[GSORT_ITEMS];
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
         if (k < in_tile) held[item] = from[start + k];
@@ -228,6 +231,7 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
     unsigned int slot[GSORT_ITEMS], digit_of[GSORT_ITEMS];
     _gsort_key held[GSORT_ITEMS];
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         const bool valid = k < in_tile;
@@ -292,13 +296,16 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     }
     __syncthreads();
     base[t] += before_tile - count[t];
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) slot[item] += count[digit_of[item]];
     // The digits in slot order, each slot's place from its digit.
     unsigned char *digits = reinterpret_cast<unsigned char *>(exchange);
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item)
         if ((unsigned int)item * GSORT_BLOCK + t < in_tile) digits[slot[item]] = (unsigned char)digit_of[item];
     __syncthreads();
     unsigned int *place = digit_of;
+    #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
         const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
         if (k < in_tile) place[item] = base[digits[k]] + k;
