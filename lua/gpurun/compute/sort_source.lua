@@ -148,6 +148,26 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_upsweep(unsigned l
         if (histogram[k]) atomicAdd(&totals[k], histogram[k]);
 }
 
+// The sum of `value` over the threads before this one in the block, from
+// a scan within each warp by shuffles and the warps' sums in `warp_sums`.
+__device__ __forceinline__ unsigned int _gsort_exclusive_sum(unsigned int value, unsigned int *warp_sums)
+{
+    const unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    unsigned int sum = value;
+    #pragma unroll
+    for (unsigned int d = 1; d < 32; d <<= 1) {
+        const unsigned int below = __shfl_up_sync(0xffffffffu, sum, d);
+        if (lane >= d) sum += below;
+    }
+    if (lane == 31u) warp_sums[warp] = sum;
+    __syncthreads();
+    #pragma unroll
+    for (unsigned int w = 0; w < GSORT_WARPS; ++w)
+        if (w < warp) sum += warp_sums[w];
+    __syncthreads();
+    return sum - value;
+}
+
 // A tile's array, held by its threads (element k of the tile in item
 // k / 256 of thread k % 256), put in slot order through shared memory and
 // written to each slot's place.
@@ -210,23 +230,15 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     __shared__ unsigned int count[256];
     __shared__ unsigned int warp_counts[GSORT_WARPS * 256];
     __shared__ unsigned long long exchange[GSORT_EXCHANGE_WORDS];
+    __shared__ unsigned int warp_sums[GSORT_WARPS];
     __shared__ unsigned int tile_taken;
     const unsigned int t = threadIdx.x, lane = t & 31u, warp = t >> 5;
     if (t == 0)
         tile_taken = atomicAdd(reinterpret_cast<unsigned int *>(status + (unsigned long long)tiles * 256 + pass),
                                1u);
-    base[t] = totals[pass * 256 + t];
     count[t] = 0;
-    __syncthreads();
+    const unsigned int digit_start = _gsort_exclusive_sum(totals[pass * 256 + t], warp_sums);
     const unsigned int tile = tile_taken;
-    if (t == 0) {
-        unsigned int run = 0;
-        for (int k = 0; k < 256; ++k) {
-            const unsigned int c = base[k];
-            base[k] = run;
-            run += c;
-        }
-    }
     const unsigned long long start = (unsigned long long)tile * GSORT_TILE;
     const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
     unsigned int slot[GSORT_ITEMS], digit_of[GSORT_ITEMS];
@@ -285,17 +297,10 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
         }
         _gs_store_word(word, 2u * pass + 2u, before_tile + mine);
     }
+    const unsigned int first_slot = _gsort_exclusive_sum(mine, warp_sums);
+    count[t] = first_slot;
+    base[t] = digit_start + before_tile - first_slot;
     __syncthreads();
-    if (t == 0) {
-        unsigned int slots = 0;
-        for (int k = 0; k < 256; ++k) {
-            const unsigned int m = count[k];
-            count[k] = slots;
-            slots += m;
-        }
-    }
-    __syncthreads();
-    base[t] += before_tile - count[t];
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) slot[item] += count[digit_of[item]];
     // The digits in slot order, each slot's place from its digit.
