@@ -168,9 +168,16 @@ __device__ __forceinline__ unsigned int _gsort_exclusive_sum(unsigned int value,
     return sum - value;
 }
 
-// A tile's array, held by its threads (element k of the tile in item
-// k / 256 of thread k % 256), put in slot order through shared memory and
-// written to each slot's place.
+// A tile's element `item` of a thread: each warp holds GSORT_ITEMS * 32
+// neighbouring elements, item by item, lane by lane.
+__device__ __forceinline__ unsigned int _gsort_element(int item)
+{
+    return (threadIdx.x >> 5) * (GSORT_ITEMS * 32u) + (unsigned int)item * 32u + (threadIdx.x & 31u);
+}
+
+// A tile's array, held by its threads, put in slot order through shared
+// memory and written to each slot's place: slot k is written by thread
+// k % 256, neighbouring threads to neighbouring places.
 template <typename T>
 __device__ __forceinline__ void _gsort_write(T *shared, const T *held, T *to, unsigned int in_tile,
                                              const unsigned int *slot, const unsigned int *place)
@@ -178,7 +185,7 @@ __device__ __forceinline__ void _gsort_write(T *shared, const T *held, T *to, un
     __syncthreads();
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item)
-        if ((unsigned int)item * GSORT_BLOCK + threadIdx.x < in_tile) shared[slot[item]] = held[item];
+        if (_gsort_element(item) < in_tile) shared[slot[item]] = held[item];
     __syncthreads();
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
@@ -196,7 +203,7 @@ __device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, uns
     T held[GSORT_ITEMS];
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned int k = (unsigned int)item * GSORT_BLOCK + threadIdx.x;
+        const unsigned int k = _gsort_element(item);
         if (k < in_tile) held[item] = from[start + k];
     }
     _gsort_write(shared, held, to, in_tile, slot, place);
@@ -204,16 +211,17 @@ __device__ __forceinline__ void _gsort_move(T *shared, const T *from, T *to, uns
 
 // One pass of the sort, one tile a block, tiles taken in the order the
 // blocks start (a counter), so that a tile waits only for tiles before it.
-// Each element's rank among the tile's earlier elements of its digit (256
-// at a time: within a warp by ballots, then across the warps in order, so
-// equal digits keep their order) gives its slot in the tile ordered by
-// digit. The tile publishes its digits' counts, then looks back over the
-// tiles before it for how many of each digit they hold (a decoupled
-// look-back, one digit a thread). It puts itself in digit order in shared
-// memory, one array at a time, and writes from there, so that neighbouring
-// threads write neighbouring places: the digit's start (the totals of
-// smaller digits), plus the earlier tiles' elements of the digit, plus the
-// slot's place among the tile's elements of that digit.
+// Each warp ranks its elements in order among its earlier ones of the
+// same digit (the lanes of an item by ballots, the items before by the
+// warp's own count of each digit); the warps' counts, added up in warp
+// order, then give each element its slot in the tile ordered by digit, so
+// equal digits keep their order. The tile publishes its digits' counts,
+// then looks back over the tiles before it for how many of each digit they
+// hold (a decoupled look-back, one digit a thread). It puts itself in
+// digit order in shared memory, one array at a time, and writes from
+// there: the digit's start (the totals of smaller digits), plus the
+// earlier tiles' elements of the digit, plus the slot's place among the
+// tile's elements of that digit.
 // status: tiles * 256 words (a tile's digit: its status in the high half,
 // 2 pass + 1 for its count, 2 pass + 2 for the count of it and every tile
 // before it; lower is not yet written), then a counter of tiles per pass,
@@ -224,11 +232,10 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     unsigned int *segments_out, int move_segments, const unsigned int *totals, unsigned long long *status)
 {
     // base[d]: the place of the tile's first element of digit d, less its
-    // slot; count[d]: the tile's elements of digit d so far, then its
-    // first slot of digit d.
+    // slot; counts[w * 256 + d]: warp w's elements of digit d, then the
+    // slot of its first.
     __shared__ unsigned int base[256];
-    __shared__ unsigned int count[256];
-    __shared__ unsigned int warp_counts[GSORT_WARPS * 256];
+    __shared__ unsigned int counts[GSORT_WARPS * 256];
     __shared__ unsigned long long exchange[GSORT_EXCHANGE_WORDS];
     __shared__ unsigned int warp_sums[GSORT_WARPS];
     __shared__ unsigned int tile_taken;
@@ -236,48 +243,54 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
     if (t == 0)
         tile_taken = atomicAdd(reinterpret_cast<unsigned int *>(status + (unsigned long long)tiles * 256 + pass),
                                1u);
-    count[t] = 0;
+    #pragma unroll
+    for (int w = 0; w < GSORT_WARPS; ++w) counts[w * 256 + t] = 0;
     const unsigned int digit_start = _gsort_exclusive_sum(totals[pass * 256 + t], warp_sums);
     const unsigned int tile = tile_taken;
     const unsigned long long start = (unsigned long long)tile * GSORT_TILE;
     const unsigned int in_tile = n - start < GSORT_TILE ? (unsigned int)(n - start) : GSORT_TILE;
+    unsigned int *warp_count = counts + warp * 256;
     unsigned int slot[GSORT_ITEMS], digit_of[GSORT_ITEMS];
     _gsort_key held[GSORT_ITEMS];
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item) {
-        const unsigned int k = (unsigned int)item * GSORT_BLOCK + t;
+        const unsigned int k = _gsort_element(item);
+        if (k < in_tile) held[item] = keys[start + k];
+    }
+    #pragma unroll
+    for (int item = 0; item < GSORT_ITEMS; ++item) {
+        const unsigned int k = _gsort_element(item);
         const bool valid = k < in_tile;
         unsigned int digit = 0u;
-        if (valid) {
-            held[item] = keys[start + k];
+        if (valid)
             digit = segment_pass ? (segments[start + k] >> shift) & 255u
                                  : (unsigned int)((_gsort_order(held[item]) >> shift) & (_gsort_key)255u);
-        }
-        for (int w = 0; w < GSORT_WARPS; ++w) warp_counts[w * 256 + t] = 0;
-        __syncthreads();
         unsigned int peers = __ballot_sync(0xffffffffu, valid);
+        #pragma unroll
         for (int bit = 0; bit < 8; ++bit) {
             const unsigned int set = __ballot_sync(0xffffffffu, (digit >> bit) & 1u);
             peers &= ((digit >> bit) & 1u) ? set : ~set;
         }
-        const unsigned int before = peers & ((1u << lane) - 1u);
-        const unsigned int rank = (unsigned int)__popc(before);
-        if (valid && before == 0) warp_counts[warp * 256 + digit] = (unsigned int)__popc(peers);
-        __syncthreads();
-        unsigned int total = 0;
-        for (int w = 0; w < GSORT_WARPS; ++w) {
-            const unsigned int c = warp_counts[w * 256 + t];
-            warp_counts[w * 256 + t] = total;
-            total += c;
+        const unsigned int leader = peers ? (unsigned int)__ffs(peers) - 1u : lane;
+        unsigned int earlier = 0u;
+        if (valid && lane == leader) {
+            earlier = warp_count[digit];
+            warp_count[digit] = earlier + (unsigned int)__popc(peers);
         }
-        __syncthreads();
-        slot[item] = valid ? count[digit] + warp_counts[warp * 256 + digit] + rank : 0u;
+        earlier = __shfl_sync(0xffffffffu, earlier, (int)leader);
+        __syncwarp();
+        slot[item] = earlier + (unsigned int)__popc(peers & ((1u << lane) - 1u));
         digit_of[item] = digit;
-        __syncthreads();
-        count[t] += total;
+    }
+    __syncthreads();
+    unsigned int mine = 0;
+    #pragma unroll
+    for (int w = 0; w < GSORT_WARPS; ++w) {
+        const unsigned int c = counts[w * 256 + t];
+        counts[w * 256 + t] = mine;
+        mine += c;
     }
     // Publish the tile's count of digit t, then add up the tiles' before it.
-    const unsigned int mine = count[t];
     unsigned long long *word = status + (unsigned long long)tile * 256 + t;
     unsigned int before_tile = 0;
     if (tile == 0) {
@@ -298,16 +311,17 @@ extern "C" __global__ void __launch_bounds__(256) gpurun_sort_onesweep(unsigned 
         _gs_store_word(word, 2u * pass + 2u, before_tile + mine);
     }
     const unsigned int first_slot = _gsort_exclusive_sum(mine, warp_sums);
-    count[t] = first_slot;
+    #pragma unroll
+    for (int w = 0; w < GSORT_WARPS; ++w) counts[w * 256 + t] += first_slot;
     base[t] = digit_start + before_tile - first_slot;
     __syncthreads();
     #pragma unroll
-    for (int item = 0; item < GSORT_ITEMS; ++item) slot[item] += count[digit_of[item]];
+    for (int item = 0; item < GSORT_ITEMS; ++item) slot[item] += warp_count[digit_of[item]];
     // The digits in slot order, each slot's place from its digit.
     unsigned char *digits = reinterpret_cast<unsigned char *>(exchange);
     #pragma unroll
     for (int item = 0; item < GSORT_ITEMS; ++item)
-        if ((unsigned int)item * GSORT_BLOCK + t < in_tile) digits[slot[item]] = (unsigned char)digit_of[item];
+        if (_gsort_element(item) < in_tile) digits[slot[item]] = (unsigned char)digit_of[item];
     __syncthreads();
     unsigned int *place = digit_of;
     #pragma unroll
