@@ -393,6 +393,11 @@ inline void sincospif(float x, float *s, float *c)
     *s = (float)sin(M_PI * (double)x);
     *c = (float)cos(M_PI * (double)x);
 }
+inline void __sincosf(float x, float *s, float *c)
+{
+    *s = sinf(x);
+    *c = cosf(x);
+}
 inline void sincospi(double x, double *s, double *c)
 {
     *s = sin(M_PI * x);

@@ -168,8 +168,10 @@ local function body_uniform(dtype, per)
 end
 
 -- Box-Muller: a pair from two words (two 64-bit draws for float64): the
--- radius sqrt(-2 ln u1) from u1 in (0, 1), the angle pi * u2 from u2 in
--- [0, 2): cuRAND's curand_normal for Philox draws the same way.
+-- radius sqrt(-2 ln u1) from u1 in (0, 1), the angle from u2. float64
+-- takes pi * u2 (sincospi), u2 in [0, 2). The narrower dtypes take the
+-- hardware's sine and cosine (__sincosf), as cuRAND's curand_normal does,
+-- of pi * u2 for u2 in [-1, 1), where that is most accurate.
 local function body_normal(dtype, per)
   local c = DTYPES[dtype].c
   local lines = {}
@@ -183,8 +185,8 @@ local function body_normal(dtype, per)
         .. "          chunk.v[%d] = fma(scale, r * c, mean); chunk.v[%d] = fma(scale, r * s, mean); }"):format(a, b)
     else
       lines[#lines + 1] = ("        { const float u1 = (float)(w[%d] >> 8) * 0x1p-24f + 0x1p-25f;\n"
-        .. "          const float u2 = (float)(w[%d] >> 8) * 0x1p-23f;\n"
-        .. "          float s, c; sincospif(u2, &s, &c); const float r = sqrtf(-2.0f * logf(u1));\n"
+        .. "          const float u2 = (float)(w[%d] >> 8) * 0x1p-23f - 1.0f;\n"
+        .. "          float s, c; __sincosf(3.14159265f * u2, &s, &c); const float r = sqrtf(-2.0f * logf(u1));\n"
         .. "          chunk.v[%d] = %s(fmaf(scalef, r * c, meanf));\n"
         .. "          chunk.v[%d] = %s(fmaf(scalef, r * s, meanf)); }")
         :format(a, b, a, c, b, c)
