@@ -245,6 +245,27 @@ static void fft_step(void *context, cudaStream_t stream)
         LIBRARY(cufftExecC2C(f->plan, f->x, f->y, CUFFT_FORWARD));
 }
 
+/* A transform's input, as every other side has it: n ones (real), or n
+ * complex ones (1, 0). Its spectrum is n at frequency 0 and 0 elsewhere.
+ * The data moves the clock a busy GPU holds, so every side transforms the
+ * same numbers. */
+static void *fft_input(long long n, int real)
+{
+    size_t floats = (size_t)n * (real ? 1 : 2);
+    float *host = calloc(floats, sizeof *host);
+    if (host == NULL) {
+        fprintf(stderr, "%s: out of host memory\n", BENCH_PROGRAM);
+        exit(1);
+    }
+    for (long long i = 0; i < n; i++)
+        host[real ? i : 2 * i] = 1.0f;
+    void *device;
+    CUDART(cudaMalloc(&device, floats * sizeof *host));
+    CUDART(cudaMemcpy(device, host, floats * sizeof *host, cudaMemcpyHostToDevice));
+    free(host);
+    return device;
+}
+
 static void fft_case(long long n, int real, cudaStream_t stream, const struct options *options)
 {
     struct fft f = { 0, real, NULL, NULL };
@@ -258,13 +279,19 @@ static void fft_case(long long n, int real, cudaStream_t stream, const struct op
         CUDART(cudaMalloc(&work, work_bytes));
         LIBRARY(cufftSetWorkArea(f.plan, work));
     }
-    CUDART(cudaMalloc(&f.x, (size_t)n * (real ? 4 : 8)));
+    f.x = fft_input(n, real);
     CUDART(cudaMalloc(&f.y, (size_t)(real ? n / 2 + 1 : n) * 8));
-    CUDART(cudaMemset(f.x, 0, (size_t)n * (real ? 4 : 8)));
     char key[64], what[64];
     snprintf(key, sizeof key, "fft_%s_%lld", real ? "r2c" : "c2c", n);
     snprintf(what, sizeof what, "FFT %s %lld", real ? "r2c" : "c2c", n);
     time_captured(key, what, fft_step, &f, stream, options);
+    float first[2];
+    CUDART(cudaMemcpy(first, f.y, sizeof first, cudaMemcpyDeviceToHost));
+    if (fabs(first[0] - (double)n) > 1e-5 * (double)n || fabs(first[1]) > 1e-5 * (double)n) {
+        fprintf(stderr, "%s: %s: frequency 0 is (%g, %g), want (%lld, 0)\n", BENCH_PROGRAM, what, first[0],
+                first[1], n);
+        exit(1);
+    }
     LIBRARY(cufftDestroy(f.plan));
     CUDART(cudaFree(work));
     CUDART(cudaFree(f.x));
