@@ -303,6 +303,25 @@ describe("emulated sorts", function()
     end
   end)
 
+  it("keep equal keys in order when whole warps share a digit, over many tiles", function()
+    local session <close> = emulated.session{ multiprocessors = 2 }
+    local S = session.modules.sort
+    local n = 3 * sort_source.TILE + 100
+    local t, index = {}, {}
+    for i = 1, n do
+      -- three values, each with the same digit in every byte; runs of 40 equal keys
+      t[i] = ((i // 40) * 7 % 3) * 0x01010101
+      index[i] = i
+    end
+    local keys, moved = session:array(t, "uint32"), session:array(index, "uint32")
+    S.sort(session.stream, keys, { values = moved })
+    session:run()
+    local order = {}
+    for i = 1, n do order[i] = i end
+    table.sort(order, function(a, b) if t[a] ~= t[b] then return t[a] < t[b] end return a < b end)
+    assert.are.same(order, moved:to_table())
+  end)
+
   it("sort keys into out while their values sort in place, an odd count of passes", function()
     local session <close> = emulated.session{ multiprocessors = 2 }
     local S = session.modules.sort
