@@ -207,34 +207,42 @@ end
 -- The operation sees each element in its dtype's compute type: the dtype
 -- itself, or float for float16 and bfloat16 (whose operators cuda_fp16.h and
 -- cuda_bf16.h give only on some architectures), converted on load and
--- rounded to nearest even on store.
+-- rounded to nearest even on store. The reductions' and scans' generators
+-- write their elements by the same rules, through these.
 
-local function lines()
+-- A list of lines, and a function that adds one (formatted when given
+-- values).
+function source.lines()
   local out = {}
   return out, function(fmt, ...)
     out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt
   end
 end
 
-local function c_type(signature, index)
+-- The C type of parameter `index`'s elements as stored, and as the code
+-- sees them.
+function source.c_type(signature, index)
   return DTYPES[signature.dtypes[index]].c
 end
 
-local function compute_type(signature, index)
+function source.compute_type(signature, index)
   return DTYPES[signature.dtypes[index]].compute
 end
 
--- An element as stored, as the operation sees it.
-local function loaded(signature, index, value)
+-- An element as stored, as the code sees it.
+function source.loaded(signature, index, value)
   local dtype = DTYPES[signature.dtypes[index]]
   return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.compute, value)
 end
 
--- The operation's value, as an element is stored.
-local function stored(signature, index, value)
+-- The code's value, as an element is stored.
+function source.stored(signature, index, value)
   local dtype = DTYPES[signature.dtypes[index]]
   return dtype.compute == dtype.c and value or ("static_cast<%s>(%s)"):format(dtype.c, value)
 end
+
+local lines, c_type, compute_type = source.lines, source.c_type, source.compute_type
+local loaded, stored = source.loaded, source.stored
 
 -- The C declaration of each of a kernel's parameters, after `first` ones
 -- of the generator's own (a list): a scalar by value, an input as a const
@@ -316,6 +324,58 @@ local function scalar_kernel(add, kernel, signature)
   add("}")
 end
 
+-- A vector kernel's step loads `count` vectors of `width` elements a
+-- thread from each array that space_of(index, param) names ("in" or "out";
+-- nil: none), vector u at element-vector at(u), into _l_<name>_<u>.
+function source.add_vector_loads(add, kernel, signature, width, count, at, space_of)
+  local streaming = kernel.cache == "streaming"
+  for index, param in ipairs(kernel.params) do
+    local space = space_of(index, param)
+    if space then
+      local vec = ("_vec<%s, %d>"):format(c_type(signature, index), width)
+      for u = 0, count - 1 do
+        if streaming then
+          add("        const %s _l_%s_%d = _ew_load_cs(reinterpret_cast<const %s *>(_%s_%s) + (%s));",
+              vec, param.name, u, vec, space, param.name, at(u))
+        else
+          add("        const %s _l_%s_%d = reinterpret_cast<const %s *>(_%s_%s)[%s];",
+              vec, param.name, u, vec, space, param.name, at(u))
+        end
+      end
+    end
+  end
+end
+
+-- The vectors _s_<name>_<u> a step computes, of each output that
+-- stores(param) picks; then (add_vector_stores) each stored to vector
+-- at(u) of its output.
+function source.add_output_vectors(add, kernel, signature, width, count, stores)
+  for index, param in ipairs(kernel.params) do
+    if stores(param) then
+      for u = 0, count - 1 do
+        add("        _vec<%s, %d> _s_%s_%d;", c_type(signature, index), width, param.name, u)
+      end
+    end
+  end
+end
+
+function source.add_vector_stores(add, kernel, signature, width, count, at, stores)
+  local store = kernel.cache == "streaming"
+    and "        _ew_store_cs(reinterpret_cast<_vec<%s, %d> *>(_out_%s) + (%s), _s_%s_%d);"
+    or "        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;"
+  for index, param in ipairs(kernel.params) do
+    if stores(param) then
+      for u = 0, count - 1 do
+        add(store, c_type(signature, index), width, param.name, at(u), param.name, u)
+      end
+    end
+  end
+end
+
+local function is_output(param)
+  return param.output
+end
+
 -- `unroll` vectors per thread per step, all loaded before any is computed,
 -- then a step of one vector for what is left, then the scalar tail.
 local function vector_kernel(add, kernel, signature, width)
@@ -328,29 +388,12 @@ local function vector_kernel(add, kernel, signature, width)
   add("    unsigned long long v = first;")
   local function step(count, condition, advance)
     add("    for (; %s; v += %s) {", condition, advance)
-    local streaming = kernel.cache == "streaming"
-    for index, param in ipairs(kernel.params) do
+    source.add_vector_loads(add, kernel, signature, width, count, at, function(index, param)
       if not signature.scalar[index] and (not param.output or param.read) then
-        local space = param.output and "out" or "in"
-        for u = 0, count - 1 do
-          local vec = ("_vec<%s, %d>"):format(c_type(signature, index), width)
-          if streaming then
-            add("        const %s _l_%s_%d = _ew_load_cs(reinterpret_cast<const %s *>(_%s_%s) + (%s));",
-                vec, param.name, u, vec, space, param.name, at(u))
-          else
-            add("        const %s _l_%s_%d = reinterpret_cast<const %s *>(_%s_%s)[%s];",
-                vec, param.name, u, vec, space, param.name, at(u))
-          end
-        end
+        return param.output and "out" or "in"
       end
-    end
-    for index, param in ipairs(kernel.params) do
-      if param.output then
-        for u = 0, count - 1 do
-          add("        _vec<%s, %d> _s_%s_%d;", c_type(signature, index), width, param.name, u)
-        end
-      end
-    end
+    end)
+    source.add_output_vectors(add, kernel, signature, width, count, is_output)
     for u = 0, count - 1 do
       add("#pragma unroll")
       add("        for (int _k = 0; _k < %d; _k++) {", width)
@@ -366,19 +409,7 @@ local function vector_kernel(add, kernel, signature, width)
       add("            (void)i;")
       add("        }")
     end
-    for index, param in ipairs(kernel.params) do
-      if param.output then
-        for u = 0, count - 1 do
-          if streaming then
-            add("        _ew_store_cs(reinterpret_cast<_vec<%s, %d> *>(_out_%s) + (%s), _s_%s_%d);",
-                c_type(signature, index), width, param.name, at(u), param.name, u)
-          else
-            add("        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
-                c_type(signature, index), width, param.name, at(u), param.name, u)
-          end
-        end
-      end
-    end
+    source.add_vector_stores(add, kernel, signature, width, count, at, is_output)
     add("    }")
   end
   if unroll > 1 then

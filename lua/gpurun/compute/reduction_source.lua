@@ -141,12 +141,7 @@ template <typename T, int N> struct alignas(sizeof(T) * N) _vec { T v[N]; };
 #endif
 ]]
 
-local function lines()
-  local out = {}
-  return out, function(fmt, ...)
-    out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt
-  end
-end
+local lines = source.lines
 
 -- The C type a reduction's values are held in: a dtype's compute type
 -- (float for float16 and bfloat16), a type variable (its own name, bound
@@ -252,26 +247,8 @@ local function accumulator(add, kernel, signature)
   add("} // namespace _gr_%s", kernel.name)
 end
 
--- A parameter's element as stored, and as the code sees it.
-local function param_c(signature, index)
-  return DTYPES[signature.dtypes[index]].c
-end
-
-local function param_compute(signature, index)
-  return DTYPES[signature.dtypes[index]].compute
-end
-
--- An element as stored, as the code sees it (float for float16 and
--- bfloat16); and a value as an element is stored (rounded to nearest even).
-local function loaded(signature, index, value)
-  local info = DTYPES[signature.dtypes[index]]
-  return info.compute == info.c and value or ("static_cast<%s>(%s)"):format(info.compute, value)
-end
-
-local function stored(signature, index, value)
-  local info = DTYPES[signature.dtypes[index]]
-  return info.compute == info.c and value or ("static_cast<%s>(%s)"):format(info.c, value)
-end
+local compute_type = source.compute_type
+local loaded, stored = source.loaded, source.stored
 
 -- The kernel's parameters after the shape arguments.
 local function parameter_list(kernel, signature)
@@ -295,7 +272,7 @@ local function element(add, kernel, signature, indent, value, position, store)
   add("%s{", indent)
   local inner = indent .. "    "
   for index, param in ipairs(kernel.params) do
-    local c = param_compute(signature, index)
+    local c = compute_type(signature, index)
     if signature.scalar[index] then
       add("%sconst %s %s = (%s)_in_%s;", inner, c, param.name, c, param.name)
     elseif not param.output then
@@ -346,10 +323,10 @@ local function post(add, kernel, signature, indent)
   for index, param in ipairs(kernel.params) do
     if param.result then
       if param.read then
-        add("%s%s %s = %s;", inner, param_compute(signature, index), param.name,
+        add("%s%s %s = %s;", inner, compute_type(signature, index), param.name,
             loaded(signature, index, ("_out_%s[segment]"):format(param.name)))
       else
-        add("%s%s %s;", inner, param_compute(signature, index), param.name)
+        add("%s%s %s;", inner, compute_type(signature, index), param.name)
       end
     end
   end
@@ -446,6 +423,11 @@ local function full_scalar_kernel(add, kernel, signature)
   add("}")
 end
 
+-- An output written element by element (not the reduction's result).
+local function is_element_output(param)
+  return param.output and not param.result
+end
+
 -- `unroll` vectors per thread per step, all loaded before any is combined,
 -- then a step of one vector, then the n % width elements past the last.
 local function full_vector_kernel(add, kernel, signature, width)
@@ -463,28 +445,10 @@ local function full_vector_kernel(add, kernel, signature, width)
   add("    unsigned long long v = first;")
   local function step(count, condition, advance)
     add("    for (; %s; v += %s) {", condition, advance)
-    local streaming = kernel.cache == "streaming"
-    for index, param in ipairs(kernel.params) do
-      if not signature.scalar[index] and not param.output then
-        local vec = ("_vec<%s, %d>"):format(param_c(signature, index), width)
-        for u = 0, count - 1 do
-          if streaming then
-            add("        const %s _l_%s_%d = _ew_load_cs(reinterpret_cast<const %s *>(_in_%s) + (%s));",
-                vec, param.name, u, vec, param.name, at(u))
-          else
-            add("        const %s _l_%s_%d = reinterpret_cast<const %s *>(_in_%s)[%s];",
-                vec, param.name, u, vec, param.name, at(u))
-          end
-        end
-      end
-    end
-    for index, param in ipairs(kernel.params) do
-      if param.output and not param.result then
-        for u = 0, count - 1 do
-          add("        _vec<%s, %d> _s_%s_%d;", param_c(signature, index), width, param.name, u)
-        end
-      end
-    end
+    source.add_vector_loads(add, kernel, signature, width, count, at, function(index, param)
+      return not signature.scalar[index] and not param.output and "in" or nil
+    end)
+    source.add_output_vectors(add, kernel, signature, width, count, is_element_output)
     for u = 0, count - 1 do
       add("#pragma unroll")
       add("        for (int _k = 0; _k < %d; _k++) {", width)
@@ -496,15 +460,7 @@ local function full_vector_kernel(add, kernel, signature, width)
       end)
       add("        }")
     end
-    for index, param in ipairs(kernel.params) do
-      if param.output and not param.result then
-        for u = 0, count - 1 do
-          add(streaming and "        _ew_store_cs(reinterpret_cast<_vec<%s, %d> *>(_out_%s) + (%s), _s_%s_%d);"
-              or "        reinterpret_cast<_vec<%s, %d> *>(_out_%s)[%s] = _s_%s_%d;",
-              param_c(signature, index), width, param.name, at(u), param.name, u)
-        end
-      end
-    end
+    source.add_vector_stores(add, kernel, signature, width, count, at, is_element_output)
     add("    }")
   end
   if unroll > 1 then

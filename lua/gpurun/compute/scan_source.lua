@@ -73,12 +73,7 @@ __device__ __forceinline__ T _gs_word_value(unsigned long long word)
 #endif
 ]]
 
-local function lines()
-  local out = {}
-  return out, function(fmt, ...)
-    out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt
-  end
-end
+local lines = ew_source.lines
 
 -- temp_layout(tiles [, packed]) -> the byte offset of the tiles' values in
 -- the temporaries, their size, and how many 4-byte words from the start a
