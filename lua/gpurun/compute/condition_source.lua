@@ -19,17 +19,41 @@ local cs = {}
 
 cs.BLOCK = 512
 
+-- The cancel flag is host memory, a bus round trip (about 1 us) away: each
+-- kernel reads a flag at most once per cs.CANCEL_PERIOD_NS of the device's
+-- clock, so short passes do not each pay the trip. The time of the last
+-- read is kept per flag address in a small table of the module; two flags
+-- that share an entry only read more often, and a torn entry delays a read
+-- by one period at most, so a cancel is seen within a period and a pass.
+cs.CANCEL_PERIOD_NS = 200000
+local CANCEL_READ = ([[
+#define GPURUN_CANCEL_ENTRIES 256
+struct _gc_cancel_seen { unsigned long long flag, time; };
+__device__ _gc_cancel_seen _gc_cancel_table[GPURUN_CANCEL_ENTRIES];
+__device__ __forceinline__ unsigned int _gc_cancelled(unsigned long long flag)
+{
+    unsigned long long now;
+    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(now));
+    volatile _gc_cancel_seen *seen = &_gc_cancel_table[(flag >> 2) & (GPURUN_CANCEL_ENTRIES - 1)];
+    if (seen->flag == flag && now - seen->time < %dull)
+        return 0u;
+    const unsigned int cancelled = *reinterpret_cast<const volatile unsigned int *>(flag);
+    seen->flag = flag;
+    seen->time = now;
+    return cancelled;
+}
+]]):format(cs.CANCEL_PERIOD_NS)
+
 -- The kernel for loops whose condition the user's kernels set: after each
 -- pass, it clears the condition once the flag is set (after the user's
 -- decision in stream order, so the two never race).
 cs.CANCEL_NAME = "gpurun_loop_cancel"
-cs.CANCEL = [[
-#include <cuda_device_runtime_api.h>
+cs.CANCEL = "#include <cuda_device_runtime_api.h>\n\n" .. CANCEL_READ .. [[
 
 extern "C" __global__ void gpurun_loop_cancel(cudaGraphConditionalHandle condition,
                                               unsigned long long flag)
 {
-    if (*reinterpret_cast<const volatile unsigned int *>(flag) != 0u)
+    if (_gc_cancelled(flag) != 0u)
         cudaGraphSetConditional(condition, 0u);
 }
 ]]
@@ -113,6 +137,7 @@ function cs.decision(tree, dtypes, name)
     end
   end
   add(rs.COMMON)
+  add(CANCEL_READ)
   for k, call in ipairs(calls) do
     add("struct _gc_op%d { __device__ double operator()(double a, double b) const { return %s; } };",
         k, CALLS[call.name].combine)
@@ -126,11 +151,11 @@ function cs.decision(tree, dtypes, name)
       table.concat(params, ", "))
   add("{")
   add("    __shared__ double scratch[%d];", cs.BLOCK // 32)
-  -- The flag is host memory: read it first, so that the bus's round trip
+  -- Read the flag first, so that a read's round trip over the bus
   -- overlaps the reductions instead of following them.
   add("    unsigned int cancelled = 0u;")
   add("    if (threadIdx.x == 0 && cancel != 0ull)")
-  add("        cancelled = *reinterpret_cast<const volatile unsigned int *>(cancel);")
+  add("        cancelled = _gc_cancelled(cancel);")
   for k, call in ipairs(calls) do
     local spec = CALLS[call.name]
     local first = index[call.args[1]]
