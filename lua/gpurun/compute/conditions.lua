@@ -5,8 +5,9 @@
 -- (builtin/loops.lua) over src/types/graph_builder.c's nodes.
 
 -- A while loop is cancellable unless { cancellable = false }: after each
--- pass, a kernel reads the graph's cancel flag (set by graph:cancel() or
--- Ctrl-C) and clears the condition once it is set. An
+-- pass, a kernel checks the graph's cancel flag (set by graph:cancel() or
+-- Ctrl-C; read at most once per condition_source's CANCEL_PERIOD_NS) and
+-- clears the condition once it is set. An
 -- expression's decision kernel reads the flag itself, so its loops get no
 -- second kernel. bench/while_cancel.lua measures what the check costs.
 
