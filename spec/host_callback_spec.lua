@@ -1,6 +1,6 @@
 -- gpurun.HostCallback: a Lua function at a point of a stream's order. The
 -- hand-off between the driver's thread and the main thread is C
--- (runtime/host_calls.c) with its unit tests in tests/host_calls_test.c,
+-- (runtime/state.c) with its unit tests in tests/host_calls_test.c,
 -- run here with no GPU; the rest needs a GPU.
 local gpurun = require("gpurun")
 local process = require("spec.support.process")

@@ -1,11 +1,11 @@
-/* Unit tests of runtime/host_calls.c with no GPU: threads of this test play
- * the driver's, calling the trampoline as cuLaunchHostFunc would, and the
- * main thread runs the Lua functions. Checks that every function runs on
+/* Unit tests of runtime/state.c's host-call queue with no GPU: threads of
+ * this test play the driver's, calling the trampoline as cuLaunchHostFunc
+ * would, and the main thread runs the Lua functions. Checks that every function runs on
  * the main thread, that a driver thread returns at once without waiting
  * for its function (waiting deadlocked with the driver's locks), that an
  * error is handed to the servicing call after every posted function ran,
  * and that shutting down drops what is queued without running Lua.
- * host_calls.c calls nothing else of the runtime, so it links alone.
+ * The queue loads no driver, so the runtime links here without one.
  * spec/host_callback_spec.lua runs it. */
 #include "runtime/runtime.h"
 

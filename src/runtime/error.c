@@ -138,84 +138,9 @@ int gpurun_arg_error(lua_State *L, int arg, const char *fmt, ...)
     return raise_arg_error(L, arg, why);
 }
 
-/* Whether the value at index has the metatable registered under the name
- * on top of the stack: a gpurun object, and not a table that only claims
- * its name. */
-static int has_registered_metatable(lua_State *L, int index)
-{
-    if (!lua_getmetatable(L, index))
-        return 0;
-    lua_getfield(L, LUA_REGISTRYINDEX, lua_tostring(L, -2));
-    int same = lua_rawequal(L, -1, -2);
-    if (!same) {
-        /* An object with a metatable of its own (runtime/object.c: one
-         * that has looked methods up often) names its type's in
-         * __metatable. */
-        lua_getfield(L, -2, "__metatable");
-        same = lua_rawequal(L, -1, -2);
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 2);
-    return same;
-}
-
-const char *gpurun_type_name(lua_State *L, int index)
-{
-    if (lua_isnone(L, index))
-        return "no value";
-    index = lua_absindex(L, index);
-    int field = luaL_getmetafield(L, index, "__name");
-    if (field == LUA_TSTRING) {
-        /* A name gpurun's own types use, on a value without their
-         * metatable: "table named gpurun.Buffer", not "gpurun.Buffer". */
-        if (strncmp(lua_tostring(L, -1), "gpurun.", 7) == 0 && !has_registered_metatable(L, index)) {
-            lua_pushfstring(L, "%s named %s", luaL_typename(L, index), lua_tostring(L, -1));
-            lua_replace(L, -2);
-        }
-        return lua_tostring(L, -1); /* left on the stack */
-    }
-    if (field != LUA_TNIL)
-        lua_pop(L, 1);
-    if (lua_type(L, index) == LUA_TLIGHTUSERDATA)
-        return "light userdata";
-    return luaL_typename(L, index);
-}
-
-const char *gpurun_value_text(lua_State *L, int index)
-{
-    if (lua_type(L, index) == LUA_TNUMBER) {
-        lua_pushvalue(L, index);
-        return lua_tostring(L, -1); /* converts the copy, left on the stack */
-    }
-    return gpurun_type_name(L, index);
-}
-
-int gpurun_type_error(lua_State *L, int arg, const char *expected)
-{
-    const char *got = gpurun_type_name(L, arg);
-    return gpurun_arg_error(L, arg, "%s expected, got %s", expected, got);
-}
-
 int gpurun_closed_error(lua_State *L, const char *type_name)
 {
     return gpurun_error(L, "attempt to use a closed %s", type_name);
-}
-
-int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead)
-{
-    const char *why = lua_pushfstring(L, "%s%sthe stream is being captured by a GraphBuilder: %s; "
-                                         "capture abandoned", operation ? operation : "",
-                                      operation ? ": " : "", instead);
-    if (arg > 0)
-        return gpurun_arg_error(L, arg, "%s", why);
-    return gpurun_error(L, "%s", why);
-}
-
-void gpurun_check_not_in_host_call(lua_State *L, const char *what)
-{
-    if (__builtin_expect(gpurun_in_host_call(), 0))
-        gpurun_error(L, "a host callback must not call into the GPU (it runs while the script "
-                        "waits for the GPU): %s refused", what);
 }
 
 int gpurun_cuda_error(lua_State *L, const char *what_fmt, ...)

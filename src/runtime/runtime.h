@@ -1,13 +1,12 @@
-/* The runtime layer: what every Lua type of gpurun stands on, and no type
- * of its own. error.c raises every error (which is what makes the capture
- * rule hold); object.c registers types and looks methods up; value.c reads
- * arguments (over base/dtype.c's rules); state.c keeps contexts and the
- * current device and stream; stream_order.c orders one stream after
- * another; capture.c keeps the captures in progress, deferred_frees.c
- * what waits for none; cancel.c the cancel flags of device-side loops;
- * host_calls.c runs host callbacks. Below it: src/base/ (no Lua). Above
- * it: one file per Lua type (src/types/), then the module opener
- * (module/opener.c). */
+/* The runtime layer: what every Lua type of gpurun stands on. error.c
+ * raises every error (which makes the capture rule hold); object.c
+ * registers types; value.c reads arguments and names them in messages;
+ * state.c keeps contexts, the current device and stream, the checks of
+ * what work goes on (a Stream, or a GraphBuilder capturing one), the waits
+ * and the host callbacks they run; stream_order.c orders one stream after
+ * another; capture.c keeps the captures in progress, deferred_frees.c what
+ * waits for none; cancel.c the cancel flags of device-side loops. Below
+ * it: src/base/ (no Lua). Above: src/types/, then module/opener.c. */
 #ifndef GPURUN_RUNTIME_RUNTIME_H
 #define GPURUN_RUNTIME_RUNTIME_H
 
@@ -152,18 +151,8 @@ void gpurun_guard_table(lua_State *L, int index);
  * call, and a bad self says "calling 'Type:method' on bad self (why)". */
 int gpurun_arg_error(lua_State *L, int arg, const char *fmt, ...);
 
-/* "bad argument #n to 'f' (expected expected, got <what is there>)". */
-int gpurun_type_error(lua_State *L, int arg, const char *expected);
-
 /* "attempt to use a closed gpurun.<Type>". */
 int gpurun_closed_error(lua_State *L, const char *type_name);
-
-/* The one refusal of plain work on a stream being captured (such work would
- * run outside the graph, or break the capture): raises "[operation: ]the
- * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
- * as an argument error at arg when arg > 0. Raising ends the capture, as
- * every error does. Never returns. */
-int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
 
 /* "<call>: CUDA_ERROR_X (description) while <what>", from the call CUDA_CALL
  * recorded; after a sticky error, that the context is no longer usable. */
@@ -194,6 +183,8 @@ void gpurun_require_driver(lua_State *L);
     } while (0)
 int gpurun_missing_entry_error(lua_State *L, const char *feature, const char *name, int version);
 
+/* ---- argument values (runtime/value.c) ---------------------------------- */
+
 /* "gpurun.Buffer", "number", "no value"...: what a message calls the type of
  * the value at index (may push a string; the result lives until it is popped). */
 const char *gpurun_type_name(lua_State *L, int index);
@@ -201,7 +192,10 @@ const char *gpurun_type_name(lua_State *L, int index);
 /* As gpurun_type_name, but a number is shown as itself ("1.5", "inf"). */
 const char *gpurun_value_text(lua_State *L, int index);
 
-/* ---- argument values (runtime/value.c) ---------------------------------- */
+
+/* "bad argument #n to 'f' (expected expected, got <what is there>)". */
+int gpurun_type_error(lua_State *L, int arg, const char *expected);
+
 
 /* An integer argument: a number with an exact integer value, else "expected
  * expected, got 1.5" (or the type); with expected NULL, luaL_checkinteger's
@@ -329,6 +323,22 @@ struct gpurun_stream {
      * another stream can still wait for the work it had queued. */
     CUevent order_event;
 };
+
+/* A Stream object (types/stream.c is its Lua type): the object header,
+ * then the stream. */
+extern const struct gpurun_tag gpurun_stream_tag;
+struct gpurun_stream_object {
+    struct gpurun_object header;
+    struct gpurun_stream stream;
+};
+
+/* The open Stream at index, or an error. */
+struct gpurun_stream *gpurun_check_stream(lua_State *L, int index);
+
+/* The stream a buffer operation goes on: the Stream argument at index when
+ * given (index 0: none), else the current stream (gpurun.set_current_stream), else NULL,
+ * meaning "no stream: wait for the whole device before and after". */
+struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index);
 
 struct gpurun_runtime {
     CUcontext current_context;  /* set by Device:set_current(), NULL before */
@@ -487,6 +497,36 @@ struct gpurun_capture {
     CUstreamCaptureMode mode;    /* what it was begun with (thread-local until then) */
     struct gpurun_capture *next; /* in the list of captures in progress */
 };
+
+/* ---- the GraphBuilder object (runtime/state.c) ---- */
+
+extern const struct gpurun_tag gpurun_builder_tag;
+
+/* A GraphBuilder object (types/graph_builder.c is its Lua type): the
+ * object header, then its capture; user value 1 is the Stream object it
+ * captures. */
+struct gpurun_graph_builder {
+    struct gpurun_object header;
+    struct gpurun_capture capture;
+};
+
+/* The open GraphBuilder at index (on an open stream), or an error. */
+struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index);
+
+/* Where work given a GraphBuilder in place of a stream is recorded: the
+ * capture of the GraphBuilder at index, open and building (else an error),
+ * or NULL when the value there is no GraphBuilder (index 0: none). Its
+ * stream is what the work is queued on. */
+struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
+
+/* The one refusal of plain work on a stream being captured (such work would
+ * run outside the graph, or break the capture): raises "[operation: ]the
+ * stream is being captured by a GraphBuilder: <instead>; capture abandoned",
+ * as an argument error at arg when arg > 0. Raising ends the capture, as
+ * every error does. Never returns. */
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead);
+
+/* ---- the registry (runtime/capture.c), continued ---- */
 
 const char *gpurun_capture_state_name(enum gpurun_capture_state state);
 
@@ -652,7 +692,7 @@ CUresult gpurun_free_host_memory(void *pointer, CUevent last_use, CUcontext kern
  * pending. */
 void gpurun_flush_frees(void);
 
-/* ---- host callbacks (runtime/host_calls.c) ------------------------------ */
+/* ---- host callbacks (runtime/state.c) ----------------------------------- */
 
 /* What a HostCallback holds: its Lua function (a registry reference), and
  * its runs queued on streams or graph replays and not yet run. */
@@ -686,7 +726,7 @@ long gpurun_host_calls_pending(void);
  * nothing inside a callback. */
 int gpurun_host_calls_run(lua_State *L, int *failed);
 
-/* gpurun_host_calls_run, then (runtime/state.c) the deferred frees once
+/* gpurun_host_calls_run, then the deferred frees once
  * none is pending, and the first error raised after all of them ran. */
 int gpurun_service_host_calls(lua_State *L);
 
@@ -695,11 +735,10 @@ int gpurun_service_host_calls(lua_State *L);
 int gpurun_host_calls_await(long nanoseconds);
 
 /* Runs calls until none is pending: the device-wide waits, which run the
- * callbacks as every wait does (runtime/state.c). */
+ * callbacks as every wait does. */
 void gpurun_settle_host_calls(lua_State *L, const char *what);
 
-/* Inside a callback's Lua function: raises that `what` is refused there
- * (runtime/error.c). */
+/* Inside a callback's Lua function: raises that `what` is refused there. */
 int gpurun_in_host_call(void);
 void gpurun_check_not_in_host_call(lua_State *L, const char *what);
 

@@ -1,11 +1,18 @@
-/* Contexts, the current device and the current stream.
- *
- * gpurun uses each device's primary context, retained once per process and
- * released by the module's state object, whose __gc runs after every other
- * gpurun object's (it is created first). */
+/* The runtime's state: contexts, the current device and stream, the
+ * checks of what work goes on (a Stream, or a GraphBuilder capturing one;
+ * their Lua types are in src/types/), and the waits for GPU work, which
+ * run host callbacks as the driver reaches them: the driver's thread posts
+ * a reached call to the queue at the end of this file, and the main thread
+ * runs its Lua function while it waits (docs/api.md, "Host callbacks").
+ * Each device's primary context is retained once per process and released
+ * by the module's state object, whose __gc runs after every other gpurun
+ * object's (it is created first). */
 #include "runtime/runtime.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define MAX_DEVICES GPURUN_MAX_DEVICES
@@ -28,6 +35,13 @@ const char *gpurun_no_context_reason(void)
     if (cuda_driver_load() != CUDA_SUCCESS)
         return cuda_driver_load_error();
     return "no current CUDA device: call gpurun.Device(id):set_current() first";
+}
+
+void gpurun_check_not_in_host_call(lua_State *L, const char *what)
+{
+    if (__builtin_expect(gpurun_in_host_call(), 0))
+        gpurun_error(L, "a host callback must not call into the GPU (it runs while the script "
+                        "waits for the GPU): %s refused", what);
 }
 
 CUcontext gpurun_require_context(lua_State *L)
@@ -83,6 +97,56 @@ void gpurun_record_peer_access(int from, int to)
 {
     if (from >= 0 && to >= 0 && from < MAX_DEVICES && to < MAX_DEVICES)
         peer_access[from] |= 1ULL << to;
+}
+
+const struct gpurun_tag gpurun_stream_tag = {"gpurun.Stream"};
+
+static struct gpurun_stream_object *check_stream_object(lua_State *L, int index)
+{
+    return gpurun_check_open(L, index, &gpurun_stream_tag);
+}
+
+struct gpurun_stream *gpurun_check_stream(lua_State *L, int index)
+{
+    return &check_stream_object(L, index)->stream;
+}
+
+struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index)
+{
+    if (index == 0 || lua_isnoneornil(L, index))
+        return gpurun_runtime.current_stream;
+    return gpurun_check_stream(L, index);
+}
+
+const struct gpurun_tag gpurun_builder_tag = {"gpurun.GraphBuilder"};
+
+struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index)
+{
+    struct gpurun_graph_builder *builder = gpurun_check_open(L, index, &gpurun_builder_tag);
+    if (builder->capture.stream->handle == NULL)
+        gpurun_closed_error(L, gpurun_stream_tag.type_name);
+    return builder;
+}
+
+struct gpurun_capture *gpurun_to_building(lua_State *L, int index)
+{
+    if (index == 0 || gpurun_to_tagged(L, index, &gpurun_builder_tag) == NULL)
+        return NULL;
+    struct gpurun_graph_builder *builder = gpurun_check_builder(L, index);
+    if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
+        gpurun_error(L, "GraphBuilder is not building (it is %s): call begin_building() first",
+                     gpurun_capture_state_name(builder->capture.state));
+    return &builder->capture;
+}
+
+int gpurun_refuse_captured(lua_State *L, int arg, const char *operation, const char *instead)
+{
+    const char *why = lua_pushfstring(L, "%s%sthe stream is being captured by a GraphBuilder: %s; "
+                                         "capture abandoned", operation ? operation : "",
+                                      operation ? ": " : "", instead);
+    if (arg > 0)
+        return gpurun_arg_error(L, arg, "%s", why);
+    return gpurun_error(L, "%s", why);
 }
 
 void gpurun_set_current_stream(lua_State *L, int index, struct gpurun_stream *stream)
@@ -227,7 +291,7 @@ static CUresult query_event(void *handle)
 
 /* Inside a host callback only work that is done already may be waited
  * for: a callback's function makes no GPU calls, as the driver's host
- * functions may not (runtime/host_calls.c). */
+ * functions may not (the queue below). */
 static void check_done_in_host_call(lua_State *L, CUresult (*query)(void *), void *handle,
                                     const char *what)
 {
@@ -303,4 +367,203 @@ double gpurun_now(void)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* ---- the host-call queue: the driver's threads post, the main thread runs */
+
+/* A reached call, queued by the driver's thread for the main thread: on the
+ * heap, or, if malloc fails there, on the driver thread's stack, which then
+ * waits until the main thread has run it (the one case that still waits). */
+struct waiter {
+    struct gpurun_host_call *call;
+    int on_stack;
+    int done;
+    struct waiter *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t posted = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
+static struct waiter *head;
+static struct waiter **tail = &head;
+static int shut_down;
+
+/* Main thread only. */
+static long pending_runs;
+static int running_depth;
+
+static void append(struct waiter *waiter)
+{
+    *tail = waiter;
+    tail = &waiter->next;
+    pthread_cond_broadcast(&posted);
+}
+
+/* The driver runs host functions on a thread of its own, and a lua_State
+ * must never be entered from two threads. So the function the driver calls
+ * runs no Lua: it posts "this call is reached" to a queue and returns at
+ * once. The main thread runs what is posted whenever gpurun waits for the
+ * GPU (gpurun_wait_stream polls while any call is pending, Event:sync, a
+ * device-wide wait, the buffer operations that wait), and a call may run
+ * only then.
+ *
+ * The driver's thread does not wait for the main thread: a host function
+ * that blocks holds the driver's own locks, and the next driver call of the
+ * main thread (a stream made, code loaded, memory freed) would wait for it
+ * while it waits for the main thread. So the stream's later work does not
+ * wait for the Lua function; the function runs after the work before it.
+ * Inside the function, gpurun refuses to launch, allocate or wait. */
+void CUDA_CB gpurun_host_call_trampoline(void *data)
+{
+    struct waiter *waiter = malloc(sizeof *waiter);
+    pthread_mutex_lock(&lock);
+    if (!shut_down && waiter != NULL) {
+        *waiter = (struct waiter){data, 0, 0, NULL};
+        append(waiter);
+        waiter = NULL;
+    } else if (!shut_down) {
+        struct waiter self = {data, 1, 0, NULL};
+        append(&self);
+        while (!self.done && !shut_down)
+            pthread_cond_wait(&finished, &lock);
+    }
+    pthread_mutex_unlock(&lock);
+    free(waiter); /* only when shut down */
+}
+
+/* The main thread is done with a waiter taken off the queue. */
+static void release(struct waiter *waiter)
+{
+    if (!waiter->on_stack) {
+        free(waiter);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    waiter->done = 1;
+    pthread_cond_broadcast(&finished);
+    pthread_mutex_unlock(&lock);
+}
+
+void gpurun_host_call_init(struct gpurun_host_call *call)
+{
+    call->function_ref = LUA_NOREF;
+    call->anchor_ref = LUA_NOREF;
+    call->pending = 0;
+    call->calls = 0;
+}
+
+void gpurun_host_call_expect(lua_State *L, struct gpurun_host_call *call, int object_index,
+                             long runs)
+{
+    if (runs <= 0)
+        return;
+    if (call->pending == 0) {
+        lua_pushvalue(L, object_index);
+        call->anchor_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    call->pending += runs;
+    pending_runs += runs;
+}
+
+static void finish_runs(lua_State *L, struct gpurun_host_call *call, long runs)
+{
+    call->pending -= runs;
+    pending_runs -= runs;
+    if (call->pending <= 0) {
+        call->pending = 0;
+        luaL_unref(L, LUA_REGISTRYINDEX, call->anchor_ref);
+        call->anchor_ref = LUA_NOREF;
+    }
+    if (pending_runs <= 0)
+        pending_runs = 0;
+}
+
+void gpurun_host_call_cancel(lua_State *L, struct gpurun_host_call *call, long runs)
+{
+    finish_runs(L, call, runs);
+}
+
+long gpurun_host_calls_pending(void)
+{
+    return pending_runs;
+}
+
+int gpurun_in_host_call(void)
+{
+    return running_depth > 0;
+}
+
+int gpurun_host_calls_run(lua_State *L, int *failed)
+{
+    *failed = 0;
+    if (running_depth > 0 || pending_runs == 0)
+        return 0;
+    pthread_mutex_lock(&lock);
+    struct waiter *list = head;
+    head = NULL;
+    tail = &head;
+    pthread_mutex_unlock(&lock);
+    int ran = 0;
+    lua_checkstack(L, 3);
+    while (list) {
+        struct waiter *waiter = list;
+        struct gpurun_host_call *call = waiter->call;
+        list = waiter->next; /* the waiter is gone once released */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, call->function_ref);
+        running_depth++;
+        int status = lua_pcall(L, 0, 0, 0);
+        running_depth--;
+        if (status != LUA_OK) {
+            if ((*failed)++ == 0)
+                lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
+            else
+                lua_pop(L, 1);
+        }
+        release(waiter);
+        call->calls++;
+        finish_runs(L, call, 1);
+        ran++;
+    }
+    if (*failed) {
+        lua_getfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
+        lua_pushnil(L);
+        lua_setfield(L, LUA_REGISTRYINDEX, "gpurun.host_call_error");
+    }
+    return ran;
+}
+
+int gpurun_host_calls_await(long nanoseconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += nanoseconds;
+    while (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&lock);
+    int result = 0;
+    while (head == NULL && result != ETIMEDOUT)
+        result = pthread_cond_timedwait(&posted, &lock, &until);
+    int ready = head != NULL;
+    pthread_mutex_unlock(&lock);
+    return ready;
+}
+
+void gpurun_host_calls_shut_down(void)
+{
+    pthread_mutex_lock(&lock);
+    shut_down = 1;
+    /* Under the lock: a waiter on a stack is there until its thread sees
+     * shut_down, which needs the lock. */
+    for (struct waiter *waiter = head, *next; waiter; waiter = next) {
+        next = waiter->next;
+        if (!waiter->on_stack)
+            free(waiter);
+    }
+    head = NULL;
+    tail = &head;
+    pthread_cond_broadcast(&finished);
+    pthread_mutex_unlock(&lock);
+    pending_runs = 0;
 }

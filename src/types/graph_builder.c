@@ -12,21 +12,11 @@
 #include "types/event.h"
 #include "types/stream.h"
 
-const struct gpurun_tag gpurun_builder_tag = {"gpurun.GraphBuilder"};
-
 /* User values: 1 the Stream object it captures (a new one for forks and
  * bodies, which own theirs), 2 the builder it came from (forks, bodies),
  * 3 a body's closing function (GPURUN_BUILDER_GPURUN_BUILDER_CLOSING_VALUE). */
 #define STREAM_VALUE 1
 #define PARENT_VALUE 2
-
-struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index)
-{
-    struct gpurun_graph_builder *builder = gpurun_check_open(L, index, &gpurun_builder_tag);
-    if (builder->capture.stream->handle == NULL)
-        gpurun_closed_error(L, gpurun_stream_tag.type_name);
-    return builder;
-}
 
 struct gpurun_graph_builder *gpurun_check_building(lua_State *L, int index, const char *method)
 {
@@ -35,17 +25,6 @@ struct gpurun_graph_builder *gpurun_check_building(lua_State *L, int index, cons
         gpurun_error(L, "GraphBuilder:%s: not building (it is %s)", method,
                      gpurun_capture_state_name(builder->capture.state));
     return builder;
-}
-
-struct gpurun_capture *gpurun_to_building(lua_State *L, int index)
-{
-    if (index == 0 || gpurun_to_tagged(L, index, &gpurun_builder_tag) == NULL)
-        return NULL;
-    struct gpurun_graph_builder *builder = gpurun_check_builder(L, index);
-    if (builder->capture.state != GPURUN_CAPTURE_BUILDING)
-        gpurun_error(L, "GraphBuilder is not building (it is %s): call begin_building() first",
-                     gpurun_capture_state_name(builder->capture.state));
-    return &builder->capture;
 }
 
 static struct gpurun_graph_builder *push_builder(lua_State *L, int stream_index)

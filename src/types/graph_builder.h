@@ -4,23 +4,6 @@
 
 #include "runtime/runtime.h"
 
-extern const struct gpurun_tag gpurun_builder_tag;
-
-/* User value 1: the Stream object it captures. */
-struct gpurun_graph_builder {
-    struct gpurun_object header;
-    struct gpurun_capture capture;
-};
-
-/* The open GraphBuilder at index (on an open stream), or an error. */
-struct gpurun_graph_builder *gpurun_check_builder(lua_State *L, int index);
-
-/* Where work given a GraphBuilder in place of a stream is recorded: the
- * capture of the GraphBuilder at index, open and building (else an error),
- * or NULL when the value there is no GraphBuilder (index 0: none). Its
- * stream is what the work is queued on. */
-struct gpurun_capture *gpurun_to_building(lua_State *L, int index);
-
 /* ---- the launch target: where work goes, a Stream or a building builder */
 
 /* The stream a launch goes on: a Stream (refused while a builder captures

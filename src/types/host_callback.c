@@ -3,7 +3,7 @@
  * graph's host node with callback:launch(builder), run at each replay.
  * It runs on the main thread, while the script waits for the GPU (a sync,
  * a buffer read, a pipeline's wait), and the stream's later work does not
- * wait for it (runtime/host_calls.c says why). fn must not call into the
+ * wait for it (runtime/state.c says why). fn must not call into the
  * GPU: gpurun refuses launches, allocations and waits inside it. An error
  * it raises is raised by the wait that ran it. A callback with runs queued
  * is kept alive until they are done, and refuses to close. */

@@ -1,5 +1,5 @@
 /* gpurun.HostCallback: a Lua function run at a point of a stream's order
- * (runtime/host_calls.c says how, and on which thread). */
+ * (runtime/state.c says how, and on which thread). */
 #ifndef GPURUN_TYPES_HOST_CALLBACK_H
 #define GPURUN_TYPES_HOST_CALLBACK_H
 

@@ -4,25 +4,6 @@
 
 #include "types/event.h"
 
-const struct gpurun_tag gpurun_stream_tag = {"gpurun.Stream"};
-
-static struct gpurun_stream_object *check_stream_object(lua_State *L, int index)
-{
-    return gpurun_check_open(L, index, &gpurun_stream_tag);
-}
-
-struct gpurun_stream *gpurun_check_stream(lua_State *L, int index)
-{
-    return &check_stream_object(L, index)->stream;
-}
-
-struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index)
-{
-    if (index == 0 || lua_isnoneornil(L, index))
-        return gpurun_runtime.current_stream;
-    return gpurun_check_stream(L, index);
-}
-
 struct gpurun_stream_object *gpurun_push_stream_object(lua_State *L, CUcontext context, int device)
 {
     struct gpurun_stream_object *object =
@@ -217,13 +198,13 @@ void gpurun_close_stream_of_ended_context(lua_State *L, int index)
 
 static int stream_handle(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)(uintptr_t)check_stream_object(L, 1)->stream.handle);
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)gpurun_check_stream(L, 1)->handle);
     return 1;
 }
 
 static int stream_device(lua_State *L)
 {
-    lua_pushinteger(L, check_stream_object(L, 1)->stream.device);
+    lua_pushinteger(L, gpurun_check_stream(L, 1)->device);
     return 1;
 }
 
@@ -233,7 +214,7 @@ static int stream_priority(lua_State *L)
 {
     int priority = 0;
     CHECK_CUDA(L, "reading a stream's priority", cuStreamGetPriority,
-               check_stream_object(L, 1)->stream.handle, &priority);
+               gpurun_check_stream(L, 1)->handle, &priority);
     lua_pushinteger(L, priority);
     return 1;
 }

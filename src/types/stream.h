@@ -4,21 +4,6 @@
 
 #include "runtime/runtime.h"
 
-extern const struct gpurun_tag gpurun_stream_tag;
-
-struct gpurun_stream_object {
-    struct gpurun_object header;
-    struct gpurun_stream stream;
-};
-
-/* The open Stream at index, or an error. */
-struct gpurun_stream *gpurun_check_stream(lua_State *L, int index);
-
-/* The stream a buffer operation goes on: the Stream argument at index when
- * given (index 0: none), else the current stream (gpurun.set_current_stream), else NULL,
- * meaning "no stream: wait for the whole device before and after". */
-struct gpurun_stream *gpurun_operation_stream(lua_State *L, int index);
-
 /* Creates a non-blocking stream on the current device with the given
  * priority (0: the default), pushes it. */
 struct gpurun_stream *gpurun_push_new_stream(lua_State *L, int priority);
