@@ -1,8 +1,9 @@
 /* gpurun.Buffer: device memory holding elements of one dtype, in
  * types/buffer/. What the types above it use: what a Buffer is, its checks
  * and the streams it was used on, the stream its work goes on with the
- * element copies and fills (buffer.c); where a new one's memory comes from,
- * and what a Graph tells the buffers its allocation nodes made (memory.c). */
+ * element copies (buffer.c); fills (elements.c); where a new one's memory
+ * comes from, and what a Graph tells the buffers its allocation nodes made
+ * (memory.c). */
 #ifndef GPURUN_TYPES_BUFFER_BUFFER_H
 #define GPURUN_TYPES_BUFFER_BUFFER_H
 
@@ -128,7 +129,7 @@ static inline void gpurun_note_buffer_use(lua_State *L, struct gpurun_buffer *bu
  * returns before the work is done. */
 void gpurun_note_buffer_use_on(lua_State *L, int index, int stream_index);
 
-/* ---- the stream its work goes on, element copies and fills (buffer.c) --- */
+/* ---- the stream its work goes on, element copies (buffer.c) ------------ */
 
 /* Every buffer operation goes on gpurun_operation_stream(): queued there
  * and waited for only when host memory is involved; with no stream, the
@@ -166,14 +167,16 @@ void gpurun_read_elements(lua_State *L, const struct gpurun_buffer *buffer, size
 void gpurun_order_host_access(lua_State *L, const struct gpurun_buffer *buffer, CUstream stream,
                               const char *what);
 
+/* gpurun_cuda_error, saying what to do instead when the call failed because
+ * a graph is being captured. */
+int gpurun_transfer_error(lua_State *L, const char *what_fmt, ...);
+
+/* ---- its elements (elements.c) ------------------------------------------ */
+
 /* Sets every element to the element at pattern; `capturing`: into a graph
  * (memset nodes only). */
 void gpurun_fill_elements(lua_State *L, struct gpurun_buffer *buffer,
                           const unsigned char *pattern, CUstream stream, int capturing);
-
-/* gpurun_cuda_error, saying what to do instead when the call failed because
- * a graph is being captured. */
-int gpurun_transfer_error(lua_State *L, const char *what_fmt, ...);
 
 /* ---- its memory (memory.c) ----------------------------------------------- */
 

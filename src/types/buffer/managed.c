@@ -2,7 +2,7 @@
  * reach: gpurun.managed(n [, dtype [, { attach = }]]) (cuMemAllocManaged),
  * and where its pages live, in cuda.core's names: Buffer:prefetch(location,
  * stream) and Buffer:advise(advice [, location]). Its host access is every
- * Buffer's (copies.c), ordered by gpurun_order_host_access. */
+ * Buffer's (buffer.c), ordered by gpurun_order_host_access. */
 #include "types/buffer/internal.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /* gpurun.PinnedBuffer: page-locked host memory (cuMemHostAlloc), made by
  * gpurun.pinned(n, dtype), with element access, tables and bytes in and
  * out. Copies between it and device buffers are Buffer's
- * (types/buffer/copies.c): they are queued on a stream and return at once,
+ * (types/buffer/buffer.c): they are queued on a stream and return at once,
  * so this file keeps the event of the last queued copy, and everything that
  * touches the memory from the host (element access, tables, bytes,
  * freeing) waits for it first. */

@@ -1,13 +1,12 @@
 /* gpurun.Buffer as Lua sees it: device memory holding elements of one
  * dtype, made and filled from the host (gpurun.empty, zeros, full, array,
  * from_bytes), with its fields and its tables of methods, registered.
- * Beside it: buffer.c (what a Buffer is), memory.c (allocation, views, the
- * close), copies.c (moving elements), managed.c (managed memory: managed,
- * prefetch, advise), ipc.c (sharing with other processes), pinned_buffer.c (gpurun.PinnedBuffer);
- * comparing buffers is types/compare.c, generating them types/generator.c.
- * Element indices count from 1, as Lua's do: get(i), set(i, v), buf[i],
- * and every range (first, count) that view, fill, copy_from, copy_to,
- * to_table and to_bytes take. */
+ * Beside it: buffer.c (what a Buffer is, its copies), elements.c (fills,
+ * element access), memory.c (allocation, views, the close), managed.c,
+ * ipc.c and pinned_buffer.c (gpurun.PinnedBuffer). Element indices count
+ * from 1, as Lua's do: get(i), set(i, v), buf[i], and every range (first,
+ * count) that view, fill, copy_from, copy_to, to_table and to_bytes
+ * take. */
 #include "types/buffer/internal.h"
 
 /* close([stream]); __close gets the error object there, not a stream. */
