@@ -25,22 +25,42 @@ cs.BLOCK = 512
 -- read is kept per flag address in a small table of the module; two flags
 -- that share an entry only read more often, and a torn entry delays a read
 -- by one period at most, so a cancel is seen within a period and a pass.
+-- The entry is loaded first and used last (_gc_cancel_peek, then
+-- _gc_cancel_check), so that its load overlaps a decision's reductions
+-- rather than delaying them.
 cs.CANCEL_PERIOD_NS = 200000
 local CANCEL_READ = ([[
 #define GPURUN_CANCEL_ENTRIES 256
 struct _gc_cancel_seen { unsigned long long flag, time; };
 __device__ _gc_cancel_seen _gc_cancel_table[GPURUN_CANCEL_ENTRIES];
-__device__ __forceinline__ unsigned int _gc_cancelled(unsigned long long flag)
+struct _gc_cancel_peeked { unsigned long long flag, time, now; };
+__device__ __forceinline__ _gc_cancel_seen *_gc_cancel_entry(unsigned long long flag)
 {
-    unsigned long long now;
-    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(now));
-    volatile _gc_cancel_seen *seen = &_gc_cancel_table[(flag >> 2) & (GPURUN_CANCEL_ENTRIES - 1)];
-    if (seen->flag == flag && now - seen->time < %dull)
+    return &_gc_cancel_table[(flag >> 2) & (GPURUN_CANCEL_ENTRIES - 1)];
+}
+__device__ __forceinline__ _gc_cancel_peeked _gc_cancel_peek(unsigned long long flag)
+{
+    _gc_cancel_peeked peeked;
+    asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(peeked.now));
+    const _gc_cancel_seen *seen = _gc_cancel_entry(flag);
+    peeked.flag = __ldcg(&seen->flag);
+    peeked.time = __ldcg(&seen->time);
+    return peeked;
+}
+__device__ __forceinline__ unsigned int _gc_cancel_check(unsigned long long flag,
+                                                         _gc_cancel_peeked peeked)
+{
+    if (peeked.flag == flag && peeked.now - peeked.time < %dull)
         return 0u;
     const unsigned int cancelled = *reinterpret_cast<const volatile unsigned int *>(flag);
-    seen->flag = flag;
-    seen->time = now;
+    _gc_cancel_seen *seen = _gc_cancel_entry(flag);
+    __stcg(&seen->flag, flag);
+    __stcg(&seen->time, peeked.now);
     return cancelled;
+}
+__device__ __forceinline__ unsigned int _gc_cancelled(unsigned long long flag)
+{
+    return _gc_cancel_check(flag, _gc_cancel_peek(flag));
 }
 ]]):format(cs.CANCEL_PERIOD_NS)
 
@@ -151,11 +171,9 @@ function cs.decision(tree, dtypes, name)
       table.concat(params, ", "))
   add("{")
   add("    __shared__ double scratch[%d];", cs.BLOCK // 32)
-  -- Read the flag first, so that a read's round trip over the bus
-  -- overlaps the reductions instead of following them.
-  add("    unsigned int cancelled = 0u;")
+  add("    _gc_cancel_peeked peeked = {0ull, 0ull, 0ull};")
   add("    if (threadIdx.x == 0 && cancel != 0ull)")
-  add("        cancelled = _gc_cancelled(cancel);")
+  add("        peeked = _gc_cancel_peek(cancel);")
   for k, call in ipairs(calls) do
     local spec = CALLS[call.name]
     local first = index[call.args[1]]
@@ -179,7 +197,7 @@ function cs.decision(tree, dtypes, name)
   end
   add("    if (threadIdx.x == 0) {")
   add("        bool again = %s;", verdict)
-  add("        if (cancelled != 0u)")
+  add("        if (cancel != 0ull && _gc_cancel_check(cancel, peeked) != 0u)")
   add("            again = false;")
   add("        cudaGraphSetConditional(condition, again ? 1u : 0u);")
   add("    }")
