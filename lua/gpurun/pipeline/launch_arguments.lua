@@ -57,10 +57,10 @@ function launch_arguments.raw_scalar(scalar, param)
   if scalar.dtype then
     return typed(scalar, scalar.dtype)
   end
-  if param.kind == "integer" then
-    return math.tointeger(scalar.value) or scalar.value
+  if param.kind ~= "integer" then
+    return scalar.value
   end
-  return scalar.value
+  return math.tointeger(scalar.value) or scalar.value
 end
 
 -- The dtype a kernel object's parameter takes a scalar as.

@@ -71,7 +71,7 @@ function kind.declare(p, input, output, options)
   if x == y then
     inferred = { { data = x, mode = "rw", how = "fft, in place" } }
   else
-    local overwritten = record.kind == "c2r"
+    local overwritten = stage.transform == "c2r"
     inferred = {
       { data = x, mode = overwritten and "rw" or "r", const = not overwritten,
         how = overwritten and "fft input, which cuFFT's c2r may overwrite" or "fft input" },
