@@ -1,8 +1,8 @@
 /* The loader of the module's parts written in Lua: each is compiled in
  * (CMakeLists.txt makes builtin_lua.h from lua/gpurun/builtin/), returns a
  * function that is called, once per Lua state, with the internals table
- * ({ raise = f, type_name = f }), and that returns the functions it adds to
- * the module table; a `metatable` among them is registered under its
+ * ({ raise, type_name, guard, proxy_type }), and that returns the
+ * functions it adds to the module table; a `metatable` among them is registered under its
  * __name (so C can recognise its objects) instead, and `methods`
  * ({ Buffer = { save = f } }) adds methods to gpurun's registered types.
  * Opening the module again (busted drops package.loaded between files)
@@ -21,6 +21,9 @@ static const struct {
 };
 
 #define LUA_PARTS_KEY "gpurun.lua_parts"
+/* The part that makes the types the other parts write in Lua: every other
+ * part gets its function as internal.proxy_type. */
+#define PROXY_TYPE_PART "proxy_type"
 
 /* internal.raise(message [, level]): raises as gpurun's C functions do,
  * ending every capture in progress first. The position is level's, counted
@@ -90,6 +93,12 @@ static void push_lua_part(lua_State *L, const char *name)
     lua_setfield(L, -2, "type_name");
     lua_pushcfunction(L, internal_guard);
     lua_setfield(L, -2, "guard");
+    if (strcmp(name, PROXY_TYPE_PART) != 0) {
+        push_lua_part(L, PROXY_TYPE_PART);
+        lua_getfield(L, -1, PROXY_TYPE_PART);
+        lua_setfield(L, -3, PROXY_TYPE_PART);
+        lua_pop(L, 1);
+    }
     lua_call(L, 1, 1);
     if (!lua_istable(L, -1))
         gpurun_error(L, "gpurun's Lua part %s gave no table of exports", name);

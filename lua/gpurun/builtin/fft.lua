@@ -5,35 +5,20 @@
 -- table's functions are guarded here, so that their errors end any
 -- capture in progress as every gpurun error does.
 return function(internal)
-  local raise, type_name = internal.raise, internal.type_name
   local NAME = "gpurun.FftPlan"
 
   local function library()
     return require("gpurun.compute.fft") -- lazy: the module opens without it
   end
 
-  -- The object is an empty proxy; its record (compute/fft.lua's) lives here.
-  local records = setmetatable({}, { __mode = "k" })
-  local metatable = { __name = NAME }
-  local methods = {}
+  -- The object is an empty proxy; its record (compute/fft.lua's) lives in the type.
+  local plan_type = internal.proxy_type(NAME)
+  local metatable, methods, record_of = plan_type.metatable, plan_type.methods, plan_type.record_of
   local FIELDS = { kind = true, dtype = true, batch = true, device = true, work_size = true }
-
-  local function record_of(method, count, self)
-    local record = records[self]
-    if record == nil then
-      local got = type_name(count, self)
-      if method:sub(1, 2) == "__" then
-        raise(("bad argument #1 to 'FftPlan.%s' (%s expected, got %s)"):format(method, NAME, got))
-      end
-      raise(("calling 'FftPlan:%s' on bad self (%s expected, got %s)"):format(method, NAME, got))
-    end
-    return record
-  end
 
   -- plan:execute(input, output [, { direction =, stream = }]) -> output
   function methods.execute(...)
-    local record = record_of("execute", select("#", ...), ...)
-    if record.closed then raise("attempt to use a closed " .. NAME) end
+    local record = plan_type.open_record("execute", select("#", ...), ...)
     return library().execute(record, select(2, ...))
   end
 
@@ -49,7 +34,6 @@ return function(internal)
     close(record_of("close", select("#", ...), ...))
   end
 
-  metatable.methods = methods
   function metatable.__index(...)
     local record = record_of("__index", select("#", ...), ...)
     local key = select(2, ...)
@@ -73,9 +57,7 @@ return function(internal)
   local fft = {}
   -- plan(shape [, { kind =, dtype =, batch =, stream = }]) -> FftPlan
   function fft.plan(...)
-    local plan = setmetatable({}, metatable)
-    records[plan] = library().plan(...)
-    return plan
+    return plan_type.new(library().plan(...))
   end
   function fft.fft(...) return library().fft(...) end
   function fft.ifft(...) return library().ifft(...) end

@@ -5,7 +5,6 @@
 -- the module opens without it. A part of the `gpurun` module (see
 -- program_options.lua for the protocol).
 return function(internal)
-  local raise, type_name = internal.raise, internal.type_name
   local NAME = "gpurun.DeviceGenerator"
 
   -- Looked up at each call, not kept: a spec's emulated GPU swaps the
@@ -14,28 +13,10 @@ return function(internal)
     return require("gpurun.compute.random") -- lazy: the module opens without it
   end
 
-  -- The object is an empty proxy; its record (compute/random.lua's) lives here.
-  local records = setmetatable({}, { __mode = "k" })
-  local metatable = { __name = NAME }
-  local methods = {}
-
-  local function record_of(method, count, self)
-    local record = records[self]
-    if record == nil then
-      local got = type_name(count, self)
-      if method:sub(1, 2) == "__" then
-        raise(("bad argument #1 to 'DeviceGenerator.%s' (%s expected, got %s)"):format(method, NAME, got))
-      end
-      raise(("calling 'DeviceGenerator:%s' on bad self (%s expected, got %s)"):format(method, NAME, got))
-    end
-    return record
-  end
-
-  local function open_record(method, count, self)
-    local record = record_of(method, count, self)
-    if record.closed then raise("attempt to use a closed " .. NAME) end
-    return record
-  end
+  -- The object is an empty proxy; its record (compute/random.lua's) lives in the type.
+  local generator_type = internal.proxy_type(NAME)
+  local metatable, methods = generator_type.metatable, generator_type.methods
+  local record_of, open_record = generator_type.record_of, generator_type.open_record
 
   -- gen:random(out_or_n [, dtype] [, options]) and the others: see docs/random.md.
   function methods.random(...)
@@ -70,7 +51,6 @@ return function(internal)
   end
 
   metatable.__index = methods
-  metatable.methods = methods
   function metatable.__close(...)
     close(record_of("__close", select("#", ...), ...))
   end
@@ -82,10 +62,7 @@ return function(internal)
 
   -- device_rng(seed) -> a DeviceGenerator on the current device, at offset 0.
   local function device_rng(...)
-    local record = library().new(...)
-    local generator = setmetatable({}, metatable)
-    records[generator] = record
-    return generator
+    return generator_type.new(library().new(...))
   end
 
   return { device_rng = device_rng, metatable = metatable }
