@@ -227,3 +227,51 @@ describe("tools/gpu-check.sh sanitizers", function()
     assert.matches("while_graph: 3 launches, 814 steps each\n$", result.stdout)
   end)
 end)
+
+describe("tools/gpu-check.sh's commit line", function()
+  -- A copy of the tree without .git, as a GPU host gets it: two tracked
+  -- files, gpu-check.sh itself, and what `stamp` would have written.
+  local function copy_without_git()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %s/tools && cp tools/gpu-check.sh %s/tools/"):format(q(dir), q(dir))))
+    for name, text in pairs({ ["a.txt"] = "one\n", ["b.txt"] = "two\n" }) do
+      local file = assert(io.open(dir .. "/" .. name, "w"))
+      file:write(text)
+      file:close()
+    end
+    return dir
+  end
+  local function commit_line(dir)
+    local result = process.run(("cd %s && bash -c %s"):format(q(dir),
+      q("source tools/gpu-check.sh; commit_line")))
+    assert.are.equal(0, result.code, result.stderr)
+    return result.stdout
+  end
+
+  it("names the stamped commit and how many tracked files differ, without .git", function()
+    local dir = copy_without_git()
+    finally(function() os.execute("rm -rf " .. q(dir)) end)
+    assert.matches("^not a git checkout, and no %.tree%-stamp/", commit_line(dir))
+    assert(os.execute(("cd %s && mkdir .tree-stamp && echo 0123abcd >.tree-stamp/HEAD"
+      .. " && sha256sum a.txt b.txt >.tree-stamp/files"):format(q(dir))))
+    assert.are.equal("0123abcd (stamped; 0 of 2 tracked files differ)\n", commit_line(dir))
+    assert(os.execute(("echo changed >%s/b.txt && rm %s/a.txt"):format(q(dir), q(dir))))
+    assert.are.equal("0123abcd (stamped; 2 of 2 tracked files differ)\n", commit_line(dir))
+  end)
+
+  it("records HEAD and every tracked file in a checkout (stamp)", function()
+    if process.run("git --version").code ~= 0 then pending("git is not installed") return end
+    local dir = copy_without_git()
+    finally(function() os.execute("rm -rf " .. q(dir)) end)
+    local made = process.run(("cd %s && git init -q && git add a.txt b.txt tools"
+      .. " && git -c user.name=spec -c user.email=spec@localhost commit -qm files"
+      .. " && tools/gpu-check.sh stamp"):format(q(dir)))
+    assert.are.equal(0, made.code, made.stderr)
+    local head = process.run(("cd %s && git rev-parse HEAD"):format(q(dir))).stdout
+    assert.are.equal(head, assert(io.open(dir .. "/.tree-stamp/HEAD")):read("a"))
+    assert(os.execute(("rm -rf %s/.git"):format(q(dir))))
+    assert.are.equal(head:gsub("\n$", "") .. " (stamped; 0 of 3 tracked files differ)\n",
+      commit_line(dir))
+  end)
+end)

@@ -1,9 +1,10 @@
 #!/bin/bash
 # tools/gpu-check.sh — everything that needs a GPU, on a GPU host, in parts:
-# suite, sanitizers, bench, compare, or all four. usage() below says what
-# each part runs, where its logs go and the settings it reads.
+# suite, sanitizers, bench, compare, or all four (and stamp, for a host that
+# gets the tree without .git). usage() below says what each part runs,
+# where its logs go and the settings it reads.
 #
-#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
+#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare | stamp]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 root=$(pwd)
@@ -54,10 +55,15 @@ usage() {
 #                  (bench/jacobi_compare.sh, REPS 3; the sample's sources in
 #                  samples/originals/cpp, else its row says so)
 #   (none)         all four, in that order
+#   stamp          run in the checkout, not on the GPU host: records HEAD
+#                  and a checksum of every tracked file in .tree-stamp/
+#                  (git ignores it), for a host that gets the tree without
+#                  .git: carry .tree-stamp there
 #
-#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare]
+#   tools/gpu-check.sh [suite [RUNS] | sanitizers | bench | compare | stamp]
 #
-# Every part first prints `git rev-parse HEAD`. Logs (and the sweep's files)
+# Every part first prints `git rev-parse HEAD`, or, without .git, the
+# stamped commit and how many tracked files differ from the stamp. Logs (and the sweep's files)
 # go to $GPURUN_CHECK_LOGS (default gpu-check/); builds to build-gpu/ (and
 # build-asan/ for the sanitizers). $GPURUN_CHECK_JOBS: compute-sanitizer
 # runs at once (default 6), $GPURUN_CHECK_RUN_SECONDS the limit of each
@@ -71,9 +77,33 @@ USAGE
 
 step() { echo; echo "== $*"; }
 
-# The same commit for every figure below.
-[[ "${BASH_SOURCE[0]}" == "$0" ]] && echo "gpu-check: $(git rev-parse HEAD 2>/dev/null || echo 'not a git checkout')$(
-  [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' (with uncommitted changes)')"
+# The commit every figure below is of: git's, in a checkout; on a GPU host
+# that gets a copy of the tree without .git, the one `stamp` recorded in
+# .tree-stamp/ where the checkout is, and how many tracked files differ
+# from what it recorded.
+stamp=.tree-stamp
+commit_line() {
+  if git rev-parse HEAD >/dev/null 2>&1; then
+    echo "$(git rev-parse HEAD)$(
+      [ -n "$(git status --porcelain --untracked-files=no)" ] && echo ' (with uncommitted changes)')"
+  elif [ -s "$stamp/HEAD" ] && [ -s "$stamp/files" ]; then
+    local differ
+    differ=$(sha256sum --quiet -c "$stamp/files" 2>/dev/null | grep -c .)
+    echo "$(cat "$stamp/HEAD") (stamped; $differ of $(wc -l <"$stamp/files") tracked files differ)"
+  else
+    echo "not a git checkout, and no $stamp/ (run tools/gpu-check.sh stamp in the checkout)"
+  fi
+}
+
+part_stamp() {
+  git rev-parse HEAD >/dev/null || exit 1
+  rm -rf "$stamp" && mkdir "$stamp" || exit 1
+  commit_line >"$stamp/HEAD"
+  git ls-files -z | xargs -0 sha256sum >"$stamp/files"
+  echo "$stamp: $(cat "$stamp/HEAD"), $(wc -l <"$stamp/files") files"
+}
+
+[[ "${BASH_SOURCE[0]}" == "$0" && "${1:-}" != stamp ]] && echo "gpu-check: $(commit_line)"
 
 build_gpu() {
   step "build ($build)"
@@ -409,6 +439,7 @@ part_compare() {
 part=${1:-all}
 [ $# -gt 0 ] && shift
 case "$part" in
+  stamp) part_stamp ;;
   suite) build_gpu; part_suite "$@" ;;
   sanitizers) build_gpu; part_sanitizers ;;
   bench) build_gpu; part_bench ;;
