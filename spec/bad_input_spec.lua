@@ -1009,6 +1009,8 @@ row("gpurun.Program", A(SOURCE, "c++", 42), arg_error(3, "Program", "gpurun.Prog
 row("gpurun.Program", A(SOURCE, "c++", R.config),
   arg_error(3, "Program", "gpurun.ProgramOptions or table expected, got gpurun.LaunchConfig"))
 row("gpurun.Program", A(SOURCE, "c++", R.closed_options), "attempt to use a closed gpurun.ProgramOptions")
+row("gpurun.Program", A(SOURCE, "c++", setmetatable({}, getmetatable(gpurun.ProgramOptions{}))),
+  arg_error(3, "Program", "gpurun.ProgramOptions expected, got a table given its metatable"))
 row("gpurun.Program", A(SOURCE, "c++", { std = 11 }), OPTION .. "'std' must be a C++ standard")
 row("gpurun.Program", A(SOURCE, "c++", { nope = true }), OPTION .. "unknown option 'nope'")
 

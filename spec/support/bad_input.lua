@@ -570,7 +570,11 @@ local function describe_args(args)
     if getmetatable(value) == Marker then parts[i] = value.ref
     elseif type(value) == "string" then parts[i] = ("%q"):format(#value > 30 and value:sub(1, 30) .. "..." or value)
     elseif type(value) == "number" and value ~= value then parts[i] = "nan"
-    else parts[i] = tostring(value) end
+    else
+      -- A forged object's __tostring may refuse it, as its other metamethods do.
+      local ok, text = pcall(tostring, value)
+      parts[i] = ok and text or type(value)
+    end
   end
   return "(" .. table.concat(parts, ", ") .. ")"
 end

@@ -3,11 +3,10 @@
 -- policy, so it is Lua; NVRTC itself is called from C (Program:compile),
 -- which takes the finished list of option strings from here.
 --
--- This is a part of the `gpurun` module: the module opener calls the
--- function it returns, once per Lua state, with the internals table
--- ({ raise = f(message) }, which ends any capture in progress as every
--- gpurun error does; type_name = f(count, value), what messages call a
--- value's type), and installs what it returns.
+-- A part of the `gpurun` module: the opener calls the function it returns,
+-- once per Lua state, with the internals (raise, which ends any capture in
+-- progress as every gpurun error does; type_name(count, value); guard;
+-- proxy_type, proxy_type.lua's), and installs what it returns.
 
 return function(internal)
   local raise = internal.raise
@@ -213,48 +212,28 @@ return function(internal)
   local function options_type(short, keys, type_readers)
     local full = "gpurun." .. short
     local prefix = full .. ": "
-    -- The object is an empty proxy; what it holds lives here, out of reach.
-    local state = setmetatable({}, { __mode = "k" })
-    local metatable = { __name = full }
-    local methods = {}
+    -- The object is an empty proxy; what it holds lives in the type, out of reach.
+    local proxy = internal.proxy_type(full)
+    local metatable, methods = proxy.metatable, proxy.methods
 
     local function open_state(options)
-      local held = state[options]
-      if held.closed then
-        raise("attempt to use a closed " .. full)
-      end
-      return held
-    end
-
-    -- The object a method ("as_list") or a metamethod ("__index") was
-    -- called on, or the error a C type would give.
-    local function self_of(method, count, options)
-      if state[options] == nil then
-        local got = type_name(count, options)
-        if method:sub(1, 2) == "__" then
-          raise(("bad argument #1 to '%s.%s' (%s expected, got %s)"):format(short, method, full, got))
-        end
-        raise(("calling '%s:%s' on bad self (%s expected, got %s)"):format(short, method, full, got))
-      end
-      return options
+      return proxy.open_record("__index", 1, options)
     end
 
     -- as_list() -> the option strings, in order (a fresh table).
     function methods.as_list(...)
-      local options = self_of("as_list", select("#", ...), ...)
-      return copy(open_state(options).list)
+      return copy(proxy.open_record("as_list", select("#", ...), ...).list)
     end
 
     function methods.close(...)
-      local options = self_of("close", select("#", ...), ...)
-      state[options].closed = true
+      proxy.record_of("close", select("#", ...), ...).closed = true
     end
 
     function metatable.__index(...)
       local options, key = ...
       local method = methods[key]
       if method then return method end
-      local value = open_state(self_of("__index", select("#", ...), options)).fields[key]
+      local value = proxy.open_record("__index", select("#", ...), options).fields[key]
       if type(value) == "table" then return copy(value) end -- fields are read-only
       return value
     end
@@ -264,17 +243,14 @@ return function(internal)
     end
 
     function metatable.__tostring(...)
-      local options = self_of("__tostring", select("#", ...), ...)
-      local held = state[options]
+      local held = proxy.record_of("__tostring", select("#", ...), ...)
       if held.closed then return full .. "(closed)" end
       return full .. "(" .. table.concat(held.list, " ") .. ")"
     end
 
     function metatable.__close(...)
-      local options = self_of("__close", select("#", ...), ...)
-      state[options].closed = true
+      proxy.record_of("__close", select("#", ...), ...).closed = true
     end
-    metatable.methods = methods
     metatable.builtin = {}
 
     local function new(input)
@@ -290,9 +266,7 @@ return function(internal)
         local value = rawget(input, key)
         if value ~= nil then fields[key] = type_readers[key](value, list) end
       end
-      local options = setmetatable({}, metatable)
-      state[options] = { list = list, fields = fields, closed = false }
-      return options
+      return proxy.new({ list = list, fields = fields, closed = false })
     end
 
     -- An object of another gpurun type (a ProgramOptions for a
@@ -311,6 +285,10 @@ return function(internal)
       if getmetatable(value) ~= metatable then
         raise(("bad argument #%d to '%s' (%s or table expected, got %s)")
           :format(arg, caller, full, type_name(1, value)))
+      end
+      if not proxy.owns(value) then
+        raise(("bad argument #%d to '%s' (%s expected, got a table given its metatable)")
+          :format(arg, caller, full))
       end
       open_state(value)
       return value

@@ -1,15 +1,16 @@
 -- The types that gpurun's Lua parts make (gpurun.FftPlan,
--- gpurun.DeviceGenerator): each object an empty table whose record lives
+-- gpurun.DeviceGenerator, gpurun.ProgramOptions): each object an empty table whose record lives
 -- here, with one wording for a bad self and for a closed object. Every
 -- part gets it as internal.proxy_type (module/lua_parts.c).
 return function(internal)
   local raise, type_name = internal.raise, internal.type_name
 
   -- proxy_type(name) -> { metatable = { __name = name, methods = methods },
-  --   methods = {}, new(record) -> object, record_of(method, count, self),
-  --   open_record(method, count, self) }: record_of and open_record take
-  --   a method's name and its select("#", ...) and self, and raise as
-  --   gpurun's C types do; open_record also refuses a closed record.
+  --   methods = {}, new(record) -> object, owns(value) -> boolean,
+  --   record_of(method, count, self), open_record(method, count, self) }:
+  --   record_of and open_record take a method's name, its select("#", ...)
+  --   and self, and raise as gpurun's C types do; open_record also refuses
+  --   a closed record.
   local function proxy_type(name)
     local short = name:match("^gpurun%.(.+)$") or name
     local records = setmetatable({}, { __mode = "k" })
@@ -33,6 +34,12 @@ return function(internal)
       local record = proxy.record_of(method, count, self)
       if record.closed then raise("attempt to use a closed " .. name) end
       return record
+    end
+
+    -- Whether value is an object this type made (a table given its
+    -- metatable by hand is not).
+    function proxy.owns(value)
+      return records[value] ~= nil
     end
 
     function proxy.new(record)
